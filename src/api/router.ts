@@ -1,0 +1,140 @@
+// The last filter: routes a request to the health and discovery endpoints, or to the
+// handler of its verb on its resource. Discovery documents are built once at start-up
+// (the served catalog does not change while the server runs) and sent as the same bytes.
+import type { Filter } from '../http/filter-chain.js';
+import type { ApiRequest, ResponseSink } from '../http/types.js';
+import { sendBody, sendJson, sendText } from '../http/respond.js';
+import { errors } from '../errors.js';
+import type { Catalog } from './catalog.js';
+import type { Targets } from './targets.js';
+import * as discovery from './discovery.js';
+import type { Store } from '../registry/store.js';
+import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
+import type { HandlerContext, ServerLimits } from '../handlers/context.js';
+import { handleGet } from '../handlers/get.js';
+import { handleList } from '../handlers/list.js';
+import { handleWatch } from '../handlers/watch.js';
+import { handleCreate } from '../handlers/create.js';
+import { handleUpdate } from '../handlers/update.js';
+import { handlePatch } from '../handlers/patch.js';
+import { handleDelete } from '../handlers/delete.js';
+import { handleDeleteCollection } from '../handlers/deletecollection.js';
+import { healthHandler, type HealthState } from '../handlers/health.js';
+
+type VerbHandler = (c: HandlerContext) => Promise<void>;
+
+const HANDLERS: Record<string, VerbHandler> = {
+  get: handleGet,
+  list: handleList,
+  watch: handleWatch,
+  create: handleCreate,
+  update: handleUpdate,
+  patch: handlePatch,
+  delete: handleDelete,
+  deletecollection: handleDeleteCollection,
+};
+
+/** Subresources that are served by the generic store as views of the main object. */
+const STORE_SUBRESOURCES = new Set(['status']);
+
+const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
+
+interface Doc {
+  body: Buffer;
+  contentType: string;
+}
+
+export interface RouterDeps {
+  catalog: Catalog;
+  targets: Targets;
+  store: Store;
+  namespaces: NamespaceLifecycle;
+  limits: ServerLimits;
+  health: HealthState;
+  serverAddress: string;
+}
+
+export class Router implements Filter {
+  readonly name = 'handler';
+  private docs = new Map<string, Doc>();
+  private health: (req: ApiRequest, res: ResponseSink) => boolean;
+
+  constructor(private deps: RouterDeps) {
+    const json = (s: string): Doc => ({ body: Buffer.from(s), contentType: 'application/json' });
+    const { catalog } = deps;
+    this.docs.set('/version', json(discovery.versionDoc()));
+    this.docs.set('/api', json(discovery.apiVersionsDoc(deps.serverAddress)));
+    this.docs.set('/apis', json(discovery.apiGroupListDoc(catalog)));
+    this.docs.set('aggregated:api:v2', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'api', 'v2')), contentType: AGGREGATED_V2 });
+    this.docs.set('aggregated:apis:v2', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'apis', 'v2')), contentType: AGGREGATED_V2 });
+    this.docs.set('aggregated:api:v2beta1', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'api', 'v2beta1')), contentType: AGGREGATED_V2BETA1 });
+    this.docs.set('aggregated:apis:v2beta1', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'apis', 'v2beta1')), contentType: AGGREGATED_V2BETA1 });
+    for (const gv of catalog.servedGroupVersions()) {
+      if (gv.group === '') {
+        this.docs.set(`/api/${gv.version}`, json(discovery.apiResourceListDoc(catalog, '', gv.version)));
+      } else {
+        if (!this.docs.has(`/apis/${gv.group}`)) this.docs.set(`/apis/${gv.group}`, json(discovery.apiGroupDoc(catalog, gv.group)));
+        this.docs.set(`/apis/${gv.group}/${gv.version}`, json(discovery.apiResourceListDoc(catalog, gv.group, gv.version)));
+      }
+    }
+    this.health = healthHandler(deps.health);
+  }
+
+  run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
+    const info = req.requestInfo!;
+    if (!info.isResourceRequest) return this.nonResource(req, res);
+    const target = this.deps.targets.resolve(info.apiGroup, info.apiVersion, info.resource);
+    if (!target) throw errors.resourceNotFound();
+    if (target.info.namespaced && info.parts[0] === 'namespaces' && info.resource === 'namespaces' && info.namespace && info.name !== info.namespace) {
+      throw errors.resourceNotFound();
+    }
+    if (!target.info.namespaced && info.namespace && info.resource !== 'namespaces') throw errors.resourceNotFound();
+    let verbs = target.info.verbs;
+    if (info.subresource) {
+      const sub = target.info.subresources.find((s) => s.name === info.subresource);
+      if (!sub || !STORE_SUBRESOURCES.has(sub.name)) throw errors.resourceNotFound();
+      verbs = sub.verbs;
+    }
+    const verb = info.verb;
+    const handler = HANDLERS[verb];
+    if (!handler) throw errors.methodNotAllowed();
+    if (!verbs.includes(verb === 'watch' && info.name ? 'watch' : verb)) {
+      // A watch of one named object is a filtered watch of the collection.
+      throw errors.methodNotAllowed();
+    }
+    if (target.info.namespaced && !info.namespace && verb !== 'list' && verb !== 'watch' && verb !== 'create') {
+      throw errors.resourceNotFound();
+    }
+    return handler({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits });
+  }
+
+  private nonResource(req: ApiRequest, res: ResponseSink): void {
+    const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
+    if (this.health(req, res)) return;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      if (this.docs.has(path)) throw errors.methodNotAllowed();
+      sendText(res, 404, '404 page not found\n');
+      return;
+    }
+    if (path === '/api' || path === '/apis') {
+      const accept = req.headers['accept'] ?? '';
+      const which = path === '/api' ? 'api' : 'apis';
+      if (accept.includes('as=APIGroupDiscoveryList')) {
+        const v = /g=apidiscovery\.k8s\.io;\s*v=v2(?!beta)/.test(accept) ? 'v2' : accept.includes('v=v2beta1') ? 'v2beta1' : '';
+        if (v) {
+          const doc = this.docs.get(`aggregated:${which}:${v}`)!;
+          sendBody(req, res, 200, doc.contentType, doc.body, [['Vary', 'Accept']]);
+          return;
+        }
+      }
+    }
+    const doc = this.docs.get(path);
+    if (doc) {
+      sendJson(req, res, 200, doc.body);
+      return;
+    }
+    if (path.startsWith('/api/') || path.startsWith('/apis/')) throw errors.resourceNotFound();
+    sendText(res, 404, '404 page not found\n');
+  }
+}

@@ -1,0 +1,295 @@
+// The coordinator: starts the shard workers, owns the global resourceVersion allocator
+// (a counter in shared memory that the shards take versions from at commit time), routes
+// each write to the shard that owns its resource type, and applies every committed batch
+// to the front thread's caches and watchers.
+//
+// Thread ownership: a Coordinator lives on the front (main) thread. The shard workers
+// own the write side of their LMDB environments; this class holds read-only handles.
+import { Worker } from 'node:worker_threads';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SharedState } from './shared-state.js';
+import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
+import { currentObjects } from '../../workers/shard/reader.js';
+import type { Ack, CommittedEvent, FrontToShard, ShardToFront, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
+import { ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
+
+export interface CoordinatorOptions {
+  dataDir: string;
+  shardCount: number;
+  /** explicit placement: group-resource -> shard index; others are hashed */
+  shardMap: Record<string, number>;
+  retentionMs: number;
+  compactIntervalMs: number;
+  /** ring capacity of each resource type's watch cache; per-type overrides (0 disables) */
+  watchCacheCapacity: number;
+  watchCacheSizes: Record<string, number>;
+}
+
+export class WriteRejected extends Error {
+  constructor(readonly failure: WriteFailure) {
+    super(failure);
+  }
+}
+
+export interface Committed {
+  rv: number;
+  /** the object's bytes as stored */
+  json: Buffer;
+}
+
+interface PendingWrite {
+  resolve: (c: Committed) => void;
+  reject: (err: Error) => void;
+  obj?: any;
+}
+
+interface ShardHandle {
+  index: number;
+  worker: Worker;
+  env: ShardEnv;
+  /** highest rv of this shard applied to the caches */
+  applied: number;
+  queue: WriteOp[];
+  flushScheduled: boolean;
+  freshWaiters: Array<() => void>;
+  closed?: () => void;
+}
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
+
+function hashString(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+export class Coordinator {
+  readonly shared: SharedState;
+  private shards: ShardHandle[] = [];
+  private caches = new Map<string, ResourceCache>();
+  private pending = new Map<number, PendingWrite>();
+  private nextId = 1;
+
+  constructor(readonly opts: CoordinatorOptions) {
+    this.shared = SharedState.create(opts.shardCount);
+  }
+
+  shardFor(gr: string): number {
+    const explicit = this.opts.shardMap[gr];
+    if (explicit !== undefined) return explicit;
+    return hashString(gr) % this.opts.shardCount;
+  }
+
+  async start(): Promise<void> {
+    const { dataDir, shardCount } = this.opts;
+    mkdirSync(dataDir, { recursive: true });
+    // Placement is a property of the data: refuse a shard count that differs from the one the data was written with.
+    const layoutFile = join(dataDir, 'shards.json');
+    if (existsSync(layoutFile)) {
+      const prev = JSON.parse(readFileSync(layoutFile, 'utf8'));
+      if (prev.shardCount !== shardCount || JSON.stringify(prev.shardMap ?? {}) !== JSON.stringify(this.opts.shardMap)) {
+        throw new Error(`data dir ${dataDir} was written with ${prev.shardCount} shards and shard map ${JSON.stringify(prev.shardMap ?? {})}; start with the same settings`);
+      }
+    } else {
+      writeFileSync(layoutFile, JSON.stringify({ shardCount, shardMap: this.opts.shardMap }) + '\n');
+    }
+    const ready: Promise<{ maxRv: number }>[] = [];
+    for (let i = 0; i < shardCount; i++) {
+      const path = join(dataDir, `shard-${i}`);
+      mkdirSync(path, { recursive: true });
+      const worker = new Worker(SHARD_WORKER, {
+        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs },
+      });
+      const handle: ShardHandle = { index: i, worker, env: null as unknown as ShardEnv, applied: 0, queue: [], flushScheduled: false, freshWaiters: [] };
+      this.shards.push(handle);
+      ready.push(
+        new Promise((resolve, reject) => {
+          const onMsg = (m: ShardToFront) => {
+            if (m.t === 'ready') {
+              worker.off('message', onMsg);
+              worker.on('message', (msg: ShardToFront) => this.onShardMessage(handle, msg));
+              resolve({ maxRv: m.maxRv });
+            } else if (m.t === 'fatal') reject(new Error(`shard ${i}: ${m.message}`));
+          };
+          worker.on('message', onMsg);
+          worker.once('error', reject);
+        }),
+      );
+      worker.on('error', (err) => {
+        // A shard that dies takes its un-acknowledged writes with it; fail them loudly.
+        console.error(`shard ${i} failed:`, err);
+      });
+    }
+    const states = await Promise.all(ready);
+    // The allocator starts above every version stored anywhere, so versions never repeat across restarts.
+    this.shared.raiseRv(Math.max(0, ...states.map((s) => s.maxRv)));
+    for (const h of this.shards) {
+      h.env = openShardEnv(join(dataDir, `shard-${h.index}`), true);
+      h.applied = this.shared.lastRv(h.index);
+      for (const o of currentObjects(h.env)) this.cache(o.gr).load(o.key, o.rv, o.json);
+    }
+  }
+
+  /** The cache of one resource type, created on first use. */
+  cache(gr: string): ResourceCache {
+    let c = this.caches.get(gr);
+    if (!c) {
+      const shard = this.shardFor(gr);
+      const cap = this.opts.watchCacheSizes[gr] ?? this.opts.watchCacheCapacity;
+      c = new ResourceCache(gr, shard, cap, this.shards[shard]?.applied ?? 0);
+      this.caches.set(gr, c);
+    }
+    return c;
+  }
+
+  envOf(shard: number): ShardEnv {
+    return this.shards[shard].env;
+  }
+
+  compactedRv(shard: number): number {
+    return this.shared.compactedRv(shard);
+  }
+
+  /**
+   * Submits one write. Resolves with the committed resourceVersion once the write is
+   * durable and applied to the caches; rejects with WriteRejected on a failed precondition.
+   * `obj` is the object the bytes encode: the cache keeps it, so nobody parses the bytes again.
+   */
+  write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
+    const id = this.nextId++;
+    const shard = this.shards[this.shardFor(op.gr)];
+    return new Promise<Committed>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, obj });
+      shard.queue.push({ ...op, id });
+      if (!shard.flushScheduled) {
+        shard.flushScheduled = true;
+        // Everything submitted in this turn of the event loop travels in one message.
+        setImmediate(() => this.flushShard(shard));
+      }
+    });
+  }
+
+  private flushShard(shard: ShardHandle): void {
+    shard.flushScheduled = false;
+    if (shard.queue.length === 0) return;
+    const ops = shard.queue;
+    shard.queue = [];
+    const msg: FrontToShard = { t: 'write', ops };
+    shard.worker.postMessage(msg);
+  }
+
+  private onShardMessage(shard: ShardHandle, msg: ShardToFront): void {
+    switch (msg.t) {
+      case 'commit':
+        this.applyCommit(shard, msg.acks, msg.events, msg.lastRv);
+        break;
+      case 'closed':
+        shard.closed?.();
+        break;
+      case 'compacted':
+      case 'ready':
+      case 'fatal':
+        break;
+    }
+  }
+
+  private applyCommit(shard: ShardHandle, acks: Ack[], events: CommittedEvent[], lastRv: number): void {
+    // 1. caches and watchers first, so that a client that sees its write acknowledged
+    //    can read it back at once;
+    const byType = new Map<ResourceCache, WatchEvent[]>();
+    const stored = new Map<number, Buffer>();
+    for (const e of events) {
+      const cache = this.cache(e.gr);
+      const p = this.pending.get(e.id);
+      let obj = p?.obj;
+      if (obj?.metadata) obj.metadata.resourceVersion = String(e.rv);
+      const json = Buffer.from(e.json.buffer, e.json.byteOffset, e.json.byteLength);
+      stored.set(e.id, json);
+      const ev = cache.apply(e.type, e.key, e.rv, json, obj);
+      let list = byType.get(cache);
+      if (!list) byType.set(cache, (list = []));
+      list.push(ev);
+    }
+    if (lastRv > shard.applied) shard.applied = lastRv;
+    for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
+    // 2. then the acknowledgements;
+    for (const a of acks) {
+      const p = this.pending.get(a.id);
+      if (!p) continue;
+      this.pending.delete(a.id);
+      if (a.err) p.reject(new WriteRejected(a.err));
+      else p.resolve({ rv: a.rv!, json: stored.get(a.id)! });
+    }
+    // 3. then whoever waits for the cache to catch up.
+    if (shard.freshWaiters.length) {
+      const waiters = shard.freshWaiters;
+      shard.freshWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /**
+   * The version up to which the shard's caches are known to be complete. When the shard
+   * holds nothing unpublished, that is the global counter itself: no version at or below
+   * it can still arrive for this shard. (The counter is read before the busy flag; a shard
+   * sets busy before it takes a version, so the check cannot miss one in flight. Writes
+   * queued or in the port but not yet committed will take versions above the counter.)
+   */
+  freshRv(shardIndex: number): number {
+    const shard = this.shards[shardIndex];
+    const global = this.shared.currentRv();
+    if (!this.shared.busy(shardIndex) && this.shared.lastRv(shardIndex) === shard.applied ) {
+      return Math.max(global, shard.applied);
+    }
+    return shard.applied;
+  }
+
+  /** Waits until the shard's caches hold every change up to rv. False on timeout. */
+  async waitFresh(shardIndex: number, rv: number, timeoutMs: number): Promise<boolean> {
+    if (this.freshRv(shardIndex) >= rv) return true;
+    const shard = this.shards[shardIndex];
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now())));
+        shard.freshWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      if (this.freshRv(shardIndex) >= rv) return true;
+    }
+    return false;
+  }
+
+  /** Resource types that have a cache (all types with objects, and every type touched since start). */
+  resourceTypes(): string[] {
+    return [...this.caches.keys()];
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.caches.values()) c.watchers.closeAll();
+    await Promise.all(
+      this.shards.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            this.flushShard(s);
+            s.closed = resolve;
+            s.worker.postMessage({ t: 'close' } satisfies FrontToShard);
+            setTimeout(resolve, 5000).unref();
+          }),
+      ),
+    );
+    for (const s of this.shards) {
+      await s.worker.terminate();
+      try {
+        await s.env?.root.close();
+      } catch {
+        /* already closed */
+      }
+    }
+  }
+}

@@ -1,0 +1,174 @@
+// The one errors module. Every failure a client can see is a StatusError carrying a
+// metav1.Status, with the HTTP code and the `reason` that kube-apiserver uses for the
+// same condition. Handlers throw these; the filter chain turns them into responses.
+
+export const StatusReason = {
+  BadRequest: 'BadRequest',
+  Unauthorized: 'Unauthorized',
+  Forbidden: 'Forbidden',
+  NotFound: 'NotFound',
+  AlreadyExists: 'AlreadyExists',
+  Conflict: 'Conflict',
+  Gone: 'Gone',
+  Expired: 'Expired',
+  Invalid: 'Invalid',
+  ServerTimeout: 'ServerTimeout',
+  Timeout: 'Timeout',
+  TooManyRequests: 'TooManyRequests',
+  MethodNotAllowed: 'MethodNotAllowed',
+  NotAcceptable: 'NotAcceptable',
+  RequestEntityTooLarge: 'RequestEntityTooLarge',
+  UnsupportedMediaType: 'UnsupportedMediaType',
+  InternalError: 'InternalError',
+  ServiceUnavailable: 'ServiceUnavailable',
+} as const;
+export type StatusReason = (typeof StatusReason)[keyof typeof StatusReason];
+
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  uid?: string;
+  causes?: StatusCause[];
+  retryAfterSeconds?: number;
+}
+
+export interface Status {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  status: 'Failure' | 'Success';
+  message?: string;
+  reason?: string;
+  details?: StatusDetails;
+  code: number;
+}
+
+/** A group-qualified resource, as kube-apiserver names it in messages ("deployments.apps"). */
+export interface GroupResource {
+  group: string;
+  resource: string;
+}
+
+export function qualifiedResource(gr: GroupResource): string {
+  return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+}
+
+export class StatusError extends Error {
+  readonly code: number;
+  readonly reason: StatusReason | '';
+  readonly details?: StatusDetails;
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers?: Record<string, string>;
+
+  constructor(code: number, reason: StatusReason | '', message: string, details?: StatusDetails, headers?: Record<string, string>) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  toStatus(): Status {
+    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, code: this.code };
+    if (this.reason) s.reason = this.reason;
+    if (this.details) s.details = this.details;
+    return s;
+  }
+}
+
+function grDetails(gr: GroupResource, name?: string): StatusDetails {
+  const d: StatusDetails = {};
+  if (name !== undefined) d.name = name;
+  if (gr.group) d.group = gr.group;
+  d.kind = gr.resource;
+  return d;
+}
+
+export const errors = {
+  badRequest: (message: string, details?: StatusDetails) => new StatusError(400, StatusReason.BadRequest, message, details),
+  unauthorized: (message = 'Unauthorized') => new StatusError(401, StatusReason.Unauthorized, message),
+  forbidden: (gr: GroupResource, name: string | undefined, message: string) =>
+    new StatusError(403, StatusReason.Forbidden, message, grDetails(gr, name)),
+  notFound: (gr: GroupResource, name: string) =>
+    new StatusError(404, StatusReason.NotFound, `${qualifiedResource(gr)} "${name}" not found`, grDetails(gr, name)),
+  /** An unknown path below /api or /apis: kube-apiserver answers with an empty-details NotFound. */
+  resourceNotFound: () => new StatusError(404, StatusReason.NotFound, 'the server could not find the requested resource', {}),
+  alreadyExists: (gr: GroupResource, name: string) =>
+    new StatusError(409, StatusReason.AlreadyExists, `${qualifiedResource(gr)} "${name}" already exists`, grDetails(gr, name)),
+  conflict: (gr: GroupResource, name: string, why: string) =>
+    new StatusError(409, StatusReason.Conflict, `Operation cannot be fulfilled on ${qualifiedResource(gr)} "${name}": ${why}`, grDetails(gr, name)),
+  /** The optimistic-concurrency conflict of a stale resourceVersion. */
+  staleConflict: (gr: GroupResource, name: string) =>
+    errors.conflict(gr, name, 'the object has been modified; please apply your changes to the latest version and try again'),
+  gone: (message: string) => new StatusError(410, StatusReason.Gone, message),
+  expired: (message: string) => new StatusError(410, StatusReason.Expired, message),
+  invalid: (kind: string, group: string, name: string, causes: Array<{ field: string; type: CauseType; value?: unknown; detail?: string }>) => {
+    const rendered = causes.map((c) => ({ reason: c.type, message: causeMessage(c), field: c.field }));
+    const list = rendered.map((c) => `${c.field}: ${c.message}`);
+    const joined = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
+    const details: StatusDetails = { name, ...(group ? { group } : {}), kind, causes: rendered };
+    return new StatusError(422, StatusReason.Invalid, `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${joined}`, details);
+  },
+  methodNotAllowed: () =>
+    new StatusError(405, StatusReason.MethodNotAllowed, 'the server does not allow this method on the requested resource', {}),
+  notAcceptable: (supported: string[]) =>
+    new StatusError(406, StatusReason.NotAcceptable, `only the following media types are accepted: ${supported.join(', ')}`),
+  unsupportedMediaType: (supported: string[]) =>
+    new StatusError(415, StatusReason.UnsupportedMediaType,
+      `the body of the request was in an unknown format - accepted media types include: ${supported.join(', ')}`),
+  tooLarge: (limit: number) => new StatusError(413, StatusReason.RequestEntityTooLarge, `Request entity too large: limit is ${limit}`),
+  tooLargeResourceVersion: (requested: number, current: number) =>
+    new StatusError(504, StatusReason.Timeout, `Too large resource version: ${requested}, current: ${current}`,
+      { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+  timeout: (message: string) => new StatusError(504, StatusReason.Timeout, message),
+  internal: (message: string) =>
+    new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
+  serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
+};
+
+/** The field-error types of k8s.io/apimachinery/pkg/util/validation/field, as they appear in causes[].reason. */
+export type CauseType =
+  | 'FieldValueNotFound'
+  | 'FieldValueRequired'
+  | 'FieldValueDuplicate'
+  | 'FieldValueInvalid'
+  | 'FieldValueNotSupported'
+  | 'FieldValueForbidden'
+  | 'FieldValueTooLong'
+  | 'FieldValueTooMany'
+  | 'InternalError'
+  | 'FieldValueTypeInvalid';
+
+function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }): string {
+  const detail = c.detail ? `: ${c.detail}` : '';
+  switch (c.type) {
+    case 'FieldValueRequired':
+      return `Required value${detail}`;
+    case 'FieldValueForbidden':
+      return `Forbidden${detail}`;
+    case 'FieldValueDuplicate':
+      return `Duplicate value: ${JSON.stringify(c.value)}`;
+    case 'FieldValueNotSupported':
+      return `Unsupported value: ${JSON.stringify(c.value)}${detail}`;
+    case 'FieldValueTooLong':
+      return `Too long${detail}`;
+    case 'FieldValueNotFound':
+      return `Not found: ${JSON.stringify(c.value)}`;
+    default:
+      return `Invalid value: ${typeof c.value === 'string' ? JSON.stringify(c.value) : JSON.stringify(c.value ?? null)}${detail}`;
+  }
+}
+
+/** Wraps anything thrown into a StatusError; unknown errors become 500 InternalError. */
+export function toStatusError(err: unknown): StatusError {
+  if (err instanceof StatusError) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  return errors.internal(msg);
+}

@@ -1,0 +1,40 @@
+// The filter chain: an ordered list of filters that every request passes, whatever
+// transport carried it. The order is kube-apiserver's, and it matters:
+//
+//   1. request-info     parse the path into verb/resource/namespace/name (everything after needs it)
+//   2. authentication   who is calling; a bad credential is 401 here, before anything else runs
+//   3. audit            (placeholder) records see the authenticated user
+//   4. impersonation    (placeholder) must follow authentication and precede authorization
+//   5. flow-control     inflight limits and priority-and-fairness: rejects (429) before any real work
+//   6. authorization    may the (possibly impersonated) user do this verb on this resource
+//   7. handler          the router, then the verb's handler
+//
+// A filter returns true when it has answered the request itself; it throws a StatusError
+// to reject it. Filters are synchronous where they can be: only the handler awaits.
+import type { ApiRequest, ResponseSink } from './types.js';
+import { sendError } from './respond.js';
+
+export type FilterResult = void | boolean | Promise<void | boolean>;
+
+export interface Filter {
+  readonly name: string;
+  run(req: ApiRequest, res: ResponseSink): FilterResult;
+}
+
+export class FilterChain {
+  constructor(readonly filters: Filter[]) {}
+
+  handle(req: ApiRequest, res: ResponseSink): void {
+    this.step(req, res, 0).catch((err) => sendError(req, res, err));
+  }
+
+  private async step(req: ApiRequest, res: ResponseSink, i: number): Promise<void> {
+    for (; i < this.filters.length; i++) {
+      const r = this.filters[i].run(req, res);
+      if (r === true) return;
+      if (r && typeof (r as Promise<unknown>).then === 'function') {
+        if ((await r) === true) return;
+      }
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// Writing answers: JSON bodies, Status errors, plain text. Warnings collected while
+// handling the request leave as one `Warning: 299 - "..."` header each.
+import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
+import { toStatusError } from '../errors.js';
+
+const JSON_TYPE = 'application/json';
+
+export function baseHeaders(req: ApiRequest | null, contentType: string): HeaderList {
+  const h: HeaderList = [
+    ['Cache-Control', 'no-cache, private'],
+    ['Content-Type', contentType],
+  ];
+  if (req?.warnings) for (const w of req.warnings) h.push(['Warning', `299 - ${JSON.stringify(w)}`]);
+  return h;
+}
+
+export function sendBody(req: ApiRequest | null, res: ResponseSink, code: number, contentType: string, body: string | Uint8Array, extra?: HeaderList): void {
+  if (res.aborted) return;
+  const h = baseHeaders(req, contentType);
+  if (extra) h.push(...extra);
+  res.send(code, h, body);
+}
+
+export function sendJson(req: ApiRequest | null, res: ResponseSink, code: number, body: string | Uint8Array, extra?: HeaderList): void {
+  sendBody(req, res, code, JSON_TYPE, body, extra);
+}
+
+export function sendText(res: ResponseSink, code: number, text: string, contentType = 'text/plain; charset=utf-8'): void {
+  if (res.aborted) return;
+  res.send(code, [['Content-Type', contentType], ['X-Content-Type-Options', 'nosniff']], text);
+}
+
+export function sendError(req: ApiRequest | null, res: ResponseSink, err: unknown): void {
+  const se = toStatusError(err);
+  if (se.code >= 500 && se.code !== 503 && se.code !== 504) console.error('internal error:', err);
+  const extra: HeaderList = [];
+  if (se.headers) for (const [k, v] of Object.entries(se.headers)) extra.push([k, v]);
+  sendJson(req, res, se.code, JSON.stringify(se.toStatus()), extra);
+}

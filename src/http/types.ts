@@ -1,0 +1,77 @@
+// The transport-neutral request and response. The uWebSockets.js front end fills these
+// in today; a node:http2 front end (client certificates, HTTP/2) fills in the same shapes,
+// so the filter chain and the handlers never see which transport carried a request.
+import type { RequestInfo } from '../request/request-info.js';
+import type { UserInfo } from '../auth/user.js';
+
+export interface ApiRequest {
+  /** upper-case HTTP method */
+  method: string;
+  /** the path as sent, without the query string */
+  path: string;
+  rawQuery: string;
+  query: URLSearchParams;
+  /** lower-cased header names */
+  headers: Record<string, string>;
+  body: Buffer | null;
+  remoteAddress: string;
+  /** the TLS client certificate's subject, when the transport could read one */
+  clientCert?: { commonName: string; organizations: string[] };
+  // Filled in by the filter chain:
+  requestInfo?: RequestInfo;
+  user?: UserInfo;
+  /** Warning header values collected while handling the request */
+  warnings?: string[];
+}
+
+export type HeaderList = Array<[string, string]>;
+
+/**
+ * Where a handler writes its answer. A plain response is one send(); a watch is
+ * startStream() then write()s. write() returns false when the transport buffered the
+ * chunk behind backpressure; bufferedBytes() says how much is queued.
+ */
+export interface ResponseSink {
+  readonly aborted: boolean;
+  send(status: number, headers: HeaderList, body: string | Uint8Array): void;
+  startStream(status: number, headers: HeaderList): void;
+  write(chunk: string | Uint8Array): boolean;
+  end(): void;
+  /** Runs fn with the socket corked, so many writes leave in one syscall / TLS record. */
+  cork(fn: () => void): void;
+  onAborted(fn: () => void): void;
+  /** Called once, when the response has ended, been closed, or the client went away. */
+  onDone(fn: () => void): void;
+  /** Called once the transport has drained what it buffered behind backpressure. */
+  onDrain(fn: () => void): void;
+  bufferedBytes(): number;
+  /** Closes the connection abruptly. */
+  close(): void;
+}
+
+export const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  304: '304 Not Modified',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  406: '406 Not Acceptable',
+  409: '409 Conflict',
+  410: '410 Gone',
+  413: '413 Request Entity Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+  504: '504 Gateway Timeout',
+};
+
+export function statusLine(code: number): string {
+  return STATUS_TEXT[code] ?? `${code} Unknown`;
+}

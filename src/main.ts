@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Entry point: parse flags, start, and stop cleanly on SIGTERM / SIGINT.
+import { FlagError, parseArgs, usage } from './options.js';
+import { startServer } from './server.js';
+
+async function main(): Promise<void> {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof FlagError) {
+      console.error(`Error: ${e.message}`);
+      console.error(`Run with --help for the list of flags.`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  if (opts === 'help') {
+    console.log(usage());
+    return;
+  }
+  let server;
+  try {
+    server = await startServer(opts);
+  } catch (e) {
+    console.error(`Error: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  }
+  console.log(`Serving securely on ${server.url}`);
+  console.log(`Admin kubeconfig: ${server.kubeconfigPath}`);
+  console.log(`Try: kubectl --kubeconfig ${server.kubeconfigPath} get namespaces`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`Received ${signal}, shutting down`);
+    server.shutdown().then(
+      () => process.exit(0),
+      (err) => {
+        console.error('shutdown failed:', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

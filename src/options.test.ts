@@ -1,0 +1,24 @@
+import { describe, it, expect } from 'vitest';
+import { parseArgs } from './options.js';
+
+describe('parseArgs', () => {
+  it('defaults as kube-apiserver, with our data dir', () => {
+    const o = parseArgs([]) as any;
+    expect(o.securePort).toBe(6443);
+    expect(o.bindAddress).toBe('127.0.0.1');
+    expect(o.dataDir).toBe('./data');
+    expect(o.maxRequestsInflight).toBe(400);
+  });
+  it('reads both --flag=value and --flag value', () => {
+    const o = parseArgs(['--secure-port=7443', '--data-dir', '/tmp/x', '--anonymous-auth=false']) as any;
+    expect(o.securePort).toBe(7443);
+    expect(o.dataDir).toBe('/tmp/x');
+    expect(o.anonymousAuth).toBe(false);
+  });
+  it('refuses port 0, unknown flags and bad values', () => {
+    expect(() => parseArgs(['--secure-port=0'])).toThrowError(/not allowed/);
+    expect(() => parseArgs(['--nope'])).toThrowError(/unknown flag/);
+    expect(() => parseArgs(['--secure-port=abc'])).toThrowError(/invalid argument/);
+    expect(() => parseArgs(['--tls-cert-file=/x'])).toThrowError(/together/);
+  });
+});

@@ -1,0 +1,190 @@
+// Command-line flags, named and defaulted as kube-apiserver's where kube-apiserver has
+// them. A flag we do not know, or a value we cannot use, stops start-up with a message.
+
+export interface ServerOptions {
+  securePort: number;
+  bindAddress: string;
+  certDir: string;
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  tokenAuthFile: string;
+  dataDir: string;
+  anonymousAuth: boolean;
+  authorizationMode: string[];
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
+  minRequestTimeout: number;
+  requestTimeoutSeconds: number;
+  runtimeConfig: string;
+  shards: number;
+  shardMap: Record<string, number>;
+  watchCache: boolean;
+  watchCacheSizes: Record<string, number>;
+  defaultWatchCacheSize: number;
+  historyRetentionSeconds: number;
+  serviceClusterIpRange: string;
+  serviceNodePortRange: { min: number; max: number };
+  maxRequestBodyBytes: number;
+}
+
+export class FlagError extends Error {}
+
+type Kind = 'int' | 'string' | 'bool' | 'duration' | 'list';
+
+interface FlagSpec {
+  kind: Kind;
+  help: string;
+  set: (o: ServerOptions, v: any) => void;
+}
+
+function parseDuration(flag: string, v: string): number {
+  const m = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$/.exec(v);
+  if (!m || v === '') {
+    if (/^\d+$/.test(v)) return Number(v);
+    throw new FlagError(`invalid argument "${v}" for "--${flag}" flag: time: invalid duration "${v}"`);
+  }
+  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+
+function parseShardMap(v: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of v.split(',').filter(Boolean)) {
+    const [k, n] = part.split('=');
+    if (!k || n === undefined || !/^\d+$/.test(n)) throw new FlagError(`invalid --shard-map entry "${part}": want group-resource=index, e.g. pods=1 or deployments.apps=0`);
+    out[k] = Number(n);
+  }
+  return out;
+}
+
+function parseCacheSizes(v: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of v.split(',').filter(Boolean)) {
+    const [k, n] = part.split('#');
+    if (!k || n === undefined || !/^\d+$/.test(n)) throw new FlagError(`invalid --watch-cache-sizes entry "${part}": want resource[.group]#size`);
+    out[k] = Number(n);
+  }
+  return out;
+}
+
+const FLAGS: Record<string, FlagSpec> = {
+  'secure-port': { kind: 'int', help: 'The port on which to serve HTTPS. It cannot be switched off with 0. (default 6443)', set: (o, v) => (o.securePort = v) },
+  'bind-address': { kind: 'string', help: 'The IP address on which to listen. (default 127.0.0.1)', set: (o, v) => (o.bindAddress = v) },
+  'cert-dir': { kind: 'string', help: 'Where the self-signed serving certificate is generated when none is given. (default <data-dir>/certs)', set: (o, v) => (o.certDir = v) },
+  'tls-cert-file': { kind: 'string', help: 'x509 serving certificate (with intermediates after it).', set: (o, v) => (o.tlsCertFile = v) },
+  'tls-private-key-file': { kind: 'string', help: 'x509 private key matching --tls-cert-file.', set: (o, v) => (o.tlsPrivateKeyFile = v) },
+  'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
+  'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
+  'anonymous-auth': { kind: 'bool', help: 'Allow anonymous requests. (default true)', set: (o, v) => (o.anonymousAuth = v) },
+  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny. (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
+  'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
+  'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
+  'min-request-timeout': { kind: 'int', help: 'Minimum watch timeout in seconds; the server picks one between it and twice it. (default 1800)', set: (o, v) => (o.minRequestTimeout = v) },
+  'request-timeout': { kind: 'duration', help: 'Default request timeout. (default 1m0s)', set: (o, v) => (o.requestTimeoutSeconds = v) },
+  'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] to switch group-versions on or off.', set: (o, v) => (o.runtimeConfig = v) },
+  shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
+  'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
+  'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
+  'watch-cache-sizes': { kind: 'string', help: 'Per-resource ring sizes, resource[.group]#size; 0 disables.', set: (o, v) => (o.watchCacheSizes = parseCacheSizes(v)) },
+  'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
+  'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
+  'service-cluster-ip-range': { kind: 'string', help: 'CIDR for Service ClusterIPs. (default 10.96.0.0/12)', set: (o, v) => (o.serviceClusterIpRange = v) },
+  'service-node-port-range': {
+    kind: 'string',
+    help: 'Port range for NodePort Services, inclusive. (default 30000-32767)',
+    set: (o, v: string) => {
+      const m = /^(\d+)-(\d+)$/.exec(v);
+      if (!m || Number(m[1]) > Number(m[2])) throw new FlagError(`invalid argument "${v}" for "--service-node-port-range" flag: want min-max`);
+      o.serviceNodePortRange = { min: Number(m[1]), max: Number(m[2]) };
+    },
+  },
+};
+
+export function defaultOptions(): ServerOptions {
+  return {
+    securePort: 6443,
+    bindAddress: '127.0.0.1',
+    certDir: '',
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    tokenAuthFile: '',
+    dataDir: './data',
+    anonymousAuth: true,
+    authorizationMode: ['AlwaysAllow'],
+    maxRequestsInflight: 400,
+    maxMutatingRequestsInflight: 200,
+    minRequestTimeout: 1800,
+    requestTimeoutSeconds: 60,
+    runtimeConfig: '',
+    shards: 2,
+    shardMap: {},
+    watchCache: true,
+    watchCacheSizes: {},
+    defaultWatchCacheSize: 10000,
+    historyRetentionSeconds: 300,
+    serviceClusterIpRange: '10.96.0.0/12',
+    serviceNodePortRange: { min: 30000, max: 32767 },
+    maxRequestBodyBytes: 3 * 1024 * 1024,
+  };
+}
+
+export function usage(): string {
+  const lines = ['Usage: kubeshard [flags]', '', 'Flags:'];
+  for (const [name, f] of Object.entries(FLAGS)) lines.push(`      --${name} ${f.kind === 'bool' ? '' : f.kind}`.padEnd(44) + f.help);
+  return lines.join('\n');
+}
+
+export function parseArgs(argv: string[]): ServerOptions | 'help' {
+  const o = defaultOptions();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '-h' || arg === '--help') return 'help';
+    if (!arg.startsWith('--')) throw new FlagError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const spec = FLAGS[name];
+    if (!spec) throw new FlagError(`unknown flag: --${name}`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (spec.kind === 'bool') value = 'true';
+    else {
+      if (i + 1 >= argv.length) throw new FlagError(`flag needs an argument: --${name}`);
+      value = argv[++i];
+    }
+    let parsed: unknown;
+    switch (spec.kind) {
+      case 'int':
+        if (!/^-?\d+$/.test(value)) throw new FlagError(`invalid argument "${value}" for "--${name}" flag: strconv.ParseInt: parsing "${value}": invalid syntax`);
+        parsed = Number(value);
+        break;
+      case 'bool':
+        if (!/^(true|false|1|0|t|f|TRUE|FALSE|True|False)$/.test(value)) throw new FlagError(`invalid argument "${value}" for "--${name}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`);
+        parsed = /^(true|1|t|TRUE|True)$/.test(value);
+        break;
+      case 'duration':
+        parsed = parseDuration(name, value);
+        break;
+      case 'list':
+        parsed = value.split(',').map((s) => s.trim()).filter(Boolean);
+        break;
+      default:
+        parsed = value;
+    }
+    spec.set(o, parsed);
+  }
+  validate(o);
+  return o;
+}
+
+function validate(o: ServerOptions): void {
+  if (o.securePort === 0) throw new FlagError('--secure-port 0 is not allowed: the secure port cannot be switched off');
+  if (o.securePort < 1 || o.securePort > 65535) throw new FlagError(`--secure-port ${o.securePort} must be between 1 and 65535, inclusive`);
+  if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(o.bindAddress)) throw new FlagError(`invalid argument "${o.bindAddress}" for "--bind-address" flag: failed to parse IP: "${o.bindAddress}"`);
+  if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
+  if (o.shards < 1 || o.shards > 64) throw new FlagError(`--shards ${o.shards} must be between 1 and 64`);
+  for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);
+  for (const m of o.authorizationMode) if (m !== 'AlwaysAllow' && m !== 'AlwaysDeny') throw new FlagError(`--authorization-mode: authorization mode ${m} is not supported yet (AlwaysAllow, AlwaysDeny)`);
+  if (o.maxRequestsInflight < 0 || o.maxMutatingRequestsInflight < 0) throw new FlagError('inflight limits cannot be negative');
+  if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
+  if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);
+  if (!o.watchCache) o.defaultWatchCacheSize = 0;
+}

@@ -1,0 +1,495 @@
+// The generic store: one implementation of get, list, create, update, patch, delete and
+// deletecollection for every resource type, with per-kind Strategy hooks (as
+// k8s.io/apiserver's registry/generic/registry.Store).
+//
+// Reads are answered from the front thread's caches (no thread hop). A write is computed
+// here, on the front thread: the current object comes from the cache, the new one is built,
+// defaulted and validated here, and the shard is asked only to "put if the version is
+// still R" (kube-apiserver's GuaranteedUpdate). A lost race retries with the fresh object;
+// a stale version the client itself sent is a 409.
+import { randomUUID, randomInt } from 'node:crypto';
+import { errors, StatusError, type GroupResource } from '../errors.js';
+import type { ResourceInfo } from '../api/catalog-types.js';
+import type { Coordinator } from '../coordinator/coordinator.js';
+import { WriteRejected } from '../coordinator/coordinator.js';
+import { Expect, type EventType } from '../../workers/shard/protocol.js';
+import { entryObject, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
+import { getAt, listAt } from '../../workers/shard/reader.js';
+import { encodeForCommit, orderedObject } from '../codec/json.js';
+import { matchFields, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
+import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
+import { validateAnnotations, validateLabels, validateName } from './validation.js';
+import { jsonPatch, mergePatch } from './patch.js';
+
+export interface ResourceTarget {
+  info: ResourceInfo;
+  /** group-resource key of the storage, e.g. "deployments.apps" */
+  gr: string;
+  groupResource: GroupResource;
+  strategy: Strategy;
+  nameRule: 'subdomain' | 'label' | 'dns1035' | 'path';
+  hasStatus: boolean;
+}
+
+export interface WriteResult {
+  code: number;
+  /** the object's JSON, exactly as stored (or as it would be, for a dry run) */
+  json: Buffer;
+}
+
+export interface ListOptions {
+  resourceVersion: string;
+  resourceVersionMatch: string;
+  limit: number;
+  continueToken: string;
+  labels: LabelSelector | null;
+  fields: FieldSelector | null;
+}
+
+export interface ListResult {
+  rv: number;
+  items: Buffer[];
+  continueToken?: string;
+  remainingItemCount?: number;
+}
+
+export interface DeleteOptions {
+  dryRun: boolean;
+  gracePeriodSeconds?: number;
+  propagationPolicy?: string;
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+/** How long a read waits for a version newer than the cache holds: kube-apiserver's 3 s. */
+export const TOO_LARGE_RV_WAIT_MS = 3000;
+/** Lifetime of a continue token (spec 3.2). */
+export const CONTINUE_TTL_MS = 5 * 60 * 1000;
+const MAX_CONFLICT_RETRIES = 8;
+
+export function nowTimestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+const NAME_SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+function generateName(prefix: string): string {
+  let s = prefix.length > 58 ? prefix.slice(0, 58) : prefix;
+  for (let i = 0; i < 5; i++) s += NAME_SUFFIX_CHARS[randomInt(NAME_SUFFIX_CHARS.length)];
+  return s;
+}
+
+export function objectKey(ns: string, name: string): string {
+  return `${ns}/${name}`;
+}
+
+function parseRv(s: string, field = 'resourceVersion'): number {
+  if (!/^[0-9]+$/.test(s)) {
+    throw errors.badRequest(`invalid resource version: ${JSON.stringify(s)}`, { causes: [{ reason: 'FieldValueInvalid', field }] });
+  }
+  return Number(s);
+}
+
+interface ContinueToken {
+  v: 'meta.k8s.io/v1';
+  rv: number;
+  start: string;
+  t: number;
+}
+
+function encodeContinue(rv: number, lastKey: string): string {
+  const tok: ContinueToken = { v: 'meta.k8s.io/v1', rv, start: lastKey + '\u0000', t: Date.now() };
+  return Buffer.from(JSON.stringify(tok)).toString('base64url');
+}
+
+function decodeContinue(s: string): ContinueToken {
+  try {
+    const tok = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
+    if (tok.v !== 'meta.k8s.io/v1' || typeof tok.rv !== 'number' || typeof tok.start !== 'string') throw new Error('bad');
+    return tok;
+  } catch {
+    throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  }
+}
+
+export class Store {
+  constructor(readonly coord: Coordinator) {}
+
+  ctxOf(t: ResourceTarget): StrategyContext {
+    return { info: t.info, hasStatus: t.hasStatus };
+  }
+
+  cacheOf(t: ResourceTarget): ResourceCache {
+    return this.coord.cache(t.gr);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Waits until the cache is at least as new as rv, or throws 504 "Too large resource version". */
+  async ensureFresh(t: ResourceTarget, rv: number): Promise<number> {
+    const shard = this.cacheOf(t).shard;
+    if (!(await this.coord.waitFresh(shard, rv, TOO_LARGE_RV_WAIT_MS))) {
+      throw errors.tooLargeResourceVersion(rv, this.coord.freshRv(shard));
+    }
+    return this.coord.freshRv(shard);
+  }
+
+  /** get: unset = most recent, "0" = any, other = not older than. */
+  async get(t: ResourceTarget, ns: string, name: string, rvParam: string): Promise<CacheEntry> {
+    const cache = this.cacheOf(t);
+    if (rvParam === '') await this.ensureFresh(t, this.coord.shared.currentRv());
+    else if (rvParam !== '0') await this.ensureFresh(t, parseRv(rvParam));
+    const e = cache.items.get(objectKey(ns, name));
+    if (!e) throw errors.notFound(t.groupResource, name);
+    return e;
+  }
+
+  async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
+    const cache = this.cacheOf(t);
+    const hasSelector = o.labels !== null || o.fields !== null;
+    let atRv: number | null = null; // null = serve the cache as it is now
+    let start = '';
+    if (o.continueToken) {
+      const tok = decodeContinue(o.continueToken);
+      if (Date.now() - tok.t > CONTINUE_TTL_MS || tok.rv < this.coord.compactedRv(cache.shard)) {
+        throw errors.expired(
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+        );
+      }
+      atRv = tok.rv;
+      start = tok.start;
+    } else if (o.resourceVersion === '') {
+      atRv = null;
+      await this.ensureFresh(t, this.coord.shared.currentRv());
+    } else if (o.resourceVersion === '0') {
+      atRv = null;
+    } else {
+      const rv = parseRv(o.resourceVersion);
+      const exact = o.resourceVersionMatch === 'Exact' || (o.resourceVersionMatch === '' && o.limit > 0);
+      await this.ensureFresh(t, rv);
+      if (exact) {
+        if (rv < this.coord.compactedRv(cache.shard)) {
+          throw errors.expired(`The resourceVersion for the provided list is too old.`);
+        }
+        atRv = rv;
+      }
+    }
+
+    let entries: Array<{ key: string; json: Buffer; obj?: any; entry?: CacheEntry }>;
+    let listRv: number;
+    if (atRv === null || cache.lastRvOfType() <= atRv) {
+      // The cache is the state at atRv when nothing of this type changed since then.
+      const all = cache.list(ns);
+      entries = all.map((e) => ({ key: e.key, json: e.json, entry: e }));
+      listRv = atRv ?? this.coord.freshRv(cache.shard);
+    } else {
+      const env = this.coord.envOf(cache.shard);
+      const prefix = ns === '' ? '' : ns + '/';
+      entries = listAt(env, t.gr, atRv).filter((s) => s.key.startsWith(prefix));
+      listRv = atRv;
+    }
+    if (start) {
+      let lo = 0;
+      let hi = entries.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (entries[mid].key < start) lo = mid + 1;
+        else hi = mid;
+      }
+      entries = entries.slice(lo);
+    }
+    const items: Buffer[] = [];
+    let lastKey = '';
+    let i = 0;
+    for (; i < entries.length; i++) {
+      if (o.limit > 0 && items.length >= o.limit) break;
+      const e = entries[i];
+      if (hasSelector) {
+        const obj = e.entry ? entryObject(e.entry) : (e.obj ??= JSON.parse(e.json.toString('utf8')));
+        if (!matchLabels(o.labels, obj?.metadata?.labels) || !matchFields(o.fields, obj)) continue;
+      }
+      items.push(e.json);
+      lastKey = e.key;
+    }
+    const res: ListResult = { rv: listRv, items };
+    if (o.limit > 0 && i < entries.length) {
+      // More may follow (with selectors, the rest may all be filtered out: kube says so too).
+      res.continueToken = encodeContinue(listRv, lastKey);
+      if (!hasSelector) res.remainingItemCount = entries.length - i;
+    }
+    return res;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  private namespaceEntry(ns: string): CacheEntry | undefined {
+    return this.coord.cache('namespaces').items.get(objectKey('', ns));
+  }
+
+  private checkNamespace(t: ResourceTarget, ns: string, creating: boolean): void {
+    if (!t.info.namespaced) return;
+    const nsEntry = this.namespaceEntry(ns);
+    if (!nsEntry) throw errors.notFound({ group: '', resource: 'namespaces' }, ns);
+    if (creating) {
+      const nsObj = entryObject(nsEntry);
+      if (nsObj?.status?.phase === 'Terminating' || nsObj?.metadata?.deletionTimestamp) {
+        throw new StatusError(403, 'Forbidden', `${t.info.resource}${t.info.group ? '.' + t.info.group : ''} "${''}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, {
+          ...(t.info.group ? { group: t.info.group } : {}),
+          kind: t.info.resource,
+          causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }],
+        });
+      }
+    }
+  }
+
+  private invalid(t: ResourceTarget, name: string, errs: FieldError[]): never {
+    throw errors.invalid(t.info.kind, t.info.group, name, errs);
+  }
+
+  private validateCommon(t: ResourceTarget, obj: any, errs: FieldError[]): void {
+    const m = obj.metadata;
+    if (m.name) errs.push(...validateName(m.name, t.nameRule));
+    errs.push(...validateLabels(m.labels));
+    errs.push(...validateAnnotations(m.annotations));
+  }
+
+  /** Commits obj as a write of `type`, with the precondition `expect`. */
+  private async commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<WriteResult & { rv: number }> {
+    const { head, tail, ordered } = encodeForCommit(obj);
+    const { rv, json } = await this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, head, tail }, ordered);
+    return { code: 200, rv, json };
+  }
+
+  private renderDryRun(obj: any): Buffer {
+    return Buffer.from(JSON.stringify(orderedObject(obj)));
+  }
+
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[] }): Promise<WriteResult> {
+    const m = obj.metadata;
+    if (t.info.namespaced) {
+      if (m.namespace && m.namespace !== ns) {
+        throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      m.namespace = ns;
+    } else {
+      delete m.namespace;
+    }
+    if (!m.name) {
+      if (m.generateName) m.name = generateName(m.generateName);
+      else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
+    }
+    this.checkNamespace(t, ns, true);
+    m.uid = randomUUID();
+    m.creationTimestamp = nowTimestamp();
+    delete m.resourceVersion;
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+    delete m.selfLink;
+    if (t.strategy.tracksGeneration) m.generation = 1;
+    else delete m.generation;
+    const ctx = this.ctxOf(t);
+    t.strategy.prepareForCreate(obj, ctx);
+    const errs: FieldError[] = [];
+    this.validateCommon(t, obj, errs);
+    errs.push(...t.strategy.validate(obj, ctx));
+    if (errs.length) this.invalid(t, m.name, errs);
+    t.strategy.canonicalize(obj);
+    opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
+    if (this.cacheOf(t).items.has(objectKey(ns, m.name))) throw errors.alreadyExists(t.groupResource, m.name);
+    if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
+    try {
+      const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
+      return { code: 201, json: r.json };
+    } catch (e) {
+      if (e instanceof WriteRejected && e.failure === 'exists') throw errors.alreadyExists(t.groupResource, m.name);
+      throw e;
+    }
+  }
+
+  /**
+   * The update path shared by PUT and PATCH. `build` makes the new object from a private
+   * copy of the current one; it runs again with the fresh object when a race is lost.
+   * `clientRv` is the version the client pinned (a 409 if stale), or '' for none.
+   */
+  async guaranteedUpdate(
+    t: ResourceTarget,
+    ns: string,
+    name: string,
+    opts: { dryRun: boolean; subresource: string; createIfMissing?: () => any },
+    build: (current: any) => any,
+  ): Promise<WriteResult> {
+    const cache = this.cacheOf(t);
+    const key = objectKey(ns, name);
+    for (let attempt = 0; ; attempt++) {
+      const cur = cache.items.get(key);
+      if (!cur) {
+        if (opts.createIfMissing && t.strategy.allowCreateOnUpdate) {
+          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun });
+        }
+        throw errors.notFound(t.groupResource, name);
+      }
+      const old = entryObject(cur);
+      const obj = build(structuredClone(old));
+      const clientRv: string = obj?.metadata?.resourceVersion ?? '';
+      if (clientRv !== '' && clientRv !== String(cur.rv)) throw errors.staleConflict(t.groupResource, name);
+      if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
+        throw errors.badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
+      }
+      if (clientRv === '' && !t.strategy.allowUnconditionalUpdate) {
+        this.invalid(t, name, [{ field: 'metadata.resourceVersion', type: 'FieldValueInvalid', value: 0, detail: 'must be specified for an update' }]);
+      }
+      this.prepareUpdate(t, obj, old, opts.subresource);
+      // A write that changes nothing is not written; the client gets the current object.
+      const before = encodeForCommit(structuredClone(old));
+      const after = encodeForCommit(obj);
+      if (before.head === after.head && before.tail === after.tail) return { code: 200, json: cur.json };
+      const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0);
+      if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj) };
+      try {
+        const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
+        return { code: 200, json: r.json };
+      } catch (e) {
+        if (e instanceof WriteRejected) {
+          if (e.failure === 'notfound') throw errors.notFound(t.groupResource, name);
+          if (clientRv !== '' || attempt >= MAX_CONFLICT_RETRIES) throw errors.staleConflict(t.groupResource, name);
+          continue; // lost a race: rebuild from the fresh object
+        }
+        throw e;
+      }
+    }
+  }
+
+  /** Carries over what a client may not change, then validates. Mutates obj. */
+  private prepareUpdate(t: ResourceTarget, obj: any, old: any, subresource: string): void {
+    const m = obj.metadata;
+    const om = old.metadata;
+    m.name = om.name;
+    if (t.info.namespaced) {
+      if (m.namespace !== undefined && m.namespace !== om.namespace) {
+        throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      m.namespace = om.namespace;
+    }
+    m.uid = om.uid;
+    m.creationTimestamp = om.creationTimestamp;
+    if (om.deletionTimestamp) {
+      m.deletionTimestamp = om.deletionTimestamp;
+      if (om.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = om.deletionGracePeriodSeconds;
+    } else {
+      delete m.deletionTimestamp;
+      delete m.deletionGracePeriodSeconds;
+    }
+    delete m.resourceVersion;
+    delete m.selfLink;
+    if (subresource === 'status') {
+      // A status write changes status only.
+      const status = obj.status;
+      for (const k of Object.keys(obj)) delete obj[k];
+      Object.assign(obj, structuredClone(old));
+      delete obj.metadata.resourceVersion;
+      if (status === undefined) delete obj.status;
+      else obj.status = status;
+    } else if (t.hasStatus) {
+      // The main resource ignores status changes.
+      if (old.status === undefined) delete obj.status;
+      else obj.status = structuredClone(old.status);
+    }
+    if (t.strategy.tracksGeneration) {
+      m.generation = om.generation ?? 1;
+      if (JSON.stringify(obj.spec) !== JSON.stringify(old.spec)) m.generation++;
+    } else {
+      delete m.generation;
+    }
+    const ctx = this.ctxOf(t);
+    t.strategy.prepareForUpdate(obj, old, ctx);
+    const errs: FieldError[] = [];
+    this.validateCommon(t, obj, errs);
+    errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
+    if (errs.length) this.invalid(t, m.name, errs);
+    t.strategy.canonicalize(obj);
+  }
+
+  update(t: ResourceTarget, ns: string, name: string, obj: any, opts: { dryRun: boolean; subresource: string }): Promise<WriteResult> {
+    return this.guaranteedUpdate(
+      t,
+      ns,
+      name,
+      { ...opts, createIfMissing: () => obj },
+      () => structuredClone(obj),
+    );
+  }
+
+  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string }): Promise<WriteResult> {
+    return this.guaranteedUpdate(t, ns, name, opts, (current) => {
+      delete current.metadata.resourceVersion;
+      let out: any;
+      if (patchType === 'merge') out = mergePatch(current, patch);
+      else out = jsonPatch(current, patch);
+      if (out === null || typeof out !== 'object' || Array.isArray(out)) throw errors.badRequest('the patch produced an object that is not a JSON object');
+      if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};
+      out.apiVersion = current.apiVersion;
+      out.kind = current.kind;
+      return out;
+    });
+  }
+
+  async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
+    const cache = this.cacheOf(t);
+    const key = objectKey(ns, name);
+    for (let attempt = 0; ; attempt++) {
+      const cur = cache.items.get(key);
+      if (!cur) throw errors.notFound(t.groupResource, name);
+      const old = entryObject(cur);
+      const pre = o.preconditions;
+      if (pre?.uid && pre.uid !== old.metadata.uid) {
+        throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`);
+      }
+      if (pre?.resourceVersion && pre.resourceVersion !== String(cur.rv)) {
+        throw errors.conflict(t.groupResource, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.rv}`);
+      }
+      const obj = structuredClone(old);
+      const finalizers: string[] = obj.metadata.finalizers ?? [];
+      let type: EventType = 'DELETED';
+      if (finalizers.length > 0) {
+        if (obj.metadata.deletionTimestamp) return { deleted: false, json: cur.json, obj: old };
+        obj.metadata.deletionTimestamp = nowTimestamp();
+        obj.metadata.deletionGracePeriodSeconds = 0;
+        type = 'MODIFIED';
+      }
+      delete obj.metadata.resourceVersion;
+      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj), obj };
+      try {
+        const r = await this.commit(t, type, ns, name, obj, cur.rv);
+        return { deleted: type === 'DELETED', json: r.json, obj };
+      } catch (e) {
+        if (e instanceof WriteRejected) {
+          if (e.failure === 'notfound') throw errors.notFound(t.groupResource, name);
+          if (attempt < MAX_CONFLICT_RETRIES) continue;
+          throw errors.staleConflict(t.groupResource, name);
+        }
+        throw e;
+      }
+    }
+  }
+
+  async deleteCollection(t: ResourceTarget, ns: string, o: ListOptions, d: DeleteOptions): Promise<Buffer[]> {
+    const listed = await this.list(t, ns, { ...o, limit: 0, continueToken: '' });
+    const out: Buffer[] = [];
+    const names = listed.items.map((b) => JSON.parse(b.toString('utf8')).metadata as { name: string; namespace?: string });
+    await Promise.all(
+      names.map(async (m) => {
+        try {
+          const r = await this.delete(t, m.namespace ?? '', m.name, d);
+          out.push(r.json);
+        } catch (e) {
+          if (!(e instanceof StatusError && e.code === 404)) throw e;
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** The state of one object at an older version, from the revision history. */
+  getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
+    const cache = this.cacheOf(t);
+    return getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+  }
+}

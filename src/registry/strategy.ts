@@ -1,0 +1,50 @@
+// Per-kind hooks of the generic store, after k8s.io/apiserver's RESTCreateStrategy and
+// RESTUpdateStrategy: the store does everything common, a strategy says what is special
+// about one kind. Hooks a kind does not need default to doing nothing.
+import type { CauseType } from '../errors.js';
+import type { ResourceInfo } from '../api/catalog-types.js';
+
+export interface FieldError {
+  field: string;
+  type: CauseType;
+  value?: unknown;
+  detail?: string;
+}
+
+export interface StrategyContext {
+  info: ResourceInfo;
+  /** true when the kind has a status subresource: the main resource then ignores status */
+  hasStatus: boolean;
+}
+
+export class Strategy {
+  /** Whether a PUT of a missing object creates it. */
+  allowCreateOnUpdate = false;
+  /** Whether a PUT without metadata.resourceVersion is accepted (as an unconditional update). */
+  allowUnconditionalUpdate = true;
+  /** Whether DELETE answers with the deleted object rather than a Status. */
+  returnDeletedObject = false;
+  /** Whether metadata.generation is kept (objects with a spec). */
+  tracksGeneration = false;
+
+  /** Clears or sets fields on create (e.g. status, defaults). Mutates obj. */
+  prepareForCreate(_obj: any, _ctx: StrategyContext): void {}
+  /** Carries over fields the client may not change on update. Mutates obj. */
+  prepareForUpdate(_obj: any, _old: any, _ctx: StrategyContext): void {}
+  validate(_obj: any, _ctx: StrategyContext): FieldError[] {
+    return [];
+  }
+  validateUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
+    return [];
+  }
+  /** Normalizes an object before it is stored. */
+  canonicalize(_obj: any): void {}
+  warningsOnCreate(_obj: any): string[] {
+    return [];
+  }
+}
+
+/** Kinds whose objects carry a spec, and so a generation that moves when the spec changes. */
+export class SpecStrategy extends Strategy {
+  override tracksGeneration = true;
+}

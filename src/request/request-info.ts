@@ -1,0 +1,131 @@
+// Turns a path and method into the request attributes that authorization, flow control
+// and routing work from, following the rules of kube-apiserver's RequestInfoFactory:
+//
+//   /api/v1[/watch]/{resource}[/{name}[/{subresource}]]
+//   /api/v1[/watch]/namespaces/{ns}/{resource}[/{name}[/{subresource}]]
+//   /apis/{group}/{version}/...  (the same shapes)
+//
+// /api/v1/namespaces/{ns}/status and /finalize are subresources of the namespace itself.
+
+export type Verb =
+  | 'get'
+  | 'list'
+  | 'watch'
+  | 'create'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'deletecollection'
+  | 'proxy'
+  | string;
+
+export interface RequestInfo {
+  isResourceRequest: boolean;
+  path: string;
+  verb: Verb;
+  apiPrefix: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  parts: string[];
+  /** true for the legacy /watch/ path prefix */
+  legacyWatch: boolean;
+}
+
+const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
+
+function isTrue(v: string | null): boolean {
+  return v !== null && v !== '' && v !== 'false' && v !== '0';
+}
+
+function decodeSegment(s: string): string {
+  if (s.indexOf('%') < 0) return s;
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+export function parseRequestInfo(method: string, path: string, query: URLSearchParams): RequestInfo {
+  const info: RequestInfo = {
+    isResourceRequest: false,
+    path,
+    verb: method.toLowerCase(),
+    apiPrefix: '',
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+    parts: [],
+    legacyWatch: false,
+  };
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  let parts = trimmed === '' ? [] : trimmed.split('/').map(decodeSegment);
+  if (parts.length === 0 || (parts[0] !== 'api' && parts[0] !== 'apis')) return info;
+  info.apiPrefix = parts[0];
+  parts = parts.slice(1);
+  if (info.apiPrefix === 'apis') {
+    if (parts.length < 3) return info; // /apis, /apis/{group}, /apis/{group}/{version}: discovery
+    info.apiGroup = parts[0];
+    parts = parts.slice(1);
+  } else if (parts.length < 2) {
+    return info; // /api, /api/v1: discovery
+  }
+  info.apiVersion = parts[0];
+  parts = parts.slice(1);
+  if (parts.length === 0) return info;
+  info.isResourceRequest = true;
+
+  switch (method) {
+    case 'POST':
+      info.verb = 'create';
+      break;
+    case 'GET':
+    case 'HEAD':
+      info.verb = 'get';
+      break;
+    case 'PUT':
+      info.verb = 'update';
+      break;
+    case 'PATCH':
+      info.verb = 'patch';
+      break;
+    case 'DELETE':
+      info.verb = 'delete';
+      break;
+    default:
+      info.verb = '';
+  }
+  if (parts[0] === 'watch') {
+    info.legacyWatch = true;
+    parts = parts.slice(1);
+    if (info.verb === 'get') info.verb = 'watch';
+  }
+  if (parts[0] === 'namespaces' && parts.length > 1) {
+    info.namespace = parts[1];
+    if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2])) parts = parts.slice(2);
+  }
+  info.parts = parts;
+  if (parts.length >= 3) info.subresource = parts[2];
+  if (parts.length >= 2) info.name = parts[1];
+  if (parts.length >= 1) info.resource = parts[0];
+
+  if (info.verb === 'get' || info.verb === 'watch') {
+    if (isTrue(query.get('watch'))) info.verb = 'watch';
+    if (info.name === '' && info.verb === 'get') info.verb = 'list';
+    if (info.name === '' && info.verb === 'watch') {
+      // A watch by field selector on metadata.name is authorized as a watch of that name.
+      const fs = query.get('fieldSelector');
+      const m = fs ? /^metadata\.name==?([^,]+)$/.exec(fs) : null;
+      if (m) info.name = m[1];
+    }
+  }
+  if (info.verb === 'delete' && info.name === '') info.verb = 'deletecollection';
+  return info;
+}

@@ -1,0 +1,109 @@
+// Assembles the server: storage (coordinator and shards), the registry, the filter chain
+// and the transport. Start-up order matters: storage first (the version counter must be
+// raised above everything stored before any write), then the initial namespaces, then
+// the listener, and only then is the server ready.
+import { join, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import type { ServerOptions } from './options.js';
+import { Coordinator } from './coordinator/coordinator.js';
+import { Catalog } from './api/catalog.js';
+import { Targets } from './api/targets.js';
+import { Router } from './api/router.js';
+import { Store } from './registry/store.js';
+import { StrategyRegistry } from './registry/strategies.js';
+import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
+import { FilterChain } from './http/filter-chain.js';
+import { requestInfoFilter } from './http/filters/request-info.js';
+import { authenticationFilter } from './http/filters/authentication.js';
+import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
+import { authorizationFilter } from './http/filters/authorization.js';
+import { InflightLimiter } from './flowcontrol/max-inflight.js';
+import { startUwsServer, type RunningServer } from './http/uws-transport.js';
+import { ensureServingCert } from './auth/certs.js';
+import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
+import { loadTokenFile } from './auth/token-file.js';
+import type { HealthState } from './handlers/health.js';
+
+export interface StartedServer {
+  url: string;
+  port: number;
+  kubeconfigPath: string;
+  shutdown(): Promise<void>;
+}
+
+export async function startServer(o: ServerOptions): Promise<StartedServer> {
+  const dataDir = resolve(o.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
+  const cert = ensureServingCert({ certDir: o.certDir || join(dataDir, 'certs'), tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
+  const admin = ensureAdminToken(dataDir);
+  const tokens = new Map(admin.tokens);
+  if (o.tokenAuthFile) for (const [t, u] of loadTokenFile(o.tokenAuthFile)) tokens.set(t, u);
+
+  const coord = new Coordinator({
+    dataDir,
+    shardCount: o.shards,
+    shardMap: o.shardMap,
+    retentionMs: o.historyRetentionSeconds * 1000,
+    compactIntervalMs: Math.max(1000, Math.min(60_000, (o.historyRetentionSeconds * 1000) / 5)),
+    watchCacheCapacity: o.defaultWatchCacheSize,
+    watchCacheSizes: o.watchCacheSizes,
+  });
+  await coord.start();
+  const strategies = new StrategyRegistry(coord, { serviceClusterIpRange: o.serviceClusterIpRange, serviceNodePortRange: o.serviceNodePortRange });
+  const targets = new Targets(catalog, strategies);
+  const store = new Store(coord);
+  const namespaces = new NamespaceLifecycle(store, catalog, targets);
+  await namespaces.bootstrap();
+
+  const health: HealthState = { ready: false, shuttingDown: false };
+  const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
+  const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
+  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const router = new Router({
+    catalog,
+    targets,
+    store,
+    namespaces,
+    health,
+    serverAddress: `${advertised}:${o.securePort}`,
+    limits: { minRequestTimeoutSeconds: o.minRequestTimeout, watchMaxBufferedBytes: 16 * 1024 * 1024 },
+  });
+  const chain = new FilterChain([
+    requestInfoFilter,
+    authenticationFilter({ tokens, anonymous: o.anonymousAuth }),
+    auditFilter,
+    impersonationFilter,
+    limiter.filter(),
+    authorizationFilter(o.authorizationMode),
+    router,
+  ]);
+  const listener: RunningServer = await startUwsServer({
+    host: o.bindAddress,
+    port: o.securePort,
+    certFile: cert.certFile,
+    keyFile: cert.keyFile,
+    maxBodyBytes: o.maxRequestBodyBytes,
+    handle: (req, res) => chain.handle(req, res),
+  });
+  const url = `https://${advertised}:${listener.port}`;
+  const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
+  writeKubeconfig(kubeconfigPath, url, cert.caPem, admin.token);
+  health.ready = true;
+
+  let stopping: Promise<void> | null = null;
+  return {
+    url,
+    port: listener.port,
+    kubeconfigPath,
+    shutdown() {
+      stopping ??= (async () => {
+        health.shuttingDown = true;
+        // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
+        listener.stopListening();
+        await coord.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'workers/**/*.test.ts', 'test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Integration tests each start a real server process; run files one at a time
+    // so that two servers never fight over the 2 cores of the CI machine.
+    fileParallelism: false,
+  },
+});

@@ -1,0 +1,68 @@
+// Messages between the front thread and a shard worker. One message carries a batch:
+// the front sends every write of one event-loop turn together, and the shard answers
+// each commit with one message that carries both the acks and the committed events,
+// so a write costs one hop there and one hop back, shared by everything in the batch.
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** Precondition on the stored object's current resourceVersion. */
+export const Expect = {
+  /** The key must not exist (create). */
+  Absent: -1,
+  /** The key must exist; any version (used by unconditional deletes). */
+  Any: 0,
+} as const;
+
+export interface WriteOp {
+  id: number;
+  type: EventType;
+  /** group-resource, e.g. "deployments.apps" or "configmaps" */
+  gr: string;
+  /** "<namespace>/<name>"; cluster-scoped objects have an empty namespace */
+  key: string;
+  /** Expect.Absent, Expect.Any, or the exact resourceVersion the key must hold */
+  expect: number;
+  /** The object's JSON is head + resourceVersion + tail. The shard splices the version in at commit. */
+  head: string;
+  tail: string;
+}
+
+export type WriteFailure = 'exists' | 'conflict' | 'notfound';
+
+export interface Ack {
+  id: number;
+  rv?: number;
+  err?: WriteFailure;
+}
+
+export interface CommittedEvent {
+  /** op id, so the front can reuse the object it already holds instead of parsing the bytes */
+  id: number;
+  type: EventType;
+  gr: string;
+  key: string;
+  rv: number;
+  json: Uint8Array;
+}
+
+export type FrontToShard =
+  | { t: 'write'; ops: WriteOp[] }
+  | { t: 'compact-now'; retentionMs?: number }
+  | { t: 'close' };
+
+export type ShardToFront =
+  | { t: 'ready'; maxRv: number; compactedRv: number }
+  | { t: 'commit'; acks: Ack[]; events: CommittedEvent[]; lastRv: number }
+  | { t: 'compacted'; compactedRv: number }
+  | { t: 'closed' }
+  | { t: 'fatal'; message: string };
+
+export interface ShardWorkerData {
+  index: number;
+  path: string;
+  /** SharedArrayBuffer layout in coordinator/shared-state.ts */
+  shared: SharedArrayBuffer;
+  shardCount: number;
+  retentionMs: number;
+  compactIntervalMs: number;
+}

@@ -1,0 +1,81 @@
+// Read-side access to a shard's LMDB environment, used by the front thread. Each call
+// reads inside one LMDB read transaction, a stable snapshot, so the answer is consistent
+// while the shard worker goes on committing.
+import { FLAG_LIVE, MAX_STRING, type LogEntry, type ShardEnv } from './layout.js';
+import type { EventType } from './protocol.js';
+
+export interface StoredObject {
+  key: string;
+  rv: number;
+  json: Buffer;
+}
+
+export interface StoredEvent extends StoredObject {
+  type: EventType;
+  /** previous revision of the key (0 when none) */
+  prevRv: number;
+}
+
+/** The current live objects of every resource type in the shard: start-up load. */
+export function* currentObjects(env: ShardEnv): Generator<{ gr: string } & StoredObject> {
+  let pendingGr = '';
+  let pendingKey = '';
+  let pending: { rv: number; value: Buffer } | null = null;
+  const emit = () => (pending && pending.value[0] === FLAG_LIVE ? { gr: pendingGr, key: pendingKey, rv: pending.rv, json: Buffer.from(pending.value.subarray(1)) } : null);
+  for (const { key, value } of env.revs.getRange({})) {
+    const [gr, k, rv] = key;
+    if (pending && (gr !== pendingGr || k !== pendingKey)) {
+      const out = emit();
+      if (out) yield out;
+    }
+    pendingGr = gr;
+    pendingKey = k;
+    pending = { rv, value };
+  }
+  const out = emit();
+  if (out) yield out;
+}
+
+/** The objects of one type as they were at rv (etcd's "key at revision"), sorted by key. */
+export function listAt(env: ShardEnv, gr: string, rv: number): StoredObject[] {
+  const out: StoredObject[] = [];
+  let curKey = '';
+  let best: { rv: number; value: Buffer } | null = null;
+  const take = () => {
+    if (best && best.value[0] === FLAG_LIVE) out.push({ key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) });
+  };
+  for (const { key, value } of env.revs.getRange({ start: [gr, ''], end: [gr, MAX_STRING] })) {
+    const [, k, r] = key;
+    if (k !== curKey) {
+      take();
+      curKey = k;
+      best = null;
+    }
+    if (r <= rv) best = { rv: r, value };
+  }
+  take();
+  return out;
+}
+
+/** One object as it was at rv. */
+export function getAt(env: ShardEnv, gr: string, key: string, rv: number): StoredObject | undefined {
+  let best: { rv: number; value: Buffer } | null = null;
+  for (const { key: k, value } of env.revs.getRange({ start: [gr, key, 0], end: [gr, key, rv + 1] })) {
+    best = { rv: k[2], value };
+  }
+  if (!best || best.value[0] !== FLAG_LIVE) return undefined;
+  return { key, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
+}
+
+/** The events of one type with afterRv < rv <= uptoRv, from the revision log. */
+export function eventsBetween(env: ShardEnv, gr: string, afterRv: number, uptoRv: number): StoredEvent[] {
+  const out: StoredEvent[] = [];
+  for (const { key: rv, value } of env.log.getRange({ start: afterRv + 1, end: uptoRv + 1 })) {
+    const e = value as LogEntry;
+    if (e.g !== gr) continue;
+    const bytes = env.revs.get([gr, e.k, rv]);
+    if (!bytes) continue;
+    out.push({ key: e.k, rv, type: e.t, prevRv: e.p, json: Buffer.from(bytes.subarray(1)) });
+  }
+  return out;
+}

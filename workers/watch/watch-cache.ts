@@ -1,0 +1,184 @@
+// The front thread's in-memory state of one resource type: the current objects (the
+// read cache), a bounded ring of recent events, and the watchers of the type.
+//
+// Thread ownership: a ResourceCache belongs to the front thread that created it. Shard
+// workers never touch it; they send committed batches, which the coordinator applies here.
+//
+// Every object is kept as the exact JSON bytes the shard committed. A GET writes those
+// bytes; a list concatenates them; a watch frame wraps them once per event and the same
+// frame goes to every watcher. Objects are parsed only when something needs a field
+// (a selector, a write that starts from the current object), and the parse is memoized.
+import type { EventType } from '../shard/protocol.js';
+import { WatcherGroup } from './watcher-group.js';
+
+export interface CacheEntry {
+  /** "<namespace>/<name>" */
+  key: string;
+  ns: string;
+  name: string;
+  rv: number;
+  json: Buffer;
+  /** memoized parse of json; shared, so never mutate it (clone first) */
+  obj?: any;
+}
+
+export function entryObject(e: CacheEntry): any {
+  if (e.obj === undefined) e.obj = JSON.parse(e.json.toString('utf8'));
+  return e.obj;
+}
+
+export function splitKey(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+export interface WatchEvent {
+  rv: number;
+  type: EventType;
+  /** the object after the event; for DELETED, its last state at the delete's version */
+  entry: CacheEntry;
+  /** the object before the event, when there was one */
+  prev?: CacheEntry;
+  /** memoized frames, one per event type it is sent as */
+  frames?: Partial<Record<EventType, Buffer>>;
+}
+
+const FRAME_HEAD: Record<EventType, Buffer> = {
+  ADDED: Buffer.from('{"type":"ADDED","object":'),
+  MODIFIED: Buffer.from('{"type":"MODIFIED","object":'),
+  DELETED: Buffer.from('{"type":"DELETED","object":'),
+};
+const FRAME_TAIL = Buffer.from('}\n');
+
+/** The JSON watch frame for an event, built once and shared by every watcher. */
+export function frameOf(ev: WatchEvent, as: EventType = ev.type): Buffer {
+  const frames = (ev.frames ??= {});
+  let f = frames[as];
+  if (!f) {
+    f = Buffer.concat([FRAME_HEAD[as], ev.entry.json, FRAME_TAIL]);
+    frames[as] = f;
+  }
+  return f;
+}
+
+export class ResourceCache {
+  readonly items = new Map<string, CacheEntry>();
+  readonly watchers = new WatcherGroup();
+  private sortedItems: CacheEntry[] | null = null;
+  private ring: WatchEvent[] = [];
+  private ringHead = 0;
+  /** every event of this type with rv > startRv is in the ring */
+  startRv: number;
+  /** the newest version of any object of this type, live or deleted, that the cache has seen */
+  private newestRv = 0;
+
+  constructor(
+    readonly gr: string,
+    readonly shard: number,
+    readonly capacity: number,
+    loadedAtRv: number,
+  ) {
+    this.startRv = loadedAtRv;
+  }
+
+  /** Start-up load; no events, no watchers yet. */
+  load(key: string, rv: number, json: Buffer): void {
+    const [ns, name] = splitKey(key);
+    this.items.set(key, { key, ns, name, rv, json });
+    this.sortedItems = null;
+    if (rv > this.newestRv) this.newestRv = rv;
+  }
+
+  /** The newest version that touched this type: the cache is the state at any version from here on. */
+  lastRvOfType(): number {
+    return this.newestRv;
+  }
+
+  apply(type: EventType, key: string, rv: number, json: Buffer, obj?: any): WatchEvent {
+    const prev = this.items.get(key);
+    const [ns, name] = prev ? [prev.ns, prev.name] : splitKey(key);
+    const entry: CacheEntry = { key, ns, name, rv, json, obj };
+    if (rv > this.newestRv) this.newestRv = rv;
+    if (type === 'DELETED') {
+      this.items.delete(key);
+      this.sortedItems = null;
+    } else {
+      if (!prev) this.sortedItems = null;
+      else if (this.sortedItems) {
+        // keep the sorted view valid without a re-sort: replace in place
+        const i = this.indexOf(key);
+        if (i >= 0) this.sortedItems[i] = entry;
+        else this.sortedItems = null;
+      }
+      this.items.set(key, entry);
+    }
+    const ev: WatchEvent = { rv, type, entry, prev };
+    if (this.capacity > 0) {
+      this.ring.push(ev);
+      if (this.ring.length - this.ringHead > this.capacity) {
+        this.startRv = this.ring[this.ringHead].rv;
+        this.ringHead++;
+        if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) {
+          this.ring = this.ring.slice(this.ringHead);
+          this.ringHead = 0;
+        }
+      }
+    } else {
+      this.startRv = rv;
+    }
+    return ev;
+  }
+
+  /** Objects sorted by namespace then name, the order kube-apiserver lists in. */
+  sorted(): CacheEntry[] {
+    if (!this.sortedItems) {
+      this.sortedItems = Array.from(this.items.values()).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    }
+    return this.sortedItems;
+  }
+
+  private indexOf(key: string): number {
+    const arr = this.sortedItems!;
+    let lo = 0;
+    let hi = arr.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const k = arr[mid].key;
+      if (k === key) return mid;
+      if (k < key) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /** Objects of one namespace ("" = all), sorted. */
+  list(ns: string): CacheEntry[] {
+    const all = this.sorted();
+    if (ns === '') return all;
+    const prefix = ns + '/';
+    // binary search the first key of the namespace
+    let lo = 0;
+    let hi = all.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (all[mid].key < prefix) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: CacheEntry[] = [];
+    for (let i = lo; i < all.length && all[i].key.startsWith(prefix); i++) out.push(all[i]);
+    return out;
+  }
+
+  /** Events after rv, or null when the ring no longer holds all of them. */
+  eventsAfter(rv: number): WatchEvent[] | null {
+    if (rv < this.startRv) return null;
+    let lo = this.ringHead;
+    let hi = this.ring.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.ring[mid].rv <= rv) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.ring.slice(lo);
+  }
+}
