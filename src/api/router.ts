@@ -8,6 +8,7 @@ import { errors } from '../errors.js';
 import type { Catalog } from './catalog.js';
 import type { Targets } from './targets.js';
 import * as discovery from './discovery.js';
+import { buildOpenApiV3 } from './openapi.js';
 import type { Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { HandlerContext, ServerLimits } from '../handlers/context.js';
@@ -78,18 +79,24 @@ export class Router implements Filter {
         this.docs.set(`/apis/${gv.group}/${gv.version}`, json(discovery.apiResourceListDoc(catalog, gv.group, gv.version)));
       }
     }
+    const openapi = buildOpenApiV3(catalog);
+    this.docs.set('/openapi/v3', json(openapi.root));
+    for (const [key, d] of openapi.groupVersions) this.openapiV3.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), hash: d.hash });
     this.health = healthHandler(deps.health);
   }
+
+  private openapiV3 = new Map<string, { body: Buffer; hash: string }>();
 
   run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const info = req.requestInfo!;
     if (!info.isResourceRequest) return this.nonResource(req, res);
     const target = this.deps.targets.resolve(info.apiGroup, info.apiVersion, info.resource);
     if (!target) throw errors.resourceNotFound();
-    if (target.info.namespaced && info.parts[0] === 'namespaces' && info.resource === 'namespaces' && info.namespace && info.name !== info.namespace) {
-      throw errors.resourceNotFound();
+    if (!target.info.namespaced) {
+      if (info.namespace && info.resource !== 'namespaces') throw errors.resourceNotFound();
+      // /api/v1/namespaces/{name} names a cluster-scoped object: it lives in no namespace.
+      info.namespace = '';
     }
-    if (!target.info.namespaced && info.namespace && info.resource !== 'namespaces') throw errors.resourceNotFound();
     let verbs = target.info.verbs;
     if (info.subresource) {
       const sub = target.info.subresources.find((s) => s.name === info.subresource);
@@ -128,6 +135,19 @@ export class Router implements Filter {
           return;
         }
       }
+    }
+    const oa = this.openapiV3.get(path);
+    if (oa) {
+      // A request that names the content hash may cache it for good (kube-apiserver does the same).
+      const pinned = req.query.get('hash') === oa.hash;
+      const etag = `"${oa.hash}"`;
+      const headers: Array<[string, string]> = [['Etag', etag], ['Cache-Control', pinned ? 'public, immutable' : 'no-cache, private']];
+      if (req.headers['if-none-match'] === etag) {
+        res.send(304, headers, '');
+        return;
+      }
+      res.send(200, [['Content-Type', 'application/json'], ...headers], oa.body);
+      return;
     }
     const doc = this.docs.get(path);
     if (doc) {

@@ -3,18 +3,19 @@
 // type is 400 "cannot be handled as a <Kind>", an unsupported Content-Type is 415.
 import { parse as parseYaml } from 'yaml';
 import { errors } from '../errors.js';
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 
 export const DECODABLE_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'];
 
 export function mediaTypeOf(contentType: string | undefined): string {
   if (!contentType) return 'application/json';
-  return contentType.split(';')[0].trim().toLowerCase();
+  return contentType.split(/[;,]/)[0].trim().toLowerCase();
 }
 
 /** Parses a body as JSON or YAML per Content-Type. Throws 400/415 StatusErrors. */
 export function parseBody(body: Buffer | null, contentType: string | undefined): unknown {
   const mt = mediaTypeOf(contentType);
-  const text = body ? body.toString('utf8') : '';
+  const text = mt === PROTOBUF_MEDIA_TYPE || !body ? '' : body.toString('utf8');
   if (mt === 'application/json' || mt === '*/*') {
     try {
       return JSON.parse(text);
@@ -29,7 +30,8 @@ export function parseBody(body: Buffer | null, contentType: string | undefined):
       throw errors.badRequest(`couldn't get version/kind; yaml parse error: ${(e as Error).message}`);
     }
   }
-  throw errors.unsupportedMediaType(['application/json', 'application/yaml']);
+  if (mt === PROTOBUF_MEDIA_TYPE) return decodeProtobufObject(body ?? Buffer.alloc(0));
+  throw errors.unsupportedMediaType(['application/json', 'application/yaml', PROTOBUF_MEDIA_TYPE]);
 }
 
 type Check = 'string' | 'map' | 'strings' | 'int' | 'array' | 'object';

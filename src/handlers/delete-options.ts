@@ -1,6 +1,7 @@
 // DeleteOptions from the body (JSON) and the query string (spec 2.8).
 import type { ApiRequest } from '../http/types.js';
 import { errors } from '../errors.js';
+import { decodeProtobufObject, isProtobufBody } from '../codec/protobuf.js';
 import { dryRunParam, gracePeriodParam } from '../request/query.js';
 import type { DeleteOptions } from '../registry/store.js';
 
@@ -8,7 +9,9 @@ const POLICIES = new Set(['Orphan', 'Background', 'Foreground']);
 
 export function deleteOptions(req: ApiRequest): DeleteOptions {
   let body: any = {};
-  if (req.body && req.body.length > 0) {
+  if (req.body && req.body.length > 0 && isProtobufBody(req.body)) {
+    body = decodeProtobufObject(req.body);
+  } else if (req.body && req.body.length > 0) {
     try {
       body = JSON.parse(req.body.toString('utf8'));
     } catch (e) {

@@ -126,8 +126,13 @@ class DeploymentStrategy extends SpecStrategy {
     spec.replicas ??= 1;
     spec.revisionHistoryLimit ??= 10;
     spec.progressDeadlineSeconds ??= 600;
-    spec.strategy ??= { type: 'RollingUpdate' };
-    if (spec.strategy.type === 'RollingUpdate') spec.strategy.rollingUpdate ??= { maxUnavailable: '25%', maxSurge: '25%' };
+    spec.strategy ??= {};
+    spec.strategy.type ||= 'RollingUpdate';
+    if (spec.strategy.type === 'RollingUpdate') {
+      const ru = (spec.strategy.rollingUpdate ??= {});
+      ru.maxUnavailable ??= '25%';
+      ru.maxSurge ??= '25%';
+    }
     obj.status = {};
   }
 }

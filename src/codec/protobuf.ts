@@ -1,0 +1,190 @@
+// application/vnd.kubernetes.protobuf request bodies: the `k8s\0` prefix, the
+// runtime.Unknown envelope (spec 2.9), and the object inside it, decoded with the message
+// definitions of the generated schema and turned into the object's JSON form.
+//
+// Go's encoders write every non-pointer field, zero or not, while its JSON encoder omits
+// the zero ones marked omitempty. The wire does not say which fields are pointers, so zero
+// scalars are dropped except for the fields that are pointers in the API and commonly set
+// to zero on purpose (replicas: 0, automountServiceAccountToken: false, ...). Messages are
+// kept even when empty: Go writes a struct field (pointer set, or not a pointer) as {} too.
+import protobuf from 'protobufjs';
+import { protoKinds, protoSchema } from './proto-schema.js';
+import { errors } from '../errors.js';
+
+export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
+const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+
+let rootCache: protobuf.Root | undefined;
+function root(): protobuf.Root {
+  return (rootCache ??= protobuf.Root.fromJSON(protoSchema));
+}
+
+const META = 'k8s.io.apimachinery.pkg.apis.meta.v1.';
+const KEEP_ZERO = new Set([
+  'replicas',
+  'backoffLimit',
+  'backoffLimitPerIndex',
+  'maxFailedIndexes',
+  'parallelism',
+  'completions',
+  'suspend',
+  'automountServiceAccountToken',
+  'terminationGracePeriodSeconds',
+  'activeDeadlineSeconds',
+  'ttlSecondsAfterFinished',
+  'successfulJobsHistoryLimit',
+  'failedJobsHistoryLimit',
+  'startingDeadlineSeconds',
+  'revisionHistoryLimit',
+  'progressDeadlineSeconds',
+  'runAsUser',
+  'runAsGroup',
+  'runAsNonRoot',
+  'privileged',
+  'allowPrivilegeEscalation',
+  'readOnlyRootFilesystem',
+  'fsGroup',
+  'defaultMode',
+  'optional',
+  'immutable',
+  'priority',
+  'enableServiceLinks',
+  'shareProcessNamespace',
+  'hostUsers',
+  'setHostnameAsFQDN',
+  'minAvailable',
+  'maxUnavailable',
+  'maxSurge',
+  'partition',
+  'gracePeriodSeconds',
+  'orphanDependents',
+  'minReplicas',
+  'allocateLoadBalancerNodePorts',
+  'publishNotReadyAddresses',
+  'ready',
+  'serving',
+  'terminating',
+  'allowVolumeExpansion',
+  'attachRequired',
+  'podInfoOnMount',
+  'requiresRepublish',
+  'storageCapacity',
+  'seLinuxMount',
+  'unschedulable',
+]);
+
+function goDuration(nanos: number): string {
+  if (nanos === 0) return '0s';
+  let s = nanos / 1e9;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  const sec = Number(s.toFixed(9)).toString();
+  if (h) return `${h}h${m}m${sec}s`;
+  if (m) return `${m}m${sec}s`;
+  return `${sec}s`;
+}
+
+function timeString(v: any, micro: boolean): string | undefined {
+  const seconds = Number(v?.seconds ?? 0);
+  const nanos = Number(v?.nanos ?? 0);
+  if (seconds === 0 && nanos === 0) return undefined;
+  const iso = new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, '');
+  return micro ? `${iso}.${String(Math.floor(nanos / 1000)).padStart(6, '0')}Z` : `${iso}Z`;
+}
+
+function rawJson(bytes: unknown): unknown {
+  const b = typeof bytes === 'string' ? Buffer.from(bytes, 'base64') : Buffer.from(bytes as Uint8Array);
+  if (b.length === 0) return undefined;
+  return JSON.parse(b.toString('utf8'));
+}
+
+function isZero(v: unknown): boolean {
+  return v === '' || v === 0 || v === false;
+}
+
+/** A decoded message as the object Go's JSON encoder would produce. */
+function toJson(type: protobuf.Type, msg: any): any {
+  const full = type.fullName.slice(1);
+  switch (full) {
+    case META + 'Time':
+      return timeString(msg, false);
+    case META + 'MicroTime':
+      return timeString(msg, true);
+    case META + 'Duration':
+      return goDuration(Number(msg.duration ?? 0));
+    case 'k8s.io.apimachinery.pkg.api.resource.Quantity':
+      return msg.string ?? '0';
+    case 'k8s.io.apimachinery.pkg.util.intstr.IntOrString':
+      return Number(msg.type ?? 0) === 1 ? (msg.strVal ?? '') : Number(msg.intVal ?? 0);
+    case 'k8s.io.apimachinery.pkg.runtime.RawExtension':
+    case 'k8s.io.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON':
+      return rawJson(msg.raw);
+    case META + 'FieldsV1':
+      return rawJson(msg.Raw);
+  }
+  const fields = type.fieldsArray;
+  // Wrapper messages whose Go type is a slice (ExtraValue, Verbs, ...).
+  if (fields.length === 1 && fields[0].name === 'items' && fields[0].repeated && fields[0].resolvedType === null) {
+    return msg.items ?? [];
+  }
+  const out: any = {};
+  for (const f of fields) {
+    const v = msg[f.name];
+    if (v === undefined || v === null) continue;
+    const conv = (x: any) => (f.resolvedType instanceof protobuf.Type ? toJson(f.resolvedType, x) : scalar(f, x));
+    if (f.map) {
+      const m: any = {};
+      for (const [k, x] of Object.entries(v)) m[k] = conv(x);
+      if (Object.keys(m).length) out[f.name] = m;
+    } else if (f.repeated) {
+      if (v.length) out[f.name] = v.map(conv);
+    } else {
+      const c = conv(v);
+      if (c === undefined) continue;
+      if (isZero(c) && !KEEP_ZERO.has(f.name)) continue;
+      // An empty message on the wire is a struct Go's JSON encoder also writes (as {}).
+      out[f.name] = c;
+    }
+  }
+  return out;
+}
+
+function scalar(f: protobuf.Field, v: any): any {
+  if (f.type === 'bytes') return typeof v === 'string' ? v : Buffer.from(v).toString('base64');
+  if (typeof v === 'object' && v !== null && 'low' in v) return Number(v.toString());
+  return v;
+}
+
+export function isProtobufBody(body: Buffer | null): boolean {
+  return !!body && body.length >= 4 && body.subarray(0, 4).equals(MAGIC);
+}
+
+/**
+ * Decodes a `k8s\0`-prefixed body into { apiVersion, kind, object }. The object carries
+ * apiVersion and kind from the envelope, as the JSON form would.
+ */
+export function decodeProtobufObject(body: Buffer): Record<string, any> {
+  if (!isProtobufBody(body)) throw errors.badRequest('provided object is not a protobuf message: missing the k8s\\0 prefix');
+  const r = root();
+  let env: any;
+  try {
+    env = r.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown').toObject(r.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown').decode(body.subarray(4)), { bytes: Buffer as any });
+  } catch (e) {
+    throw errors.badRequest(`unable to decode the protobuf envelope: ${(e as Error).message}`);
+  }
+  const apiVersion: string = env.typeMeta?.apiVersion ?? '';
+  const kind: string = env.typeMeta?.kind ?? '';
+  const typeName = protoKinds[`${apiVersion}/${kind}`];
+  if (!typeName) throw errors.badRequest(`no kind "${kind}" is registered for version "${apiVersion}"`);
+  const type = r.lookupType(typeName);
+  let msg: any;
+  try {
+    msg = type.toObject(type.decode(env.raw ?? Buffer.alloc(0)), { longs: Number, bytes: String, defaults: false });
+  } catch (e) {
+    throw errors.badRequest(`unable to decode ${kind}: ${(e as Error).message}`);
+  }
+  const obj = toJson(type, msg);
+  return { apiVersion, kind, ...obj };
+}

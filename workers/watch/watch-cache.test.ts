@@ -1,0 +1,90 @@
+import { describe, it, expect } from 'vitest';
+import { ResourceCache } from './watch-cache.js';
+import { Watcher } from './watcher-group.js';
+import type { ResponseSink } from '../../src/http/types.js';
+
+function sink(): ResponseSink & { chunks: string[]; ended: boolean } {
+  const s: any = {
+    aborted: false,
+    chunks: [] as string[],
+    ended: false,
+    send() {},
+    startStream() {},
+    write(c: string | Uint8Array) {
+      s.chunks.push(Buffer.from(c).toString());
+      return true;
+    },
+    end() {
+      s.ended = true;
+    },
+    cork(fn: () => void) {
+      fn();
+    },
+    onAborted() {},
+    onDone() {},
+    onDrain() {},
+    bufferedBytes: () => 0,
+    close() {},
+  };
+  return s;
+}
+
+const obj = (ns: string, name: string, labels: Record<string, string> = {}) =>
+  Buffer.from(JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name, namespace: ns, labels } }));
+
+describe('ResourceCache', () => {
+  it('keeps a sorted view and namespace slices', () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    c.apply('ADDED', 'b/x', 1, obj('b', 'x'));
+    c.apply('ADDED', 'a/y', 2, obj('a', 'y'));
+    c.apply('ADDED', 'a/b', 3, obj('a', 'b'));
+    expect(c.sorted().map((e) => e.key)).toEqual(['a/b', 'a/y', 'b/x']);
+    expect(c.list('a').map((e) => e.key)).toEqual(['a/b', 'a/y']);
+    c.apply('MODIFIED', 'a/y', 4, obj('a', 'y'));
+    expect(c.list('a')[1].rv).toBe(4);
+    c.apply('DELETED', 'a/b', 5, obj('a', 'b'));
+    expect(c.list('a').map((e) => e.key)).toEqual(['a/y']);
+  });
+  it('answers events after a version from the ring, and null once the ring has moved past it', () => {
+    const c = new ResourceCache('configmaps', 0, 2, 10);
+    c.apply('ADDED', 'a/1', 11, obj('a', '1'));
+    expect(c.eventsAfter(10)!.map((e) => e.rv)).toEqual([11]);
+    c.apply('ADDED', 'a/2', 12, obj('a', '2'));
+    c.apply('ADDED', 'a/3', 13, obj('a', '3'));
+    expect(c.eventsAfter(10)).toBeNull();
+    expect(c.eventsAfter(11)!.map((e) => e.rv)).toEqual([12, 13]);
+  });
+});
+
+describe('WatcherGroup fan-out', () => {
+  it('shares one frame per event and turns selector transitions into ADDED/DELETED', () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s1 = sink();
+    const s2 = sink();
+    const all = new Watcher({ ns: '', name: '', labels: null, fields: null, sink: s1, maxBufferedBytes: 1 << 20 });
+    const sel = new Watcher({ ns: 'a', name: '', labels: [{ key: 'app', op: '=', values: ['web'] }], fields: null, sink: s2, maxBufferedBytes: 1 << 20 });
+    c.watchers.add(all);
+    c.watchers.add(sel);
+    const evs = [
+      c.apply('ADDED', 'a/x', 1, obj('a', 'x')),
+      c.apply('MODIFIED', 'a/x', 2, obj('a', 'x', { app: 'web' })),
+      c.apply('MODIFIED', 'a/x', 3, obj('a', 'x')),
+      c.apply('ADDED', 'b/y', 4, obj('b', 'y', { app: 'web' })),
+    ];
+    c.watchers.dispatch(evs);
+    expect(s1.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'MODIFIED', 'MODIFIED', 'ADDED']);
+    expect(s2.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'DELETED']);
+  });
+  it('closes a watcher whose transport buffers past its budget', () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s = sink();
+    s.bufferedBytes = () => 1 << 30;
+    const w = new Watcher({ ns: '', name: '', labels: null, fields: null, sink: s, maxBufferedBytes: 1024 });
+    c.watchers.add(w);
+    w.onClose = () => c.watchers.remove(w);
+    c.watchers.dispatch([c.apply('ADDED', 'a/x', 1, obj('a', 'x'))]);
+    expect(w.closed).toBe(true);
+    expect(s.ended).toBe(true);
+    expect(c.watchers.size).toBe(0);
+  });
+});
