@@ -1,0 +1,180 @@
+// Starts the real server (the built dist/src/main.js) as a child process on a free port,
+import { fileURLToPath } from 'node:url';
+// with its LMDB data in a temp dir, and talks to it over HTTPS with the admin token.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createServer } from 'node:net';
+import https from 'node:https';
+
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+const MAIN = join(ROOT, 'dist', 'src', 'main.js');
+
+export interface TestServer {
+  port: number;
+  url: string;
+  dataDir: string;
+  kubeconfigPath: string;
+  token: string;
+  ca: string;
+  proc: ChildProcess;
+  output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  kill9(): Promise<void>;
+  restart(): Promise<void>;
+  cleanup(): void;
+}
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = createServer();
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => res(true)));
+  });
+}
+
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const p = 20000 + Math.floor(Math.random() * 12000);
+    if (await portFree(p)) return p;
+  }
+  throw new Error('no free port');
+}
+
+export async function startServer(opts: { dataDir?: string; args?: string[] } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kubeshard-test-'));
+  const port = await freePort();
+  let out = '';
+  const server: Partial<TestServer> & { proc?: ChildProcess } = {};
+  const launch = async () => {
+    const from = out.length;
+    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...(opts.args ?? [])], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout!.on('data', (d) => (out += d));
+    proc.stderr!.on('data', (d) => (out += d));
+    server.proc = proc;
+    const deadline = Date.now() + 60_000;
+    while (!out.slice(from).includes('Serving securely on')) {
+      if (proc.exitCode !== null) throw new Error(`server exited ${proc.exitCode}:\n${out}`);
+      if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await launch();
+  const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
+  const token = readFileSync(join(dataDir, 'admin-token.csv'), 'utf8').split(',')[0];
+  const ca = readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8');
+  const waitExit = () =>
+    new Promise<number | null>((res) => {
+      const p = server.proc!;
+      if (p.exitCode !== null || p.signalCode !== null) return res(p.exitCode);
+      p.once('exit', (code) => res(code));
+    });
+  Object.assign(server, {
+    port,
+    url: `https://127.0.0.1:${port}`,
+    dataDir,
+    kubeconfigPath,
+    token,
+    ca,
+    output: () => out,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      server.proc!.kill(signal);
+      return waitExit();
+    },
+    async kill9() {
+      server.proc!.kill('SIGKILL');
+      await waitExit();
+    },
+    async restart() {
+      await launch();
+    },
+    cleanup() {
+      if (server.proc && server.proc.exitCode === null) server.proc.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  });
+  return server as TestServer;
+}
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json(): any;
+}
+
+const agents = new Map<string, https.Agent>();
+
+export function request(s: TestServer, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  let agent = agents.get(s.ca);
+  if (!agent) agents.set(s.ca, (agent = new https.Agent({ keepAlive: true, ca: s.ca, maxSockets: 64 })));
+  const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  return new Promise((resolveReq, reject) => {
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port: s.port,
+        method,
+        path,
+        agent,
+        headers: {
+          authorization: `Bearer ${s.token}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolveReq({ status: res.statusCode!, headers: res.headers, body: text, json: () => JSON.parse(text) });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+/** Opens a watch and collects its events until closed. */
+export function openWatch(s: TestServer, path: string): { events: any[]; raw: () => string; close: () => void; status: Promise<number> } {
+  const events: any[] = [];
+  let buf = '';
+  let raw = '';
+  let req: ReturnType<typeof https.request>;
+  const status = new Promise<number>((res, rej) => {
+    req = https.request({ host: '127.0.0.1', port: s.port, method: 'GET', path, ca: s.ca, headers: { authorization: `Bearer ${s.token}` } }, (r) => {
+      res(r.statusCode!);
+      r.on('data', (c) => {
+        raw += c;
+        buf += c;
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) events.push(JSON.parse(line));
+        }
+      });
+      r.on('error', () => {});
+    });
+    req.on('error', rej);
+    req.end();
+  });
+  return { events, raw: () => raw, close: () => req.destroy(), status };
+}
+
+export async function until<T>(fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
