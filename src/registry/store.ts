@@ -293,14 +293,21 @@ export class Store {
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
-    if (this.cacheOf(t).items.has(objectKey(ns, m.name))) throw errors.alreadyExists(t.groupResource, m.name);
-    if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
-    try {
-      const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
-      return { code: 201, json: r.json };
-    } catch (e) {
-      if (e instanceof WriteRejected && e.failure === 'exists') throw errors.alreadyExists(t.groupResource, m.name);
-      throw e;
+    // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
+    const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
+    for (let attempt = 0; ; attempt++) {
+      const taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
+      if (!taken) {
+        if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
+        try {
+          const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
+          return { code: 201, json: r.json };
+        } catch (e) {
+          if (!(e instanceof WriteRejected && e.failure === 'exists')) throw e;
+        }
+      }
+      if (!generated || attempt >= 7) throw errors.alreadyExists(t.groupResource, m.name);
+      m.name = generateName(m.generateName);
     }
   }
 
