@@ -25,6 +25,7 @@ export interface ServerOptions {
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
   maxRequestBodyBytes: number;
+  watchFanoutTickMs: number;
 }
 
 export class FlagError extends Error {}
@@ -86,6 +87,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
   'watch-cache-sizes': { kind: 'string', help: 'Per-resource ring sizes, resource[.group]#size; 0 disables.', set: (o, v) => (o.watchCacheSizes = parseCacheSizes(v)) },
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
+  'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
   'service-cluster-ip-range': { kind: 'string', help: 'CIDR for Service ClusterIPs. (default 10.96.0.0/12)', set: (o, v) => (o.serviceClusterIpRange = v) },
   'service-node-port-range': {
@@ -124,6 +126,7 @@ export function defaultOptions(): ServerOptions {
     serviceClusterIpRange: '10.96.0.0/12',
     serviceNodePortRange: { min: 30000, max: 32767 },
     maxRequestBodyBytes: 3 * 1024 * 1024,
+    watchFanoutTickMs: 5,
   };
 }
 
@@ -187,4 +190,5 @@ function validate(o: ServerOptions): void {
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);
   if (!o.watchCache) o.defaultWatchCacheSize = 0;
+  if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
 }

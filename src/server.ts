@@ -23,6 +23,7 @@ import { ensureServingCert } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
+import { setFanoutTick } from '../workers/watch/watcher-group.js';
 
 export interface StartedServer {
   url: string;
@@ -49,6 +50,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     watchCacheCapacity: o.defaultWatchCacheSize,
     watchCacheSizes: o.watchCacheSizes,
   });
+  setFanoutTick(o.watchFanoutTickMs);
   await coord.start();
   const strategies = new StrategyRegistry(coord, { serviceClusterIpRange: o.serviceClusterIpRange, serviceNodePortRange: o.serviceNodePortRange });
   const targets = new Targets(catalog, strategies);

@@ -66,6 +66,11 @@ function hashString(s: string): number {
   return h >>> 0;
 }
 
+/** The shard a resource type lives in: explicit placement first, else a hash of the type. */
+export function shardOf(gr: string, shardCount: number, shardMap: Record<string, number>): number {
+  return shardMap[gr] ?? hashString(gr) % shardCount;
+}
+
 export class Coordinator {
   readonly shared: SharedState;
   private shards: ShardHandle[] = [];
@@ -78,9 +83,7 @@ export class Coordinator {
   }
 
   shardFor(gr: string): number {
-    const explicit = this.opts.shardMap[gr];
-    if (explicit !== undefined) return explicit;
-    return hashString(gr) % this.opts.shardCount;
+    return shardOf(gr, this.opts.shardCount, this.opts.shardMap);
   }
 
   async start(): Promise<void> {
@@ -232,19 +235,25 @@ export class Coordinator {
   }
 
   /**
-   * The version up to which the shard's caches are known to be complete. When the shard
-   * holds nothing unpublished, that is the global counter itself: no version at or below
-   * it can still arrive for this shard. (The counter is read before the busy flag; a shard
-   * sets busy before it takes a version, so the check cannot miss one in flight. Writes
-   * queued or in the port but not yet committed will take versions above the counter.)
+   * The version up to which the shard's caches are known to be complete. Everything the
+   * shard committed is applied (its published last version equals ours), so the only
+   * changes still to come are those of a batch in flight, whose versions are all at or
+   * above its pendingFrom mark; when there is none, above the counter itself. The reads
+   * happen in the order counter, mark, last version; the shard writes them in the reverse
+   * order, so a batch that slips in between is always seen.
    */
   freshRv(shardIndex: number): number {
     const shard = this.shards[shardIndex];
     const global = this.shared.currentRv();
-    if (!this.shared.busy(shardIndex) && this.shared.lastRv(shardIndex) === shard.applied ) {
-      return Math.max(global, shard.applied);
-    }
-    return shard.applied;
+    const pending = this.shared.pendingFrom(shardIndex);
+    if (this.shared.lastRv(shardIndex) !== shard.applied) return shard.applied;
+    const settled = pending === 0 ? global : Math.min(global, pending - 1);
+    return Math.max(settled, shard.applied);
+  }
+
+  /** The last version the shard has committed: a "most recent" read must see at least this. */
+  committedRv(shardIndex: number): number {
+    return this.shared.lastRv(shardIndex);
   }
 
   /** Waits until the shard's caches hold every change up to rv. False on timeout. */

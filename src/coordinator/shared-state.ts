@@ -3,7 +3,7 @@
 //
 //   [0]            the global resourceVersion counter (the coordinator's allocator)
 //   [1 + 3i + 0]   shard i: the last resourceVersion it committed and published
-//   [1 + 3i + 1]   shard i: 1 while it holds versions it has not yet published
+//   [1 + 3i + 1]   shard i: while it commits, a lower bound of every version it takes (0 when idle)
 //   [1 + 3i + 2]   shard i: its compacted revision (history at or below it is gone)
 
 export class SharedState {
@@ -38,11 +38,13 @@ export class SharedState {
   setLastRv(shard: number, rv: number): void {
     Atomics.store(this.view, 1 + 3 * shard, BigInt(rv));
   }
-  busy(shard: number): boolean {
-    return Atomics.load(this.view, 2 + 3 * shard) !== 0n;
+  /** While shard i commits: no version it takes is below this. 0 when it holds no unpublished version. */
+  pendingFrom(shard: number): number {
+    return Number(Atomics.load(this.view, 2 + 3 * shard));
   }
-  setBusy(shard: number, busy: boolean): void {
-    Atomics.store(this.view, 2 + 3 * shard, busy ? 1n : 0n);
+  /** Called by the shard before it takes its first version of a batch, and with 0 after it published. */
+  setPendingFrom(shard: number, from: number): void {
+    Atomics.store(this.view, 2 + 3 * shard, BigInt(from));
   }
   compactedRv(shard: number): number {
     return Number(Atomics.load(this.view, 3 + 3 * shard));

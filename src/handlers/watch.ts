@@ -36,7 +36,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
 
   let startRv: number;
   if (rvParam === '' || rvParam === '0') {
-    if (rvParam === '') await store.ensureFresh(target, coord.shared.currentRv());
+    if (rvParam === '') await store.ensureLatest(target);
   } else {
     if (!/^[0-9]+$/.test(rvParam)) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rvParam)}`);
     startRv = Number(rvParam);

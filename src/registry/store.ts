@@ -132,10 +132,18 @@ export class Store {
     return this.coord.freshRv(shard);
   }
 
+  /**
+   * "Most recent": every commit that finished before this read began must be visible. That
+   * is the shard's last committed version; a batch still in flight is not waited for.
+   */
+  ensureLatest(t: ResourceTarget): Promise<number> {
+    return this.ensureFresh(t, this.coord.committedRv(this.cacheOf(t).shard));
+  }
+
   /** get: unset = most recent, "0" = any, other = not older than. */
   async get(t: ResourceTarget, ns: string, name: string, rvParam: string): Promise<CacheEntry> {
     const cache = this.cacheOf(t);
-    if (rvParam === '') await this.ensureFresh(t, this.coord.shared.currentRv());
+    if (rvParam === '') await this.ensureLatest(t);
     else if (rvParam !== '0') await this.ensureFresh(t, parseRv(rvParam));
     const e = cache.items.get(objectKey(ns, name));
     if (!e) throw errors.notFound(t.groupResource, name);
@@ -158,7 +166,7 @@ export class Store {
       start = tok.start;
     } else if (o.resourceVersion === '') {
       atRv = null;
-      await this.ensureFresh(t, this.coord.shared.currentRv());
+      await this.ensureLatest(t);
     } else if (o.resourceVersion === '0') {
       atRv = null;
     } else {

@@ -60,7 +60,8 @@ function flush(): void {
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];
   let last = 0;
-  shared.setBusy(data.index, true);
+  // Every version this batch takes is above the counter now: readers may treat versions up to here as settled.
+  shared.setPendingFrom(data.index, shared.currentRv() + 1);
   try {
     const now = Date.now();
     env.root.transactionSync(() => {
@@ -103,7 +104,7 @@ function flush(): void {
     }
     const message = err instanceof Error ? err.message : String(err);
     post({ t: 'commit', acks: ops.map((o) => ({ id: o.id, err: 'conflict' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
-    shared.setBusy(data.index, false);
+    shared.setPendingFrom(data.index, 0);
     return;
   }
   if (last) {
@@ -111,7 +112,7 @@ function flush(): void {
     shared.setLastRv(data.index, last);
   }
   post({ t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) });
-  shared.setBusy(data.index, false);
+  shared.setPendingFrom(data.index, 0);
 }
 
 /**

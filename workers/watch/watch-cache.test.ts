@@ -72,6 +72,11 @@ describe('WatcherGroup fan-out', () => {
       c.apply('ADDED', 'b/y', 4, obj('b', 'y', { app: 'web' })),
     ];
     c.watchers.dispatch(evs);
+    all.flush();
+    sel.flush();
+    const frames = (s: { chunks: string[] }) => s.chunks.join('').split('\n').filter(Boolean);
+    s1.chunks = frames(s1);
+    s2.chunks = frames(s2);
     expect(s1.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'MODIFIED', 'MODIFIED', 'ADDED']);
     expect(s2.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'DELETED']);
   });
@@ -83,6 +88,7 @@ describe('WatcherGroup fan-out', () => {
     c.watchers.add(w);
     w.onClose = () => c.watchers.remove(w);
     c.watchers.dispatch([c.apply('ADDED', 'a/x', 1, obj('a', 'x'))]);
+    w.flush();
     expect(w.closed).toBe(true);
     expect(s.ended).toBe(true);
     expect(c.watchers.size).toBe(0);

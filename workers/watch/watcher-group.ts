@@ -59,7 +59,7 @@ export class Watcher {
     this.rv = ev.rv;
   }
 
-  /** Writes what the batch gathered, corked. Returns false if the watcher had to be closed. */
+  /** Writes what the tick gathered, corked, as one chunk. Returns false if the watcher had to be closed. */
   flush(): boolean {
     if (this.closed || this.outbox.length === 0) return !this.closed;
     const frames = this.outbox;
@@ -69,9 +69,8 @@ export class Watcher {
       this.close();
       return false;
     }
-    sink.cork(() => {
-      for (const f of frames) sink.write(f);
-    });
+    const chunk = frames.length === 1 ? frames[0] : Buffer.concat(frames);
+    sink.cork(() => sink.write(chunk));
     if (sink.bufferedBytes() > this.opts.maxBufferedBytes) {
       this.close();
       return false;
@@ -87,6 +86,32 @@ export class Watcher {
     if (!sink.aborted) sink.cork(() => sink.end());
     this.onClose?.();
   }
+}
+
+/**
+ * Watchers with frames waiting, flushed together on the next tick of the fan-out clock.
+ * Writing each watcher's frames once per tick rather than once per commit puts several
+ * events into one TLS record and one syscall when commits come fast; when they come
+ * slowly, a tick is one event and the added latency is at most the tick.
+ */
+const dirty = new Set<Watcher>();
+let flushTimer: NodeJS.Timeout | null = null;
+let tickMs = 5;
+
+export function setFanoutTick(ms: number): void {
+  tickMs = ms;
+}
+
+function flushDirty(): void {
+  flushTimer = null;
+  const ws = [...dirty];
+  dirty.clear();
+  for (const w of ws) w.flush();
+}
+
+export function scheduleFlush(w: Watcher): void {
+  dirty.add(w);
+  if (!flushTimer) flushTimer = setTimeout(flushDirty, tickMs);
 }
 
 export class WatcherGroup {
@@ -119,20 +144,19 @@ export class WatcherGroup {
   /** Fans a committed batch (of this type, in rv order) out to the watchers. */
   dispatch(events: WatchEvent[]): void {
     if (this.size === 0) return;
-    const touched = new Set<Watcher>();
     for (const ev of events) {
-      this.enqueueTo(this.all, ev, touched);
+      this.enqueueTo(this.all, ev);
       const nsSet = this.byNs.get(ev.entry.ns);
-      if (nsSet) this.enqueueTo(nsSet, ev, touched);
+      if (nsSet) this.enqueueTo(nsSet, ev);
     }
-    for (const w of touched) w.flush();
   }
 
-  private enqueueTo(set: Set<Watcher>, ev: WatchEvent, touched: Set<Watcher>): void {
+  private enqueueTo(set: Set<Watcher>, ev: WatchEvent): void {
     for (const w of set) {
       if (w.closed || ev.rv <= w.rv) continue;
+      const before = w.outbox.length;
       w.enqueue(ev);
-      touched.add(w);
+      if (before === 0 && w.outbox.length > 0) scheduleFlush(w);
     }
   }
 

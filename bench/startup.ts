@@ -1,0 +1,64 @@
+// The startup scenario: N ConfigMaps written straight into a fresh data dir in the shard
+// layout (as if a server had stored them), then the time from process start to /readyz 200.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import https from 'node:https';
+import { randomUUID } from 'node:crypto';
+import { encodeRev, FLAG_LIVE, openShardEnv } from '../workers/shard/layout.js';
+import { shardOf } from '../src/coordinator/coordinator.js';
+import { sampleProc } from './lib.js';
+
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+
+export async function seedAndTimeStartup(n: number, shards = 2): Promise<{ seconds: number; seedSeconds: number; rssBytes: number }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-startup-'));
+  try {
+    const seedStart = Date.now();
+    writeFileSync(join(dataDir, 'shards.json'), JSON.stringify({ shardCount: shards, shardMap: {} }) + '\n');
+    const shard = shardOf('configmaps', shards, {});
+    const path = join(dataDir, `shard-${shard}`);
+    mkdirSync(path, { recursive: true });
+    const env = openShardEnv(path);
+    const ts = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const BATCH = 10000;
+    for (let i = 0; i < n; i += BATCH) {
+      env.root.transactionSync(() => {
+        for (let j = i; j < Math.min(n, i + BATCH); j++) {
+          const rv = j + 1;
+          const name = `cm-${j}`;
+          const json = `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"${name}","namespace":"default","uid":"${randomUUID()}","resourceVersion":"${rv}","creationTimestamp":"${ts}"},"data":{"v":"${'x'.repeat(200)}"}}`;
+          env.revs.putSync(['configmaps', `default/${name}`, rv], encodeRev(FLAG_LIVE, Buffer.from(json)));
+        }
+        env.meta.putSync('maxRv', Math.min(n, i + BATCH));
+      });
+    }
+    await env.root.close();
+    const seedSeconds = (Date.now() - seedStart) / 1000;
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const start = Date.now();
+    const proc = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, '--shards', String(shards)], { stdio: 'ignore' });
+    for (;;) {
+      const ok = await new Promise<boolean>((res) => {
+        const req = https.get(`https://127.0.0.1:${port}/readyz`, { rejectUnauthorized: false }, (r) => {
+          r.resume();
+          res(r.statusCode === 200);
+        });
+        req.on('error', () => res(false));
+        req.setTimeout(1000, () => req.destroy());
+      });
+      if (ok) break;
+      if (proc.exitCode !== null) throw new Error('server exited during startup');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const seconds = (Date.now() - start) / 1000;
+    const rssBytes = sampleProc(proc.pid)?.rssBytes ?? NaN;
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+    return { seconds, seedSeconds, rssBytes };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
