@@ -13,7 +13,7 @@ import type { ResourceInfo } from '../api/catalog-types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
 import { Expect, type EventType } from '../../workers/shard/protocol.js';
-import { entryObject, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
+import { entryObject, firstKeyAtOrAfter, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
 import { getAt, listAt } from '../../workers/shard/reader.js';
 import { encodeForCommit, orderedObject } from '../codec/json.js';
 import { matchFields, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
@@ -194,16 +194,7 @@ export class Store {
       entries = listAt(env, t.gr, atRv).filter((s) => s.key.startsWith(prefix));
       listRv = atRv;
     }
-    if (start) {
-      let lo = 0;
-      let hi = entries.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (entries[mid].key < start) lo = mid + 1;
-        else hi = mid;
-      }
-      entries = entries.slice(lo);
-    }
+    if (start) entries = entries.slice(firstKeyAtOrAfter(entries, start));
     const items: Buffer[] = [];
     let lastKey = '';
     let i = 0;

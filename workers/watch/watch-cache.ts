@@ -27,6 +27,23 @@ export function entryObject(e: CacheEntry): any {
   return e.obj;
 }
 
+/** The first index i in [from, to) where below(i) is false; below must be true then false along the range. */
+export function lowerBound(from: number, to: number, below: (i: number) => boolean): number {
+  let lo = from;
+  let hi = to;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (below(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index of a key-sorted array whose key is not below `key`. */
+export function firstKeyAtOrAfter(arr: ReadonlyArray<{ key: string }>, key: string): number {
+  return lowerBound(0, arr.length, (i) => arr[i].key < key);
+}
+
 export function splitKey(key: string): [string, string] {
   const i = key.indexOf('/');
   return [key.slice(0, i), key.slice(i + 1)];
@@ -156,29 +173,14 @@ export class ResourceCache {
     const all = this.sorted();
     if (ns === '') return all;
     const prefix = ns + '/';
-    // binary search the first key of the namespace
-    let lo = 0;
-    let hi = all.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (all[mid].key < prefix) lo = mid + 1;
-      else hi = mid;
-    }
     const out: CacheEntry[] = [];
-    for (let i = lo; i < all.length && all[i].key.startsWith(prefix); i++) out.push(all[i]);
+    for (let i = firstKeyAtOrAfter(all, prefix); i < all.length && all[i].key.startsWith(prefix); i++) out.push(all[i]);
     return out;
   }
 
   /** Events after rv, or null when the ring no longer holds all of them. */
   eventsAfter(rv: number): WatchEvent[] | null {
     if (rv < this.startRv) return null;
-    let lo = this.ringHead;
-    let hi = this.ring.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.ring[mid].rv <= rv) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.ring.slice(lo);
+    return this.ring.slice(lowerBound(this.ringHead, this.ring.length, (i) => this.ring[i].rv <= rv));
   }
 }
