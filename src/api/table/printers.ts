@@ -1,0 +1,45 @@
+// Which printer serves which resource. Kinds without their own column set get the default
+// Table: Name and Created At (spec 2.5).
+import { col, nameCol, type KindPrinter } from './types.js';
+import { str } from './format.js';
+import { podPrinter } from './pod.js';
+import { configMapPrinter, endpointsPrinter, eventPrinter, leasePrinter, namespacePrinter, nodePrinter, secretPrinter, serviceAccountPrinter, servicePrinter } from './core.js';
+import { cronJobPrinter, daemonSetPrinter, deploymentPrinter, jobPrinter, replicaSetPrinter, statefulSetPrinter } from './apps.js';
+
+/** RFC 3339 in UTC with whole seconds, Go's zero time for a missing timestamp. */
+export function createdAt(ts: unknown): string {
+  const t = typeof ts === 'string' ? Date.parse(ts) : NaN;
+  if (Number.isNaN(t)) return '0001-01-01T00:00:00Z';
+  return new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export const defaultPrinter: KindPrinter = {
+  columns: [nameCol(), col('Created At', 'date', 'When the object was created (UTC).')],
+  row: (o) => ({ cells: [str(o?.metadata?.name), createdAt(o?.metadata?.creationTimestamp)] }),
+  isDefault: true,
+};
+
+/** Keyed by "group/resource" ("" group for core). */
+const PRINTERS = new Map<string, KindPrinter>([
+  ['/pods', podPrinter],
+  ['/nodes', nodePrinter],
+  ['/namespaces', namespacePrinter],
+  ['/services', servicePrinter],
+  ['/endpoints', endpointsPrinter],
+  ['/configmaps', configMapPrinter],
+  ['/secrets', secretPrinter],
+  ['/serviceaccounts', serviceAccountPrinter],
+  ['/events', eventPrinter],
+  ['events.k8s.io/events', eventPrinter],
+  ['coordination.k8s.io/leases', leasePrinter],
+  ['apps/deployments', deploymentPrinter],
+  ['apps/replicasets', replicaSetPrinter],
+  ['apps/statefulsets', statefulSetPrinter],
+  ['apps/daemonsets', daemonSetPrinter],
+  ['batch/jobs', jobPrinter],
+  ['batch/cronjobs', cronJobPrinter],
+]);
+
+export function printerFor(group: string, resource: string): KindPrinter {
+  return PRINTERS.get(`${group}/${resource}`) ?? defaultPrinter;
+}
