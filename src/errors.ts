@@ -146,8 +146,17 @@ export type CauseType =
   | 'InternalError'
   | 'FieldValueTypeInvalid';
 
+/**
+ * A field value as Go's %#v prints it (e.g. `[]string{"10.96.0.10"}`), for the few messages
+ * where kube-apiserver shows a Go value rather than a scalar.
+ */
+export class GoValue {
+  constructor(readonly text: string) {}
+}
+
 function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }): string {
   const detail = c.detail ? `: ${c.detail}` : '';
+  if (c.value instanceof GoValue) return `Invalid value: ${c.value.text}${detail}`;
   switch (c.type) {
     case 'FieldValueRequired':
       return `Required value${detail}`;

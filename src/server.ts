@@ -12,6 +12,7 @@ import { Router } from './api/router.js';
 import { Store } from './registry/store.js';
 import { StrategyRegistry } from './registry/strategies.js';
 import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
+import { ensureKubernetesService } from './registry/kubernetes-service.js';
 import { FilterChain } from './http/filter-chain.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter } from './http/filters/authentication.js';
@@ -57,10 +58,11 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const store = new Store(coord);
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   await namespaces.bootstrap();
-
-  const health: HealthState = { ready: false, shuttingDown: false };
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
+  await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+
+  const health: HealthState = { ready: false, shuttingDown: false };
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
   const router = new Router({
     catalog,

@@ -294,19 +294,26 @@ export class Store {
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
-    for (let attempt = 0; ; attempt++) {
-      const taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
-      if (!taken) {
-        if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
-        try {
-          const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
-          return { code: 201, json: r.json };
-        } catch (e) {
-          if (!(e instanceof WriteRejected && e.failure === 'exists')) throw e;
+    const finish = t.strategy.beginCreate(obj, ctx);
+    let committed = false;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
+        if (!taken) {
+          if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
+          try {
+            const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
+            committed = true;
+            return { code: 201, json: r.json };
+          } catch (e) {
+            if (!(e instanceof WriteRejected && e.failure === 'exists')) throw e;
+          }
         }
+        if (!generated || attempt >= 7) throw errors.alreadyExists(t.groupResource, m.name);
+        m.name = generateName(m.generateName);
       }
-      if (!generated || attempt >= 7) throw errors.alreadyExists(t.groupResource, m.name);
-      m.name = generateName(m.generateName);
+    } finally {
+      finish?.(committed);
     }
   }
 
@@ -348,9 +355,13 @@ export class Store {
       const after = encodeForCommit(obj);
       if (before.head === after.head && before.tail === after.tail) return { code: 200, json: cur.json };
       const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0);
-      if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj) };
+      const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
+      let committed = false;
       try {
+        if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj) };
         const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
+        committed = true;
+        if (finalizing) t.strategy.afterDelete(obj);
         return { code: 200, json: r.json };
       } catch (e) {
         if (e instanceof WriteRejected) {
@@ -359,6 +370,8 @@ export class Store {
           continue; // lost a race: rebuild from the fresh object
         }
         throw e;
+      } finally {
+        finish?.(committed);
       }
     }
   }
@@ -464,6 +477,7 @@ export class Store {
       if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);
+        if (type === 'DELETED') t.strategy.afterDelete(obj);
         return { deleted: type === 'DELETED', json: r.json, obj };
       } catch (e) {
         if (e instanceof WriteRejected) {

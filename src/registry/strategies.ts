@@ -4,6 +4,7 @@ import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from '.
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
+import { ServiceAllocator } from './allocators/service-allocator.js';
 
 class NamespaceStrategy extends Strategy {
   override prepareForCreate(obj: any): void {
@@ -20,77 +21,26 @@ class NamespaceStrategy extends Strategy {
   }
 }
 
-/** ClusterIPs and NodePorts. A first cut: issue #6 brings a real allocator with its own state. */
+/** Services: defaults here; ClusterIPs and NodePorts come from the allocator (src/registry/allocators). */
 class ServiceStrategy extends Strategy {
   override allowCreateOnUpdate = true;
-  private reserved = new Map<string, number>();
 
-  constructor(
-    private coord: Coordinator,
-    private cidr: { base: number; size: number },
-    private nodePorts: { min: number; max: number },
-  ) {
+  constructor(readonly allocator: ServiceAllocator) {
     super();
-  }
-
-  private used(): { ips: Set<string>; ports: Set<number> } {
-    const ips = new Set<string>();
-    const ports = new Set<number>();
-    const now = Date.now();
-    for (const [k, t] of this.reserved) {
-      if (now - t > 30_000) this.reserved.delete(k);
-      else if (k.startsWith('port:')) ports.add(Number(k.slice(5)));
-      else ips.add(k);
-    }
-    for (const e of this.coord.cache('services').items.values()) {
-      const s = entryObject(e)?.spec;
-      if (s?.clusterIP) ips.add(s.clusterIP);
-      for (const p of s?.ports ?? []) if (p.nodePort) ports.add(p.nodePort);
-    }
-    return { ips, ports };
-  }
-
-  private allocateIp(used: Set<string>): string {
-    const { base, size } = this.cidr;
-    const start = 1 + Math.floor(Math.random() * (size - 2));
-    for (let i = 0; i < size - 2; i++) {
-      const n = base + 1 + ((start - 1 + i) % (size - 2));
-      const ip = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-      if (ip.endsWith('.0') && i === 0) continue;
-      if (!used.has(ip)) {
-        this.reserved.set(ip, Date.now());
-        return ip;
-      }
-    }
-    throw new Error('range is full');
   }
 
   override prepareForCreate(obj: any): void {
     const spec = (obj.spec ??= {});
     spec.type ??= 'ClusterIP';
     spec.sessionAffinity ??= 'None';
-    const used = this.used();
     if (spec.type !== 'ExternalName') {
-      if (!spec.clusterIP) spec.clusterIP = this.allocateIp(used.ips);
-      spec.clusterIPs ??= [spec.clusterIP];
-      spec.ipFamilies ??= spec.clusterIP === 'None' ? ['IPv4'] : ['IPv4'];
+      spec.ipFamilies ??= ['IPv4'];
       spec.ipFamilyPolicy ??= 'SingleStack';
       spec.internalTrafficPolicy ??= 'Cluster';
     }
     for (const p of spec.ports ?? []) {
       p.protocol ??= 'TCP';
       if (p.targetPort === undefined && spec.type !== 'ExternalName') p.targetPort = p.port;
-      if ((spec.type === 'NodePort' || spec.type === 'LoadBalancer') && !p.nodePort) {
-        for (let tries = 0; tries < 5000; tries++) {
-          const port = this.nodePorts.min + Math.floor(Math.random() * (this.nodePorts.max - this.nodePorts.min + 1));
-          if (!used.ports.has(port)) {
-            p.nodePort = port;
-            used.ports.add(port);
-            this.reserved.set('port:' + port, Date.now());
-            break;
-          }
-        }
-      }
     }
     if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') spec.externalTrafficPolicy ??= 'Cluster';
     obj.status = { loadBalancer: {} };
@@ -106,10 +56,22 @@ class ServiceStrategy extends Strategy {
   }
 
   override validateUpdate(obj: any, old: any): FieldError[] {
-    if (old.spec?.clusterIP && obj.spec?.clusterIP && obj.spec.clusterIP !== old.spec.clusterIP) {
+    if (old.spec?.clusterIP && obj.spec?.clusterIP && obj.spec.clusterIP !== old.spec.clusterIP && obj.spec.type !== 'ExternalName') {
       return [{ field: 'spec.clusterIPs[0]', type: 'FieldValueInvalid', value: obj.spec.clusterIP, detail: 'may not change once set' }];
     }
     return [];
+  }
+
+  override beginCreate(obj: any): (committed: boolean) => void {
+    return this.allocator.allocateCreate(obj);
+  }
+
+  override beginUpdate(obj: any, old: any): (committed: boolean) => void {
+    return this.allocator.allocateUpdate(obj, old);
+  }
+
+  override afterDelete(obj: any): void {
+    this.allocator.release(obj);
   }
 }
 
@@ -154,19 +116,16 @@ export interface StrategyOptions {
   serviceNodePortRange: { min: number; max: number };
 }
 
-function parseCidr(cidr: string): { base: number; size: number } {
-  const [ip, bits] = cidr.split('/');
-  const n = ip.split('.').reduce((a, o) => (a << 8) + Number(o), 0) >>> 0;
-  const size = 2 ** (32 - Number(bits));
-  return { base: n - (n % size), size };
-}
-
 export class StrategyRegistry {
   private cache = new Map<string, { strategy: Strategy; nameRule: NameRule }>();
   private service: ServiceStrategy;
+  readonly serviceAllocator: ServiceAllocator;
 
   constructor(coord: Coordinator, opts: StrategyOptions) {
-    this.service = new ServiceStrategy(coord, parseCidr(opts.serviceClusterIpRange), opts.serviceNodePortRange);
+    // The allocator starts from what the stored Services hold (the caches are loaded by now).
+    this.serviceAllocator = new ServiceAllocator(opts.serviceClusterIpRange, opts.serviceNodePortRange);
+    this.serviceAllocator.load(Array.from(coord.cache('services').items.values(), (e) => entryObject(e)));
+    this.service = new ServiceStrategy(this.serviceAllocator);
   }
 
   get(group: string, resource: string): { strategy: Strategy; nameRule: NameRule } {

@@ -37,6 +37,16 @@ export class Strategy {
   validateUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
     return [];
   }
+  /**
+   * Reserves what the object needs from a shared allocator, after validation and before
+   * the commit (kube's BeginCreate). The store calls the returned function once with the
+   * outcome: true when committed, false when the write failed or was a dry run.
+   */
+  beginCreate(_obj: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
+  /** The same for an update (kube's BeginUpdate). */
+  beginUpdate(_obj: any, _old: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
+  /** After the object is gone from storage (its last state). */
+  afterDelete(_obj: any): void {}
   /** Normalizes an object before it is stored. */
   canonicalize(_obj: any): void {}
   warningsOnCreate(_obj: any): string[] {
