@@ -27,27 +27,6 @@ describe('service allocation', () => {
     expect(r.json().spec.ports[0].port).toBe(443);
   });
 
-  it('200 concurrent creates get 200 distinct ClusterIPs; NodePorts unique and in range', async () => {
-    const rs = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => request(s, 'POST', SVC, svc(`c${i}`, i % 2 ? { type: 'NodePort' } : {}))),
-    );
-    expect(rs.map((r) => r.status)).toEqual(rs.map(() => 201));
-    const ips = rs.map((r) => r.json().spec.clusterIP as string);
-    expect(new Set(ips).size).toBe(200);
-    expect(ips).not.toContain('10.96.0.1');
-    for (const ip of ips) {
-      const [a, b] = ip.split('.').map(Number);
-      expect(a).toBe(10);
-      expect(b >= 96 && b < 112).toBe(true);
-    }
-    const ports = rs.filter((_, i) => i % 2).map((r) => r.json().spec.ports[0].nodePort as number);
-    expect(new Set(ports).size).toBe(100);
-    for (const p of ports) expect(p >= 30000 && p <= 30299).toBe(true);
-    // What the list says agrees with what the creates answered.
-    const listed = (await request(s, 'GET', SVC)).json().items.filter((i: any) => /^c\d+$/.test(i.metadata.name));
-    expect(new Set(listed.map((i: any) => i.spec.clusterIP)).size).toBe(200);
-  });
-
   it('a taken address or port is 422 with kube wording; out of range too', async () => {
     const a = (await request(s, 'POST', SVC, svc('ask-ip', { clusterIP: '10.96.0.10' }))).json();
     expect(a.spec.clusterIP).toBe('10.96.0.10');
@@ -72,16 +51,40 @@ describe('service allocation', () => {
     // The failed create of ask-port3 did not keep the address it was given.
   });
 
+  it('200 concurrent creates get 200 distinct ClusterIPs; NodePorts unique and in range', async () => {
+    const rs = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => request(s, 'POST', SVC, svc(`c${i}`, i % 2 ? { type: 'NodePort' } : {}))),
+    );
+    expect(rs.map((r) => r.status)).toEqual(rs.map(() => 201));
+    const ips = rs.map((r) => r.json().spec.clusterIP as string);
+    expect(new Set(ips).size).toBe(200);
+    expect(ips).not.toContain('10.96.0.1');
+    for (const ip of ips) {
+      const [a, b] = ip.split('.').map(Number);
+      expect(a).toBe(10);
+      expect(b >= 96 && b < 112).toBe(true);
+    }
+    const ports = rs.filter((_, i) => i % 2).map((r) => r.json().spec.ports[0].nodePort as number);
+    expect(new Set(ports).size).toBe(100);
+    for (const p of ports) expect(p >= 30000 && p <= 30299).toBe(true);
+    // What the list says agrees with what the creates answered.
+    const listed = (await request(s, 'GET', SVC)).json().items.filter((i: any) => /^c\d+$/.test(i.metadata.name));
+    expect(new Set(listed.map((i: any) => i.spec.clusterIP)).size).toBe(200);
+  });
+
   it('delete releases the address and the port; dry run keeps nothing', async () => {
     expect((await request(s, 'DELETE', `${SVC}/ask-ip`)).status).toBe(200);
     expect((await request(s, 'DELETE', `${SVC}/ask-port`)).status).toBe(200);
     const again = await request(s, 'POST', SVC, svc('ask-again', { clusterIP: '10.96.0.10', type: 'NodePort', ports: [{ port: 80, nodePort: 30290 }] }));
     expect(again.status).toBe(201);
-    const dry = await request(s, 'POST', `${SVC}?dryRun=All`, svc('dry', { clusterIP: '10.96.0.11', type: 'NodePort', ports: [{ port: 80, nodePort: 30291 }] }));
+    const used = new Set((await request(s, 'GET', SVC)).json().items.flatMap((i: any) => i.spec.ports.map((p: any) => p.nodePort)));
+    let free = 30000;
+    while (used.has(free)) free++;
+    const dry = await request(s, 'POST', `${SVC}?dryRun=All`, svc('dry', { clusterIP: '10.96.0.11', type: 'NodePort', ports: [{ port: 80, nodePort: free }] }));
     expect(dry.status).toBe(201);
     expect(dry.json().spec.clusterIP).toBe('10.96.0.11');
     expect((await request(s, 'GET', `${SVC}/dry`)).status).toBe(404);
-    const real = await request(s, 'POST', SVC, svc('dry', { clusterIP: '10.96.0.11', type: 'NodePort', ports: [{ port: 80, nodePort: 30291 }] }));
+    const real = await request(s, 'POST', SVC, svc('dry', { clusterIP: '10.96.0.11', type: 'NodePort', ports: [{ port: 80, nodePort: free }] }));
     expect(real.status).toBe(201);
   });
 
