@@ -22,7 +22,7 @@ import { handleDelete } from '../handlers/delete.js';
 import { handleDeleteCollection } from '../handlers/deletecollection.js';
 import { healthHandler, type HealthState } from '../handlers/health.js';
 
-type VerbHandler = (c: HandlerContext) => Promise<void>;
+type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
 const HANDLERS: Record<string, VerbHandler> = {
   get: handleGet,

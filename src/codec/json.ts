@@ -50,8 +50,20 @@ const RV_SLOT = '"resourceVersion":""';
  * place (kept as the canonical form the cache will hold) and its resourceVersion set to "".
  */
 export function encodeForCommit(obj: Record<string, any>): { head: string; tail: string; ordered: Record<string, any> } {
-  const ordered = orderedObject(obj);
-  ordered.metadata = orderedMetadata({ ...ordered.metadata, resourceVersion: '' });
+  // One pass each over the object and its metadata (this runs on every write).
+  const ordered: Record<string, any> = {};
+  if (obj.kind !== undefined) ordered.kind = obj.kind;
+  if (obj.apiVersion !== undefined) ordered.apiVersion = obj.apiVersion;
+  const meta: Record<string, unknown> = obj.metadata ?? {};
+  const m: Record<string, unknown> = {};
+  for (let i = 0; i < META_ORDER.length; i++) {
+    const k = META_ORDER[i];
+    if (k === 'resourceVersion') m.resourceVersion = '';
+    else if (meta[k] !== undefined) m[k] = meta[k];
+  }
+  for (const k in meta) if (!(k in m) && meta[k] !== undefined) m[k] = meta[k];
+  ordered.metadata = m;
+  for (const k in obj) if (!(k in ordered) && obj[k] !== undefined) ordered[k] = obj[k];
   const s = JSON.stringify(ordered);
   const i = s.indexOf(RV_SLOT);
   if (i < 0) throw new Error('object has no metadata');

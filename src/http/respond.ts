@@ -5,6 +5,12 @@ import { toStatusError } from '../errors.js';
 
 const JSON_TYPE = 'application/json';
 
+/** The headers of a plain JSON answer, shared by every response that adds none (never mutate). */
+const PLAIN_JSON_HEADERS: HeaderList = [
+  ['Cache-Control', 'no-cache, private'],
+  ['Content-Type', JSON_TYPE],
+];
+
 export function baseHeaders(req: ApiRequest | null, contentType: string): HeaderList {
   const h: HeaderList = [
     ['Cache-Control', 'no-cache, private'],
@@ -16,6 +22,10 @@ export function baseHeaders(req: ApiRequest | null, contentType: string): Header
 
 export function sendBody(req: ApiRequest | null, res: ResponseSink, code: number, contentType: string, body: string | Uint8Array, extra?: HeaderList): void {
   if (res.aborted) return;
+  if (contentType === JSON_TYPE && !extra && !req?.warnings?.length) {
+    res.send(code, PLAIN_JSON_HEADERS, body);
+    return;
+  }
   const h = baseHeaders(req, contentType);
   if (extra) h.push(...extra);
   res.send(code, h, body);

@@ -29,6 +29,8 @@ export function assertNativeUws(): void {
 
 class UwsSink implements ResponseSink {
   aborted = false;
+  /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
+  inHandler = false;
   private done = false;
   private backlog = 0;
   private abortFns: Array<() => void> = [];
@@ -52,17 +54,27 @@ class UwsSink implements ResponseSink {
     for (const f of fns) f();
   }
 
+  isOpen(): boolean {
+    return !this.aborted && !this.done;
+  }
+
   private writeHead(status: number, headers: HeaderList): void {
-    this.res.writeStatus(statusLine(status));
-    for (const [k, v] of headers) this.res.writeHeader(k, v);
+    const res = this.res;
+    if (status !== 200) res.writeStatus(statusLine(status));
+    for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
   }
 
   send(status: number, headers: HeaderList, body: string | Uint8Array): void {
     if (this.aborted || this.done) return;
-    this.res.cork(() => {
+    if (this.inHandler) {
       this.writeHead(status, headers);
       this.res.end(body);
-    });
+    } else {
+      this.res.cork(() => {
+        this.writeHead(status, headers);
+        this.res.end(body);
+      });
+    }
     this.finish();
   }
 
@@ -137,31 +149,78 @@ export interface RunningServer {
   stopListening(): void;
 }
 
+/**
+ * One request as the filter chain sees it. The query is parsed only when something reads
+ * it, and the peer address (a getpeername syscall) only when something asks for it: most
+ * requests need neither.
+ */
+class UwsRequest implements ApiRequest {
+  body: Buffer | null = null;
+  requestInfo?: ApiRequest['requestInfo'];
+  user?: ApiRequest['user'];
+  warnings?: string[];
+  clientCert?: ApiRequest['clientCert'];
+  private parsedQuery?: URLSearchParams;
+  private peer?: string;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly rawQuery: string,
+    readonly headers: Record<string, string>,
+    private sink: UwsSink,
+    private res: uws.HttpResponse,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+
+  set query(q: URLSearchParams) {
+    this.parsedQuery = q;
+  }
+
+  get remoteAddress(): string {
+    if (this.peer === undefined) {
+      // The uWS response object is gone once the response ended.
+      this.peer = this.sink.isOpen() ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    }
+    return this.peer;
+  }
+}
+
+const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE', head: 'HEAD', options: 'OPTIONS' };
+
 export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   assertNativeUws();
   const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile });
   app.any('/*', (res, r) => {
-    const method = r.getMethod().toUpperCase();
+    const m = r.getMethod();
+    const method = METHODS[m] ?? m.toUpperCase();
     const path = r.getUrl();
     const rawQuery = r.getQuery() ?? '';
     const headers: Record<string, string> = {};
     r.forEach((k, v) => {
-      headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+      const prev = headers[k];
+      headers[k] = prev === undefined ? v : `${prev}, ${v}`;
     });
     const sink = new UwsSink(res);
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const req: ApiRequest = { method, path, rawQuery, query: new URLSearchParams(rawQuery), headers, body: null, remoteAddress };
+    const req = new UwsRequest(method, path, rawQuery, headers, sink, res);
+    const cl = headers['content-length'];
+    const te = headers['transfer-encoding'];
+    const hasBody = (cl !== undefined && cl !== '0') || (te !== undefined && te.includes('chunked'));
+    if (!hasBody) {
+      // Still inside uWS's request callback: uWS corks the socket itself, so a response
+      // sent synchronously from here leaves without an extra cork.
+      sink.inHandler = true;
+      opts.handle(req, sink);
+      sink.inHandler = false;
+      return;
+    }
     const tooLarge = () => {
       const se = errors.tooLarge(opts.maxBodyBytes);
       sink.send(413, [['Content-Type', 'application/json'], ['Connection', 'close']], JSON.stringify(se.toStatus()));
     };
-    const cl = headers['content-length'];
-    const chunked = (headers['transfer-encoding'] ?? '').includes('chunked');
-    const hasBody = (cl !== undefined && cl !== '0') || chunked;
-    if (!hasBody) {
-      opts.handle(req, sink);
-      return;
-    }
     if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
       tooLarge();
       return;
@@ -181,7 +240,9 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
       parts.push(Buffer.from(ab.slice(0)));
       if (isLast) {
         req.body = parts.length === 1 ? parts[0] : Buffer.concat(parts, total);
+        sink.inHandler = true;
         opts.handle(req, sink);
+        sink.inHandler = false;
       }
     });
   });

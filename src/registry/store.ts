@@ -66,8 +66,16 @@ export const TOO_LARGE_RV_WAIT_MS = 3000;
 export const CONTINUE_TTL_MS = 5 * 60 * 1000;
 const MAX_CONFLICT_RETRIES = 8;
 
+let stampSecond = -1;
+let stamp = '';
+/** RFC 3339 at second precision, formatted once per second (every write takes one). */
 export function nowTimestamp(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const sec = Math.floor(Date.now() / 1000);
+  if (sec !== stampSecond) {
+    stampSecond = sec;
+    stamp = new Date(sec * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+  return stamp;
 }
 
 const NAME_SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -138,6 +146,20 @@ export class Store {
    */
   ensureLatest(t: ResourceTarget): Promise<number> {
     return this.ensureFresh(t, this.coord.committedRv(this.cacheOf(t).shard));
+  }
+
+  /**
+   * get without waiting, for the usual case where the cache is already fresh enough: the
+   * entry (or a 404), or null when the caller must take the waiting path of get().
+   */
+  getNow(t: ResourceTarget, ns: string, name: string, rvParam: string): CacheEntry | null {
+    const cache = this.cacheOf(t);
+    if (rvParam === '') {
+      if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) return null;
+    } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
+    const e = cache.items.get(objectKey(ns, name));
+    if (!e) throw errors.notFound(t.groupResource, name);
+    return e;
   }
 
   /** get: unset = most recent, "0" = any, other = not older than. */

@@ -65,21 +65,26 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
     parts: [],
     legacyWatch: false,
   };
-  const trimmed = path.replace(/^\/+|\/+$/g, '');
-  let parts = trimmed === '' ? [] : trimmed.split('/').map(decodeSegment);
-  if (parts.length === 0 || (parts[0] !== 'api' && parts[0] !== 'apis')) return info;
-  info.apiPrefix = parts[0];
-  parts = parts.slice(1);
-  if (info.apiPrefix === 'apis') {
-    if (parts.length < 3) return info; // /apis, /apis/{group}, /apis/{group}/{version}: discovery
-    info.apiGroup = parts[0];
-    parts = parts.slice(1);
-  } else if (parts.length < 2) {
+  // One split of the path, without regular expressions; the parts are walked by index.
+  let from = 0;
+  let to = path.length;
+  while (from < to && path.charCodeAt(from) === 47) from++;
+  while (to > from && path.charCodeAt(to - 1) === 47) to--;
+  if (from === to) return info;
+  const segs = path.slice(from, to).split('/');
+  if (path.indexOf('%') >= 0) for (let i = 0; i < segs.length; i++) segs[i] = decodeSegment(segs[i]);
+  const prefix = segs[0];
+  if (prefix !== 'api' && prefix !== 'apis') return info;
+  info.apiPrefix = prefix;
+  let p = 1;
+  if (prefix === 'apis') {
+    if (segs.length - p < 3) return info; // /apis, /apis/{group}, /apis/{group}/{version}: discovery
+    info.apiGroup = segs[p++];
+  } else if (segs.length - p < 2) {
     return info; // /api, /api/v1: discovery
   }
-  info.apiVersion = parts[0];
-  parts = parts.slice(1);
-  if (parts.length === 0) return info;
+  info.apiVersion = segs[p++];
+  if (p === segs.length) return info;
   info.isResourceRequest = true;
 
   switch (method) {
@@ -102,15 +107,16 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
     default:
       info.verb = '';
   }
-  if (parts[0] === 'watch') {
+  if (segs[p] === 'watch') {
     info.legacyWatch = true;
-    parts = parts.slice(1);
+    p++;
     if (info.verb === 'get') info.verb = 'watch';
   }
-  if (parts[0] === 'namespaces' && parts.length > 1) {
-    info.namespace = parts[1];
-    if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2])) parts = parts.slice(2);
+  if (segs[p] === 'namespaces' && segs.length - p > 1) {
+    info.namespace = segs[p + 1];
+    if (segs.length - p > 2 && !NAMESPACE_SUBRESOURCES.has(segs[p + 2])) p += 2;
   }
+  const parts = p === 0 ? segs : segs.slice(p);
   info.parts = parts;
   if (parts.length >= 3) info.subresource = parts[2];
   if (parts.length >= 2) info.name = parts[1];

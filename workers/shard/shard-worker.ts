@@ -40,6 +40,18 @@ function loadIndex(): void {
 
 let pending: WriteOp[] = [];
 let scheduled = false;
+
+/**
+ * KUBESHARD_COMMIT_STATS=1: once a second, the number of group commits and of writes per
+ * commit (stderr). Group commit only pays if the batch grows with the load; this shows it.
+ */
+const stats = { commits: 0, ops: 0, maxBatch: 0 };
+if (process.env.KUBESHARD_COMMIT_STATS) {
+  setInterval(() => {
+    if (stats.commits) console.error(`shard ${data.index}: ${stats.commits} commits/s, ${(stats.ops / stats.commits).toFixed(1)} writes/commit (max ${stats.maxBatch})`);
+    stats.commits = stats.ops = stats.maxBatch = 0;
+  }, 1000).unref();
+}
 let closing = false;
 
 function schedule(): void {
@@ -56,6 +68,9 @@ function flush(): void {
   if (pending.length === 0) return;
   const ops = pending;
   pending = [];
+  stats.commits++;
+  stats.ops += ops.length;
+  if (ops.length > stats.maxBatch) stats.maxBatch = ops.length;
   const acks: Ack[] = [];
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];

@@ -1,0 +1,223 @@
+// CPU cost per request: a measurement that does not depend on how busy the machine is.
+// Wall-clock throughput on a shared 2-core machine moves with every other process; the
+// server's own CPU seconds per request (all its threads, read from /proc before and after
+// a short load) do not, much. Each thread is reported apart: the front (main) thread, the
+// shard workers and the rest (libuv pool, GC helpers).
+//
+//   npm run build && node dist/bench/cpu-cost.js --scenario get [--seconds 5] [--connections 50] [--prof DIR] [--strace]
+//     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
+//   scenarios: get, create, list (10k ConfigMaps, consistent), list-rv0, watch (N watchers, --watchers)
+//
+// With --prof DIR the server runs under `node --cpu-prof` and the hottest functions (self
+// time) of the front thread's profile are printed.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:net';
+import https from 'node:https';
+import { rawLoad } from './raw-load.js';
+import { openWatchFleet } from './watch-load.js';
+import type { Target } from './lib.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const scenario = opt('scenario', 'get');
+const seconds = Number(opt('seconds', '5'));
+const connections = Number(opt('connections', '50'));
+const profDir = opt('prof', '');
+/** --server PATH: another build's dist/src/main.js, for an A/B comparison on the same load */
+const serverMain = opt('server', '');
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+
+interface ThreadCpu {
+  name: string;
+  ticks: number;
+}
+
+/** CPU ticks (1/100 s) per thread of a process. */
+function threadTicks(pid: number): Map<number, ThreadCpu> {
+  const out = new Map<number, ThreadCpu>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), { name, ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      /* thread ended */
+    }
+  }
+  return out;
+}
+
+function rssMB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const p = 20000 + Math.floor(Math.random() * 12000);
+    const ok = await new Promise<boolean>((res) => {
+      const s = createServer();
+      s.once('error', () => res(false));
+      s.listen(p, '127.0.0.1', () => s.close(() => res(true)));
+    });
+    if (ok) return p;
+  }
+}
+
+const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 32 });
+function call(t: Target, method: string, path: string, body?: unknown): Promise<number> {
+  const u = new URL(t.url + path);
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((res, rej) => {
+    const req = https.request(
+      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent, headers: { authorization: `Bearer ${t.token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) } },
+      (r) => {
+        r.resume();
+        r.on('end', () => res(r.statusCode!));
+      },
+    );
+    req.on('error', rej);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+async function seed(t: Target, path: string, n: number, make: (i: number) => unknown) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < n) {
+        const i = next++;
+        const s = await call(t, 'POST', path, make(i));
+        if (s !== 201 && s !== 409) throw new Error(`seed: ${s}`);
+      }
+    }),
+  );
+}
+
+async function main() {
+  process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+  const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-cpu-'));
+  const port = await freePort();
+  const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+  const proc = spawn(process.execPath, [...nodeArgs, serverMain || join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  const deadline = Date.now() + 30_000;
+  while (!out.includes('Serving securely')) {
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error('kubeshard did not start: ' + out);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const kc = readFileSync(join(dataDir, 'admin.kubeconfig'), 'utf8');
+  const t: Target = { url: /server:\s*(\S+)/.exec(kc)![1], token: /token:\s*(\S+)/.exec(kc)![1], pid: proc.pid, stop: async () => {} };
+  const pid = proc.pid!;
+  try {
+    await call(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'cpu' } });
+    const idleRss = rssMB(pid);
+    let path = '/api/v1/namespaces/cpu/configmaps/one';
+    let method = 'GET';
+    let body: string | undefined;
+    let unit = 'request';
+    if (scenario === 'get') {
+      await call(t, 'POST', '/api/v1/namespaces/cpu/configmaps', { metadata: { name: 'one' }, data: { payload: 'x'.repeat(1000) } });
+    } else if (scenario === 'create') {
+      path = '/api/v1/namespaces/cpu/configmaps';
+      method = 'POST';
+      body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'cm-' }, data: { payload: 'x'.repeat(1000) } });
+    } else if (scenario === 'list' || scenario === 'list-rv0') {
+      await seed(t, '/api/v1/namespaces/cpu/configmaps', 10000, (i) => ({ metadata: { name: `cm-${i}`, labels: { app: 'bench' } }, data: { v: 'y'.repeat(220) } }));
+      path = '/api/v1/namespaces/cpu/configmaps' + (scenario === 'list-rv0' ? '?resourceVersion=0' : '');
+    }
+    // --strace: a syscall summary of the server during the load (strace -c).
+    const tracer = args.includes('--strace') ? spawn('strace', ['-f', '-c', '-p', String(pid)], { stdio: ['ignore', 'inherit', 'inherit'] }) : null;
+    if (tracer) await new Promise((r) => setTimeout(r, 500));
+    const before = threadTicks(pid);
+    const start = performance.now();
+    let count = 0;
+    let extra = '';
+    if (scenario === 'watch') {
+      unit = 'event delivered';
+      const watchers = Number(opt('watchers', '1000'));
+      const fleet = await openWatchFleet(t, '/api/v1/namespaces/cpu/configmaps?watch=1', watchers, 0);
+      const t0 = threadTicks(pid);
+      for (const [k, v] of t0) before.set(k, v);
+      const e0 = fleet.events();
+      const rate = Number(opt('rate', '200'));
+      const end = Date.now() + seconds * 1000;
+      let sent = 0;
+      const s0 = Date.now();
+      while (Date.now() < end) {
+        const due = Math.floor(((Date.now() - s0) / 1000) * rate);
+        const batch: Promise<number>[] = [];
+        for (; sent < due; sent++) batch.push(call(t, 'POST', '/api/v1/namespaces/cpu/configmaps', { metadata: { generateName: 'w-' }, data: { v: 'x'.repeat(200) } }));
+        await Promise.all(batch);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const drain = Date.now() + 5000;
+      while (fleet.events() - e0 < sent * fleet.open() && Date.now() < drain) await new Promise((r) => setTimeout(r, 50));
+      count = fleet.events() - e0;
+      extra = ` watchers=${fleet.open()} creates=${sent} rss=${rssMB(pid).toFixed(0)}MB`;
+      fleet.close();
+    } else {
+      const r = await rawLoad(t, { path, method, body, connections: scenario.startsWith('list') ? 4 : connections, seconds });
+      count = r.requests;
+      extra = ` rps=${r.rps.toFixed(0)} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms non2xx=${r.non2xx}`;
+    }
+    const wall = (performance.now() - start) / 1000;
+    const after = threadTicks(pid);
+    if (tracer) {
+      tracer.kill('SIGINT');
+      await new Promise((r) => tracer.once('exit', r));
+    }
+    const perThread: string[] = [];
+    let total = 0;
+    for (const [tid, a] of after) {
+      const d = a.ticks - (before.get(tid)?.ticks ?? 0);
+      total += d;
+      if (d > 0) perThread.push(`${tid === pid ? 'main' : a.name}:${((d * 1e4) / Math.max(1, count)).toFixed(1)}`);
+    }
+    const us = (total * 1e4) / Math.max(1, count);
+    console.log(`${scenario}: ${count} ${unit}s in ${wall.toFixed(1)} s; server CPU ${(total / 100).toFixed(2)} s = ${us.toFixed(1)} µs per ${unit} (${perThread.join(' ')}); idle rss ${idleRss.toFixed(0)}MB${extra}`);
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  if (profDir) summarizeProfiles(profDir);
+}
+
+interface ProfNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount: number;
+}
+
+/** Prints the hottest functions by self time of each profile in dir. */
+function summarizeProfiles(dir: string): void {
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.cpuprofile'))) {
+    const p = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { nodes: ProfNode[]; samples: number[] };
+    const total = p.samples.length;
+    const self = new Map<string, number>();
+    for (const n of p.nodes) {
+      const url = n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/');
+      const key = `${n.callFrame.functionName || '(anon)'} ${url}:${n.callFrame.lineNumber + 1}`;
+      self.set(key, (self.get(key) ?? 0) + n.hitCount);
+    }
+    const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(opt('top', '30')));
+    console.log(`\n${f}: ${total} samples`);
+    for (const [k, v] of top) console.log(`  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
