@@ -19,6 +19,21 @@ describe('Catalog', () => {
     expect(() => new Catalog({ runtimeConfig: 'nope/v9' })).toThrowError(/unknown/);
     expect(() => new Catalog({ runtimeConfig: 'batch/v1=maybe' })).toThrowError(/invalid value/);
   });
+  it('takes resource-level keys, api/ groups of versions and ParseBool values', () => {
+    const c = new Catalog({ runtimeConfig: 'batch/v1/cronjobs=false,storage.k8s.io/v1beta1/volumeattributesclasses=1' });
+    expect(c.lookup('batch', 'v1', 'jobs')).toBeDefined();
+    expect(c.lookup('batch', 'v1', 'cronjobs')).toBeUndefined();
+    const sv = c.servedGroupVersions().find((g) => g.groupVersion === 'storage.k8s.io/v1beta1')!;
+    expect(sv.resources.map((r) => r.resource)).toEqual(['volumeattributesclasses']);
+    expect(new Catalog({ runtimeConfig: 'api/v1/pods=false' }).lookup('', 'v1', 'pods')).toBeUndefined();
+    const beta = new Catalog({ runtimeConfig: 'api/beta=true' }).servedGroupVersions().map((g) => g.groupVersion);
+    expect(beta).toContain('coordination.k8s.io/v1beta1');
+    expect(beta.filter((g) => g.includes('alpha'))).toEqual([]);
+    const alpha = new Catalog({ runtimeConfig: 'api/alpha' }).servedGroupVersions().map((g) => g.groupVersion);
+    expect(alpha).toContain('coordination.k8s.io/v1alpha2');
+    expect(() => new Catalog({ runtimeConfig: 'batch/v1/nothings=true' })).toThrowError(/unknown resource "nothings"/);
+    expect(() => new Catalog({ runtimeConfig: 'batch/v1/jobs/x=true' })).toThrowError(/unknown api groupVersion/);
+  });
   it('carries the storage version hashes kube-apiserver publishes', () => {
     const c = new Catalog();
     expect(c.lookup('', 'v1', 'configmaps')!.storageVersionHash).toBe('qFsyl6wFWjQ=');

@@ -49,38 +49,68 @@ function stability(version: string): 'ga' | 'beta' | 'alpha' {
   return version.includes('beta') ? 'beta' : 'alpha';
 }
 
+const PARSE_BOOL: Record<string, boolean> = { '1': true, t: true, T: true, TRUE: true, true: true, True: true, '0': false, f: false, F: false, FALSE: false, false: false, False: false };
+
+/** What --runtime-config switched on or off: per group-version, and per group/version/resource. */
+export interface RuntimeConfig {
+  groupVersions: Map<string, boolean>;
+  resources: Map<string, boolean>;
+}
+
 /**
- * Applies --runtime-config: comma-separated key[=value], value omitted meaning true. Keys are
- * api/all, api/ga, api/beta, api/alpha, a group/version (core: v1 or api/v1), or a bare
- * version (which names the core group's). Later keys win over earlier ones.
+ * Parses --runtime-config: comma-separated key[=value], value omitted meaning true (values
+ * as Go's strconv.ParseBool reads them). Keys: api/all, api/ga, api/beta, api/alpha; a
+ * group/version (core: v1 or api/v1); a group/version/resource (core: v1/resource or
+ * api/v1/resource). Later keys win over earlier ones; a resource key wins over its version.
+ * A key naming nothing we know is a start-up error, as it is for kube-apiserver.
  */
-function applyRuntimeConfig(spec: string, data: GroupVersionInfo[]): Map<string, boolean> {
-  const enabled = new Map<string, boolean>();
-  for (const gv of data) enabled.set(gv.groupVersion, gv.enabledByDefault);
+export function parseRuntimeConfig(spec: string, data: GroupVersionInfo[]): RuntimeConfig {
+  const groupVersions = new Map<string, boolean>();
+  const resources = new Map<string, boolean>();
+  for (const gv of data) groupVersions.set(gv.groupVersion, gv.enabledByDefault);
   for (const raw of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
     const eq = raw.indexOf('=');
     const key = eq < 0 ? raw : raw.slice(0, eq);
     const val = eq < 0 ? 'true' : raw.slice(eq + 1);
-    if (val !== 'true' && val !== 'false') throw new Error(`invalid value of ${key}: ${val}, err: strconv.ParseBool: parsing "${val}": invalid syntax`);
-    const on = val === 'true';
+    const on = PARSE_BOOL[val];
+    if (on === undefined) throw new Error(`--runtime-config: invalid value of ${key}: ${val}, err: strconv.ParseBool: parsing ${JSON.stringify(val)}: invalid syntax`);
     const all = { 'api/all': () => true, 'api/ga': (v: string) => stability(v) === 'ga', 'api/beta': (v: string) => stability(v) === 'beta', 'api/alpha': (v: string) => stability(v) === 'alpha' }[key];
     if (all) {
-      for (const gv of data) if (all(gv.version)) enabled.set(gv.groupVersion, on);
+      for (const gv of data) if (all(gv.version)) groupVersions.set(gv.groupVersion, on);
+      // A broad switch resets the resource-level ones it covers.
+      for (const r of [...resources.keys()]) if (all(r.split('/').slice(-2)[0])) resources.delete(r);
       continue;
     }
-    let gvKey = key;
-    if (key === 'api/v1' || key === 'api/legacy') gvKey = 'v1';
-    const parts = gvKey.split('/');
-    if (parts.length > 2) {
-      // group/version/resource: resource-level switches are accepted for the versions we know
-      const gv = parts.slice(0, 2).join('/');
-      if (!enabled.has(gv)) throw new Error(`unknown api groupVersion in --runtime-config: ${key}`);
+    if (key === 'api/legacy') continue; // an old alias kube-apiserver ignores
+    const parts = (key.startsWith('api/') ? key.slice(4) : key).split('/');
+    // core: v1 or v1/pods; named groups: apps/v1 or apps/v1/deployments
+    const core = parts.length >= 1 && /^v\d/.test(parts[0]) && parts.length <= 2;
+    const gvKey = core ? parts[0] : parts.slice(0, 2).join('/');
+    const resource = core ? parts[1] : parts[2];
+    const gv = data.find((x) => x.groupVersion === gvKey);
+    if (!gv || parts.length > (core ? 2 : 3) || (!core && parts.length < 2)) throw new Error(`--runtime-config: unknown api groupVersion "${gvKey}" in key ${JSON.stringify(key)}`);
+    if (resource === undefined) {
+      groupVersions.set(gvKey, on);
+      for (const r of [...resources.keys()]) if (r.startsWith(gvKey + '/') && r.split('/').length === gvKey.split('/').length + 1) resources.delete(r);
       continue;
     }
-    if (!enabled.has(gvKey)) throw new Error(`unknown api groupVersion in --runtime-config: ${key}`);
-    enabled.set(gvKey, on);
+    if (!gv.resources.some((r) => r.resource === resource)) throw new Error(`--runtime-config: unknown resource "${resource}" of ${gvKey} in key ${JSON.stringify(key)}`);
+    resources.set(`${gvKey}/${resource}`, on);
   }
-  return enabled;
+  return { groupVersions, resources };
+}
+
+/** The served group-versions, each with its served resources only. */
+function servedData(spec: string, data: GroupVersionInfo[]): GroupVersionInfo[] {
+  const rc = parseRuntimeConfig(spec, data);
+  const out: GroupVersionInfo[] = [];
+  for (const gv of data) {
+    const gvOn = rc.groupVersions.get(gv.groupVersion) ?? false;
+    const resources = gv.resources.filter((r) => rc.resources.get(`${gv.groupVersion}/${r.resource}`) ?? gvOn);
+    // A group-version with no served resource is not installed at all.
+    if (resources.length) out.push(resources.length === gv.resources.length ? gv : { ...gv, resources });
+  }
+  return out;
 }
 
 export class Catalog {
@@ -89,14 +119,11 @@ export class Catalog {
   private preferred = new Map<string, string>();
 
   constructor(opts: { runtimeConfig?: string } = {}) {
-    const enabled = applyRuntimeConfig(opts.runtimeConfig ?? '', catalogData);
     const order = (g: string) => {
       const i = GROUP_ORDER.indexOf(g);
       return i < 0 ? GROUP_ORDER.length : i;
     };
-    this.served = catalogData
-      .filter((gv) => enabled.get(gv.groupVersion))
-      .sort((a, b) => order(a.group) - order(b.group) || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0) || compareVersions(a.version, b.version));
+    this.served = servedData(opts.runtimeConfig ?? '', catalogData).sort((a, b) => order(a.group) - order(b.group) || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0) || compareVersions(a.version, b.version));
     for (const gv of this.served) {
       if (!this.preferred.has(gv.group)) this.preferred.set(gv.group, gv.version);
       for (const r of gv.resources) this.byGvr.set(`${gv.group}/${gv.version}/${r.resource}`, r);

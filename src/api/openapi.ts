@@ -1,64 +1,242 @@
-// OpenAPI v3 documents built from the catalog: the root index of group-versions and, per
-// group-version, the paths with their operations, GVK extensions and query parameters.
-// kubectl reads the PATCH operations' parameters to learn that the server validates fields
-// itself (fieldValidation), and the schemas for explain and client-side apply. This first
-// cut carries the paths; the component schemas come with the full API-surface issue.
+// OpenAPI documents built from the two committed catalogs: the served group-versions
+// (catalog.ts) give the paths and operations, the schema catalog (schema.ts) gives the
+// definitions. Nothing here carries upstream description prose.
+//
+//  - v3: the /openapi/v3 root index of group-versions with their hash URLs, and one document
+//    per group-version with components.schemas (refs wrapped in allOf, v3 defaults,
+//    x-kubernetes-* markers, x-kubernetes-group-version-kind on the kinds). kubectl explain
+//    reads these; kubectl's server-side-validation probe reads the PATCH operations'
+//    fieldValidation parameter.
+//  - v2: one swagger 2.0 document for everything served, with definitions ($ref direct, no
+//    defaults), as kube-apiserver serves at /openapi/v2.
+//
+// Built once at start-up on the front thread (the served catalog never changes while the
+// server runs); the router keeps the bytes.
 import { createHash } from 'node:crypto';
 import type { Catalog } from './catalog.js';
 import type { GroupVersionInfo, ResourceInfo } from './catalog-types.js';
+import { definition, definitionOf, type SchemaDef, type SchemaProp } from './schema.js';
 
-const queryParam = (name: string, type = 'string') => ({ name, in: 'query', schema: { type, uniqueItems: true } });
+type Json = Record<string, unknown>;
+type Dialect = 'v2' | 'v3';
 
-const WRITE_PARAMS = [queryParam('dryRun'), queryParam('fieldManager'), queryParam('fieldValidation'), queryParam('pretty')];
-const PATCH_PARAMS = [...WRITE_PARAMS, queryParam('force', 'boolean')];
-const LIST_PARAMS = ['allowWatchBookmarks', 'continue', 'fieldSelector', 'labelSelector', 'limit', 'resourceVersion', 'resourceVersionMatch', 'sendInitialEvents', 'timeoutSeconds', 'watch'].map((n) =>
-  queryParam(n, n === 'limit' || n === 'timeoutSeconds' ? 'integer' : n === 'watch' || n === 'allowWatchBookmarks' || n === 'sendInitialEvents' ? 'boolean' : 'string'),
-);
+const META = 'io.k8s.apimachinery.pkg.apis.meta.v1.';
+const QUANTITY = 'io.k8s.apimachinery.pkg.api.resource.Quantity';
+const INT_OR_STRING = 'io.k8s.apimachinery.pkg.util.intstr.IntOrString';
 
-function gvPath(gv: GroupVersionInfo): string {
+const refTo = (d: Dialect, name: string) => (d === 'v3' ? `#/components/schemas/${name}` : `#/definitions/${name}`);
+
+// ---------------------------------------------------------------------------------------
+// Schemas
+
+function markers(p: SchemaProp, out: Json): void {
+  if (p.lt) out['x-kubernetes-list-type'] = p.lt;
+  if (p.lk) out['x-kubernetes-list-map-keys'] = p.lk;
+  if (p.mt) out['x-kubernetes-map-type'] = p.mt;
+  if (p.ps) out['x-kubernetes-patch-strategy'] = p.ps;
+  if (p.pk) out['x-kubernetes-patch-merge-key'] = p.pk;
+}
+
+function propSchema(d: Dialect, p: SchemaProp): Json {
+  const out: Json = {};
+  if (p.r) {
+    // v3 wraps a reference in allOf so that siblings (default, markers) stay meaningful.
+    if (d === 'v3') out.allOf = [{ $ref: refTo(d, p.r) }];
+    else out.$ref = refTo(d, p.r);
+  }
+  if (p.t) out.type = p.t;
+  if (p.f) out.format = p.f;
+  if (p.i) out.items = propSchema(d, p.i);
+  if (p.a) out.additionalProperties = propSchema(d, p.a);
+  if (d === 'v3' && p.d !== undefined) out.default = p.d;
+  markers(p, out);
+  return out;
+}
+
+function defSchema(d: Dialect, name: string, def: SchemaDef): Json {
+  if (name === INT_OR_STRING) {
+    return d === 'v3' ? { format: 'int-or-string', oneOf: [{ type: 'integer' }, { type: 'string' }] } : { type: 'string', format: 'int-or-string' };
+  }
+  if (name === QUANTITY) return d === 'v3' ? { oneOf: [{ type: 'string' }, { type: 'number' }] } : { type: 'string' };
+  const out: Json = {};
+  if (def.p) {
+    const props: Json = {};
+    for (const k of Object.keys(def.p).sort()) props[k] = propSchema(d, def.p[k]);
+    out.properties = props;
+  }
+  if (def.req) out.required = def.req;
+  if (def.t) out.type = def.t;
+  if (def.f) out.format = def.f;
+  if (def.gvk) out['x-kubernetes-group-version-kind'] = def.gvk.map(([group, version, kind]) => ({ group, kind, version }));
+  if (def.mt) out['x-kubernetes-map-type'] = def.mt;
+  if (def.u) out['x-kubernetes-unions'] = def.u;
+  return out;
+}
+
+/** Every definition reachable from the roots, sorted by name. */
+function closure(roots: Iterable<string>): string[] {
+  const seen = new Set<string>();
+  const stack = [...roots];
+  const visit = (p: SchemaProp | undefined) => {
+    if (!p) return;
+    if (p.r && !seen.has(p.r)) stack.push(p.r);
+    visit(p.i);
+    visit(p.a);
+  };
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    const def = definition(n);
+    if (!def) continue;
+    seen.add(n);
+    for (const p of Object.values(def.p ?? {})) visit(p);
+  }
+  return [...seen].sort();
+}
+
+function schemasOf(d: Dialect, roots: Iterable<string>): Json {
+  const out: Json = {};
+  for (const n of closure(roots)) out[n] = defSchema(d, n, definition(n)!);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Paths
+
+interface ParamSpec {
+  name: string;
+  type: string;
+  in?: 'query' | 'path';
+}
+const q = (name: string, type = 'string'): ParamSpec => ({ name, type });
+const PRETTY = q('pretty');
+const WRITE = [q('dryRun'), q('fieldManager'), q('fieldValidation')];
+const PATCH = [...WRITE, q('force', 'boolean')];
+const DELETE = [q('dryRun'), q('gracePeriodSeconds', 'integer'), q('ignoreStoreReadErrorWithClusterBreakingPotential', 'boolean'), q('orphanDependents', 'boolean'), q('propagationPolicy')];
+const LIST = [
+  q('allowWatchBookmarks', 'boolean'),
+  q('continue'),
+  q('fieldSelector'),
+  q('labelSelector'),
+  q('limit', 'integer'),
+  q('resourceVersion'),
+  q('resourceVersionMatch'),
+  q('sendInitialEvents', 'boolean'),
+  q('timeoutSeconds', 'integer'),
+  q('watch', 'boolean'),
+];
+const READ_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf', 'application/cbor'];
+const PATCH_TYPES = ['application/apply-patch+yaml', 'application/apply-patch+cbor', 'application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'];
+
+function param(d: Dialect, p: ParamSpec): Json {
+  const where = p.in ?? 'query';
+  const base: Json = { in: where, name: p.name };
+  if (where === 'path') base.required = true;
+  if (d === 'v3') base.schema = { type: p.type, uniqueItems: true };
+  else Object.assign(base, { type: p.type, uniqueItems: true });
+  return base;
+}
+
+function gvPath(gv: { group: string; version: string }): string {
   return gv.group ? `apis/${gv.group}/${gv.version}` : `api/${gv.version}`;
 }
 
-function op(r: ResourceInfo, action: string, params: object[], kind = r.kind, group = r.group, version = r.version) {
-  return {
-    operationId: `${action}${kind}`,
-    parameters: params,
-    responses: { '200': { description: 'OK' } },
-    'x-kubernetes-action': action,
-    'x-kubernetes-group-version-kind': { group, version, kind },
-  };
+/** Go-style operation id: deleteAppsV1NamespacedDeployment, listCoreV1PodForAllNamespaces. */
+function opId(action: string, r: ResourceInfo, suffix: string, namespaced: boolean): string {
+  const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+  const groupPart = (r.group ? r.group.replace(/\.k8s\.io$/, '').replace(/\.(\w)/g, (_, c) => cap(c)) : 'core').replace(/^\w/, (c) => c.toUpperCase());
+  return `${action}${groupPart}${cap(r.version)}${namespaced ? 'Namespaced' : ''}${r.kind}${suffix}`;
 }
 
-function pathsOf(gv: GroupVersionInfo): Record<string, object> {
-  const base = '/' + gvPath(gv);
-  const paths: Record<string, object> = {};
-  for (const r of gv.resources) {
-    const coll = r.namespaced ? `${base}/namespaces/{namespace}/${r.resource}` : `${base}/${r.resource}`;
-    const item = `${coll}/{name}`;
-    const c: Record<string, object> = {};
-    const i: Record<string, object> = {};
-    if (r.verbs.includes('list')) c.get = op(r, 'list', LIST_PARAMS);
-    if (r.verbs.includes('create')) c.post = op(r, 'post', WRITE_PARAMS);
-    if (r.verbs.includes('deletecollection')) c.delete = op(r, 'deletecollection', [queryParam('dryRun'), queryParam('propagationPolicy')]);
-    if (r.verbs.includes('get')) i.get = op(r, 'get', []);
-    if (r.verbs.includes('update')) i.put = op(r, 'put', WRITE_PARAMS);
-    if (r.verbs.includes('patch')) i.patch = op(r, 'patch', PATCH_PARAMS);
-    if (r.verbs.includes('delete')) i.delete = op(r, 'delete', [queryParam('dryRun'), queryParam('gracePeriodSeconds', 'integer'), queryParam('propagationPolicy')]);
-    if (Object.keys(c).length) paths[coll] = c;
-    if (Object.keys(i).length) paths[item] = i;
-    for (const s of r.subresources) {
-      const p: Record<string, object> = {};
-      const g = s.group ?? r.group;
-      const v = s.version ?? r.version;
-      if (s.verbs.includes('get')) p.get = op(r, 'get', [], s.kind, g, v);
-      if (s.verbs.includes('update')) p.put = op(r, 'put', WRITE_PARAMS, s.kind, g, v);
-      if (s.verbs.includes('patch')) p.patch = op(r, 'patch', PATCH_PARAMS, s.kind, g, v);
-      if (s.verbs.includes('create')) p.post = op(r, 'post', WRITE_PARAMS, s.kind, g, v);
-      if (Object.keys(p).length) paths[`${item}/${s.name}`] = p;
-    }
+class PathBuilder {
+  readonly paths: Json = {};
+  readonly roots = new Set<string>();
+
+  constructor(private d: Dialect) {
+    for (const n of ['DeleteOptions', 'Status', 'WatchEvent', 'Patch', 'APIResourceList']) this.roots.add(META + n);
   }
-  return paths;
+
+  private body(def: string | undefined, types: string[]): Json | undefined {
+    if (!def) return undefined;
+    this.roots.add(def);
+    const schema = { $ref: refTo(this.d, def) };
+    if (this.d === 'v2') return { schema };
+    return { content: Object.fromEntries(types.map((t) => [t, { schema }])) };
+  }
+
+  private op(action: string, id: string, gvk: [string, string, string], params: ParamSpec[], response: string | undefined, request?: { def: string | undefined; types: string[] }, codes = ['200']): Json {
+    const o: Json = { operationId: id };
+    const ps = params.map((p) => param(this.d, p));
+    if (request && this.d === 'v2') ps.unshift({ in: 'body', name: 'body', required: true, ...(this.body(request.def, request.types) ?? {}) });
+    if (ps.length) o.parameters = ps;
+    if (request && this.d === 'v3') o.requestBody = { ...this.body(request.def, request.types), required: true };
+    const responses: Json = {};
+    for (const c of codes) {
+      const b = this.body(response, READ_TYPES);
+      responses[c] = this.d === 'v3' ? { ...(b ?? {}), description: c === '201' ? 'Created' : c === '202' ? 'Accepted' : 'OK' } : { description: c === '201' ? 'Created' : c === '202' ? 'Accepted' : 'OK', ...(b ?? {}) };
+    }
+    responses['401'] = { description: 'Unauthorized' };
+    o.responses = responses;
+    if (this.d === 'v2') {
+      o.consumes = request ? request.types : ['*/*'];
+      o.produces = READ_TYPES;
+      o.schemes = ['https'];
+    }
+    o['x-kubernetes-action'] = action;
+    o['x-kubernetes-group-version-kind'] = { group: gvk[0], kind: gvk[2], version: gvk[1] };
+    return o;
+  }
+
+  add(gv: GroupVersionInfo): void {
+    const base = '/' + gvPath(gv);
+    const nsParam: ParamSpec = { name: 'namespace', type: 'string', in: 'path' };
+    const nameParam: ParamSpec = { name: 'name', type: 'string', in: 'path' };
+    for (const r of gv.resources) {
+      const kindDef = definitionOf(r.group, r.version, r.kind);
+      const listDef = definitionOf(r.group, r.version, r.listKind);
+      const gvk: [string, string, string] = [r.group, r.version, r.kind];
+      const ns = r.namespaced;
+      const coll = ns ? `${base}/namespaces/{namespace}/${r.resource}` : `${base}/${r.resource}`;
+      const item = `${coll}/{name}`;
+      const c: Json = {};
+      const i: Json = {};
+      const write = { def: kindDef, types: ['*/*'] };
+      if (r.verbs.includes('list')) c.get = this.op('list', opId('list', r, '', ns), gvk, LIST, listDef);
+      if (r.verbs.includes('create')) c.post = this.op('post', opId('create', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201', '202']);
+      if (r.verbs.includes('deletecollection')) c.delete = this.op('deletecollection', opId('deletecollection', r, '', ns), gvk, [...DELETE, ...LIST], META + 'Status', { def: META + 'DeleteOptions', types: ['*/*'] });
+      if (r.verbs.includes('get')) i.get = this.op('get', opId('read', r, '', ns), gvk, [], kindDef);
+      if (r.verbs.includes('update')) i.put = this.op('put', opId('replace', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201']);
+      if (r.verbs.includes('patch')) i.patch = this.op('patch', opId('patch', r, '', ns), gvk, PATCH, kindDef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+      if (r.verbs.includes('delete')) i.delete = this.op('delete', opId('delete', r, '', ns), gvk, DELETE, META + 'Status', { def: META + 'DeleteOptions', types: ['*/*'] }, ['200', '202']);
+      const common = (extra: ParamSpec[]) => ({ parameters: [...extra, PRETTY].map((p) => param(this.d, p)) });
+      if (Object.keys(c).length) this.paths[coll] = { ...c, ...common(ns ? [nsParam] : []) };
+      if (Object.keys(i).length) this.paths[item] = { ...i, ...common(ns ? [nameParam, nsParam] : [nameParam]) };
+      if (ns && r.verbs.includes('list')) {
+        this.paths[`${base}/${r.resource}`] = { get: this.op('list', opId('list', r, 'ForAllNamespaces', false), gvk, LIST, listDef), ...common([]) };
+      }
+      for (const s of r.subresources) {
+        const p: Json = {};
+        const sg = s.group ?? r.group;
+        const sv = s.version ?? r.version;
+        const sgvk: [string, string, string] = [sg, sv, s.kind];
+        const sdef = definitionOf(sg, sv, s.kind);
+        const sub = s.name.charAt(0).toUpperCase() + s.name.slice(1);
+        if (s.verbs.includes('get')) p.get = this.op('get', opId('read', r, sub, ns), sgvk, [], sdef);
+        if (s.verbs.includes('update')) p.put = this.op('put', opId('replace', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201']);
+        if (s.verbs.includes('patch')) p.patch = this.op('patch', opId('patch', r, sub, ns), sgvk, PATCH, sdef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+        if (s.verbs.includes('create')) p.post = this.op('post', opId('create', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201', '202']);
+        if (Object.keys(p).length) this.paths[`${item}/${s.name}`] = { ...p, ...common(ns ? [nameParam, nsParam] : [nameParam]) };
+      }
+    }
+    // The group-version's own discovery document.
+    this.paths[`${base}/`] = {
+      get: { operationId: `get${gv.group ? gv.group : 'core'}${gv.version}APIResources`, responses: { '200': this.d === 'v3' ? { content: { 'application/json': { schema: { $ref: refTo(this.d, META + 'APIResourceList') } } }, description: 'OK' } : { description: 'OK', schema: { $ref: refTo(this.d, META + 'APIResourceList') } }, '401': { description: 'Unauthorized' } } },
+    };
+  }
 }
+
+// ---------------------------------------------------------------------------------------
+// Documents
 
 export interface OpenApiDocs {
   /** the /openapi/v3 index */
@@ -67,20 +245,43 @@ export interface OpenApiDocs {
   groupVersions: Map<string, { body: string; hash: string }>;
 }
 
+const hashOf = (body: string) => createHash('sha512').update(body).digest('hex').toUpperCase();
+
 export function buildOpenApiV3(catalog: Catalog): OpenApiDocs {
   const groupVersions = new Map<string, { body: string; hash: string }>();
   const index: Record<string, { serverRelativeURL: string }> = {};
   for (const gv of catalog.servedGroupVersions()) {
+    const b = new PathBuilder('v3');
+    b.add(gv);
     const body = JSON.stringify({
       openapi: '3.0.0',
       info: { title: 'Kubernetes', version: 'v1.33.0' },
-      paths: pathsOf(gv),
-      components: { schemas: {} },
+      paths: b.paths,
+      components: {
+        schemas: schemasOf('v3', b.roots),
+        securitySchemes: { BearerToken: { in: 'header', name: 'authorization', type: 'apiKey' } },
+      },
+      security: [{ BearerToken: [] }],
     });
-    const hash = createHash('sha512').update(body).digest('hex').toUpperCase().slice(0, 128);
+    const hash = hashOf(body);
     const key = gvPath(gv);
     groupVersions.set(key, { body, hash });
     index[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hash}` };
   }
   return { root: JSON.stringify({ paths: index }), groupVersions };
+}
+
+/** The swagger 2.0 document of everything served, and its hash (the ETag). */
+export function buildOpenApiV2(catalog: Catalog): { body: string; hash: string } {
+  const b = new PathBuilder('v2');
+  for (const gv of catalog.servedGroupVersions()) b.add(gv);
+  const body = JSON.stringify({
+    swagger: '2.0',
+    info: { title: 'Kubernetes', version: 'v1.33.0' },
+    paths: b.paths,
+    definitions: schemasOf('v2', b.roots),
+    securityDefinitions: { BearerToken: { in: 'header', name: 'authorization', type: 'apiKey' } },
+    security: [{ BearerToken: [] }],
+  });
+  return { body, hash: hashOf(body) };
 }

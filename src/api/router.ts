@@ -8,7 +8,7 @@ import { errors } from '../errors.js';
 import type { Catalog } from './catalog.js';
 import type { Targets } from './targets.js';
 import * as discovery from './discovery.js';
-import { buildOpenApiV3 } from './openapi.js';
+import { OpenApiHandler } from './openapi-handler.js';
 import type { Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { HandlerContext, ServerLimits } from '../handlers/context.js';
@@ -79,13 +79,11 @@ export class Router implements Filter {
         this.docs.set(`/apis/${gv.group}/${gv.version}`, json(discovery.apiResourceListDoc(catalog, gv.group, gv.version)));
       }
     }
-    const openapi = buildOpenApiV3(catalog);
-    this.docs.set('/openapi/v3', json(openapi.root));
-    for (const [key, d] of openapi.groupVersions) this.openapiV3.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), hash: d.hash });
+    this.openapi = new OpenApiHandler(catalog);
     this.health = healthHandler(deps.health);
   }
 
-  private openapiV3 = new Map<string, { body: Buffer; hash: string }>();
+  private openapi: OpenApiHandler;
 
   run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const info = req.requestInfo!;
@@ -136,19 +134,7 @@ export class Router implements Filter {
         }
       }
     }
-    const oa = this.openapiV3.get(path);
-    if (oa) {
-      // A request that names the content hash may cache it for good (kube-apiserver does the same).
-      const pinned = req.query.get('hash') === oa.hash;
-      const etag = `"${oa.hash}"`;
-      const headers: Array<[string, string]> = [['Etag', etag], ['Cache-Control', pinned ? 'public, immutable' : 'no-cache, private']];
-      if (req.headers['if-none-match'] === etag) {
-        res.send(304, headers, '');
-        return;
-      }
-      res.send(200, [['Content-Type', 'application/json'], ...headers], oa.body);
-      return;
-    }
+    if (path.startsWith('/openapi/') && this.openapi.serve(req, res, path)) return;
     const doc = this.docs.get(path);
     if (doc) {
       sendJson(req, res, 200, doc.body);

@@ -458,7 +458,8 @@ export class Store {
     );
   }
 
-  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string }): Promise<WriteResult> {
+  /** `check` sees the patched object before anything else (field validation; may drop fields or throw). */
+  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void }): Promise<WriteResult> {
     return this.guaranteedUpdate(t, ns, name, opts, (current) => {
       delete current.metadata.resourceVersion;
       let out: any;
@@ -468,6 +469,7 @@ export class Store {
       if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};
       out.apiVersion = current.apiVersion;
       out.kind = current.kind;
+      opts.check?.(out);
       return out;
     });
   }

@@ -1,0 +1,365 @@
+// Schema-driven field validation of request bodies (spec 4.8), from the committed schema
+// catalog (src/api/schema.ts):
+//  - types: a value of the wrong JSON type is always fatal, 400 BadRequest worded as
+//    kube-apiserver's JSON decoder words it ("json: cannot unmarshal string into Go struct
+//    field DeploymentSpec.spec.replicas of type int32"); quantities, int-or-string,
+//    date-time and base64 (format byte) values are checked as their Go types parse them;
+//  - required fields: missing ones are 422 Invalid ("Required value"), on full objects only;
+//  - unknown fields (not in the schema) and duplicated fields (a key twice in one JSON
+//    object, found by findDuplicateFields on the raw text) follow `fieldValidation`:
+//    Ignore drops them, Warn (the default) drops them and adds one warning per field,
+//    Strict fails with 400 naming every one ("strict decoding error: unknown field
+//    \"spec.foo\", duplicate field \"spec.replicas\"").
+//
+// Entry points:
+//  - fieldValidationMode(query, verb): reads and checks the fieldValidation parameter.
+//  - checkFields(obj, gvk, mode, opts): the pure check; drops unknown fields in place and
+//    returns { warnings, errors, typeError, required }. The apply path (server-side apply)
+//    calls it on the apply configuration with { required: false } and then enforceFieldCheck.
+//  - enforceFieldCheck(result, kind, apiVersion, warnings): turns a result into kube's
+//    responses (throws 400/422, or appends warnings).
+//  - validateBody(...): the one call the create/update/patch handlers make.
+//
+// Stateless and pure except for the in-place dropping; runs on the front thread.
+import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
+import { errors, StatusError, StatusReason } from '../errors.js';
+
+export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
+
+const QUANTITY = 'io.k8s.apimachinery.pkg.api.resource.Quantity';
+const INT_OR_STRING = 'io.k8s.apimachinery.pkg.util.intstr.IntOrString';
+const QUANTITY_RE = /^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/;
+// RFC 3339 as Go's time.RFC3339 parses it (fractional seconds allowed).
+const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+const OPTIONS_KIND: Record<string, string> = { create: 'CreateOptions', update: 'UpdateOptions', patch: 'PatchOptions' };
+
+/**
+ * The fieldValidation parameter: '' means the default, Warn. Any other value is rejected as
+ * kube-apiserver rejects it, 422 Invalid on the verb's options kind.
+ */
+export function fieldValidationMode(query: URLSearchParams, verb: 'create' | 'update' | 'patch'): FieldValidationMode {
+  const v = query.get('fieldValidation') ?? '';
+  if (v === '') return 'Warn';
+  if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v;
+  throw errors.invalid(OPTIONS_KIND[verb], 'meta.k8s.io', '', [
+    { field: 'fieldValidation', type: 'FieldValueNotSupported', value: v, detail: 'supported values: "", "Ignore", "Strict", "Warn"' },
+  ]);
+}
+
+export interface FieldCheckResult {
+  /** Warning texts for the Warning header (Warn mode only), e.g. 'unknown field "spec.foo"'. */
+  warnings: string[];
+  /** The unknown/duplicate fields in kube's wording (Strict mode only); non-empty means 400. */
+  errors: string[];
+  /** The first type mismatch, in Go's decoder wording; always fatal (400). */
+  typeError?: string;
+  /** Missing required fields, e.g. "spec.template.spec.containers[0].name". */
+  required: string[];
+}
+
+export interface CheckOptions {
+  /** Dotted paths of duplicated keys (from findDuplicateFields). */
+  duplicates?: string[];
+  /** Check required fields (full objects: create, update, the result of a patch). Default true. */
+  required?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------
+// Go type names, as the decoder's messages print them
+
+function goDefName(name: string): string {
+  const parts = name.split('.');
+  return parts.length >= 2 ? `${parts[parts.length - 2]}.${parts[parts.length - 1]}` : name;
+}
+
+function goTypeOf(p: SchemaProp): string {
+  if (p.r) return goDefName(p.r);
+  switch (p.t) {
+    case 'string':
+      return p.f === 'byte' ? '[]uint8' : 'string';
+    case 'integer':
+      return p.f === 'int32' ? 'int32' : 'int64';
+    case 'number':
+      return 'float64';
+    case 'boolean':
+      return 'bool';
+    case 'array':
+      return `[]${p.i ? goTypeOf(p.i) : 'interface {}'}`;
+    case 'object':
+      return p.a ? `map[string]${goTypeOf(p.a)}` : 'map[string]interface {}';
+  }
+  return 'interface {}';
+}
+
+function jsonKind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'boolean') return 'bool';
+  return typeof v; // string, number, object
+}
+
+// ---------------------------------------------------------------------------------------
+// The walk
+
+class Walker {
+  unknown: string[] = [];
+  typeError?: string;
+  required: string[] = [];
+
+  constructor(
+    private drop: boolean,
+    private checkRequired: boolean,
+  ) {}
+
+  /** The Go-decoder message of a type mismatch; `struct` is the innermost Go struct, `fields` the field names from the root. */
+  private mismatch(v: unknown, struct: string, fields: string[], goType: string, detail?: string): void {
+    if (this.typeError) return;
+    const what = detail ?? jsonKind(v);
+    this.typeError = fields.length
+      ? `json: cannot unmarshal ${what} into Go struct field ${struct}.${fields.join('.')} of type ${goType}`
+      : `json: cannot unmarshal ${what} into Go value of type ${goType}`;
+  }
+
+  /** Checks `v` against a property schema. path: the kube field path; fields/struct: for Go messages. */
+  value(v: unknown, p: SchemaProp, path: string, fields: string[], struct: string, inStatus: boolean): void {
+    if (v === null || v === undefined || this.typeError) return;
+    if (p.r) {
+      this.ref(v, p.r, path, fields, struct, inStatus);
+      return;
+    }
+    switch (p.t) {
+      case 'string':
+        if (typeof v !== 'string') return this.mismatch(v, struct, fields, goTypeOf(p));
+        if (p.f === 'byte') {
+          const bad = base64Error(v);
+          if (bad !== undefined && !this.typeError) this.typeError = `illegal base64 data at input byte ${bad}`;
+        }
+        return;
+      case 'integer': {
+        if (typeof v !== 'number') return this.mismatch(v, struct, fields, goTypeOf(p));
+        const lim = p.f === 'int32' ? 2 ** 31 : 2 ** 63;
+        if (!Number.isInteger(v) || v < -lim || v >= lim) this.mismatch(v, struct, fields, goTypeOf(p), `number ${v}`);
+        return;
+      }
+      case 'number':
+        if (typeof v !== 'number') this.mismatch(v, struct, fields, goTypeOf(p));
+        return;
+      case 'boolean':
+        if (typeof v !== 'boolean') this.mismatch(v, struct, fields, goTypeOf(p));
+        return;
+      case 'array': {
+        if (!Array.isArray(v)) return this.mismatch(v, struct, fields, goTypeOf(p));
+        if (p.i) for (let i = 0; i < v.length; i++) this.value(v[i], p.i, `${path}[${i}]`, fields, struct, inStatus);
+        return;
+      }
+      case 'object': {
+        if (typeof v !== 'object' || Array.isArray(v)) return this.mismatch(v, struct, fields, goTypeOf(p));
+        if (p.a) for (const [k, x] of Object.entries(v as object)) this.value(x, p.a, `${path}[${k}]`, fields, struct, inStatus);
+        return;
+      }
+    }
+    // no type: anything goes
+  }
+
+  private ref(v: unknown, name: string, path: string, fields: string[], struct: string, inStatus: boolean): void {
+    const def = definition(name);
+    if (!def) return;
+    if (name === QUANTITY) {
+      const s = typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+      if (s === undefined || !QUANTITY_RE.test(s.trim()) || s.trim() === '') {
+        if (!this.typeError) this.typeError = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      }
+      return;
+    }
+    if (name === INT_OR_STRING) {
+      if (typeof v === 'string') return;
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) {
+        if (!this.typeError) this.typeError = `json: cannot unmarshal ${typeof v === 'number' ? `number ${v}` : jsonKind(v)} into Go value of type int32`;
+      }
+      return;
+    }
+    if (def.f === 'date-time') {
+      if (typeof v !== 'string') return this.mismatch(v, struct, fields, goDefName(name));
+      if (v !== '' && !RFC3339_RE.test(v) && !this.typeError) this.typeError = `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"`;
+      return;
+    }
+    this.def(v, def, name, path, fields, struct, inStatus);
+  }
+
+  /** An object of a definition: known properties checked, unknown ones recorded (and dropped). */
+  def(v: unknown, def: SchemaDef, name: string, path: string, fields: string[], struct: string, inStatus: boolean): void {
+    if (!def.p) {
+      // A definition without properties is free-form (RawExtension, FieldsV1, JSON, ...),
+      // unless it is a plain scalar.
+      if (def.t && def.t !== 'object') this.value(v, { t: def.t, f: def.f }, path, fields, struct, inStatus);
+      return;
+    }
+    if (typeof v !== 'object' || Array.isArray(v) || v === null) return this.mismatch(v, struct, fields, goDefName(name));
+    const obj = v as Record<string, unknown>;
+    const here = name.slice(name.lastIndexOf('.') + 1);
+    for (const k of Object.keys(obj)) {
+      const p = def.p[k];
+      const childPath = path ? `${path}.${k}` : k;
+      if (!p) {
+        this.unknown.push(childPath);
+        if (this.drop) delete obj[k];
+        continue;
+      }
+      this.value(obj[k], p, childPath, [...fields, k], here, inStatus || (path === '' && k === 'status'));
+      if (this.typeError) return;
+    }
+    if (this.checkRequired && !inStatus && def.req) {
+      for (const r of def.req) if (!(r in obj)) this.required.push(path ? `${path}.${r}` : r);
+    }
+  }
+}
+
+/** Index of the first byte Go's base64.StdEncoding rejects, or undefined when the text decodes. */
+function base64Error(s: string): number | undefined {
+  const t = s.replace(/[\r\n]/g, '');
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    const ok = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47;
+    if (ok) continue;
+    if (c === 61) {
+      // padding: only at the end, making the length a multiple of 4
+      const rest = t.slice(i);
+      if (/^=+$/.test(rest) && t.length % 4 === 0 && rest.length <= 2) return undefined;
+      return i;
+    }
+    return i;
+  }
+  if (t.length % 4 !== 0) return t.length - (t.length % 4) + (t.length % 4 === 1 ? 0 : t.length % 4);
+  return undefined;
+}
+
+/**
+ * Checks a decoded object against the schema of group/version/kind. Unknown fields are
+ * dropped from `obj` in place unless mode is Strict (where the request fails anyway).
+ * Kinds the schema catalog does not know pass unchecked.
+ */
+export function checkFields(obj: unknown, gvk: { group: string; version: string; kind: string }, mode: FieldValidationMode, opts: CheckOptions = {}): FieldCheckResult {
+  const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
+  const name = definitionOf(gvk.group, gvk.version, gvk.kind);
+  const def = name ? definition(name) : undefined;
+  if (!name || !def) return result;
+  const w = new Walker(mode !== 'Strict', opts.required !== false);
+  w.def(obj, def, name, '', [], gvk.kind, false);
+  if (w.typeError) {
+    result.typeError = w.typeError;
+    return result;
+  }
+  result.required = w.required;
+  const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...w.unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
+  if (mode === 'Strict') result.errors = problems;
+  else if (mode === 'Warn') result.warnings = problems;
+  return result;
+}
+
+/**
+ * Turns a check into kube-apiserver's answer: a type error or Strict problems are 400
+ * BadRequest ("<Kind> in version "<v>" cannot be handled as a <Kind>: ..."), missing required
+ * fields 422 Invalid; otherwise warnings are appended to `warnings`.
+ */
+export function enforceFieldCheck(r: FieldCheckResult, kind: string, apiVersion: string, group: string, name: string, warnings: string[] | undefined): void {
+  const version = apiVersion.slice(apiVersion.lastIndexOf('/') + 1);
+  const cannot = (why: string) => new StatusError(400, StatusReason.BadRequest, `${kind} in version "${version}" cannot be handled as a ${kind}: ${why}`);
+  if (r.typeError) throw cannot(r.typeError);
+  if (r.errors.length) throw cannot(`strict decoding error: ${r.errors.join(', ')}`);
+  if (r.required.length) {
+    throw errors.invalid(kind, group, name, r.required.map((field) => ({ field, type: 'FieldValueRequired' as const })));
+  }
+  if (warnings) for (const w of r.warnings) if (!warnings.includes(w)) warnings.push(w);
+}
+
+// ---------------------------------------------------------------------------------------
+// Duplicate keys, found on the raw JSON text (JSON.parse keeps the last one silently)
+
+/**
+ * Paths of keys that occur twice in one JSON object, e.g. ["spec.replicas",
+ * "spec.template.spec.containers[0].image"]. Expects text that JSON.parse accepted; one pass,
+ * no allocation per value beyond the key strings.
+ */
+export function findDuplicateFields(text: string): string[] {
+  const out: string[] = [];
+  // Each open container: for objects the keys seen and the current key, for arrays the index.
+  interface Frame {
+    obj: boolean;
+    keys?: Set<string>;
+    key?: string;
+    index: number;
+    path: string;
+  }
+  const stack: Frame[] = [];
+  const childPath = (f: Frame | undefined): string => {
+    if (!f) return '';
+    if (f.obj) return f.path ? `${f.path}.${f.key}` : f.key!;
+    return `${f.path}[${f.index}]`;
+  };
+  let i = 0;
+  const n = text.length;
+  let expectKey = false;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      let j = i + 1;
+      let escaped = false;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d === 0x5c) escaped = true;
+        else if (d === 0x22) break;
+        j += d === 0x5c ? 2 : 1;
+      }
+      if (expectKey) {
+        const raw = text.slice(i, j + 1);
+        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        const top = stack[stack.length - 1];
+        if (top.keys!.has(key)) out.push(top.path ? `${top.path}.${key}` : key);
+        else top.keys!.add(key);
+        top.key = key;
+        expectKey = false;
+      }
+      i = j + 1;
+      continue;
+    }
+    if (c === 0x7b /* { */) {
+      stack.push({ obj: true, keys: new Set(), index: 0, path: childPath(stack[stack.length - 1]) });
+      expectKey = true;
+    } else if (c === 0x5b /* [ */) {
+      stack.push({ obj: false, index: 0, path: childPath(stack[stack.length - 1]) });
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop();
+    } else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top?.obj) expectKey = true;
+      else if (top) top.index++;
+    }
+    i++;
+  }
+  return out;
+}
+
+/** True when a media type's body is JSON text (duplicates can be looked for). */
+export function isJsonMediaType(mt: string): boolean {
+  return mt === 'application/json' || mt.endsWith('+json');
+}
+
+/**
+ * The handlers' one call: checks a decoded body of the target's kind under the request's
+ * fieldValidation, dropping unknown fields, and throws or records warnings as kube does.
+ */
+export function validateBody(
+  obj: unknown,
+  gvk: { group: string; version: string; kind: string },
+  mode: FieldValidationMode,
+  rawJson: Buffer | string | null,
+  warnings: string[] | undefined,
+  opts: { required?: boolean; name?: string } = {},
+): void {
+  const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : rawJson.toString('utf8')) : [];
+  const r = checkFields(obj, gvk, mode, { duplicates, required: opts.required });
+  const apiVersion = gvk.group ? `${gvk.group}/${gvk.version}` : gvk.version;
+  const name = opts.name ?? ((obj as any)?.metadata?.name as string | undefined) ?? '';
+  enforceFieldCheck(r, gvk.kind, apiVersion, gvk.group, name, warnings);
+}

@@ -1,0 +1,291 @@
+// The API surface against a really started server: field validation (raw HTTPS and real
+// kubectl), OpenAPI v2/v3 with kube-apiserver's caching, kubectl explain, aggregated and
+// legacy discovery, kubectl api-resources, and --runtime-config in all of them.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request, startServer, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
+
+let s: TestServer;
+const DEPLOYS = '/apis/apps/v1/namespaces/default/deployments';
+const CM = '/api/v1/namespaces/default/configmaps';
+
+function deployment(name: string, spec: Record<string, unknown> = {}) {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      ...spec,
+    },
+  };
+}
+
+function warnings(r: { headers: Record<string, string | string[] | undefined> }): string[] {
+  const w = r.headers['warning'];
+  if (!w) return [];
+  // node joins repeated headers with ", "; each value is `299 - "<text>"`
+  return (Array.isArray(w) ? w : w.split(/, (?=299 )/)).map((x) => JSON.parse(x.replace(/^299 - /, '')));
+}
+
+beforeAll(async () => {
+  s = await startServer();
+});
+
+afterAll(async () => {
+  await s.stop();
+  s.cleanup();
+});
+
+describe('field validation', () => {
+  it('Warn (the default) drops unknown fields with one warning each', async () => {
+    const body = deployment('warn1', { replica: 2, foo: { bar: 1 } });
+    const r = await request(s, 'POST', DEPLOYS, body);
+    expect(r.status).toBe(201);
+    expect(warnings(r)).toEqual(['unknown field "spec.replica"', 'unknown field "spec.foo"']);
+    expect(r.json().spec.replica).toBeUndefined();
+    const g = await request(s, 'GET', `${DEPLOYS}/warn1`);
+    expect(g.json().spec.foo).toBeUndefined();
+  });
+
+  it('Ignore drops them silently', async () => {
+    const r = await request(s, 'POST', `${DEPLOYS}?fieldValidation=Ignore`, deployment('ign1', { replica: 2 }));
+    expect(r.status).toBe(201);
+    expect(r.headers['warning']).toBeUndefined();
+    expect(r.json().spec.replica).toBeUndefined();
+  });
+
+  it('Strict fails with 400 naming every unknown and duplicated field, and stores nothing', async () => {
+    const text = JSON.stringify(deployment('strict1', { foo: 1 })).replace('"selector":', '"replicas":1,"replicas":2,"selector":');
+    const r = await request(s, 'POST', `${DEPLOYS}?fieldValidation=Strict`, text);
+    expect(r.status).toBe(400);
+    expect(r.json()).toMatchObject({ kind: 'Status', reason: 'BadRequest', code: 400 });
+    expect(r.json().message).toBe('Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: duplicate field "spec.replicas", unknown field "spec.foo"');
+    expect((await request(s, 'GET', `${DEPLOYS}/strict1`)).status).toBe(404);
+  });
+
+  it('duplicated fields warn in Warn mode; the last value wins', async () => {
+    const text = '{"metadata":{"name":"dup1","labels":{"a":"1","a":"2"}},"data":{"k":"v"},"data":{"k":"w"}}';
+    const r = await request(s, 'POST', CM, text);
+    expect(r.status).toBe(201);
+    expect(warnings(r)).toEqual(['duplicate field "metadata.labels.a"', 'duplicate field "data"']);
+    expect(r.json().data).toEqual({ k: 'w' });
+    expect(r.json().metadata.labels).toEqual({ a: '2' });
+  });
+
+  it('a wrong type is 400 in every mode', async () => {
+    for (const mode of ['Ignore', 'Warn', 'Strict']) {
+      const r = await request(s, 'POST', `${DEPLOYS}?fieldValidation=${mode}`, deployment('type1', { replicas: 'two' }));
+      expect(r.status).toBe(400);
+      expect(r.json().reason).toBe('BadRequest');
+      expect(r.json().message).toBe('Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32');
+    }
+    const cm = await request(s, 'POST', CM, { metadata: { name: 'type2' }, data: { k: 5 } });
+    expect(cm.status).toBe(400);
+    expect(cm.json().message).toContain('cannot unmarshal number into Go struct field ConfigMap.data of type string');
+    const secret = await request(s, 'POST', '/api/v1/namespaces/default/secrets', { metadata: { name: 'type3' }, data: { k: '%%%' } });
+    expect(secret.status).toBe(400);
+    expect(secret.json().message).toContain('illegal base64 data at input byte 0');
+    const q = await request(s, 'POST', '/api/v1/namespaces/default/pods', {
+      metadata: { name: 'type4' },
+      spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: 'a lot' } } }] },
+    });
+    expect(q.status).toBe(400);
+    expect(q.json().message).toContain('quantities must match the regular expression');
+  });
+
+  it('quantities may be numbers, int-or-string either', async () => {
+    const r = await request(s, 'POST', '/api/v1/namespaces/default/pods?fieldValidation=Strict', {
+      metadata: { name: 'qty1' },
+      spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: 1, memory: '64Mi' } }, readinessProbe: { httpGet: { port: 8080 } }, livenessProbe: { tcpSocket: { port: 'http' } } }] },
+    });
+    expect(r.status).toBe(201);
+  });
+
+  it('a missing required field is 422 Invalid', async () => {
+    const d = deployment('req1');
+    delete (d.spec.template.spec.containers[0] as any).name;
+    const r = await request(s, 'POST', DEPLOYS, d);
+    expect(r.status).toBe(422);
+    expect(r.json().reason).toBe('Invalid');
+    expect(r.json().details.causes).toContainEqual({ reason: 'FieldValueRequired', message: 'Required value', field: 'spec.template.spec.containers[0].name' });
+  });
+
+  it('an unknown fieldValidation value is rejected', async () => {
+    const r = await request(s, 'POST', `${CM}?fieldValidation=Loud`, { metadata: { name: 'fv1' } });
+    expect(r.status).toBe(422);
+    expect(r.json().message).toBe('CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"');
+  });
+
+  it('applies to updates and merge patches too', async () => {
+    const c = await request(s, 'POST', CM, { metadata: { name: 'upd1' }, data: { a: '1' } });
+    expect(c.status).toBe(201);
+    const obj = c.json();
+    obj.extra = true;
+    const u = await request(s, 'PUT', `${CM}/upd1?fieldValidation=Strict`, obj);
+    expect(u.status).toBe(400);
+    expect(u.json().message).toContain('strict decoding error: unknown field "extra"');
+    const u2 = await request(s, 'PUT', `${CM}/upd1`, obj);
+    expect(u2.status).toBe(200);
+    expect(warnings(u2)).toEqual(['unknown field "extra"']);
+    const p = await request(s, 'PATCH', `${CM}/upd1?fieldValidation=Strict`, { data: { b: '2' }, bogus: 1 }, { 'content-type': 'application/merge-patch+json' });
+    expect(p.status).toBe(400);
+    expect(p.json().message).toContain('unknown field "bogus"');
+    const p2 = await request(s, 'PATCH', `${CM}/upd1`, { data: { b: '2' }, bogus: 1 }, { 'content-type': 'application/merge-patch+json' });
+    expect(p2.status).toBe(200);
+    expect(warnings(p2)).toEqual(['unknown field "bogus"']);
+    expect(p2.json().data).toEqual({ a: '1', b: '2' });
+    const p3 = await request(s, 'PATCH', `${CM}/upd1`, [{ op: 'add', path: '/data/c', value: 3 }], { 'content-type': 'application/json-patch+json' });
+    expect(p3.status).toBe(400);
+  });
+
+  it('kubectl --validate=strict fails naming the field; --validate=warn applies with a warning', async () => {
+    const file = join(s.dataDir, 'misspelled.yaml');
+    writeFileSync(
+      file,
+      ['apiVersion: apps/v1', 'kind: Deployment', 'metadata:', '  name: web', 'spec:', '  replicas: 1', '  selector:', '    matchLabels: {app: web}', '  template:', '    metadata:', '      labels: {app: web}', '    spec:', '      containers:', '      - name: c', '        image: nginx', '        imagePullPolice: Always', ''].join('\n'),
+    );
+    const strict = await kubectl(s, ['create', '--validate=strict', '-f', file]);
+    expect(strict.code).not.toBe(0);
+    expect(strict.stderr).toContain('unknown field "spec.template.spec.containers[0].imagePullPolice"');
+    const warn = await kubectl(s, ['apply', '--validate=warn', '-f', file]);
+    expect(warn.code).toBe(0);
+    expect(warn.stderr).toContain('Warning: unknown field "spec.template.spec.containers[0].imagePullPolice"');
+    expect(warn.stdout).toContain('deployment.apps/web created');
+  });
+});
+
+describe('OpenAPI', () => {
+  it('v3 root lists the served group-versions with hash URLs; a hashed fetch is immutable', async () => {
+    const root = (await request(s, 'GET', '/openapi/v3')).json();
+    expect(Object.keys(root.paths)).toContain('api/v1');
+    expect(Object.keys(root.paths)).toContain('apis/apps/v1');
+    expect(Object.keys(root.paths).filter((k) => /alpha|beta/.test(k))).toEqual([]);
+    const url: string = root.paths['apis/apps/v1'].serverRelativeURL;
+    const hash = url.split('hash=')[1];
+    const r = await request(s, 'GET', url);
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-control']).toBe('public, immutable');
+    expect(r.headers['etag']).toBe(`"${hash}"`);
+    expect(r.headers['expires']).toBeDefined();
+    const doc = r.json();
+    const dep = doc.components.schemas['io.k8s.api.apps.v1.Deployment'];
+    expect(dep['x-kubernetes-group-version-kind']).toEqual([{ group: 'apps', kind: 'Deployment', version: 'v1' }]);
+    expect(doc.components.schemas['io.k8s.api.apps.v1.DeploymentSpec'].properties.strategy).toEqual({
+      allOf: [{ $ref: '#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy' }],
+      default: {},
+      'x-kubernetes-patch-strategy': 'retainKeys',
+    });
+    expect(doc.components.schemas['io.k8s.api.core.v1.Container'].properties.ports['x-kubernetes-list-map-keys']).toEqual(['containerPort', 'protocol']);
+    expect(JSON.stringify(doc)).not.toContain('"description":"Deployment enables');
+    // kubectl's server-side validation probe: the PATCH operation takes fieldValidation
+    const patch = doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}'].patch;
+    expect(patch.parameters.map((p: any) => p.name)).toContain('fieldValidation');
+    const again = await request(s, 'GET', '/openapi/v3/apis/apps/v1', undefined, { 'if-none-match': `"${hash}"` });
+    expect(again.status).toBe(304);
+    const unhashed = await request(s, 'GET', '/openapi/v3/apis/apps/v1');
+    expect(unhashed.status).toBe(200);
+    expect(unhashed.headers['cache-control']).not.toBe('public, immutable');
+    const stale = await request(s, 'GET', '/openapi/v3/apis/apps/v1?hash=0123');
+    expect(stale.status).toBe(301);
+    expect(stale.headers['location']).toBe(url);
+  });
+
+  it('v2 is JSON with definitions; a protobuf-only Accept is 406', async () => {
+    const r = await request(s, 'GET', '/openapi/v2', undefined, { accept: 'application/json' });
+    expect(r.status).toBe(200);
+    const doc = r.json();
+    expect(doc.swagger).toBe('2.0');
+    expect(doc.definitions['io.k8s.api.core.v1.PodSpec'].properties.containers.items).toEqual({ $ref: '#/definitions/io.k8s.api.core.v1.Container' });
+    expect(doc.paths['/api/v1/namespaces/{namespace}/pods/{name}'].get['x-kubernetes-group-version-kind']).toEqual({ group: '', kind: 'Pod', version: 'v1' });
+    const etag = r.headers['etag'] as string;
+    expect((await request(s, 'GET', '/openapi/v2', undefined, { 'if-none-match': etag })).status).toBe(304);
+    const pb = await request(s, 'GET', '/openapi/v2', undefined, { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
+    expect(pb.status).toBe(406);
+  });
+
+  it('kubectl explain shows fields and types', async () => {
+    const a = await kubectl(s, ['explain', 'deployment.spec.strategy']);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toMatch(/KIND:\s+Deployment/);
+    expect(a.stdout).toMatch(/rollingUpdate\s+<RollingUpdateDeployment>/);
+    expect(a.stdout).toMatch(/type\s+<string>/);
+    const b = await kubectl(s, ['explain', 'pod.spec.containers', '--recursive']);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toMatch(/FIELD: containers <\[\]Container>/);
+    expect(b.stdout).toMatch(/name\s+<string> -required-/);
+    expect(b.stdout).toMatch(/containerPort\s+<integer> -required-/);
+    expect(b.stdout).toMatch(/divisor\s+<Quantity>/);
+  });
+});
+
+describe('discovery', () => {
+  it('serves aggregated discovery v2 and v2beta1 to the Accept that asks', async () => {
+    for (const v of ['v2', 'v2beta1']) {
+      const accept = `application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList,application/json`;
+      const api = await request(s, 'GET', '/api', undefined, { accept });
+      expect(api.headers['content-type']).toBe(`application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList`);
+      const core = api.json();
+      expect(core).toMatchObject({ kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${v}` });
+      const pods = core.items[0].versions[0].resources.find((r: any) => r.resource === 'pods');
+      expect(pods).toMatchObject({ responseKind: { group: '', version: '', kind: 'Pod' }, scope: 'Namespaced', singularResource: 'pod', shortNames: ['po'], categories: ['all'] });
+      expect(pods.subresources).toContainEqual({ subresource: 'eviction', responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' }, verbs: ['create'] });
+      const apis = (await request(s, 'GET', '/apis', undefined, { accept })).json();
+      const apps = apis.items.find((g: any) => g.metadata.name === 'apps');
+      expect(apps.versions[0]).toMatchObject({ version: 'v1', freshness: 'Current' });
+      const dep = apps.versions[0].resources.find((r: any) => r.resource === 'deployments');
+      expect(dep.subresources).toContainEqual({ subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'patch', 'update'] });
+    }
+    const legacy = await request(s, 'GET', '/apis', undefined, { accept: 'application/json' });
+    expect(legacy.json().kind).toBe('APIGroupList');
+  });
+
+  it('kubectl api-resources lists the default 1.33 set', async () => {
+    const r = await kubectl(s, ['api-resources', '--no-headers']);
+    expect(r.code).toBe(0);
+    const rows = r.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
+    const byName = new Map(rows.map((x) => [x[0], x]));
+    expect(byName.get('deployments')).toEqual(['deployments', 'deploy', 'apps/v1', 'true', 'Deployment']);
+    expect(byName.get('customresourcedefinitions')).toEqual(['customresourcedefinitions', 'crd,crds', 'apiextensions.k8s.io/v1', 'false', 'CustomResourceDefinition']);
+    expect(byName.get('bindings')).toEqual(['bindings', 'v1', 'true', 'Binding']);
+    expect(byName.get('horizontalpodautoscalers')).toEqual(['horizontalpodautoscalers', 'hpa', 'autoscaling/v2', 'true', 'HorizontalPodAutoscaler']);
+    expect(rows.filter((x) => x.some((c) => /\/v\d+(alpha|beta)\d+$/.test(c)))).toEqual([]);
+    // kube-apiserver 1.33 serves 60 resource types by default (17 in v1, 43 in the GA groups)
+    expect(rows.length).toBe(60);
+  });
+});
+
+describe('--runtime-config', () => {
+  it('adds and removes group-versions in discovery, OpenAPI and serving alike', async () => {
+    const t = await startServer({ args: ['--runtime-config', 'batch/v1=false,coordination.k8s.io/v1beta1=true,apps/v1/daemonsets=false'] });
+    try {
+      const groups = (await request(t, 'GET', '/apis')).json().groups.map((g: any) => g.name);
+      expect(groups).not.toContain('batch');
+      const coord = (await request(t, 'GET', '/apis/coordination.k8s.io')).json();
+      expect(coord.versions.map((v: any) => v.version)).toEqual(['v1', 'v1beta1']);
+      expect(coord.preferredVersion.version).toBe('v1');
+      const apps = (await request(t, 'GET', '/apis/apps/v1')).json().resources.map((r: any) => r.name);
+      expect(apps).not.toContain('daemonsets');
+      expect(apps).toContain('deployments');
+      const root = Object.keys((await request(t, 'GET', '/openapi/v3')).json().paths);
+      expect(root).toContain('apis/coordination.k8s.io/v1beta1');
+      expect(root).not.toContain('apis/batch/v1');
+      expect((await request(t, 'GET', '/openapi/v3/apis/batch/v1')).status).toBe(404);
+      expect((await request(t, 'GET', '/apis/batch/v1/namespaces/default/jobs')).status).toBe(404);
+      expect((await request(t, 'GET', '/apis/apps/v1/namespaces/default/daemonsets')).status).toBe(404);
+      expect((await request(t, 'GET', '/apis/coordination.k8s.io/v1beta1/namespaces/default/leasecandidates')).status).toBe(200);
+      const r = await kubectl(t, ['api-resources', '--api-group=coordination.k8s.io', '--no-headers']);
+      expect(r.stdout).toContain('leasecandidates');
+    } finally {
+      await t.stop();
+      t.cleanup();
+    }
+  });
+
+  it('a bad key stops start-up with a clear message', async () => {
+    await expect(startServer({ args: ['--runtime-config', 'nosuch.k8s.io/v1=true'] })).rejects.toThrow(/--runtime-config: unknown api groupVersion "nosuch.k8s.io\/v1"/);
+  });
+});
