@@ -194,7 +194,7 @@ describe('OpenAPI', () => {
     expect(stale.headers['location']).toBe(url);
   });
 
-  it('v2 is JSON with definitions; a protobuf-only Accept is 406', async () => {
+  it('v2 is JSON with definitions, or protobuf for the proto-openapi Accept', async () => {
     const r = await request(s, 'GET', '/openapi/v2', undefined, { accept: 'application/json' });
     expect(r.status).toBe(200);
     const doc = r.json();
@@ -204,7 +204,15 @@ describe('OpenAPI', () => {
     const etag = r.headers['etag'] as string;
     expect((await request(s, 'GET', '/openapi/v2', undefined, { 'if-none-match': etag })).status).toBe(304);
     const pb = await request(s, 'GET', '/openapi/v2', undefined, { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
-    expect(pb.status).toBe(406);
+    expect(pb.status).toBe(200);
+    expect(pb.headers['content-type']).toBe('application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
+    expect(pb.headers['etag']).not.toBe(etag);
+    expect((await request(s, 'GET', '/openapi/v2', undefined, { accept: 'text/html' })).status).toBe(406);
+    // kubectl's v2 reader (client-go OpenAPISchema, protobuf only) understands the document
+    const ex = await kubectl(s, ['explain', 'pod.spec.containers.ports', '--output=plaintext-openapiv2']);
+    expect(ex.code).toBe(0);
+    expect(ex.stdout).toMatch(/KIND:\s+Pod/);
+    expect(ex.stdout).toMatch(/containerPort\s+<integer> -required-/);
   });
 
   it('kubectl explain shows fields and types', async () => {

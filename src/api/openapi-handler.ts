@@ -1,15 +1,17 @@
 // Serves /openapi/v2 and /openapi/v3/... with kube-apiserver's negotiation and caching:
-//  - v2: Accept is matched clause by clause against JSON and the proto-openapi media types
-//    (kube-openapi's order); we serve JSON only, so a client that accepts nothing but the
-//    protobuf form (client-go's OpenAPISchema) gets 406, which kubectl treats as "no v2
-//    schema" and falls back to v3 or its built-in types. ETag + If-None-Match -> 304.
+//  - v2: Accept is matched clause by clause (highest q first) against JSON and the two
+//    spellings of the proto-openapi media type, in kube-openapi's order; the protobuf form
+//    (openapi-v2-proto.ts) is what client-go's OpenAPISchema() asks for, alone. Nothing
+//    matching is 406. Each form has its own ETag; If-None-Match -> 304.
 //  - v3: a request whose ?hash= matches the document gets `Cache-Control: public, immutable`
 //    and a one-year Expires; a stale hash is redirected (301) to the current hash URL;
 //    ETag / If-None-Match otherwise.
-// Documents are built once at start-up (front thread) and sent as shared bytes.
+// Documents are built once, on first use (front thread), and sent as shared bytes.
 import type { ApiRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { Catalog } from './catalog.js';
 import { buildOpenApiV2, buildOpenApiV3 } from './openapi.js';
+import { encodeOpenApiV2Proto } from './openapi-v2-proto.js';
+import { createHash } from 'node:crypto';
 import { errors } from '../errors.js';
 
 interface Doc {
@@ -18,40 +20,79 @@ interface Doc {
   hash: string;
 }
 
-function acceptsJson(accept: string | undefined): boolean {
-  if (!accept) return true;
-  for (const clause of accept.split(',')) {
-    const mt = clause.split(';')[0].trim().toLowerCase();
-    if (mt === '*/*' || mt === 'application/*' || mt === 'application/json') return true;
+const V2_PROTO = 'com.github.proto-openapi.spec.v2@v1.0+protobuf';
+const V2_PROTO_ALT = 'com.github.proto-openapi.spec.v2.v1.0+protobuf';
+const V2_PROTO_RETURNED = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+/** 'json' | 'proto' for the first Accept clause (by q, then order) we can serve; undefined for none. */
+function negotiateV2(accept: string | undefined): 'json' | 'proto' | undefined {
+  const clauses = (accept && accept.trim() ? accept : '*/*')
+    .split(',')
+    .map((c, i) => {
+      const [mt, ...params] = c.split(';').map((x) => x.trim());
+      const qp = params.find((p) => p.startsWith('q='));
+      const [type, sub = ''] = mt.toLowerCase().split('/');
+      return { type, sub, q: qp ? Number(qp.slice(2)) : 1, i };
+    })
+    .filter((c) => c.q > 0)
+    .sort((a, b) => b.q - a.q || a.i - b.i);
+  const offers: Array<[string, 'json' | 'proto']> = [['json', 'json'], [V2_PROTO, 'proto'], [V2_PROTO_ALT, 'proto']];
+  for (const c of clauses) {
+    if (c.type !== 'application' && c.type !== '*') continue;
+    for (const [sub, form] of offers) if (c.sub === sub || c.sub === '*') return form;
   }
-  return false;
+  return undefined;
 }
 
 export class OpenApiHandler {
-  private v2: Doc;
-  private v3 = new Map<string, Doc>();
-  private v3Root: Buffer;
+  // Built on first use, not at start-up: the documents take a few hundred milliseconds and
+  // most servers are asked for them rarely (kubectl explain / apply, once per cache).
+  private v2Docs?: { json: Doc; proto: Doc };
+  private v3Docs?: { root: Buffer; byPath: Map<string, Doc> };
 
-  constructor(catalog: Catalog) {
-    const v2 = buildOpenApiV2(catalog);
-    this.v2 = { body: Buffer.from(v2.body), etag: `"${v2.hash}"`, hash: v2.hash };
-    const v3 = buildOpenApiV3(catalog);
-    this.v3Root = Buffer.from(v3.root);
-    for (const [key, d] of v3.groupVersions) this.v3.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), etag: `"${d.hash}"`, hash: d.hash });
+  constructor(private catalog: Catalog) {}
+
+  private get v2(): Doc {
+    return (this.v2Docs ??= this.buildV2()).json;
+  }
+
+  private get v2Proto(): Doc {
+    return (this.v2Docs ??= this.buildV2()).proto;
+  }
+
+  private buildV2(): { json: Doc; proto: Doc } {
+    const v2 = buildOpenApiV2(this.catalog);
+    const pb = encodeOpenApiV2Proto(JSON.parse(v2.body));
+    const pbHash = createHash('sha512').update(pb).digest('hex').toUpperCase();
+    return { json: { body: Buffer.from(v2.body), etag: `"${v2.hash}"`, hash: v2.hash }, proto: { body: pb, etag: `"${pbHash}"`, hash: pbHash } };
+  }
+
+  private get v3(): { root: Buffer; byPath: Map<string, Doc> } {
+    if (!this.v3Docs) {
+      const v3 = buildOpenApiV3(this.catalog);
+      const byPath = new Map<string, Doc>();
+      for (const [key, d] of v3.groupVersions) byPath.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), etag: `"${d.hash}"`, hash: d.hash });
+      this.v3Docs = { root: Buffer.from(v3.root), byPath };
+    }
+    return this.v3Docs;
   }
 
   /** True when the path is an OpenAPI path and an answer was sent. */
   serve(req: ApiRequest, res: ResponseSink, path: string): boolean {
     if (path === '/openapi/v2') {
-      if (!acceptsJson(req.headers['accept'])) throw errors.notAcceptable(['application/json']);
-      this.send(req, res, this.v2, [['Cache-Control', 'no-cache, private'], ['Vary', 'Accept']]);
+      const form = negotiateV2(req.headers['accept']);
+      if (!form) throw errors.notAcceptable(['application/json', `application/${V2_PROTO}`]);
+      const headers: HeaderList = [['Cache-Control', 'no-cache, private'], ['Vary', 'Accept']];
+      if (form === 'json') this.send(req, res, this.v2, headers);
+      else this.send(req, res, this.v2Proto, headers, V2_PROTO_RETURNED);
       return true;
     }
     if (path === '/openapi/v3') {
-      res.send(200, [['Content-Type', 'application/json'], ['Cache-Control', 'no-cache, private']], this.v3Root);
+      res.send(200, [['Content-Type', 'application/json'], ['Cache-Control', 'no-cache, private']], this.v3.root);
       return true;
     }
-    const doc = this.v3.get(path);
+    if (!path.startsWith('/openapi/v3/')) return false;
+    const doc = this.v3.byPath.get(path);
     if (!doc) return false;
     const hash = req.query.get('hash');
     const headers: HeaderList = [];
@@ -67,13 +108,13 @@ export class OpenApiHandler {
     return true;
   }
 
-  private send(req: ApiRequest, res: ResponseSink, doc: Doc, headers: HeaderList): void {
+  private send(req: ApiRequest, res: ResponseSink, doc: Doc, headers: HeaderList, contentType = 'application/json'): void {
     headers.push(['Etag', doc.etag]);
     const inm = req.headers['if-none-match'];
     if (inm && inm.split(',').some((t) => t.trim() === doc.etag || t.trim() === '*')) {
       res.send(304, headers, '');
       return;
     }
-    res.send(200, [['Content-Type', 'application/json'], ...headers], doc.body);
+    res.send(200, [['Content-Type', contentType], ...headers], doc.body);
   }
 }
