@@ -4,6 +4,7 @@ import { col, nameCol, type KindPrinter } from './types.js';
 import { str } from './format.js';
 import { podPrinter } from './pod.js';
 import { configMapPrinter, endpointsPrinter, eventPrinter, leasePrinter, namespacePrinter, nodePrinter, secretPrinter, serviceAccountPrinter, servicePrinter } from './core.js';
+import * as more from './more.js';
 import { cronJobPrinter, daemonSetPrinter, deploymentPrinter, jobPrinter, replicaSetPrinter, statefulSetPrinter } from './apps.js';
 
 /** RFC 3339 in UTC with whole seconds, Go's zero time for a missing timestamp. */
@@ -38,6 +39,24 @@ const PRINTERS = new Map<string, KindPrinter>([
   ['apps/daemonsets', daemonSetPrinter],
   ['batch/jobs', jobPrinter],
   ['batch/cronjobs', cronJobPrinter],
+  ['/replicationcontrollers', more.replicationControllerPrinter],
+  ['/podtemplates', more.podTemplatePrinter],
+  ['/persistentvolumes', more.persistentVolumePrinter],
+  ['/persistentvolumeclaims', more.persistentVolumeClaimPrinter],
+  ['policy/poddisruptionbudgets', more.podDisruptionBudgetPrinter],
+  ['networking.k8s.io/ingresses', more.ingressPrinter],
+  ['networking.k8s.io/ingressclasses', more.ingressClassPrinter],
+  ['networking.k8s.io/networkpolicies', more.networkPolicyPrinter],
+  ['storage.k8s.io/storageclasses', more.storageClassPrinter],
+  ['rbac.authorization.k8s.io/rolebindings', more.roleBindingPrinter],
+  ['rbac.authorization.k8s.io/clusterrolebindings', more.clusterRoleBindingPrinter],
+  ['apps/controllerrevisions', more.controllerRevisionPrinter],
+  ['scheduling.k8s.io/priorityclasses', more.priorityClassPrinter],
+  ['node.k8s.io/runtimeclasses', more.runtimeClassPrinter],
+  ['discovery.k8s.io/endpointslices', more.endpointSlicePrinter],
+  ['admissionregistration.k8s.io/mutatingwebhookconfigurations', more.mutatingWebhookPrinter],
+  ['admissionregistration.k8s.io/validatingwebhookconfigurations', more.validatingWebhookPrinter],
+  ['certificates.k8s.io/certificatesigningrequests', more.certificateSigningRequestPrinter],
 ]);
 
 export function printerFor(group: string, resource: string): KindPrinter {

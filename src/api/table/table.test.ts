@@ -40,3 +40,18 @@ describe('renderTable', () => {
     expect(parseIncludeObject('all')).toEqual({ error: expect.stringContaining('includeObject: Unsupported value: "all"') });
   });
 });
+
+describe('buildTable', () => {
+  it('is the object form of renderTable', async () => {
+    const { buildTable } = await import('./table.js');
+    for (const includeObject of ['None', 'Metadata', 'Object'] as const) {
+      for (const noHeaders of [false, true]) {
+        const opts = { includeObject, noHeaders, now: NOW };
+        const meta = { resourceVersion: '7', remainingItemCount: 0 };
+        const bytes = JSON.parse(renderTable(printerFor('', 'configmaps'), [{ obj: cm, raw }], meta, opts).toString());
+        expect(JSON.parse(JSON.stringify(buildTable(printerFor('', 'configmaps'), [cm], meta, opts)))).toEqual(bytes);
+      }
+    }
+    expect(buildTable(printerFor('', 'roles'), [], {}, { includeObject: 'Metadata', now: NOW }).rows).toBeNull();
+  });
+});

@@ -92,3 +92,36 @@ export function renderTable(printer: KindPrinter, items: TableItem[], meta: Tabl
   parts.push('}');
   return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
 }
+
+function partialMetadata(obj: any, apiVersion: string): Record<string, unknown> {
+  return { kind: 'PartialObjectMetadata', apiVersion, metadata: obj?.metadata ?? {} };
+}
+
+/**
+ * The same Table as a plain object, for encoders that need one (YAML). Rows share the
+ * given objects (and their metadata) by reference: encode it, do not mutate it.
+ */
+export function buildTable(printer: KindPrinter, objects: any[], meta: TableListMeta, opts: TableOptions): Record<string, unknown> {
+  const apiVersion = `meta.k8s.io/${opts.version ?? 'v1'}`;
+  const listMeta: TableListMeta = {};
+  if (meta.resourceVersion) listMeta.resourceVersion = meta.resourceVersion;
+  if (meta.continue) listMeta.continue = meta.continue;
+  if (meta.remainingItemCount !== undefined && meta.remainingItemCount !== null) listMeta.remainingItemCount = meta.remainingItemCount;
+  let rows: unknown[] | null = null;
+  if (objects.length > 0 || !printer.isDefault) {
+    rows = objects.map((obj) => {
+      const r = printer.row(obj, opts.now);
+      const row: Record<string, unknown> = { cells: r.cells };
+      if (r.conditions && r.conditions.length) row.conditions = r.conditions;
+      row.object = opts.includeObject === 'None' ? null : opts.includeObject === 'Object' ? obj : partialMetadata(obj, apiVersion);
+      return row;
+    });
+  }
+  return {
+    kind: 'Table',
+    apiVersion,
+    metadata: listMeta,
+    columnDefinitions: opts.noHeaders ? null : printer.columns.map((c) => ({ name: c.name, type: c.type, format: c.format, description: c.description, priority: c.priority })),
+    rows,
+  };
+}
