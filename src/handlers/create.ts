@@ -5,6 +5,7 @@ import { errors } from '../errors.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { fieldValidationMode, validateBody, isJsonMediaType } from '../registry/field-validation.js';
 import { mediaTypeOf } from '../codec/decode.js';
+import { updateHook } from './field-manager.js';
 
 export async function handleCreate(c: HandlerContext): Promise<void> {
   if (c.info.subresource) throw errors.methodNotAllowed();
@@ -14,6 +15,7 @@ export async function handleCreate(c: HandlerContext): Promise<void> {
   const obj = decodeObject(parseBody(c.req.body, c.req.headers['content-type']), apiVersionOf(c.target), c.target.info.kind);
   const raw = isJsonMediaType(mediaTypeOf(c.req.headers['content-type'])) ? c.req.body : null;
   validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []));
-  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []) });
+  const fields = updateHook(c, 'CreateOptions');
+  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields });
   sendJson(c.req, c.res, r.code, r.json);
 }

@@ -1,36 +1,134 @@
-// patch: JSON merge patch and JSON patch. Strategic merge and server-side apply come with
-// the write-path issue; until then they are 415 with the accepted types listed.
+// patch: JSON merge patch, JSON patch, strategic merge patch (built-in kinds only) and
+// server-side apply (spec 4.3, 4.9). Every non-apply patch records Update ownership of
+// the fields it changed; an apply owns what its configuration sets.
+import { parse as parseYaml } from 'yaml';
 import { sendJson } from '../http/respond.js';
-import { dryRunParam } from '../request/query.js';
+import { boolParam, dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
 import { mediaTypeOf } from '../codec/decode.js';
-import type { HandlerContext } from './context.js';
-import { fieldValidationMode, validateBody } from '../registry/field-validation.js';
+import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type FieldValidationMode } from '../registry/field-validation.js';
+import { rootNode } from '../registry/schema-walk.js';
+import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
+import { apiVersionOf, type HandlerContext } from './context.js';
+import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
 
-const PATCH_TYPES: Record<string, 'merge' | 'json'> = {
-  'application/merge-patch+json': 'merge',
+type PatchKind = 'merge' | 'json' | 'strategic' | 'apply';
+
+const PATCH_TYPES: Record<string, PatchKind> = {
   'application/json-patch+json': 'json',
+  'application/merge-patch+json': 'merge',
+  'application/strategic-merge-patch+json': 'strategic',
+  'application/apply-patch+yaml': 'apply',
 };
 
 export async function handlePatch(c: HandlerContext): Promise<void> {
   const mt = mediaTypeOf(c.req.headers['content-type']);
+  const builtIn = rootNode(c.target.info.group, c.target.info.version, c.target.info.kind) !== undefined;
+  const accepted = Object.keys(PATCH_TYPES).filter((t) => builtIn || PATCH_TYPES[t] !== 'strategic');
   const kind = PATCH_TYPES[mt];
-  if (!kind) throw errors.unsupportedMediaType(Object.keys(PATCH_TYPES));
+  // Strategic merge needs the patch markers of a built-in kind; custom resources have none.
+  if (!kind || !accepted.includes(mt)) throw errors.unsupportedMediaType(accepted);
   const dryRun = dryRunParam(c.req.query);
   const mode = fieldValidationMode(c.req.query, 'patch');
+  if (kind === 'apply') return handleApply(c, dryRun, mode);
+
+  if (c.req.query.has('force')) {
+    validateFieldManager('PatchOptions', '', [{ field: 'force', type: 'FieldValueForbidden', detail: 'may not be specified for non-apply patch' }]);
+  }
+  const fields = updateHook(c, 'PatchOptions');
   let patch: unknown;
   try {
     patch = JSON.parse(c.req.body ? c.req.body.toString('utf8') : '');
   } catch (e) {
     throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
   }
-  if (kind === 'merge' && (patch === null || typeof patch !== 'object' || Array.isArray(patch))) {
-    throw errors.badRequest('error decoding patch: a merge patch must be a JSON object');
+  if ((kind === 'merge' || kind === 'strategic') && (patch === null || typeof patch !== 'object' || Array.isArray(patch))) {
+    throw errors.badRequest(`error decoding patch: a ${kind === 'merge' ? 'merge' : 'strategic merge'} patch must be a JSON object`);
   }
   // Field validation runs on the patched object; a merge patch's duplicate keys are object paths too.
   const warnings = (c.req.warnings ??= []);
-  const raw = kind === 'merge' ? c.req.body : null;
+  const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
   const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name });
-  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check });
+  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields });
   sendJson(c.req, c.res, r.code, r.json);
+}
+
+function isObj(v: unknown): v is Record<string, any> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValidationMode): Promise<void> {
+  const fm = c.req.query.get('fieldManager') ?? '';
+  validateFieldManager('PatchOptions', fm, fm === '' ? [{ field: 'fieldManager', type: 'FieldValueRequired', detail: 'is required for apply patch' }] : []);
+  const force = boolParam(c.req.query, 'force');
+  const id = writeIdentity(c, 'PatchOptions');
+  const ctx = managedContext(c.target);
+  const config = decodeApplyBody(c);
+  // The configuration is partial: types and unknown fields are checked, required fields not.
+  const checked = checkFields(config, c.target.info, mode, { required: false });
+  enforceFieldCheck(checked, c.target.info.kind, apiVersionOf(c.target), c.target.info.group, c.info.name, (c.req.warnings ??= []));
+  const name = c.info.name;
+  const ns = c.info.namespace;
+  let plan: ApplyPlan | undefined;
+  const r = await c.store.guaranteedUpdate(
+    c.target,
+    ns,
+    name,
+    {
+      dryRun,
+      subresource: c.info.subresource,
+      alwaysCreate: true,
+      // Apply to a missing object creates it.
+      createIfMissing: () => {
+        const p = planApply(null, structuredClone(config), id, ctx);
+        plan = p.plan;
+        return p.obj;
+      },
+      fields: (old, obj) => finishApply(old, obj, plan!, id, { force }, ctx),
+    },
+    (current) => {
+      delete current.metadata.resourceVersion;
+      const p = planApply(current, structuredClone(config), id, ctx);
+      plan = p.plan;
+      return p.obj;
+    },
+  );
+  sendJson(c.req, c.res, r.code, r.json);
+}
+
+/** The apply configuration: YAML (or JSON), a whole object of the target's kind, without managedFields. */
+function decodeApplyBody(c: HandlerContext): Record<string, any> {
+  const text = c.req.body ? c.req.body.toString('utf8') : '';
+  let cfg: unknown;
+  try {
+    cfg = parseYaml(text);
+  } catch (e) {
+    throw errors.badRequest(`error decoding YAML: ${(e as Error).message}`);
+  }
+  if (!isObj(cfg)) throw errors.badRequest(`error decoding YAML: the apply configuration must be an object, not ${cfg === null ? 'null' : Array.isArray(cfg) ? 'a list' : typeof cfg}`);
+  const apiVersion = apiVersionOf(c.target);
+  const kind = c.target.info.kind;
+  if (typeof cfg.kind !== 'string' || cfg.kind === '') throw errors.badRequest(`Object 'Kind' is missing in '${JSON.stringify(cfg)}'`);
+  if (typeof cfg.apiVersion !== 'string' || cfg.apiVersion === '') throw errors.badRequest(`Object 'apiVersion' is missing in '${JSON.stringify(cfg)}'`);
+  if (cfg.apiVersion !== apiVersion || cfg.kind !== kind) {
+    throw errors.badRequest(`the apply configuration's apiVersion and kind (${cfg.apiVersion}, Kind=${cfg.kind}) do not match the request (${apiVersion}, Kind=${kind})`);
+  }
+  if (cfg.metadata === undefined || cfg.metadata === null) cfg.metadata = {};
+  if (!isObj(cfg.metadata)) throw errors.badRequest(`${kind} in version "${c.target.info.version}" cannot be handled as a ${kind}: metadata must be an object`);
+  const m = cfg.metadata;
+  if (m.managedFields !== undefined && m.managedFields !== null) {
+    throw errors.badRequest('metadata.managedFields must be nil');
+  }
+  delete m.managedFields;
+  if (m.name !== undefined && m.name !== c.info.name) {
+    throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${c.info.name})`);
+  }
+  m.name = c.info.name;
+  if (c.target.info.namespaced) {
+    if (m.namespace !== undefined && m.namespace !== '' && m.namespace !== c.info.namespace) {
+      throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    m.namespace = c.info.namespace;
+  }
+  return cfg;
 }

@@ -5,6 +5,7 @@ import { errors } from '../errors.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { fieldValidationMode, validateBody, isJsonMediaType } from '../registry/field-validation.js';
 import { mediaTypeOf } from '../codec/decode.js';
+import { updateHook } from './field-manager.js';
 
 export async function handleUpdate(c: HandlerContext): Promise<void> {
   const dryRun = dryRunParam(c.req.query);
@@ -15,6 +16,7 @@ export async function handleUpdate(c: HandlerContext): Promise<void> {
   if (obj.metadata.name !== undefined && obj.metadata.name !== c.info.name) {
     throw errors.badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${c.info.name})`);
   }
-  const r = await c.store.update(c.target, c.info.namespace, c.info.name, obj, { dryRun, subresource: c.info.subresource });
+  const fields = updateHook(c, 'UpdateOptions');
+  const r = await c.store.update(c.target, c.info.namespace, c.info.name, obj, { dryRun, subresource: c.info.subresource, fields });
   sendJson(c.req, c.res, r.code, r.json);
 }

@@ -20,6 +20,15 @@ import { matchFields, matchLabels, type FieldSelector, type LabelSelector } from
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
 import { validateAnnotations, validateLabels, validateName } from './validation.js';
 import { jsonPatch, mergePatch } from './patch.js';
+import { strategicMergePatch } from './strategic-merge.js';
+import { ANY, rootNode } from './schema-walk.js';
+
+/**
+ * Records field ownership on the object about to be stored (metadata.managedFields), or
+ * refuses the write (an apply conflict). old is null on create. Runs once per attempt,
+ * after the kind's own preparation and validation.
+ */
+export type FieldsHook = (old: any | null, obj: any) => void;
 
 export interface ResourceTarget {
   info: ResourceInfo;
@@ -283,7 +292,7 @@ export class Store {
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
 
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[] }): Promise<WriteResult> {
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook }): Promise<WriteResult> {
     const m = obj.metadata;
     if (t.info.namespaced) {
       if (m.namespace && m.namespace !== ns) {
@@ -313,6 +322,7 @@ export class Store {
     errs.push(...t.strategy.validate(obj, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
+    opts.fields?.(null, obj);
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
@@ -348,7 +358,16 @@ export class Store {
     t: ResourceTarget,
     ns: string,
     name: string,
-    opts: { dryRun: boolean; subresource: string; createIfMissing?: () => any },
+    opts: {
+      dryRun: boolean;
+      subresource: string;
+      /** the object to create when none exists (PUT where the kind allows it; apply always) */
+      createIfMissing?: () => any;
+      alwaysCreate?: boolean;
+      fields?: FieldsHook;
+      /** a uid the client pinned (PUT with metadata.uid): 409 when it is not the object's */
+      uid?: string;
+    },
     build: (current: any) => any,
   ): Promise<WriteResult> {
     const cache = this.cacheOf(t);
@@ -356,12 +375,15 @@ export class Store {
     for (let attempt = 0; ; attempt++) {
       const cur = cache.items.get(key);
       if (!cur) {
-        if (opts.createIfMissing && t.strategy.allowCreateOnUpdate) {
-          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun });
+        if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
+          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields });
         }
         throw errors.notFound(t.groupResource, name);
       }
       const old = entryObject(cur);
+      if (opts.uid && opts.uid !== old.metadata.uid) {
+        throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${opts.uid}, UID in object meta: ${old.metadata.uid}`);
+      }
       const obj = build(structuredClone(old));
       const clientRv: string = obj?.metadata?.resourceVersion ?? '';
       if (clientRv !== '' && clientRv !== String(cur.rv)) throw errors.staleConflict(t.groupResource, name);
@@ -372,6 +394,7 @@ export class Store {
         this.invalid(t, name, [{ field: 'metadata.resourceVersion', type: 'FieldValueInvalid', value: 0, detail: 'must be specified for an update' }]);
       }
       this.prepareUpdate(t, obj, old, opts.subresource);
+      opts.fields?.(old, obj);
       // A write that changes nothing is not written; the client gets the current object.
       const before = encodeForCommit(structuredClone(old));
       const after = encodeForCommit(obj);
@@ -409,6 +432,27 @@ export class Store {
       }
       m.namespace = om.namespace;
     }
+    // Generated fields cannot be forged (kube-apiserver's ValidateObjectMetaUpdate): a
+    // different uid or a new deletionTimestamp is refused; the rest is carried over.
+    const forged: FieldError[] = [];
+    if (m.uid !== undefined && m.uid !== '' && m.uid !== om.uid) {
+      forged.push({ field: 'metadata.uid', type: 'FieldValueInvalid', value: m.uid, detail: 'field is immutable' });
+    }
+    if (!om.deletionTimestamp && m.deletionTimestamp) {
+      forged.push({ field: 'metadata.deletionTimestamp', type: 'FieldValueInvalid', value: m.deletionTimestamp, detail: 'field is immutable' });
+    }
+    if (om.deletionTimestamp && Array.isArray(m.finalizers)) {
+      const had = new Set<string>(om.finalizers ?? []);
+      const added = m.finalizers.filter((f: string) => !had.has(f));
+      if (added.length > 0) {
+        forged.push({
+          field: 'metadata.finalizers',
+          type: 'FieldValueForbidden',
+          detail: `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f: string) => JSON.stringify(f)).join(', ')}}`,
+        });
+      }
+    }
+    if (forged.length) this.invalid(t, om.name, forged);
     m.uid = om.uid;
     m.creationTimestamp = om.creationTimestamp;
     if (om.deletionTimestamp) {
@@ -448,22 +492,25 @@ export class Store {
     t.strategy.canonicalize(obj);
   }
 
-  update(t: ResourceTarget, ns: string, name: string, obj: any, opts: { dryRun: boolean; subresource: string }): Promise<WriteResult> {
+  update(t: ResourceTarget, ns: string, name: string, obj: any, opts: { dryRun: boolean; subresource: string; fields?: FieldsHook }): Promise<WriteResult> {
+    // A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo).
+    const uid = typeof obj?.metadata?.uid === 'string' && obj.metadata.uid !== '' ? obj.metadata.uid : undefined;
     return this.guaranteedUpdate(
       t,
       ns,
       name,
-      { ...opts, createIfMissing: () => obj },
+      { ...opts, uid, createIfMissing: () => structuredClone(obj) },
       () => structuredClone(obj),
     );
   }
 
   /** `check` sees the patched object before anything else (field validation; may drop fields or throw). */
-  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void }): Promise<WriteResult> {
+  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook }): Promise<WriteResult> {
     return this.guaranteedUpdate(t, ns, name, opts, (current) => {
       delete current.metadata.resourceVersion;
       let out: any;
       if (patchType === 'merge') out = mergePatch(current, patch);
+      else if (patchType === 'strategic') out = strategicMergePatch(current, patch as any, rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY);
       else out = jsonPatch(current, patch);
       if (out === null || typeof out !== 'object' || Array.isArray(out)) throw errors.badRequest('the patch produced an object that is not a JSON object');
       if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};

@@ -1,0 +1,401 @@
+// Field management: metadata.managedFields for every write, and server-side apply.
+//
+// After k8s.io/apiserver's fieldmanager over sigs.k8s.io/structured-merge-diff:
+// - Every write records, for its manager and operation (Apply or Update), the fields it
+//   owns. An update or non-apply patch takes the fields it changed (and never conflicts);
+//   the other managers lose them.
+// - An apply merges the applier's configuration into the live object, owns exactly the
+//   fields of that configuration, removes what it owned before and no longer sets when no
+//   one else owns it, and is refused (409) when it would change a field another manager
+//   owns, unless forced, in which case ownership moves to it.
+//
+// Everything here is pure: the store calls these while it builds the new object on the
+// front thread, once per attempt of its optimistic update loop.
+import { StatusError, StatusReason, errors } from '../errors.js';
+import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
+import { FieldSet, compare, deepEqual, fieldsOf, itemElement, listMode, pathString } from './managed-fields.js';
+
+export type Operation = 'Apply' | 'Update';
+
+function nowTimestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+interface Managed {
+  manager: string;
+  operation: Operation;
+  apiVersion: string;
+  subresource: string;
+  time?: string;
+  set: FieldSet;
+}
+
+/** Who writes: the field manager, the version the request speaks, the subresource it targets. */
+export interface WriteIdentity {
+  manager: string;
+  apiVersion: string;
+  subresource: string;
+}
+
+/** kube-apiserver keeps at most this many Update entries; older ones merge into one. */
+export const MAX_UPDATE_MANAGERS = 10;
+const ANCIENT = 'ancient-changes';
+
+function keyOf(m: { manager: string; operation: Operation; apiVersion: string; subresource: string }): string {
+  // Appliers are one entry whatever version they spoke; updaters one per version.
+  return JSON.stringify([m.manager, m.operation, m.operation === 'Apply' ? '' : m.apiVersion, m.subresource]);
+}
+
+function isObj(v: unknown): v is Record<string, any> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** An entry list of only empty entries: the request asks to drop all ownership (the reset rule). */
+export function isReset(mf: unknown): boolean {
+  return Array.isArray(mf) && mf.length > 0 && mf.every((e) => isObj(e) && Object.keys(e).length === 0);
+}
+
+function decode(mf: unknown): Map<string, Managed> | undefined {
+  if (!Array.isArray(mf)) return undefined;
+  const out = new Map<string, Managed>();
+  for (const e of mf) {
+    if (!isObj(e)) return undefined;
+    if (e.operation !== 'Apply' && e.operation !== 'Update') return undefined;
+    if (e.fieldsType !== undefined && e.fieldsType !== 'FieldsV1') return undefined;
+    const m: Managed = {
+      manager: String(e.manager ?? ''),
+      operation: e.operation,
+      apiVersion: String(e.apiVersion ?? ''),
+      subresource: String(e.subresource ?? ''),
+      time: typeof e.time === 'string' ? e.time : undefined,
+      set: FieldSet.fromFieldsV1(e.fieldsV1),
+    };
+    const k = keyOf(m);
+    const prev = out.get(k);
+    if (prev) prev.set = prev.set.union(m.set);
+    else out.set(k, m);
+  }
+  return out;
+}
+
+function encode(managed: Map<string, Managed>): any[] | undefined {
+  const entries = [...managed.values()].filter((m) => !m.set.empty());
+  if (entries.length === 0) return undefined;
+  entries.sort((p, q) => {
+    if (p.operation !== q.operation) return p.operation < q.operation ? -1 : 1;
+    const pt = p.time ?? '';
+    const qt = q.time ?? '';
+    if (pt !== qt) return pt < qt ? -1 : 1;
+    if (p.manager !== q.manager) return p.manager < q.manager ? -1 : 1;
+    if (p.apiVersion !== q.apiVersion) return p.apiVersion < q.apiVersion ? -1 : 1;
+    return p.subresource < q.subresource ? -1 : p.subresource > q.subresource ? 1 : 0;
+  });
+  return entries.map((m) => {
+    const e: Record<string, unknown> = { manager: m.manager, operation: m.operation, apiVersion: m.apiVersion };
+    if (m.time) e.time = m.time;
+    e.fieldsType = 'FieldsV1';
+    e.fieldsV1 = m.set.toFieldsV1();
+    if (m.subresource) e.subresource = m.subresource;
+    return e;
+  });
+}
+
+/** Fields no manager owns: the object's identity and server-set metadata, and what the target resets. */
+function ignoredPaths(subresource: string, hasStatus: boolean): string[][] {
+  const meta = ['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion'];
+  const out: string[][] = [['f:apiVersion'], ['f:kind'], ...meta.map((m) => ['f:metadata', 'f:' + m])];
+  if (subresource === 'status') out.push(['f:spec'], ['f:metadata', 'f:labels']);
+  else if (hasStatus) out.push(['f:status']);
+  return out;
+}
+
+function withoutIgnored(s: FieldSet, ignored: string[][]): FieldSet {
+  const out = s.clone();
+  for (const p of ignored) out.removePrefix(p);
+  out.member = false;
+  const meta = out.children.get('f:metadata');
+  if (meta) meta.member = false;
+  return out;
+}
+
+function stripManaged(obj: any): any {
+  const o = { ...obj, metadata: { ...(obj?.metadata ?? {}) } };
+  delete o.metadata.managedFields;
+  return o;
+}
+
+function capUpdaters(managed: Map<string, Managed>): void {
+  const updaters = [...managed.entries()].filter(([, m]) => m.operation === 'Update' && m.subresource === '');
+  if (updaters.length <= MAX_UPDATE_MANAGERS) return;
+  updaters.sort((a, b) => ((a[1].time ?? '') < (b[1].time ?? '') ? -1 : 1));
+  const excess = updaters.length - MAX_UPDATE_MANAGERS + 1;
+  let ancient: Managed | undefined;
+  for (const [k, m] of updaters.slice(0, excess)) {
+    managed.delete(k);
+    if (m.manager === ANCIENT) {
+      ancient = ancient ? { ...ancient, set: ancient.set.union(m.set) } : m;
+      continue;
+    }
+    ancient = ancient
+      ? { ...ancient, set: ancient.set.union(m.set), time: m.time ?? ancient.time }
+      : { manager: ANCIENT, operation: 'Update', apiVersion: m.apiVersion, subresource: '', time: m.time, set: m.set.clone() };
+  }
+  if (ancient) {
+    const k = keyOf(ancient);
+    const prev = managed.get(k);
+    managed.set(k, prev ? { ...prev, set: prev.set.union(ancient.set) } : ancient);
+  }
+}
+
+export interface ManagedContext {
+  root: TypeNode;
+  hasStatus: boolean;
+}
+
+/**
+ * Records an Update (create, update, or any non-apply patch) in obj.metadata.managedFields.
+ * old is the live object (null on create); obj is the object about to be stored.
+ */
+export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: ManagedContext): void {
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  // The request's own managedFields win (a client may edit them), unless it sends the reset
+  // form (drop everything), sends none, or writes a subresource.
+  const sent = obj.metadata?.managedFields;
+  let managed: Map<string, Managed>;
+  if (isReset(sent)) managed = new Map();
+  else {
+    const fromReq = id.subresource ? undefined : decode(sent);
+    managed = fromReq && fromReq.size > 0 ? fromReq : (decode(old?.metadata?.managedFields) ?? new Map());
+  }
+  const c = compare(old ? stripManaged(old) : {}, stripManaged(obj), ctx.root);
+  const changed = withoutIgnored(c.modified.union(c.added), ignored);
+  const removed = c.removed;
+  for (const m of managed.values()) m.set = m.set.difference(changed).difference(removed);
+  if (!changed.empty()) {
+    const me: Managed = { manager: id.manager, operation: 'Update', apiVersion: id.apiVersion, subresource: id.subresource, set: changed, time: nowTimestamp() };
+    const k = keyOf(me);
+    const prev = managed.get(k);
+    if (prev) me.set = prev.set.union(changed);
+    managed.set(k, me);
+  }
+  capUpdaters(managed);
+  const out = encode(managed);
+  if (out) obj.metadata.managedFields = out;
+  else delete obj.metadata.managedFields;
+}
+
+export interface ApplyOptions {
+  force: boolean;
+}
+
+/** What an apply computed in its first stage, for the second (conflicts and ownership). */
+export interface ApplyPlan {
+  managed: Map<string, Managed>;
+  key: string;
+  setChanged: boolean;
+}
+
+/**
+ * Stage one of an apply: merges config into live, gives the applier the fields of config,
+ * and prunes what it owned before and no longer sets. live is null for a create.
+ * Returns the new object (without managedFields) and the plan for finishApply.
+ */
+export function planApply(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  let managed = decode(live?.metadata?.managedFields) ?? new Map<string, Managed>();
+  const liveObj = live ? stripManaged(live) : null;
+  if (live && managed.size === 0) {
+    // An object nobody manages yet: what it holds belongs to "before-first-apply".
+    const set = withoutIgnored(fieldsOf(liveObj, ctx.root), ignored);
+    const m: Managed = { manager: 'before-first-apply', operation: 'Update', apiVersion: id.apiVersion, subresource: '', set, time: nowTimestamp() };
+    managed = new Map([[keyOf(m), m]]);
+  }
+  const merged = mergeApply(liveObj ?? {}, config, ctx.root);
+  const newSet = withoutIgnored(fieldsOf(config, ctx.root), ignored);
+  const me: Managed = { manager: id.manager, operation: 'Apply', apiVersion: id.apiVersion, subresource: id.subresource, set: newSet };
+  const key = keyOf(me);
+  const last = managed.get(key);
+  me.time = last?.time;
+  managed.set(key, me);
+  const setChanged = !last || JSON.stringify(last.set.toFieldsV1()) !== JSON.stringify(newSet.toFieldsV1()) || last.apiVersion !== id.apiVersion;
+  if (last) prune(merged, last.set, managed, ignored, ctx.root);
+  delete merged.metadata?.managedFields;
+  return { obj: merged, plan: { managed, key, setChanged } };
+}
+
+/**
+ * Stage two, on the object as it will be stored (after the kind's own preparation):
+ * the conflicts with other managers, then ownership moves. Throws 409 on conflicts
+ * unless forced.
+ */
+export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: WriteIdentity, opts: ApplyOptions, ctx: ManagedContext): void {
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const c = compare(live ? stripManaged(live) : {}, stripManaged(obj), ctx.root);
+  const changed = withoutIgnored(c.modified.union(c.added), ignored);
+  const conflicts: Array<{ manager: Managed; path: string[] }> = [];
+  for (const [k, m] of plan.managed) {
+    if (k === plan.key) continue;
+    const hit = m.set.intersection(changed);
+    if (!hit.empty()) for (const p of hit.paths()) conflicts.push({ manager: m, path: p });
+  }
+  if (conflicts.length > 0 && !opts.force) throw applyConflict(conflicts);
+  for (const [k, m] of plan.managed) {
+    if (k === plan.key) continue;
+    m.set = m.set.difference(changed).difference(c.removed);
+  }
+  const me = plan.managed.get(plan.key)!;
+  if (plan.setChanged || !deepEqual(stripManaged(live ?? {}), stripManaged(obj)) || !me.time) me.time = nowTimestamp();
+  capUpdaters(plan.managed);
+  const out = encode(plan.managed);
+  if (out) obj.metadata.managedFields = out;
+  else delete obj.metadata.managedFields;
+}
+
+function printManager(m: Managed): string {
+  let s = JSON.stringify(m.manager);
+  if (m.subresource) s += ` with subresource ${JSON.stringify(m.subresource)}`;
+  if (m.operation === 'Update') s += ` using ${m.apiVersion}`;
+  return s;
+}
+
+/** kube-apiserver's apply conflict: 409 Conflict, one FieldManagerConflict cause per field. */
+export function applyConflict(conflicts: Array<{ manager: Managed; path: string[] }>): StatusError {
+  const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with ${printManager(c.manager)}`, field: pathString(c.path) }));
+  let message: string;
+  if (conflicts.length === 1) {
+    message = `Apply failed with 1 conflict: conflict with ${printManager(conflicts[0].manager)}: ${pathString(conflicts[0].path)}`;
+  } else {
+    const by = new Map<string, string[]>();
+    for (const c of conflicts) {
+      const k = printManager(c.manager);
+      if (!by.has(k)) by.set(k, []);
+      by.get(k)!.push(pathString(c.path));
+    }
+    const lines: string[] = [];
+    for (const k of [...by.keys()].sort()) {
+      lines.push(`conflicts with ${k}:`);
+      for (const p of by.get(k)!) lines.push(`- ${p}`);
+    }
+    message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`;
+  }
+  return new StatusError(409, StatusReason.Conflict, message, { causes });
+}
+
+// ---------------------------------------------------------------- merge and prune
+
+/** The applier's configuration merged over the live object (structured-merge-diff's Merge). */
+export function mergeApply(lhs: any, rhs: any, n: TypeNode): any {
+  if (rhs === undefined) return lhs;
+  if (rhs === null) return undefined;
+  if (Array.isArray(rhs)) {
+    if (!Array.isArray(lhs)) return structuredClone(rhs);
+    const mode = n.kind === 'list' ? listMode(n) : 'atomic';
+    if (mode === 'atomic') return structuredClone(rhs);
+    return mergeLists(lhs, rhs, n);
+  }
+  if (isObj(rhs)) {
+    if (!isObj(lhs)) return mergeApply({}, rhs, n);
+    if ((n.kind === 'struct' || n.kind === 'map') && n.atomic) return structuredClone(rhs);
+    const out: Record<string, any> = { ...lhs };
+    for (const [k, v] of Object.entries(rhs)) {
+      const cn = n.kind === 'struct' || n.kind === 'map' ? childNode(n, k) : ANY;
+      const m = mergeApply(lhs[k], v, cn);
+      if (m === undefined) delete out[k];
+      else out[k] = m;
+    }
+    return out;
+  }
+  return rhs;
+}
+
+/**
+ * Merges two associative lists: items of the configuration in its order, live-only items
+ * kept in place between them (the interleaving structured-merge-diff uses).
+ */
+function mergeLists(lhs: any[], rhs: any[], n: TypeNode): any[] {
+  const en = itemNode(n);
+  const lpe = lhs.map((x, i) => itemElement(n, x, i) ?? `#l${i}`);
+  const rpe = rhs.map((x, i) => itemElement(n, x, i) ?? `#r${i}`);
+  const lIndex = new Map<string, number>();
+  lpe.forEach((p, i) => {
+    if (!lIndex.has(p)) lIndex.set(p, i);
+  });
+  const rIndex = new Map<string, number>();
+  rpe.forEach((p, i) => {
+    if (!rIndex.has(p)) rIndex.set(p, i);
+  });
+  const out: any[] = [];
+  const emitted = new Set<string>();
+  let ri = 0;
+  const emitR = (j: number) => {
+    const p = rpe[j];
+    if (emitted.has(p)) return;
+    emitted.add(p);
+    const l = lIndex.has(p) ? lhs[lIndex.get(p)!] : undefined;
+    const m = mergeApply(l, rhs[j], en);
+    if (m !== undefined) out.push(m);
+  };
+  lhs.forEach((item, i) => {
+    const j = rIndex.get(lpe[i]);
+    if (j === undefined) {
+      out.push(item); // live-only items keep their place
+      return;
+    }
+    // the configuration's items up to this shared one come first, in its order
+    for (; ri <= j; ri++) emitR(ri);
+  });
+  for (; ri < rhs.length; ri++) emitR(ri);
+  return out;
+}
+
+/** Removes from obj what the applier owned last time and nobody owns now. */
+function prune(obj: any, last: FieldSet, managed: Map<string, Managed>, ignored: string[][], root: TypeNode): void {
+  const owned = (p: string[]) => [...managed.values()].some((m) => m.set.hasPrefix(p));
+  const isIgnored = (p: string[]) => ignored.some((ig) => ig.length <= p.length && ig.every((x, i) => x === p[i])) || (p.length === 1 && p[0] === 'f:metadata');
+  const candidates: string[][] = [];
+  const walk = (s: FieldSet, path: string[]) => {
+    // A named field is a candidate whether or not it was a member itself (EnsureNamedFieldsAreMembers).
+    if (path.length > 0 && (s.member || path[path.length - 1].startsWith('f:'))) candidates.push(path);
+    for (const [k, c] of s.children) walk(c, [...path, k]);
+  };
+  walk(last, []);
+  // Deepest first, so a container goes only after its contents were considered.
+  candidates.sort((a, b) => b.length - a.length);
+  for (const p of candidates) {
+    if (isIgnored(p) || owned(p)) continue;
+    removePath(obj, p, root);
+  }
+}
+
+function removePath(obj: any, path: string[], n: TypeNode): void {
+  let cur: any = obj;
+  let node = n;
+  for (let i = 0; i < path.length; i++) {
+    const pe = path[i];
+    const lastStep = i === path.length - 1;
+    if (pe.startsWith('f:')) {
+      if (!isObj(cur)) return;
+      const k = pe.slice(2);
+      if (lastStep) {
+        delete cur[k];
+        return;
+      }
+      node = node.kind === 'struct' || node.kind === 'map' ? childNode(node, k) : ANY;
+      cur = cur[k];
+    } else {
+      if (!Array.isArray(cur)) return;
+      const idx = cur.findIndex((x: any, j: number) => itemElement(node, x, j) === pe);
+      if (idx < 0) return;
+      if (lastStep) {
+        cur.splice(idx, 1);
+        return;
+      }
+      cur = cur[idx];
+      node = itemNode(node);
+    }
+  }
+}
+
+export function fieldManagerInvalid(kind: 'PatchOptions' | 'CreateOptions' | 'UpdateOptions', causes: Array<{ field: string; type: 'FieldValueRequired' | 'FieldValueTooLong' | 'FieldValueInvalid' | 'FieldValueForbidden'; value?: unknown; detail?: string }>): StatusError {
+  return errors.invalid(kind, 'meta.k8s.io', '', causes);
+}

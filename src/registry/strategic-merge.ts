@@ -1,0 +1,263 @@
+// Strategic merge patch (application/strategic-merge-patch+json), the patch kubectl's
+// client-side apply, edit and patch send for built-in kinds. A JSON merge patch, except
+// where the schema says otherwise: lists whose field carries patchStrategy "merge" are
+// merged item by item on patchMergeKey (or as sets of scalars), and the patch may carry
+// directives:
+//   $patch: replace | delete | merge      (in a map, or as a list item)
+//   $retainKeys: [keys]                    (drop the other keys of the original map)
+//   $deleteFromPrimitiveList/<field>: [..] (remove scalars from a merged list)
+//   $setElementOrder/<field>: [..]         (the order of a merged list after the patch)
+// Null deletes a field. The result order of merged lists follows k8s.io/apimachinery's
+// strategicpatch: patch items in patch (or $setElementOrder) order, server-only items
+// kept where they were relative to them.
+//
+// Custom resources have no patch markers and are refused by the handler (415).
+import { StatusError, StatusReason, errors } from '../errors.js';
+import { ANY, childNode, isMergeList, itemNode, type TypeNode } from './schema-walk.js';
+
+const DIRECTIVE = '$patch';
+const RETAIN_KEYS = '$retainKeys';
+const DELETE_PRIMITIVE = '$deleteFromPrimitiveList/';
+const SET_ORDER = '$setElementOrder/';
+
+type Obj = Record<string, any>;
+
+function isObj(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function badPatch(message: string): StatusError {
+  return errors.badRequest(message);
+}
+
+function unprocessable(message: string): StatusError {
+  return new StatusError(422, StatusReason.Invalid, message, { causes: [{ reason: 'FieldValueInvalid', message }] });
+}
+
+/** Applies a strategic merge patch to original (not modified) and returns the result. */
+export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode): Obj {
+  if (!isObj(patch)) throw badPatch('strategic merge patch must be a JSON object');
+  const out = mergeMap(structuredClone(original), structuredClone(patch), schema);
+  return out;
+}
+
+function directiveOf(m: Obj): string | undefined {
+  const d = m[DIRECTIVE];
+  if (d === undefined) return undefined;
+  if (d !== 'replace' && d !== 'delete' && d !== 'merge') throw badPatch(`Unknown patch type: ${String(d)}`);
+  return d;
+}
+
+/** Removes directives and nulls from a value that lands where the original had nothing. */
+function clean(v: any, n: TypeNode): any {
+  if (Array.isArray(v)) {
+    const item = itemNode(n);
+    const out: any[] = [];
+    for (const x of v) {
+      if (isObj(x)) {
+        const d = x[DIRECTIVE];
+        if (d === 'delete') continue;
+        if (d === 'replace') continue;
+      }
+      out.push(clean(x, item));
+    }
+    return out;
+  }
+  if (isObj(v)) {
+    if (v[DIRECTIVE] === 'delete') return {};
+    return mergeMap({}, v, n);
+  }
+  return v;
+}
+
+function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
+  const d = directiveOf(patch);
+  if (d === 'replace') {
+    const { [DIRECTIVE]: _, ...rest } = patch;
+    return clean(rest, n);
+  }
+  if (d === 'delete') return {};
+  delete patch[DIRECTIVE];
+
+  // $retainKeys: the original keeps only the named keys.
+  if (RETAIN_KEYS in patch) {
+    const keys = patch[RETAIN_KEYS];
+    if (!Array.isArray(keys)) throw badPatch('invalid patch: $retainKeys must be a list of strings');
+    const keep = new Set(keys.map(String));
+    for (const k of Object.keys(patch)) {
+      if (k.startsWith('$')) continue;
+      if (!keep.has(k) && patch[k] !== null) throw unprocessable(`the patch has key "${k}" not present in the $retainKeys list`);
+    }
+    delete patch[RETAIN_KEYS];
+    for (const k of Object.keys(original)) if (!keep.has(k)) delete original[k];
+  }
+
+  // $setElementOrder/<field>, with the field's own patch list merged under that order.
+  for (const key of Object.keys(patch)) {
+    if (!key.startsWith(SET_ORDER)) continue;
+    const field = key.slice(SET_ORDER.length);
+    const order = patch[key];
+    delete patch[key];
+    if (!Array.isArray(order)) throw badPatch('invalid patch: $setElementOrder must be a list');
+    const fn = childNode(n, field);
+    const mergeKey = fn.patchMergeKey ?? '';
+    const orig: any[] = Array.isArray(original[field]) ? original[field] : [];
+    let merged = orig;
+    if (field in patch) {
+      const pv = patch[field];
+      delete patch[field];
+      if (pv === null) {
+        delete original[field];
+        continue;
+      }
+      if (!Array.isArray(pv)) throw badPatch(`invalid patch: ${field} must be a list`);
+      merged = mergeListItems(orig, pv, fn, mergeKey);
+    }
+    const scalar = !merged.some(isObj) && !order.some(isObj);
+    const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(x[mergeKey]) : JSON.stringify(x));
+    const inOrder = new Set(order.map(orderKey));
+    const patchItems = merged.filter((x) => inOrder.has(orderKey(x)));
+    const serverOnly = merged.filter((x) => !inOrder.has(orderKey(x)));
+    original[field] = normalizeOrder(patchItems, serverOnly, order, orig, orderKey);
+  }
+
+  for (const [rawKey, pv] of Object.entries(patch)) {
+    let key = rawKey;
+    let deleteList = false;
+    if (rawKey.startsWith(DELETE_PRIMITIVE)) {
+      key = rawKey.slice(DELETE_PRIMITIVE.length);
+      deleteList = true;
+      if (!Array.isArray(pv)) throw badPatch('invalid patch: $deleteFromPrimitiveList must be a list of primitives');
+      const cur = original[key];
+      if (Array.isArray(cur)) {
+        const drop = new Set(pv.map((x) => JSON.stringify(x)));
+        original[key] = cur.filter((x) => !drop.has(JSON.stringify(x)));
+      }
+      continue;
+    }
+    if (rawKey.startsWith('$')) throw badPatch(`invalid patch: unknown directive ${rawKey}`);
+    void deleteList;
+    const fn = childNode(n, key);
+    if (pv === null) {
+      delete original[key];
+      continue;
+    }
+    const ov = original[key];
+    if (ov === undefined || ov === null) {
+      original[key] = clean(pv, fn);
+      continue;
+    }
+    if (isObj(ov) && isObj(pv)) {
+      if (fn.patchStrategies?.includes('replace')) original[key] = clean(stripDirective(pv), fn);
+      else original[key] = mergeMap(ov, pv, fn);
+    } else if (Array.isArray(ov) && Array.isArray(pv)) {
+      original[key] = isMergeList(fn) ? mergeList(ov, pv, fn) : clean(pv, fn);
+    } else {
+      original[key] = clean(pv, fn);
+    }
+  }
+  return original;
+}
+
+function stripDirective(m: Obj): Obj {
+  const { [DIRECTIVE]: _, ...rest } = m;
+  return rest;
+}
+
+/** Merges a patch list into an original list of a patchStrategy=merge field. */
+function mergeList(original: any[], patch: any[], n: TypeNode): any[] {
+  if (original.length === 0 && patch.length === 0) return original;
+  const mergeKey = n.patchMergeKey ?? '';
+  // A `$patch: replace` item replaces the whole list with the other items.
+  if (patch.some((x) => isObj(x) && x[DIRECTIVE] === 'replace')) {
+    return clean(
+      patch.filter((x) => !(isObj(x) && x[DIRECTIVE] === 'replace')),
+      n,
+    );
+  }
+  const merged = mergeListItems(original, patch, n, mergeKey);
+  const scalar = !merged.some(isObj) && !patch.some(isObj);
+  const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(x[mergeKey]) : JSON.stringify(x));
+  const patchOrder = patch.filter((x) => !(isObj(x) && x[DIRECTIVE] !== undefined));
+  const inPatch = new Set(patchOrder.map(orderKey));
+  const patchItems = merged.filter((x) => inPatch.has(orderKey(x)));
+  const serverOnly = merged.filter((x) => !inPatch.has(orderKey(x)));
+  return normalizeOrder(patchItems, serverOnly, patchOrder, original, orderKey);
+}
+
+/** The item-wise merge without ordering: deletions, merges of matching items, additions. */
+function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: string): any[] {
+  const item = itemNode(n);
+  const scalar = patch.every((x) => !isObj(x)) && original.every((x) => !isObj(x));
+  if (scalar) {
+    if (patch.some(Array.isArray)) throw unprocessable('lists of lists are not supported');
+    const seen = new Set<string>();
+    const out: any[] = [];
+    for (const x of [...original, ...patch]) {
+      const k = JSON.stringify(x);
+      if (!seen.has(k)) {
+        seen.add(k);
+        out.push(x);
+      }
+    }
+    return out;
+  }
+  if (!mergeKey) throw unprocessable('cannot merge lists without a merge key');
+  let out = original.slice();
+  const keyOf = (x: any) => JSON.stringify(x?.[mergeKey]);
+  for (const p of patch) {
+    if (!isObj(p)) throw unprocessable(`unable to merge a list of maps with a non-map item: ${JSON.stringify(p)}`);
+    const d = directiveOf(p);
+    if (d === 'delete') {
+      if (p[mergeKey] === undefined) {
+        // A bare delete item with no key: delete the items that equal the rest of it.
+        const rest = JSON.stringify(stripDirective(p));
+        out = out.filter((x) => JSON.stringify(x) !== rest);
+      } else {
+        out = out.filter((x) => keyOf(x) !== keyOf(p));
+      }
+      continue;
+    }
+    if (p[mergeKey] === undefined) throw unprocessable(`map: ${JSON.stringify(p)} does not contain declared merge key: ${mergeKey}`);
+    const i = out.findIndex((x) => isObj(x) && keyOf(x) === keyOf(p));
+    if (i >= 0) out[i] = mergeMap(out[i], p, item);
+    else out.push(clean(p, item));
+  }
+  return out;
+}
+
+/**
+ * The ordering rule of apimachinery's normalizeElementOrder: patch items sorted by the patch
+ * order, server-only items sorted by their original order, then merged so that each keeps
+ * its place relative to the items of the other kind as the original had it.
+ */
+function normalizeOrder(patchItems: any[], serverOnly: any[], patchOrder: any[], serverOrder: any[], keyOf: (x: any) => string): any[] {
+  const pIdx = new Map<string, number>();
+  patchOrder.forEach((x, i) => {
+    const k = keyOf(x);
+    if (!pIdx.has(k)) pIdx.set(k, i);
+  });
+  const sIdx = new Map<string, number>();
+  serverOrder.forEach((x, i) => {
+    const k = keyOf(x);
+    if (!sIdx.has(k)) sIdx.set(k, i);
+  });
+  const left = patchItems.slice().sort((a, b) => (pIdx.get(keyOf(a)) ?? 0) - (pIdx.get(keyOf(b)) ?? 0));
+  const right = serverOnly.slice().sort((a, b) => (sIdx.get(keyOf(a)) ?? 0) - (sIdx.get(keyOf(b)) ?? 0));
+  const out: any[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < left.length || j < right.length) {
+    if (i >= left.length) out.push(right[j++]);
+    else if (j >= right.length) out.push(left[i++]);
+    else {
+      const li = sIdx.get(keyOf(left[i]));
+      const ri = sIdx.get(keyOf(right[j]));
+      if (li !== undefined && ri !== undefined && li < ri) out.push(left[i++]);
+      else out.push(right[j++]);
+    }
+  }
+  return out;
+}
+
+export { ANY };
