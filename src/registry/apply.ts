@@ -359,8 +359,9 @@ function prune(obj: any, last: FieldSet, managed: Map<string, Managed>, ignored:
     for (const [k, c] of s.children) walk(c, [...path, k]);
   };
   walk(last, []);
-  // Deepest first, so a container goes only after its contents were considered.
-  candidates.sort((a, b) => b.length - a.length);
+  // Shallowest first: a path goes only when nobody owns anything below it, and then its
+  // contents go with it (removing the contents first would leave items without their keys).
+  candidates.sort((a, b) => a.length - b.length);
   for (const p of candidates) {
     if (isIgnored(p) || owned(p)) continue;
     removePath(obj, p, root);

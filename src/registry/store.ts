@@ -393,7 +393,9 @@ export class Store {
       if (clientRv === '' && !t.strategy.allowUnconditionalUpdate) {
         this.invalid(t, name, [{ field: 'metadata.resourceVersion', type: 'FieldValueInvalid', value: 0, detail: 'must be specified for an update' }]);
       }
-      this.prepareUpdate(t, obj, old, opts.subresource);
+      // Client writes come with a field-ownership hook; the server's own (deletion, namespace
+      // lifecycle) do not, and may set what a client may not.
+      this.prepareUpdate(t, obj, old, opts.subresource, opts.fields !== undefined);
       opts.fields?.(old, obj);
       // A write that changes nothing is not written; the client gets the current object.
       const before = encodeForCommit(structuredClone(old));
@@ -422,7 +424,7 @@ export class Store {
   }
 
   /** Carries over what a client may not change, then validates. Mutates obj. */
-  private prepareUpdate(t: ResourceTarget, obj: any, old: any, subresource: string): void {
+  private prepareUpdate(t: ResourceTarget, obj: any, old: any, subresource: string, client: boolean): void {
     const m = obj.metadata;
     const om = old.metadata;
     m.name = om.name;
@@ -452,7 +454,7 @@ export class Store {
         });
       }
     }
-    if (forged.length) this.invalid(t, om.name, forged);
+    if (client && forged.length) this.invalid(t, om.name, forged);
     m.uid = om.uid;
     m.creationTimestamp = om.creationTimestamp;
     if (om.deletionTimestamp) {

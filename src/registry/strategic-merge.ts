@@ -135,7 +135,6 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
       }
       continue;
     }
-    if (rawKey.startsWith('$')) throw badPatch(`invalid patch: unknown directive ${rawKey}`);
     void deleteList;
     const fn = childNode(n, key);
     if (pv === null) {

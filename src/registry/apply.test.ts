@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { finishApply, planApply, recordUpdate, isReset, type WriteIdentity } from './apply.js';
+import { FieldSet, compare, fieldsOf, pathString } from './managed-fields.js';
+import { ANY, rootNode } from './schema-walk.js';
+import { StatusError } from '../errors.js';
+
+const root = rootNode('apps', 'v1', 'Deployment')!;
+const ctx = { root, hasStatus: true };
+const id = (manager: string): WriteIdentity => ({ manager, apiVersion: 'apps/v1', subresource: '' });
+
+function deploy(spec: any, extra: any = {}): any {
+  return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', namespace: 'ns', ...extra }, spec };
+}
+
+const base = {
+  selector: { matchLabels: { app: 'd' } },
+  template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } },
+};
+
+/** Runs one apply the way the store does: plan, then finish on the result. */
+function apply(live: any | null, config: any, manager: string, force = false): any {
+  const { obj, plan } = planApply(live ? structuredClone(live) : null, structuredClone(config), id(manager), ctx);
+  finishApply(live, obj, plan, id(manager), { force }, ctx);
+  return obj;
+}
+
+function owners(obj: any): Record<string, any> {
+  return Object.fromEntries((obj.metadata.managedFields ?? []).map((e: any) => [`${e.manager}/${e.operation}`, e.fieldsV1]));
+}
+
+describe('field sets', () => {
+  it('round-trips FieldsV1 with members, list-map keys and sets', () => {
+    const v1 = { 'f:metadata': { 'f:labels': { '.': {}, 'f:a': {} } }, 'f:spec': { 'f:x': { 'k:{"name":"n"}': { '.': {}, 'f:name': {} } } } };
+    const s = FieldSet.fromFieldsV1(v1);
+    expect(s.has(['f:metadata', 'f:labels'])).toBe(true);
+    expect(s.has(['f:metadata'])).toBe(false);
+    expect(s.toFieldsV1()).toEqual(v1);
+  });
+
+  it('fieldsOf keys container ports by containerPort and the protocol default', () => {
+    const s = fieldsOf(deploy({ template: { spec: { containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] } } }), root);
+    const paths = s.paths().map(pathString);
+    expect(paths).toContain('.spec.template.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"].containerPort');
+    expect(paths).toContain('.spec.template.spec.containers[name="c"]');
+  });
+
+  it('compare sees added, modified and removed fields', () => {
+    const c = compare(deploy({ replicas: 1, paused: true }), deploy({ replicas: 2, minReadySeconds: 3 }), root);
+    expect(c.modified.paths().map(pathString)).toEqual(['.spec.replicas']);
+    expect(c.added.paths().map(pathString)).toEqual(['.spec.minReadySeconds']);
+    expect(c.removed.paths().map(pathString)).toEqual(['.spec.paused']);
+  });
+
+  it('untyped data: every key a member, lists atomic', () => {
+    const s = fieldsOf({ spec: { a: [1, 2], b: { c: 1 } } }, ANY);
+    expect(s.paths().map(pathString).sort()).toEqual(['.spec', '.spec.a', '.spec.b', '.spec.b.c']);
+  });
+});
+
+describe('server-side apply', () => {
+  it('creates with the applier owning its fields, not identity or status', () => {
+    const obj = apply(null, deploy({ ...base, replicas: 2 }), 'alice');
+    const o = owners(obj);
+    expect(Object.keys(o)).toEqual(['alice/Apply']);
+    expect(o['alice/Apply']['f:spec']['f:replicas']).toEqual({});
+    expect(o['alice/Apply']['f:metadata']).toBeUndefined();
+    expect(obj.metadata.managedFields[0]).toMatchObject({ apiVersion: 'apps/v1', fieldsType: 'FieldsV1', operation: 'Apply' });
+  });
+
+  it('a different value from another applier conflicts, naming the field and the manager', () => {
+    const live = apply(null, deploy({ ...base, replicas: 2 }), 'alice');
+    try {
+      apply(live, deploy({ ...base, replicas: 5 }), 'bob');
+      expect.unreachable();
+    } catch (e) {
+      const se = e as StatusError;
+      expect(se.code).toBe(409);
+      expect(se.reason).toBe('Conflict');
+      expect(se.message).toBe('Apply failed with 1 conflict: conflict with "alice": .spec.replicas');
+      expect(se.details?.causes).toEqual([{ reason: 'FieldManagerConflict', message: 'conflict with "alice"', field: '.spec.replicas' }]);
+    }
+  });
+
+  it('force takes ownership; the same value is shared', () => {
+    const live = apply(null, deploy({ ...base, replicas: 2 }), 'alice');
+    const forced = apply(live, deploy({ ...base, replicas: 5 }), 'bob', true);
+    expect(forced.spec.replicas).toBe(5);
+    const o = owners(forced);
+    expect(o['alice/Apply']['f:spec']['f:replicas']).toBeUndefined();
+    expect(o['bob/Apply']['f:spec']['f:replicas']).toEqual({});
+    // shared: same value, no conflict, both own the image
+    const shared = apply(forced, deploy({ ...base }), 'carol');
+    const o2 = owners(shared);
+    expect(o2['carol/Apply']['f:spec']['f:template']).toBeDefined();
+    expect(o2['alice/Apply']['f:spec']['f:template']).toBeDefined();
+  });
+
+  it('a sole owner that omits a field removes it; a shared one only drops its ownership', () => {
+    const live = apply(null, deploy({ ...base, replicas: 2, minReadySeconds: 5 }), 'alice');
+    const out = apply(live, deploy({ ...base, replicas: 2 }), 'alice');
+    expect(out.spec.minReadySeconds).toBeUndefined();
+    const both = apply(out, deploy({ ...base, replicas: 2 }), 'bob');
+    const out2 = apply(both, deploy({ ...base }), 'alice');
+    expect(out2.spec.replicas).toBe(2);
+    expect(owners(out2)['alice/Apply']['f:spec']['f:replicas']).toBeUndefined();
+  });
+
+  it('removes a container it no longer applies, keeps one another manager added', () => {
+    const two = deploy({ ...base, template: { ...base.template, spec: { containers: [{ name: 'c', image: 'i' }, { name: 'x', image: 'x' }] } } });
+    let live = apply(null, two, 'alice');
+    const updated = structuredClone(live);
+    updated.spec.template.spec.containers.push({ name: 'y', image: 'y' });
+    recordUpdate(live, updated, id('kubectl-edit'), ctx);
+    live = updated;
+    const out = apply(live, deploy({ ...base }), 'alice');
+    expect(out.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['c', 'y']);
+  });
+
+  it('updates never conflict and take the fields they change', () => {
+    const live = apply(null, deploy({ ...base, replicas: 2 }), 'alice');
+    const next = structuredClone(live);
+    next.spec.replicas = 7;
+    recordUpdate(live, next, id('kubectl'), ctx);
+    const o = owners(next);
+    expect(o['kubectl/Update']['f:spec']['f:replicas']).toEqual({});
+    expect(o['alice/Apply']['f:spec']['f:replicas']).toBeUndefined();
+    // and alice now conflicts with the updater, named with its version
+    try {
+      apply(next, deploy({ ...base, replicas: 2 }), 'alice');
+      expect.unreachable();
+    } catch (e) {
+      expect((e as StatusError).message).toBe('Apply failed with 1 conflict: conflict with "kubectl" using apps/v1: .spec.replicas');
+    }
+  });
+
+  it('the reset rule: [{}] strips managedFields, and the writer then owns what it changed', () => {
+    const live = apply(null, deploy({ ...base, replicas: 2 }), 'alice');
+    const next = structuredClone(live);
+    next.metadata.managedFields = [{}];
+    next.spec.replicas = 3;
+    expect(isReset(next.metadata.managedFields)).toBe(true);
+    recordUpdate(live, next, id('resetter'), ctx);
+    expect(next.metadata.managedFields.map((e: any) => e.manager)).toEqual(['resetter']);
+    expect(owners(next)['resetter/Update']['f:spec']).toEqual({ 'f:replicas': {} });
+    const plain = structuredClone(live);
+    plain.metadata.managedFields = [];
+    plain.spec.paused = true;
+    recordUpdate(live, plain, id('x'), ctx);
+    expect(plain.metadata.managedFields.map((e: any) => e.manager).sort()).toEqual(['alice', 'x']);
+  });
+
+  it('merges Update entries per manager and caps them at ten', () => {
+    let live = apply(null, deploy({ ...base, replicas: 1 }), 'alice');
+    for (let i = 0; i < 12; i++) {
+      const next = structuredClone(live);
+      next.metadata.labels = { ...(next.metadata.labels ?? {}), ['l' + i]: 'v' };
+      recordUpdate(live, next, id('m' + i), ctx);
+      live = next;
+    }
+    const updaters = live.metadata.managedFields.filter((e: any) => e.operation === 'Update');
+    expect(updaters.length).toBe(10);
+    expect(updaters.some((e: any) => e.manager === 'ancient-changes')).toBe(true);
+  });
+});

@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { strategicMergePatch } from './strategic-merge.js';
+import { rootNode } from './schema-walk.js';
+import { StatusError } from '../errors.js';
+
+const deploy = rootNode('apps', 'v1', 'Deployment')!;
+const pod = rootNode('', 'v1', 'Pod')!;
+const svc = rootNode('', 'v1', 'Service')!;
+
+function podWith(spec: any): any {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec };
+}
+
+describe('strategic merge patch', () => {
+  it('merges containers by name and keeps the ones the patch does not name', () => {
+    const orig = podWith({ containers: [{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:1' }] });
+    const out = strategicMergePatch(orig, { spec: { containers: [{ name: 'b', image: 'b:2' }, { name: 'c', image: 'c:1' }] } }, pod);
+    expect(out.spec.containers).toEqual([
+      { name: 'a', image: 'a:1' },
+      { name: 'b', image: 'b:2' },
+      { name: 'c', image: 'c:1' },
+    ]);
+    // the original is not touched
+    expect(orig.spec.containers).toHaveLength(2);
+  });
+
+  it('replaces lists without a merge strategy (command, args)', () => {
+    const orig = podWith({ containers: [{ name: 'a', command: ['x', 'y'] }] });
+    const out = strategicMergePatch(orig, { spec: { containers: [{ name: 'a', command: ['z'] }] } }, pod);
+    expect(out.spec.containers[0].command).toEqual(['z']);
+  });
+
+  it('null deletes a field, and deletes map keys', () => {
+    const orig = { ...podWith({ containers: [] }), metadata: { name: 'p', labels: { a: '1', b: '2' } } };
+    const out = strategicMergePatch(orig, { metadata: { labels: { a: null } }, spec: { containers: null } }, pod);
+    expect(out.metadata.labels).toEqual({ b: '2' });
+    expect(out.spec.containers).toBeUndefined();
+  });
+
+  it('$patch: delete removes a list item by merge key', () => {
+    const orig = podWith({ containers: [{ name: 'a' }, { name: 'b' }] });
+    const out = strategicMergePatch(orig, { spec: { containers: [{ name: 'a', $patch: 'delete' }] } }, pod);
+    expect(out.spec.containers).toEqual([{ name: 'b' }]);
+  });
+
+  it('$patch: replace in a list replaces the whole list', () => {
+    const orig = podWith({ containers: [{ name: 'a', image: 'x' }, { name: 'b' }] });
+    const out = strategicMergePatch(orig, { spec: { containers: [{ name: 'c' }, { $patch: 'replace' }] } }, pod);
+    expect(out.spec.containers).toEqual([{ name: 'c' }]);
+  });
+
+  it('$patch: replace in a map replaces the map; $patch: delete empties it', () => {
+    const orig = { metadata: { name: 'p', labels: { a: '1', b: '2' }, annotations: { x: 'y' } } };
+    const out = strategicMergePatch(orig, { metadata: { labels: { c: '3', $patch: 'replace' }, annotations: { $patch: 'delete' } } }, pod);
+    expect(out.metadata.labels).toEqual({ c: '3' });
+    expect(out.metadata.annotations).toEqual({});
+  });
+
+  it('$patch: merge is the default and is removed', () => {
+    const out = strategicMergePatch({ metadata: { labels: { a: '1' } } }, { metadata: { labels: { b: '2', $patch: 'merge' } } }, pod);
+    expect(out.metadata.labels).toEqual({ a: '1', b: '2' });
+  });
+
+  it('an unknown $patch value is a 400', () => {
+    try {
+      strategicMergePatch({}, { metadata: { $patch: 'bogus' } }, pod);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as StatusError).code).toBe(400);
+    }
+  });
+
+  it('merges finalizers as a set of scalars and $deleteFromPrimitiveList removes', () => {
+    const orig = { metadata: { name: 'p', finalizers: ['a', 'b'] } };
+    const out = strategicMergePatch(orig, { metadata: { finalizers: ['c', 'a'], '$deleteFromPrimitiveList/finalizers': ['b'] } }, pod);
+    expect(out.metadata.finalizers.sort()).toEqual(['a', 'c']);
+  });
+
+  it('$setElementOrder orders the merged list, server-only items keep their place', () => {
+    const orig = podWith({ containers: [{ name: 'a' }, { name: 's' }, { name: 'b' }] });
+    const out = strategicMergePatch(
+      orig,
+      { spec: { '$setElementOrder/containers': [{ name: 'b' }, { name: 'a' }, { name: 'n' }], containers: [{ name: 'n', image: 'n' }] } },
+      pod,
+    );
+    const names = out.spec.containers.map((c: any) => c.name);
+    expect(names.filter((n: string) => n !== 's')).toEqual(['b', 'a', 'n']);
+    expect(names).toContain('s');
+  });
+
+  it('$retainKeys drops the keys of the original the patch does not retain (volume source switch)', () => {
+    const orig = podWith({ containers: [], volumes: [{ name: 'v', emptyDir: {} }] });
+    const out = strategicMergePatch(orig, { spec: { volumes: [{ name: 'v', $retainKeys: ['configMap', 'name'], configMap: { name: 'cm' } }] } }, pod);
+    expect(out.spec.volumes).toEqual([{ name: 'v', configMap: { name: 'cm' } }]);
+  });
+
+  it('$retainKeys on the deployment strategy (Recreate drops rollingUpdate)', () => {
+    const orig = { spec: { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%' } } } };
+    const out = strategicMergePatch(orig, { spec: { strategy: { $retainKeys: ['type'], type: 'Recreate', rollingUpdate: null } } }, deploy);
+    expect(out.spec.strategy).toEqual({ type: 'Recreate' });
+  });
+
+  it('merges env by name and service ports by port', () => {
+    const orig = podWith({ containers: [{ name: 'a', env: [{ name: 'X', value: '1' }, { name: 'Y', value: '2' }] }] });
+    const out = strategicMergePatch(orig, { spec: { containers: [{ name: 'a', env: [{ name: 'Y', value: '3' }] }] } }, pod);
+    expect(out.spec.containers[0].env).toEqual([
+      { name: 'X', value: '1' },
+      { name: 'Y', value: '3' },
+    ]);
+    const s = strategicMergePatch({ spec: { ports: [{ port: 80, name: 'http' }] } }, { spec: { ports: [{ port: 443, name: 'https' }] } }, svc);
+    expect(s.spec.ports.map((p: any) => p.port)).toEqual([80, 443]);
+  });
+
+  it('an item without its merge key is a 422', () => {
+    try {
+      strategicMergePatch(podWith({ containers: [{ name: 'a' }] }), { spec: { containers: [{ image: 'x' }] } }, pod);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as StatusError).code).toBe(422);
+    }
+  });
+
+  it('new fields carrying directives land clean', () => {
+    const out = strategicMergePatch(podWith({}), { spec: { containers: [{ name: 'a', env: [{ name: 'X', value: '1' }], '$setElementOrder/env': [{ name: 'X' }] }] } }, pod);
+    expect(out.spec.containers).toEqual([{ name: 'a', env: [{ name: 'X', value: '1' }] }]);
+  });
+});
