@@ -37,7 +37,7 @@ describe('renderTable', () => {
     expect(parseIncludeObject('')).toBe('Metadata');
     expect(parseIncludeObject('Object')).toBe('Object');
     expect(parseIncludeObject('None')).toBe('None');
-    expect(parseIncludeObject('all')).toEqual({ error: expect.stringContaining('includeObject: Unsupported value: "all"') });
+    expect(parseIncludeObject('all')).toEqual({ error: `Unable to convert to Table as requested: includeObject: Invalid value: "all": must be 'Metadata', 'Object', 'None', or empty` });
   });
 });
 

@@ -40,7 +40,8 @@ const INCLUDE_VALUES: IncludeObject[] = ['Metadata', 'None', 'Object'];
 export function parseIncludeObject(v: string | undefined | null): IncludeObject | { error: string } {
   if (v === undefined || v === null || v === '') return 'Metadata';
   if ((INCLUDE_VALUES as string[]).includes(v)) return v as IncludeObject;
-  return { error: `includeObject: Unsupported value: ${JSON.stringify(v)}: supported values: ${INCLUDE_VALUES.map((x) => JSON.stringify(x)).join(', ')}` };
+  // kube-apiserver's 400 message (TableOptions validation), word for word.
+  return { error: `Unable to convert to Table as requested: includeObject: Invalid value: ${JSON.stringify(v)}: must be 'Metadata', 'Object', 'None', or empty` };
 }
 
 const columnsJson = new WeakMap<KindPrinter, string>();
