@@ -23,7 +23,11 @@ export async function rawLoad(t: Target, opts: { path: string; method?: string; 
       new Promise<void>((resolve) => {
         const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, session });
         sock.once('session', (s) => (session ??= s));
-        let buf: Buffer = Buffer.alloc(0);
+        // Response bytes are kept as a list of chunks: a large body (a list) arrives in
+        // many chunks, and joining them on every arrival would cost the client O(n²).
+        let chunks: Buffer[] = [];
+        let have = 0;
+        let need = -1; // total bytes of the response being read, once its headers are in
         let sentAt = 0;
         const send = () => {
           if (Date.now() >= end) {
@@ -34,28 +38,45 @@ export async function rawLoad(t: Target, opts: { path: string; method?: string; 
           sentAt = performance.now();
           sock.write(request);
         };
+        const done = (status: number) => {
+          requests++;
+          if (status < 200 || status >= 300) non2xx++;
+          if (latencies.length < 200_000) latencies.push(performance.now() - sentAt);
+        };
+        let status = 0;
+        let chunkedBody = false;
         sock.on('secureConnect', send);
         sock.on('data', (d: Buffer) => {
-          buf = buf.length ? Buffer.concat([buf, d]) : d;
+          chunks.push(d);
+          have += d.length;
           for (;;) {
-            const h = buf.indexOf('\r\n\r\n');
-            if (h < 0) return;
-            const headers = buf.subarray(0, h).toString('latin1');
-            const status = Number(headers.slice(9, 12));
-            let total: number;
-            const cl = /content-length:\s*(\d+)/i.exec(headers);
-            if (cl) total = h + 4 + Number(cl[1]);
-            else {
-              const term = buf.indexOf('\r\n0\r\n\r\n', h);
-              if (term < 0) return;
-              total = term + 7;
+            if (need < 0) {
+              const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have);
+              chunks = [buf];
+              const h = buf.indexOf('\r\n\r\n');
+              if (h < 0) return;
+              const headers = buf.subarray(0, h).toString('latin1');
+              status = Number(headers.slice(9, 12));
+              const cl = /content-length:\s*(\d+)/i.exec(headers);
+              chunkedBody = !cl;
+              need = cl ? h + 4 + Number(cl[1]) : 0;
             }
-            if (buf.length < total) return;
-            buf = buf.subarray(total);
-            requests++;
-            if (status < 200 || status >= 300) non2xx++;
-            if (latencies.length < 200_000) latencies.push(performance.now() - sentAt);
+            if (chunkedBody) {
+              // The terminating chunk is at the very end of what arrived so far.
+              const last = chunks[chunks.length - 1];
+              const tail = last.length >= 7 ? last.subarray(last.length - 7) : Buffer.concat(chunks, have).subarray(Math.max(0, have - 7));
+              if (tail.toString('latin1') !== '\r\n0\r\n\r\n') return;
+              need = have;
+            }
+            if (have < need) return;
+            const rest = have - need;
+            const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have);
+            chunks = rest > 0 ? [all.subarray(need)] : [];
+            have = rest;
+            need = -1;
+            done(status);
             send();
+            if (have === 0) return;
           }
         });
         sock.on('error', () => {

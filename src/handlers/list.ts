@@ -1,14 +1,18 @@
 // list: the collection is the stored bytes of each item inside a small header, with no
 // re-encoding of the items.
-import { sendJson } from '../http/respond.js';
+import { sendJson, sendJsonParts } from '../http/respond.js';
 import { listOptions } from '../request/query.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 
 const COMMA = Buffer.from(',');
 const TAIL = Buffer.from(']}');
 
+function listHead(kind: string, apiVersion: string, meta: Record<string, unknown>): Buffer {
+  return Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
+}
+
 export function renderList(kind: string, apiVersion: string, meta: Record<string, unknown>, items: Buffer[]): Buffer {
-  const head = Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
+  const head = listHead(kind, apiVersion, meta);
   const parts: Buffer[] = [head];
   for (let i = 0; i < items.length; i++) {
     if (i > 0) parts.push(COMMA);
@@ -24,5 +28,10 @@ export async function handleList(c: HandlerContext): Promise<void> {
   const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
   if (r.continueToken) meta.continue = r.continueToken;
   if (r.remainingItemCount !== undefined) meta.remainingItemCount = r.remainingItemCount;
+  if (r.joined) {
+    // The cache's items come joined already: header, one slice, tail; nothing is copied.
+    sendJsonParts(c.req, c.res, 200, [listHead(c.target.info.listKind, apiVersionOf(c.target), meta), r.joined, TAIL]);
+    return;
+  }
   sendJson(c.req, c.res, 200, renderList(c.target.info.listKind, apiVersionOf(c.target), meta, r.items));
 }

@@ -47,3 +47,9 @@ export function sendError(req: ApiRequest | null, res: ResponseSink, err: unknow
   if (se.headers) for (const [k, v] of Object.entries(se.headers)) extra.push([k, v]);
   sendJson(req, res, se.code, JSON.stringify(se.toStatus()), extra);
 }
+
+/** A JSON body made of parts (a list's header, items and tail), sent without joining them. */
+export function sendJsonParts(req: ApiRequest | null, res: ResponseSink, code: number, parts: Uint8Array[]): void {
+  if (res.aborted) return;
+  res.sendParts(code, req?.warnings?.length ? baseHeaders(req, JSON_TYPE) : PLAIN_JSON_HEADERS, parts);
+}

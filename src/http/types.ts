@@ -34,6 +34,8 @@ export type HeaderList = Array<[string, string]>;
 export interface ResponseSink {
   readonly aborted: boolean;
   send(status: number, headers: HeaderList, body: string | Uint8Array): void;
+  /** send() of the concatenation of parts, without joining them (large lists). */
+  sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void;
   startStream(status: number, headers: HeaderList): void;
   write(chunk: string | Uint8Array): boolean;
   end(): void;

@@ -78,6 +78,47 @@ class UwsSink implements ResponseSink {
     this.finish();
   }
 
+  /**
+   * One response whose body is the concatenation of parts, sent with its Content-Length and
+   * without joining the parts: each goes to the socket as far as it takes it, and the rest
+   * follows from onWritable (uWS's tryEnd protocol), so a large list is never copied whole.
+   */
+  sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
+    if (this.aborted || this.done) return;
+    let total = 0;
+    for (const p of parts) total += p.byteLength;
+    const res = this.res;
+    let idx = 0;
+    let partStart = 0; // the body offset where parts[idx] starts
+    // Sends from the current offset on; true once the whole body is out (or the response is gone).
+    const pump = (): boolean => {
+      while (idx < parts.length) {
+        const part = parts[idx];
+        const sent = res.getWriteOffset() - partStart;
+        const [ok, done] = res.tryEnd(sent > 0 ? part.subarray(sent) : part, total);
+        if (done) {
+          this.finish();
+          return true;
+        }
+        if (!ok) return false;
+        partStart += part.byteLength;
+        idx++;
+      }
+      return true;
+    };
+    const first = () => {
+      this.writeHead(status, headers);
+      if (total === 0) {
+        res.end();
+        this.finish();
+        return;
+      }
+      if (!pump()) res.onWritable(() => (this.aborted || this.done ? true : pump()));
+    };
+    if (this.inHandler) first();
+    else res.cork(first);
+  }
+
   startStream(status: number, headers: HeaderList): void {
     if (this.aborted) return;
     this.res.cork(() => this.writeHead(status, headers));

@@ -78,8 +78,27 @@ export function frameOf(ev: WatchEvent, as: EventType = ev.type): Buffer {
   return f;
 }
 
+/**
+ * The items of one list, joined by commas, memoized while the cache does not change: a list
+ * response is then a small header, one slice of these bytes and a tail, with no per-item
+ * work. offsets[i] is where item i starts; item i ends one byte (the comma) before item i+1.
+ */
+interface JoinedList {
+  version: number;
+  bytes: Buffer;
+  offsets: Int32Array;
+}
+
+const COMMA = 0x2c;
+/** How many namespaces' joined lists one type keeps at a time. */
+const MAX_JOINED = 8;
+
 export class ResourceCache {
   readonly items = new Map<string, CacheEntry>();
+  /** bumped by every change of items: memoized views are valid for one version */
+  private version = 0;
+  private nsLists = new Map<string, { version: number; arr: CacheEntry[] }>();
+  private joinedLists = new Map<string, JoinedList>();
   readonly watchers = new WatcherGroup();
   private sortedItems: CacheEntry[] | null = null;
   private ring: WatchEvent[] = [];
@@ -103,7 +122,15 @@ export class ResourceCache {
     const [ns, name] = splitKey(key);
     this.items.set(key, { key, ns, name, rv, json });
     this.sortedItems = null;
+    this.changed();
     if (rv > this.newestRv) this.newestRv = rv;
+  }
+
+  /** Memoized views are of the old state now; stale joined bytes are let go at once. */
+  private changed(): void {
+    this.version++;
+    if (this.joinedLists.size) this.joinedLists.clear();
+    if (this.nsLists.size) this.nsLists.clear();
   }
 
   /** The newest version that touched this type: the cache is the state at any version from here on. */
@@ -116,6 +143,7 @@ export class ResourceCache {
     const [ns, name] = prev ? [prev.ns, prev.name] : splitKey(key);
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
     if (rv > this.newestRv) this.newestRv = rv;
+    this.changed();
     if (type === 'DELETED') {
       this.items.delete(key);
       this.sortedItems = null;
@@ -168,14 +196,47 @@ export class ResourceCache {
     return -1;
   }
 
-  /** Objects of one namespace ("" = all), sorted. */
+  /** Objects of one namespace ("" = all), sorted. Memoized until the next change: never mutate it. */
   list(ns: string): CacheEntry[] {
     const all = this.sorted();
     if (ns === '') return all;
+    const memo = this.nsLists.get(ns);
+    if (memo && memo.version === this.version) return memo.arr;
     const prefix = ns + '/';
     const out: CacheEntry[] = [];
     for (let i = firstKeyAtOrAfter(all, prefix); i < all.length && all[i].key.startsWith(prefix); i++) out.push(all[i]);
+    if (this.nsLists.size >= MAX_JOINED && !memo) this.nsLists.delete(this.nsLists.keys().next().value!);
+    this.nsLists.set(ns, { version: this.version, arr: out });
     return out;
+  }
+
+  /**
+   * The JSON of list(ns)[from, to) joined by commas, as one slice of a buffer built once per
+   * version of the cache (the first list after a change pays one copy; the rest pay nothing).
+   */
+  joined(ns: string, from: number, to: number): Buffer {
+    let j = this.joinedLists.get(ns);
+    if (!j || j.version !== this.version) {
+      const arr = this.list(ns);
+      let total = arr.length > 0 ? arr.length - 1 : 0;
+      for (let i = 0; i < arr.length; i++) total += arr[i].json.length;
+      const bytes = Buffer.allocUnsafe(total);
+      const offsets = new Int32Array(arr.length + 1);
+      let off = 0;
+      for (let i = 0; i < arr.length; i++) {
+        if (i > 0) bytes[off++] = COMMA;
+        offsets[i] = off;
+        const b = arr[i].json;
+        b.copy(bytes, off);
+        off += b.length;
+      }
+      offsets[arr.length] = total + 1;
+      if (this.joinedLists.size >= MAX_JOINED && !j) this.joinedLists.delete(this.joinedLists.keys().next().value!);
+      j = { version: this.version, bytes, offsets };
+      this.joinedLists.set(ns, j);
+    }
+    if (from >= to) return j.bytes.subarray(0, 0);
+    return j.bytes.subarray(j.offsets[from], j.offsets[to] - 1);
   }
 
   /** Events after rv, or null when the ring no longer holds all of them. */
