@@ -102,67 +102,105 @@ function jsonKind(v: unknown): string {
 // ---------------------------------------------------------------------------------------
 // The walk
 
+type Seg = string | number | { k: string };
+
 class Walker {
   unknown: string[] = [];
   typeError?: string;
   required: string[] = [];
+  /** Where the walk is: field names, array indexes, map keys. Paths are rendered only when needed. */
+  private segs: Seg[] = [];
 
   constructor(
     private drop: boolean,
     private checkRequired: boolean,
   ) {}
 
-  /** The Go-decoder message of a type mismatch; `struct` is the innermost Go struct, `fields` the field names from the root. */
-  private mismatch(v: unknown, struct: string, fields: string[], goType: string, detail?: string): void {
+  /** kube's field path of the current position plus an optional child field: spec.containers[0].name */
+  private path(child?: string): string {
+    let out = '';
+    for (const s of this.segs) {
+      if (typeof s === 'string') out = out ? `${out}.${s}` : s;
+      else if (typeof s === 'number') out += `[${s}]`;
+      else out += `[${s.k}]`;
+    }
+    if (child !== undefined) out = out ? `${out}.${child}` : child;
+    return out;
+  }
+
+  /** The Go-decoder message of a type mismatch; `struct` is the innermost Go struct. */
+  private mismatch(v: unknown, struct: string, goType: string, detail?: string): void {
     if (this.typeError) return;
     const what = detail ?? jsonKind(v);
+    // Go's decoder names the field by its field names from the root, without indexes or keys.
+    const fields = this.segs.filter((x): x is string => typeof x === 'string');
     this.typeError = fields.length
       ? `json: cannot unmarshal ${what} into Go struct field ${struct}.${fields.join('.')} of type ${goType}`
       : `json: cannot unmarshal ${what} into Go value of type ${goType}`;
   }
 
-  /** Checks `v` against a property schema. path: the kube field path; fields/struct: for Go messages. */
-  value(v: unknown, p: SchemaProp, path: string, fields: string[], struct: string, inStatus: boolean): void {
+  /** Checks `v` against a property schema; `struct` is the Go struct holding the current field. */
+  value(v: unknown, p: SchemaProp, struct: string, inStatus: boolean): void {
     if (v === null || v === undefined || this.typeError) return;
     if (p.r) {
-      this.ref(v, p.r, path, fields, struct, inStatus);
+      this.ref(v, p.r, struct, inStatus);
       return;
     }
     switch (p.t) {
       case 'string':
-        if (typeof v !== 'string') return this.mismatch(v, struct, fields, goTypeOf(p));
+        if (typeof v !== 'string') return this.mismatch(v, struct, goTypeOf(p));
         if (p.f === 'byte') {
           const bad = base64Error(v);
           if (bad !== undefined && !this.typeError) this.typeError = `illegal base64 data at input byte ${bad}`;
         }
         return;
       case 'integer': {
-        if (typeof v !== 'number') return this.mismatch(v, struct, fields, goTypeOf(p));
+        if (typeof v !== 'number') return this.mismatch(v, struct, goTypeOf(p));
         const lim = p.f === 'int32' ? 2 ** 31 : 2 ** 63;
-        if (!Number.isInteger(v) || v < -lim || v >= lim) this.mismatch(v, struct, fields, goTypeOf(p), `number ${v}`);
+        if (!Number.isInteger(v) || v < -lim || v >= lim) this.mismatch(v, struct, goTypeOf(p), `number ${v}`);
         return;
       }
       case 'number':
-        if (typeof v !== 'number') this.mismatch(v, struct, fields, goTypeOf(p));
+        if (typeof v !== 'number') this.mismatch(v, struct, goTypeOf(p));
         return;
       case 'boolean':
-        if (typeof v !== 'boolean') this.mismatch(v, struct, fields, goTypeOf(p));
+        if (typeof v !== 'boolean') this.mismatch(v, struct, goTypeOf(p));
         return;
       case 'array': {
-        if (!Array.isArray(v)) return this.mismatch(v, struct, fields, goTypeOf(p));
-        if (p.i) for (let i = 0; i < v.length; i++) this.value(v[i], p.i, `${path}[${i}]`, fields, struct, inStatus);
+        if (!Array.isArray(v)) return this.mismatch(v, struct, goTypeOf(p));
+        if (p.i) {
+          for (let i = 0; i < v.length; i++) {
+            this.segs.push(i);
+            this.value(v[i], p.i, struct, inStatus);
+            this.segs.pop();
+          }
+        }
         return;
       }
       case 'object': {
-        if (typeof v !== 'object' || Array.isArray(v)) return this.mismatch(v, struct, fields, goTypeOf(p));
-        if (p.a) for (const [k, x] of Object.entries(v as object)) this.value(x, p.a, `${path}[${k}]`, fields, struct, inStatus);
+        if (typeof v !== 'object' || Array.isArray(v)) return this.mismatch(v, struct, goTypeOf(p));
+        if (p.a) {
+          const a = p.a;
+          // Scalar map values (labels, data, ...) are checked without tracking the key.
+          const scalar = !a.r && a.t !== 'array' && a.t !== 'object';
+          for (const k in v as object) {
+            const x = (v as Record<string, unknown>)[k];
+            if (scalar) {
+              this.value(x, a, struct, inStatus);
+            } else {
+              this.segs.push({ k });
+              this.value(x, a, struct, inStatus);
+              this.segs.pop();
+            }
+          }
+        }
         return;
       }
     }
     // no type: anything goes
   }
 
-  private ref(v: unknown, name: string, path: string, fields: string[], struct: string, inStatus: boolean): void {
+  private ref(v: unknown, name: string, struct: string, inStatus: boolean): void {
     const def = definition(name);
     if (!def) return;
     if (name === QUANTITY) {
@@ -180,37 +218,39 @@ class Walker {
       return;
     }
     if (def.f === 'date-time') {
-      if (typeof v !== 'string') return this.mismatch(v, struct, fields, goDefName(name));
+      if (typeof v !== 'string') return this.mismatch(v, struct, goDefName(name));
       if (v !== '' && !RFC3339_RE.test(v) && !this.typeError) this.typeError = `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"`;
       return;
     }
-    this.def(v, def, name, path, fields, struct, inStatus);
+    this.def(v, def, name, struct, inStatus);
   }
 
   /** An object of a definition: known properties checked, unknown ones recorded (and dropped). */
-  def(v: unknown, def: SchemaDef, name: string, path: string, fields: string[], struct: string, inStatus: boolean): void {
+  def(v: unknown, def: SchemaDef, name: string, struct: string, inStatus: boolean): void {
     if (!def.p) {
       // A definition without properties is free-form (RawExtension, FieldsV1, JSON, ...),
       // unless it is a plain scalar.
-      if (def.t && def.t !== 'object') this.value(v, { t: def.t, f: def.f }, path, fields, struct, inStatus);
+      if (def.t && def.t !== 'object') this.value(v, { t: def.t, f: def.f }, struct, inStatus);
       return;
     }
-    if (typeof v !== 'object' || Array.isArray(v) || v === null) return this.mismatch(v, struct, fields, goDefName(name));
+    if (typeof v !== 'object' || Array.isArray(v) || v === null) return this.mismatch(v, struct, goDefName(name));
     const obj = v as Record<string, unknown>;
     const here = name.slice(name.lastIndexOf('.') + 1);
-    for (const k of Object.keys(obj)) {
+    const top = this.segs.length === 0;
+    for (const k in obj) {
       const p = def.p[k];
-      const childPath = path ? `${path}.${k}` : k;
       if (!p) {
-        this.unknown.push(childPath);
+        this.unknown.push(this.path(k));
         if (this.drop) delete obj[k];
         continue;
       }
-      this.value(obj[k], p, childPath, [...fields, k], here, inStatus || (path === '' && k === 'status'));
+      this.segs.push(k);
+      this.value(obj[k], p, here, inStatus || (top && k === 'status'));
+      this.segs.pop();
       if (this.typeError) return;
     }
     if (this.checkRequired && !inStatus && def.req) {
-      for (const r of def.req) if (!(r in obj)) this.required.push(path ? `${path}.${r}` : r);
+      for (const r of def.req) if (!(r in obj)) this.required.push(this.path(r));
     }
   }
 }
@@ -245,7 +285,7 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
   const def = name ? definition(name) : undefined;
   if (!name || !def) return result;
   const w = new Walker(mode !== 'Strict', opts.required !== false);
-  w.def(obj, def, name, '', [], gvk.kind, false);
+  w.def(obj, def, name, gvk.kind, false);
   if (w.typeError) {
     result.typeError = w.typeError;
     return result;
@@ -284,18 +324,22 @@ export function enforceFieldCheck(r: FieldCheckResult, kind: string, apiVersion:
 export function findDuplicateFields(text: string): string[] {
   const out: string[] = [];
   // Each open container: for objects the keys seen and the current key, for arrays the index.
+  // Paths are rendered only when a duplicate is found.
   interface Frame {
     obj: boolean;
     keys?: Set<string>;
     key?: string;
     index: number;
-    path: string;
+    parent: Frame | undefined;
   }
   const stack: Frame[] = [];
-  const childPath = (f: Frame | undefined): string => {
+  const pathOf = (f: Frame | undefined): string => {
     if (!f) return '';
-    if (f.obj) return f.path ? `${f.path}.${f.key}` : f.key!;
-    return `${f.path}[${f.index}]`;
+    const p = pathOf(f.parent);
+    if (!f.parent) return p;
+    const at = f.parent;
+    if (at.obj) return p ? `${p}.${at.key}` : at.key!;
+    return `${p}[${at.index}]`;
   };
   let i = 0;
   const n = text.length;
@@ -303,19 +347,25 @@ export function findDuplicateFields(text: string): string[] {
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      let j = i + 1;
+      // The closing quote is the next one not preceded by an odd run of backslashes.
+      let j = text.indexOf('"', i + 1);
       let escaped = false;
-      while (j < n) {
-        const d = text.charCodeAt(j);
-        if (d === 0x5c) escaped = true;
-        else if (d === 0x22) break;
-        j += d === 0x5c ? 2 : 1;
+      while (j > 0 && text.charCodeAt(j - 1) === 0x5c) {
+        let k = j - 1;
+        while (text.charCodeAt(k - 1) === 0x5c) k--;
+        escaped = true;
+        if ((j - k) % 2 === 0) break;
+        j = text.indexOf('"', j + 1);
       }
+      if (j < 0) break;
       if (expectKey) {
         const raw = text.slice(i, j + 1);
         const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
         const top = stack[stack.length - 1];
-        if (top.keys!.has(key)) out.push(top.path ? `${top.path}.${key}` : key);
+        if (top.keys!.has(key)) {
+          const p = pathOf(top);
+          out.push(p ? `${p}.${key}` : key);
+        }
         else top.keys!.add(key);
         top.key = key;
         expectKey = false;
@@ -324,10 +374,10 @@ export function findDuplicateFields(text: string): string[] {
       continue;
     }
     if (c === 0x7b /* { */) {
-      stack.push({ obj: true, keys: new Set(), index: 0, path: childPath(stack[stack.length - 1]) });
+      stack.push({ obj: true, keys: new Set(), index: 0, parent: stack[stack.length - 1] });
       expectKey = true;
     } else if (c === 0x5b /* [ */) {
-      stack.push({ obj: false, index: 0, path: childPath(stack[stack.length - 1]) });
+      stack.push({ obj: false, index: 0, parent: stack[stack.length - 1] });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
     } else if (c === 0x2c /* , */) {
