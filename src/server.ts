@@ -13,6 +13,8 @@ import { Store } from './registry/store.js';
 import { StrategyRegistry } from './registry/strategies.js';
 import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
 import { ensureKubernetesService } from './registry/kubernetes-service.js';
+import { GarbageCollector } from './controllers/garbage-collector.js';
+import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { FilterChain } from './http/filter-chain.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter } from './http/filters/authentication.js';
@@ -61,6 +63,11 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+  // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
+  const gc = new GarbageCollector(store, coord, catalog, targets);
+  gc.start();
+  const sweeper = new GraceSweeper(store, coord, [targets.resolve('', 'v1', 'pods')!]);
+  sweeper.start();
 
   const health: HealthState = { ready: false, shuttingDown: false };
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
@@ -103,6 +110,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     shutdown() {
       stopping ??= (async () => {
         health.shuttingDown = true;
+        gc.stop();
+        sweeper.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
         await coord.close();

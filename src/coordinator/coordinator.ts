@@ -136,6 +136,13 @@ export class Coordinator {
     }
   }
 
+  private observers: Array<(cache: ResourceCache, events: WatchEvent[]) => void> = [];
+
+  /** Calls fn on the front thread with every committed batch of events, per type, after the watchers. */
+  observe(fn: (cache: ResourceCache, events: WatchEvent[]) => void): void {
+    this.observers.push(fn);
+  }
+
   /** The cache of one resource type, created on first use. */
   cache(gr: string): ResourceCache {
     let c = this.caches.get(gr);
@@ -218,6 +225,8 @@ export class Coordinator {
     }
     if (lastRv > shard.applied) shard.applied = lastRv;
     for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
+    // In-process controllers (garbage collector, grace sweeper) see the same events.
+    for (const [cache, evs] of byType) for (const o of this.observers) o(cache, evs);
     // 2. then the acknowledgements;
     for (const a of acks) {
       const p = this.pending.get(a.id);

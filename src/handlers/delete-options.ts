@@ -1,9 +1,13 @@
-// DeleteOptions from the body (JSON) and the query string (spec 2.8).
+// DeleteOptions (spec 2.8): from the body when there is one, else from the query string,
+// as kube-apiserver reads them; then checked as kube's ValidateDeleteOptions (422 Invalid
+// on DeleteOptions.meta.k8s.io).
 import type { ApiRequest } from '../http/types.js';
 import { errors } from '../errors.js';
 import { decodeProtobufObject, isProtobufBody } from '../codec/protobuf.js';
-import { dryRunParam, gracePeriodParam } from '../request/query.js';
+import { boolParam, dryRunParam, gracePeriodParam } from '../request/query.js';
 import type { DeleteOptions } from '../registry/store.js';
+import type { FieldError } from '../registry/strategy.js';
+import { features } from '../features.js';
 
 const POLICIES = new Set(['Orphan', 'Background', 'Foreground']);
 
@@ -19,22 +23,39 @@ export function deleteOptions(req: ApiRequest): DeleteOptions {
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest('DeleteOptions must be a JSON object');
   }
-  const o: DeleteOptions = { dryRun: dryRunParam(req.query) };
+  const q = req.query;
+  const o: DeleteOptions = { dryRun: dryRunParam(q) };
   if (Array.isArray(body.dryRun) && body.dryRun.length > 0) {
     if (body.dryRun.some((v: unknown) => v !== 'All')) throw errors.badRequest(`Invalid dry run value: ${JSON.stringify(body.dryRun)}, supported values: "All"`);
     o.dryRun = true;
   }
-  const grace = gracePeriodParam(req.query) ?? body.gracePeriodSeconds;
+  const grace = gracePeriodParam(q) ?? body.gracePeriodSeconds;
   if (grace !== undefined && grace !== null) o.gracePeriodSeconds = Number(grace);
-  const policy = req.query.get('propagationPolicy') ?? body.propagationPolicy;
-  if (policy !== undefined && policy !== null) {
-    if (!POLICIES.has(policy)) {
-      throw errors.invalid('DeleteOptions', 'meta.k8s.io', '', [
-        { field: 'propagationPolicy', type: 'FieldValueNotSupported', value: policy, detail: 'supported values: "Foreground", "Background", "Orphan", "nil"' },
-      ]);
-    }
-    o.propagationPolicy = policy;
-  }
+  const policy = q.get('propagationPolicy') ?? body.propagationPolicy;
+  if (policy !== undefined && policy !== null) o.propagationPolicy = policy;
+  const orphan = q.has('orphanDependents') ? boolParam(q, 'orphanDependents') : body.orphanDependents;
+  if (typeof orphan === 'boolean') o.orphanDependents = orphan;
   if (body.preconditions && typeof body.preconditions === 'object') o.preconditions = body.preconditions;
+  const unsafe = q.has('ignoreStoreReadErrorWithClusterBreakingPotential')
+    ? boolParam(q, 'ignoreStoreReadErrorWithClusterBreakingPotential')
+    : body.ignoreStoreReadErrorWithClusterBreakingPotential;
+  // Without the gate the option is dropped, as kube-apiserver drops it.
+  if (unsafe === true && features.enabled('AllowUnsafeMalformedObjectDeletion')) o.ignoreStoreReadErrorWithClusterBreakingPotential = true;
+
+  const errs: FieldError[] = [];
+  if (o.orphanDependents !== undefined && o.propagationPolicy !== undefined) {
+    errs.push({ field: 'propagationPolicy', type: 'FieldValueInvalid', value: o.propagationPolicy, detail: 'orphanDependents and deletionPropagation cannot be both set' });
+  }
+  if (o.propagationPolicy !== undefined && !POLICIES.has(o.propagationPolicy)) {
+    errs.push({ field: 'propagationPolicy', type: 'FieldValueNotSupported', value: o.propagationPolicy, detail: 'supported values: "Foreground", "Background", "Orphan", "nil"' });
+  }
+  if (o.ignoreStoreReadErrorWithClusterBreakingPotential) {
+    if (o.dryRun) errs.push({ field: 'dryRun', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
+    if (o.propagationPolicy !== undefined) errs.push({ field: 'propagationPolicy', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
+    if (o.orphanDependents !== undefined) errs.push({ field: 'orphanDependents', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
+    if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds !== 0) errs.push({ field: 'gracePeriodSeconds', type: 'FieldValueInvalid', value: '', detail: 'must be zero when ignoreStoreReadErrorWithClusterBreakingPotential is set' });
+    if (o.preconditions !== undefined) errs.push({ field: 'preconditions', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
+  }
+  if (errs.length) throw errors.invalid('DeleteOptions', 'meta.k8s.io', '', errs);
   return o;
 }

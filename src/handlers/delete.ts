@@ -23,6 +23,7 @@ export async function handleDelete(c: HandlerContext): Promise<void> {
   if (r.deleted && !c.target.strategy.returnDeletedObject) {
     sendJson(c.req, c.res, 200, successStatus(c, c.info.name, r.obj?.metadata?.uid));
   } else {
-    sendJson(c.req, c.res, 200, r.json);
+    // kube answers 202 only for a deletion left pending with the deprecated orphanDependents=false.
+    sendJson(c.req, c.res, !r.deleted && opts.orphanDependents === false ? 202 : 200, r.json);
   }
 }

@@ -1,19 +1,37 @@
-// Namespaces: the ones every cluster starts with, and deletion. Deleting a namespace
-// marks it Terminating (deletionTimestamp set, spec.finalizers ["kubernetes"]); the
-// lifecycle then deletes everything in it, and removes the namespace once it is empty,
-// as kube-apiserver with the namespace controller does.
+// Namespaces: the ones every cluster starts with, and deletion (kube-apiserver's namespace
+// REST plus the namespace controller). Deleting a namespace marks it (deletionTimestamp,
+// status.phase Terminating; spec.finalizers keeps "kubernetes"); the lifecycle then deletes
+// everything in it, reporting progress in status.conditions as kube does, removes the
+// "kubernetes" finalizer once it is empty (what namespaces/finalize does), and the
+// namespace goes when no finalizer is left. Creates in a terminating namespace are refused
+// by the store (403).
+//
+// Thread ownership: the front thread; one background run per terminating namespace.
 import { errors } from '../errors.js';
-import { entryObject } from '../../workers/watch/watch-cache.js';
+import { entryObject, type CacheEntry } from '../../workers/watch/watch-cache.js';
 import type { Catalog } from '../api/catalog.js';
 import type { Targets } from '../api/targets.js';
 import { nowTimestamp, objectKey, type DeleteOptions, type ResourceTarget, type Store } from './store.js';
-import { encodeForCommit } from '../codec/json.js';
+import { encodeForCommit, orderedObject } from '../codec/json.js';
+import { checkPreconditions } from './deletion.js';
+import { WriteRejected } from '../coordinator/coordinator.js';
+import type { EventType } from '../../workers/shard/protocol.js';
 
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 const UNDELETABLE = new Set(['default', 'kube-system', 'kube-public']);
+export const FINALIZER_KUBERNETES = 'kubernetes';
+
+interface Progress {
+  /** "<resource>.<group>" -> objects left */
+  remaining: Map<string, number>;
+  /** finalizer -> objects that still carry it */
+  finalizers: Map<string, number>;
+  failures: string[];
+}
 
 export class NamespaceLifecycle {
   private running = new Set<string>();
+  private stopped = false;
   constructor(
     private store: Store,
     private catalog: Catalog,
@@ -37,75 +55,170 @@ export class NamespaceLifecycle {
     }
   }
 
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Writes a namespace as it is (spec and status included), with the precondition that it is still `cur`. */
+  private async write(cur: CacheEntry, obj: any, type: EventType): Promise<Buffer> {
+    const t = this.nsTarget();
+    delete obj.metadata.resourceVersion;
+    const { head, tail, ordered } = encodeForCommit(obj);
+    const r = await this.store.coord.write({ type, gr: t.gr, key: cur.key, expect: cur.rv, head, tail }, ordered);
+    return r.json;
+  }
+
+  /**
+   * Rewrites a namespace with `change` applied to a copy, retrying on a lost race; deletes it
+   * when it is marked for deletion and no finalizer is left. Returns the last state.
+   */
+  private async modify(name: string, change: (obj: any) => void, dryRun = false): Promise<Buffer> {
+    const t = this.nsTarget();
+    for (let attempt = 0; ; attempt++) {
+      const cur = this.store.cacheOf(t).items.get(objectKey('', name));
+      if (!cur) throw errors.notFound(t.groupResource, name);
+      const obj = structuredClone(entryObject(cur));
+      change(obj);
+      const gone = !!obj.metadata.deletionTimestamp && !(obj.spec?.finalizers ?? []).length && !(obj.metadata.finalizers ?? []).length;
+      if (dryRun) return Buffer.from(JSON.stringify(orderedObject(obj)));
+      if (!gone && JSON.stringify(obj) === JSON.stringify(entryObject(cur))) return cur.json;
+      try {
+        return await this.write(cur, obj, gone ? 'DELETED' : 'MODIFIED');
+      } catch (e) {
+        if (e instanceof WriteRejected && e.failure !== 'notfound' && attempt < 8) continue;
+        if (e instanceof WriteRejected && e.failure === 'notfound') throw errors.notFound(t.groupResource, name);
+        throw e;
+      }
+    }
+  }
+
   async delete(t: ResourceTarget, name: string, opts: DeleteOptions): Promise<Buffer> {
     if (UNDELETABLE.has(name)) {
       throw errors.forbidden(t.groupResource, name, `namespaces "${name}" is forbidden: this namespace may not be deleted`);
     }
     const cur = this.store.cacheOf(t).items.get(objectKey('', name));
     if (!cur) throw errors.notFound(t.groupResource, name);
-    if (entryObject(cur).metadata.deletionTimestamp) return cur.json;
-    const r = await this.store.guaranteedUpdate(t, '', name, { dryRun: opts.dryRun, subresource: '' }, (obj) => {
-      if (opts.preconditions?.uid && opts.preconditions.uid !== obj.metadata.uid) {
-        throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${obj.metadata.uid}`);
-      }
-      obj.metadata.deletionTimestamp = nowTimestamp();
-      obj.metadata.deletionGracePeriodSeconds = 0;
-      return obj;
-    });
-    if (!opts.dryRun) await this.markTerminating(name);
-    this.finalize(name);
-    return this.store.cacheOf(t).items.get(objectKey('', name))?.json ?? r.json;
+    checkPreconditions(t, name, entryObject(cur), cur.rv, opts.preconditions);
+    const json = await this.modify(
+      name,
+      (obj) => {
+        if (obj.metadata.deletionTimestamp) return;
+        obj.metadata.deletionTimestamp = nowTimestamp();
+        obj.metadata.deletionGracePeriodSeconds = 0;
+        obj.status = { ...(obj.status ?? {}), phase: 'Terminating' };
+      },
+      opts.dryRun,
+    );
+    if (!opts.dryRun) this.finalize(name);
+    return json;
   }
 
-  /** Sets status.phase Terminating: a status change the main resource would otherwise ignore. */
-  private async markTerminating(name: string): Promise<void> {
-    const t = this.nsTarget();
-    await this.store.guaranteedUpdate(t, '', name, { dryRun: false, subresource: 'status' }, (obj) => {
-      obj.status = { ...(obj.status ?? {}), phase: 'Terminating' };
-      return obj;
-    });
+  /** namespaces/finalize: replaces spec.finalizers only; a marked namespace with none left goes. */
+  async finalizeSubresource(name: string, body: any, dryRun: boolean): Promise<Buffer> {
+    const fins = body?.spec?.finalizers;
+    if (fins !== undefined && !Array.isArray(fins)) throw errors.badRequest('spec.finalizers must be a list');
+    return this.modify(
+      name,
+      (obj) => {
+        obj.spec = { ...(obj.spec ?? {}) };
+        if (fins && fins.length) obj.spec.finalizers = [...fins];
+        else delete obj.spec.finalizers;
+      },
+      dryRun,
+    );
   }
 
-  /** Deletes the namespace's contents, then the namespace. Runs in the background. */
+  /** Deletes the namespace's contents, then drops the `kubernetes` finalizer. Runs in the background. */
   private finalize(name: string): void {
     if (this.running.has(name)) return;
     this.running.add(name);
     const run = async () => {
       try {
-        for (let round = 0; ; round++) {
-          let remaining = 0;
-          for (const gv of this.catalog.servedGroupVersions()) {
-            for (const info of gv.resources) {
-              if (!info.namespaced || !info.verbs.includes('delete')) continue;
-              if (this.catalog.preferredVersion(info.group) !== info.version) continue;
-              const target = this.targets.resolve(info.group, info.version, info.resource);
-              if (!target) continue;
-              const items = this.store.cacheOf(target).list(name);
-              remaining += items.length;
-              await Promise.all(
-                items.map((e) =>
-                  this.store.delete(target, name, e.name, { dryRun: false }).catch(() => undefined),
-                ),
-              );
-            }
+        let lastConditions = '';
+        for (let round = 0; !this.stopped; round++) {
+          const p = await this.deleteContents(name);
+          const conditions = this.conditions(p);
+          const key = JSON.stringify(conditions.map((c) => [c.type, c.status, c.message]));
+          if (key !== lastConditions) {
+            lastConditions = key;
+            await this.modify(name, (obj) => {
+              const before = new Map<string, any>((obj.status?.conditions ?? []).map((c: any) => [c.type, c]));
+              obj.status = {
+                ...(obj.status ?? {}),
+                phase: 'Terminating',
+                conditions: conditions.map((c) => {
+                  const was = before.get(c.type);
+                  return was && was.status === c.status ? { ...c, lastTransitionTime: was.lastTransitionTime } : c;
+                }),
+              };
+            });
           }
-          if (remaining === 0) break;
+          if (p.remaining.size === 0) break;
           await new Promise((r) => setTimeout(r, Math.min(1000, 50 * (round + 1))));
         }
-        // Empty: drop the finalizer and the namespace with it.
-        const t = this.nsTarget();
-        const cur = this.store.cacheOf(t).items.get(objectKey('', name));
-        if (cur) {
-          const obj = structuredClone(entryObject(cur));
-          obj.spec = { ...(obj.spec ?? {}), finalizers: [] };
-          delete obj.metadata.resourceVersion;
-          const { head, tail, ordered } = encodeForCommit(obj);
-          await this.store.coord.write({ type: 'DELETED', gr: t.gr, key: cur.key, expect: cur.rv, head, tail }, ordered).catch(() => undefined);
-        }
+        if (this.stopped) return;
+        // Empty: the `kubernetes` finalizer goes; the namespace goes with it when it was the last.
+        await this.modify(name, (obj) => {
+          const left = (obj.spec?.finalizers ?? []).filter((f: string) => f !== FINALIZER_KUBERNETES);
+          obj.spec = { ...(obj.spec ?? {}) };
+          if (left.length) obj.spec.finalizers = left;
+          else delete obj.spec.finalizers;
+        });
+      } catch {
+        // The namespace went away under us, or a write failed: a later delete or restart resumes.
       } finally {
         this.running.delete(name);
       }
     };
     void run();
+  }
+
+  /** One pass over every namespaced type: deletes what is there, counts what is left. */
+  private async deleteContents(name: string): Promise<Progress> {
+    const p: Progress = { remaining: new Map(), finalizers: new Map(), failures: [] };
+    for (const gv of this.catalog.servedGroupVersions()) {
+      for (const info of gv.resources) {
+        if (!info.namespaced || !info.verbs.includes('delete')) continue;
+        if (this.catalog.preferredVersion(info.group) !== info.version) continue;
+        const target = this.targets.resolve(info.group, info.version, info.resource);
+        if (!target) continue;
+        const items = this.store.cacheOf(target).list(name);
+        if (items.length === 0) continue;
+        await Promise.all(
+          items.map((e) =>
+            this.store.delete(target, name, e.name, { dryRun: false, propagationPolicy: 'Background' }).catch((err) => {
+              if (err?.code !== 404) p.failures.push(String(err?.message ?? err));
+            }),
+          ),
+        );
+        const left = this.store.cacheOf(target).list(name);
+        if (left.length) {
+          p.remaining.set(`${info.resource}.${info.group}`, left.length);
+          for (const e of left) for (const f of entryObject(e)?.metadata?.finalizers ?? []) p.finalizers.set(f, (p.finalizers.get(f) ?? 0) + 1);
+        }
+      }
+    }
+    return p;
+  }
+
+  /** status.conditions as kube's namespace controller reports them. */
+  private conditions(p: Progress): Array<{ type: string; status: string; lastTransitionTime: string; reason: string; message: string }> {
+    const now = nowTimestamp();
+    const c = (type: string, on: boolean, reason: string, message: string) => ({ type, status: on ? 'True' : 'False', lastTransitionTime: now, reason, message });
+    const remaining = [...p.remaining].sort(([a], [b]) => (a < b ? -1 : 1)).map(([gr, n]) => `${gr} has ${n} resource instances`);
+    const fins = [...p.finalizers].sort(([a], [b]) => (a < b ? -1 : 1)).map(([f, n]) => `${f} in ${n} resource instances`);
+    return [
+      c('NamespaceDeletionDiscoveryFailure', false, 'ResourcesDiscovered', 'All resources successfully discovered'),
+      c('NamespaceDeletionGroupVersionParsingFailure', false, 'ParsedGroupVersions', 'All legacy kube types successfully parsed'),
+      p.failures.length
+        ? c('NamespaceDeletionContentFailure', true, 'ContentDeletionFailed', `Failed to delete all resource types, ${p.failures.length} remaining: ${p.failures.join(', ')}`)
+        : c('NamespaceDeletionContentFailure', false, 'ContentDeleted', 'All content successfully deleted, may be waiting on finalization'),
+      remaining.length
+        ? c('NamespaceContentRemaining', true, 'SomeResourcesRemain', `Some resources are remaining: ${remaining.join(', ')}`)
+        : c('NamespaceContentRemaining', false, 'ContentRemoved', 'All content successfully removed'),
+      fins.length
+        ? c('NamespaceFinalizersRemaining', true, 'SomeFinalizersRemain', `Some content in the namespace has finalizers remaining: ${fins.join(', ')}`)
+        : c('NamespaceFinalizersRemaining', false, 'ContentHasNoFinalizers', 'All content-preserving finalizers finished'),
+    ];
   }
 }

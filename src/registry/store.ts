@@ -29,6 +29,7 @@ import { ANY, rootNode } from './schema-walk.js';
  * after the kind's own preparation and validation.
  */
 export type FieldsHook = (old: any | null, obj: any) => void;
+import { checkPreconditions, planDelete, type DeleteOptions } from './deletion.js';
 
 export interface ResourceTarget {
   info: ResourceInfo;
@@ -64,12 +65,7 @@ export interface ListResult {
   remainingItemCount?: number;
 }
 
-export interface DeleteOptions {
-  dryRun: boolean;
-  gracePeriodSeconds?: number;
-  propagationPolicy?: string;
-  preconditions?: { uid?: string; resourceVersion?: string };
-}
+export type { DeleteOptions } from './deletion.js';
 
 /** How long a read waits for a version newer than the cache holds: kube-apiserver's 3 s. */
 export const TOO_LARGE_RV_WAIT_MS = 3000;
@@ -259,14 +255,15 @@ export class Store {
     return this.coord.cache('namespaces').items.get(objectKey('', ns));
   }
 
-  private checkNamespace(t: ResourceTarget, ns: string, creating: boolean): void {
+  private checkNamespace(t: ResourceTarget, ns: string, creating: boolean, name = ''): void {
     if (!t.info.namespaced) return;
     const nsEntry = this.namespaceEntry(ns);
     if (!nsEntry) throw errors.notFound({ group: '', resource: 'namespaces' }, ns);
     if (creating) {
       const nsObj = entryObject(nsEntry);
       if (nsObj?.status?.phase === 'Terminating' || nsObj?.metadata?.deletionTimestamp) {
-        throw new StatusError(403, 'Forbidden', `${t.info.resource}${t.info.group ? '.' + t.info.group : ''} "${''}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, {
+        throw new StatusError(403, 'Forbidden', `${t.info.resource}${t.info.group ? '.' + t.info.group : ''} "${name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, {
+          name,
           ...(t.info.group ? { group: t.info.group } : {}),
           kind: t.info.resource,
           causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }],
@@ -311,7 +308,7 @@ export class Store {
       if (m.generateName) m.name = generateName(m.generateName);
       else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
     }
-    this.checkNamespace(t, ns, true);
+    this.checkNamespace(t, ns, true, m.name);
     m.uid = randomUUID();
     m.creationTimestamp = nowTimestamp();
     delete m.resourceVersion;
@@ -406,7 +403,8 @@ export class Store {
       const before = encodeForCommit(structuredClone(old));
       const after = encodeForCommit(obj);
       if (before.head === after.head && before.tail === after.tail) return { code: 200, json: cur.json };
-      const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0);
+      // The last finalizer gone from an object marked for deletion (and not still in a grace period) deletes it.
+      const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0) && !(obj.metadata.deletionGracePeriodSeconds > 0);
       const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
       let committed = false;
       try {
@@ -528,6 +526,7 @@ export class Store {
     });
   }
 
+  /** DELETE of one object; what it does is decided by planDelete (src/registry/deletion.ts). */
   async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
@@ -535,23 +534,11 @@ export class Store {
       const cur = cache.items.get(key);
       if (!cur) throw errors.notFound(t.groupResource, name);
       const old = entryObject(cur);
-      const pre = o.preconditions;
-      if (pre?.uid && pre.uid !== old.metadata.uid) {
-        throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`);
-      }
-      if (pre?.resourceVersion && pre.resourceVersion !== String(cur.rv)) {
-        throw errors.conflict(t.groupResource, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.rv}`);
-      }
-      const obj = structuredClone(old);
-      const finalizers: string[] = obj.metadata.finalizers ?? [];
-      let type: EventType = 'DELETED';
-      if (finalizers.length > 0) {
-        if (obj.metadata.deletionTimestamp) return { deleted: false, json: cur.json, obj: old };
-        obj.metadata.deletionTimestamp = nowTimestamp();
-        obj.metadata.deletionGracePeriodSeconds = 0;
-        type = 'MODIFIED';
-      }
-      delete obj.metadata.resourceVersion;
+      checkPreconditions(t, name, old, cur.rv, o.preconditions);
+      const plan = planDelete(t, old, o);
+      if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };
+      const type: EventType = plan.kind === 'now' ? 'DELETED' : 'MODIFIED';
+      const obj = plan.obj;
       if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);

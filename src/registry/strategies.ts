@@ -13,8 +13,8 @@ class NamespaceStrategy extends Strategy {
     this.canonicalize(obj);
   }
   override prepareForUpdate(obj: any, old: any): void {
+    // spec.finalizers changes only through namespaces/finalize; status through namespaces/status.
     obj.spec = structuredClone(old.spec ?? {});
-    obj.status = structuredClone(old.status ?? { phase: 'Active' });
   }
   override canonicalize(obj: any): void {
     obj.metadata.labels = { ...(obj.metadata.labels ?? {}), 'kubernetes.io/metadata.name': obj.metadata.name };
@@ -77,6 +77,14 @@ class ServiceStrategy extends Strategy {
 
 class PodStrategy extends Strategy {
   override returnDeletedObject = true;
+  /** A bound pod gets its grace period; an unscheduled or finished one goes at once (as kube's pod strategy). */
+  override checkGracefulDelete(obj: any, requested: number | undefined): number {
+    let period = requested ?? obj?.spec?.terminationGracePeriodSeconds ?? 30;
+    if (!obj?.spec?.nodeName) period = 0;
+    const phase = obj?.status?.phase;
+    if (phase === 'Failed' || phase === 'Succeeded') period = 0;
+    return period;
+  }
   override prepareForCreate(obj: any): void {
     obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
   }
@@ -96,6 +104,13 @@ class DeploymentStrategy extends SpecStrategy {
       ru.maxSurge ??= '25%';
     }
     obj.status = {};
+  }
+}
+
+/** v1 ReplicationControllers orphan their pods unless told otherwise, for compatibility (as kube). */
+class ReplicationControllerStrategy extends SpecStrategy {
+  override defaultGarbageCollectionPolicy(version: string): 'DeleteDependents' | 'OrphanDependents' {
+    return version === 'v1' ? 'OrphanDependents' : 'DeleteDependents';
   }
 }
 
@@ -153,7 +168,7 @@ export class StrategyRegistry {
         case 'limitranges':
           return { strategy: new CreateOnUpdateStrategy(), nameRule: 'subdomain' };
         case 'replicationcontrollers':
-          return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
+          return { strategy: new ReplicationControllerStrategy(), nameRule: 'subdomain' };
       }
     }
     if (group === 'apps' && resource === 'deployments') return { strategy: new DeploymentStrategy(), nameRule: 'subdomain' };

@@ -47,6 +47,17 @@ export class Strategy {
   beginUpdate(_obj: any, _old: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
   /** After the object is gone from storage (its last state). */
   afterDelete(_obj: any): void {}
+  /**
+   * kube's RESTGracefulDeleteStrategy: the grace period (seconds) a delete of obj gets, given
+   * the one the client asked for; undefined for kinds that are never deleted gracefully.
+   */
+  checkGracefulDelete(_obj: any, _requested: number | undefined): number | undefined {
+    return undefined;
+  }
+  /** kube's DefaultGarbageCollectionPolicy, for a request in `version` of the kind's group. */
+  defaultGarbageCollectionPolicy(_version: string): 'DeleteDependents' | 'OrphanDependents' | 'Unsupported' {
+    return 'DeleteDependents';
+  }
   /** Normalizes an object before it is stored. */
   canonicalize(_obj: any): void {}
   warningsOnCreate(_obj: any): string[] {
