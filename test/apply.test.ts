@@ -104,6 +104,17 @@ describe('server-side apply', () => {
     expect(plain.metadata.managedFields).toBeUndefined();
   });
 
+  it('kubectl apply --server-side takes over from its client-side apply without conflicts', async () => {
+    const spec = { containers: [{ name: 'app', image: 'nginx:1.25' }] };
+    await k(['apply', '-f', '-'], deployment('mig', spec));
+    await k(['apply', '--server-side', '-f', '-'], deployment('mig', spec).replace('"replicas":2', '"replicas":4'));
+    const live = JSON.parse(await k(['get', 'deployment', 'mig', '-n', 'default', '-o', 'json', '--show-managed-fields']));
+    expect(live.spec.replicas).toBe(4);
+    const owners = Object.fromEntries(live.metadata.managedFields.map((e: any) => [`${e.manager}/${e.operation}`, e.fieldsV1]));
+    expect(owners['kubectl/Apply']['f:spec']['f:replicas']).toEqual({});
+    expect(owners['kubectl-client-side-apply/Update']?.['f:spec']?.['f:replicas']).toBeUndefined();
+  });
+
   it('the conflict Status carries a cause per field; an update never conflicts and takes ownership', async () => {
     const path = '/apis/apps/v1/namespaces/default/deployments/ssa';
     const body = cfg(9);

@@ -193,7 +193,14 @@ export interface ApplyPlan {
   managed: Map<string, Managed>;
   key: string;
   setChanged: boolean;
+  /** the fields of the live object's client-side apply annotation (kubectl upgrading to server-side apply) */
+  lastApplied?: FieldSet;
 }
+
+/** The annotation kubectl's client-side apply keeps its last configuration in. */
+export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+/** Only kubectl's own server-side apply takes over from its client-side apply (kube's lastAppliedManager). */
+const KUBECTL = 'kubectl';
 
 /**
  * Stage one of an apply: merges config into live, gives the applier the fields of config,
@@ -220,7 +227,26 @@ export function planApply(live: any | null, config: any, id: WriteIdentity, ctx:
   const setChanged = !last || JSON.stringify(last.set.toFieldsV1()) !== JSON.stringify(newSet.toFieldsV1()) || last.apiVersion !== id.apiVersion;
   if (last) prune(merged, last.set, managed, ignored, ctx.root);
   delete merged.metadata?.managedFields;
-  return { obj: merged, plan: { managed, key, setChanged } };
+  const plan: ApplyPlan = { managed, key, setChanged };
+  const annotation = live?.metadata?.annotations?.[LAST_APPLIED];
+  if (id.manager === KUBECTL && typeof annotation === 'string' && annotation !== '') {
+    // kubectl moving an object from client-side to server-side apply: the fields its
+    // annotation lists may be taken from the client-side applier without a conflict, and the
+    // annotation follows the new configuration (kube's lastAppliedManager and lastAppliedUpdater).
+    try {
+      plan.lastApplied = fieldsOf(JSON.parse(annotation), ctx.root);
+    } catch {
+      // an annotation that is not JSON allows nothing
+    }
+    const cfg = structuredClone(config);
+    if (cfg.metadata?.annotations) {
+      delete cfg.metadata.annotations[LAST_APPLIED];
+      if (Object.keys(cfg.metadata.annotations).length === 0) delete cfg.metadata.annotations;
+    }
+    merged.metadata ??= {};
+    merged.metadata.annotations = { ...(merged.metadata.annotations ?? {}), [LAST_APPLIED]: JSON.stringify(cfg) };
+  }
+  return { obj: merged, plan };
 }
 
 /**
@@ -230,14 +256,21 @@ export function planApply(live: any | null, config: any, id: WriteIdentity, ctx:
  */
 export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: WriteIdentity, opts: ApplyOptions, ctx: ManagedContext): void {
   const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
-  const c = compare(live ? stripManaged(live) : {}, stripManaged(obj), ctx.root);
+  const after = stripManaged(obj);
+  if (plan.lastApplied) {
+    // The synced annotation is bookkeeping, not a change anyone owns.
+    const was = live?.metadata?.annotations?.[LAST_APPLIED];
+    after.metadata.annotations = { ...(after.metadata.annotations ?? {}), [LAST_APPLIED]: was };
+  }
+  const c = compare(live ? stripManaged(live) : {}, after, ctx.root);
   const changed = withoutIgnored(c.modified.union(c.added), ignored);
-  const conflicts: Array<{ manager: Managed; path: string[] }> = [];
+  let conflicts: Array<{ manager: Managed; path: string[] }> = [];
   for (const [k, m] of plan.managed) {
     if (k === plan.key) continue;
     const hit = m.set.intersection(changed);
     if (!hit.empty()) for (const p of hit.paths()) conflicts.push({ manager: m, path: p });
   }
+  if (plan.lastApplied) conflicts = conflicts.filter((x) => !plan.lastApplied!.has(x.path));
   if (conflicts.length > 0 && !opts.force) throw applyConflict(conflicts);
   for (const [k, m] of plan.managed) {
     if (k === plan.key) continue;

@@ -125,6 +125,12 @@ function decodeContinue(s: string): ContinueToken {
   }
 }
 
+/** Whether a patch names metadata.resourceVersion (a conditional patch). */
+function patchPinsVersion(patchType: string, patch: any): boolean {
+  if (patchType === 'json') return Array.isArray(patch) && patch.some((op) => op && typeof op === 'object' && op.path === '/metadata/resourceVersion');
+  return patch?.metadata?.resourceVersion !== undefined && patch?.metadata?.resourceVersion !== null;
+}
+
 export class Store {
   constructor(readonly coord: Coordinator) {}
 
@@ -511,8 +517,11 @@ export class Store {
 
   /** `check` sees the patched object before anything else (field validation; may drop fields or throw). */
   patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook }): Promise<WriteResult> {
+    // The patch sees the current resourceVersion (a JSON patch may `test` it); it pins the
+    // version only when it names it, and then a stale one is a 409.
+    const pinned = patchPinsVersion(patchType, patch);
     return this.guaranteedUpdate(t, ns, name, opts, (current) => {
-      delete current.metadata.resourceVersion;
+      const rv = current.metadata.resourceVersion;
       let out: any;
       if (patchType === 'merge') out = mergePatch(current, patch);
       else if (patchType === 'strategic') out = strategicMergePatch(current, patch as any, rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY);
@@ -521,6 +530,7 @@ export class Store {
       if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};
       out.apiVersion = current.apiVersion;
       out.kind = current.kind;
+      if (!pinned && out.metadata.resourceVersion === rv) delete out.metadata.resourceVersion;
       opts.check?.(out);
       return out;
     });

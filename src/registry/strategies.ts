@@ -126,6 +126,21 @@ class CreateOnUpdateStrategy extends Strategy {
 
 const SPEC_GROUPS = new Set(['apps', 'batch', 'networking.k8s.io', 'policy', 'autoscaling', 'storage.k8s.io', 'admissionregistration.k8s.io', 'flowcontrol.apiserver.k8s.io']);
 
+/** The kinds whose kube-apiserver strategy allows a PUT to create (AllowCreateOnUpdate), as resource.group. */
+const CREATE_ON_UPDATE = new Set([
+  'services.',
+  'endpoints.',
+  'events.',
+  'limitranges.',
+  'events.events.k8s.io',
+  'leases.coordination.k8s.io',
+  'roles.rbac.authorization.k8s.io',
+  'rolebindings.rbac.authorization.k8s.io',
+  'clusterroles.rbac.authorization.k8s.io',
+  'clusterrolebindings.rbac.authorization.k8s.io',
+  'runtimeclasses.node.k8s.io',
+]);
+
 export interface StrategyOptions {
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
@@ -148,6 +163,7 @@ export class StrategyRegistry {
     let s = this.cache.get(key);
     if (s) return s;
     s = this.make(group, resource);
+    if (CREATE_ON_UPDATE.has(key)) s.strategy.allowCreateOnUpdate = true;
     this.cache.set(key, s);
     return s;
   }
