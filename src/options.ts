@@ -81,7 +81,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
   'min-request-timeout': { kind: 'int', help: 'Minimum watch timeout in seconds; the server picks one between it and twice it. (default 1800)', set: (o, v) => (o.minRequestTimeout = v) },
   'request-timeout': { kind: 'duration', help: 'Default request timeout. (default 1m0s)', set: (o, v) => (o.requestTimeoutSeconds = v) },
-  'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] to switch group-versions on or off.', set: (o, v) => (o.runtimeConfig = v) },
+  'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] switching group-versions or resources on or off: api/all, api/ga, api/beta, api/alpha, group/version, group/version/resource (core: v1, v1/pods).', set: (o, v) => (o.runtimeConfig = v) },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
   'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },

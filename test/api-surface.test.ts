@@ -237,6 +237,9 @@ describe('discovery', () => {
       const api = await request(s, 'GET', '/api', undefined, { accept });
       expect(api.headers['content-type']).toBe(`application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList`);
       const core = api.json();
+      const etag = api.headers['etag'] as string;
+      expect(etag).toMatch(/^"[0-9a-f]+"$/);
+      expect((await request(s, 'GET', '/api', undefined, { accept, 'if-none-match': etag })).status).toBe(304);
       expect(core).toMatchObject({ kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${v}` });
       const pods = core.items[0].versions[0].resources.find((r: any) => r.resource === 'pods');
       expect(pods).toMatchObject({ responseKind: { group: '', version: '', kind: 'Pod' }, scope: 'Namespaced', singularResource: 'pod', shortNames: ['po'], categories: ['all'] });

@@ -5,6 +5,7 @@ import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { sendBody, sendJson, sendText } from '../http/respond.js';
 import { errors } from '../errors.js';
+import { createHash } from 'node:crypto';
 import type { Catalog } from './catalog.js';
 import type { Targets } from './targets.js';
 import * as discovery from './discovery.js';
@@ -44,6 +45,7 @@ const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=
 interface Doc {
   body: Buffer;
   contentType: string;
+  etag?: string;
 }
 
 export interface RouterDeps {
@@ -129,7 +131,13 @@ export class Router implements Filter {
         const v = /g=apidiscovery\.k8s\.io;\s*v=v2(?!beta)/.test(accept) ? 'v2' : accept.includes('v=v2beta1') ? 'v2beta1' : '';
         if (v) {
           const doc = this.docs.get(`aggregated:${which}:${v}`)!;
-          sendBody(req, res, 200, doc.contentType, doc.body, [['Vary', 'Accept']]);
+          // kube-apiserver tags aggregated discovery with an ETag and answers a match with 304.
+          const etag = (doc.etag ??= `"${createHash('sha512').update(doc.body).digest('hex')}"`);
+          if ((req.headers['if-none-match'] ?? '').split(',').some((t) => t.trim() === etag)) {
+            res.send(304, [['Etag', etag], ['Vary', 'Accept'], ['Cache-Control', 'public']], '');
+            return;
+          }
+          sendBody(req, res, 200, doc.contentType, doc.body, [['Vary', 'Accept'], ['Etag', etag]]);
           return;
         }
       }
