@@ -7,10 +7,16 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import autocannon from 'autocannon';
+import https from 'node:https';
+import { dirname, isAbsolute } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 
 export interface Target {
   url: string;
+  /** bearer token, or '' when the kubeconfig authenticates with a client certificate */
   token: string;
+  /** client certificate and key (PEM), for every TLS connection the bench opens */
+  tls?: { cert?: Buffer; key?: Buffer };
   /** the server's pid, when it runs on this machine and we can read /proc */
   pid?: number;
   stop(): Promise<void>;
@@ -30,19 +36,44 @@ async function freePort(): Promise<number> {
   }
 }
 
-function fromKubeconfig(path: string): { url: string; token: string } {
-  const text = readFileSync(path, 'utf8');
-  const server = /server:\s*(\S+)/.exec(text)?.[1];
-  const token = /token:\s*(\S+)/.exec(text)?.[1];
-  if (!server || !token) throw new Error(`${path}: need a server and a bearer token (client certificates: use a token for now)`);
-  return { url: server, token };
+/** The HTTP header line that authenticates a hand-written request ('' for client certificates). */
+export function authLine(t: Target): string {
+  return t.token ? `Authorization: Bearer ${t.token}\r\n` : '';
+}
+
+/** Headers for node's https / autocannon. */
+export function authHeaders(t: Target): Record<string, string> {
+  return t.token ? { authorization: `Bearer ${t.token}` } : {};
+}
+
+/**
+ * The server and credentials of a kubeconfig's current context: a bearer token (token or
+ * tokenFile) or a client certificate (client-certificate[-data] and client-key[-data]).
+ * The bench does not verify the server's certificate: it measures, it does not trust.
+ */
+export function fromKubeconfig(path: string, contextName?: string): { url: string; token: string; tls?: { cert?: Buffer; key?: Buffer } } {
+  const kc = parseYaml(readFileSync(path, 'utf8')) as any;
+  const base = dirname(resolve(path));
+  const file = (f: string) => readFileSync(isAbsolute(f) ? f : join(base, f));
+  const ctxName = contextName ?? kc['current-context'];
+  const ctx = (kc.contexts ?? []).find((c: any) => c.name === ctxName)?.context ?? kc.contexts?.[0]?.context;
+  if (!ctx) throw new Error(`${path}: no context ${ctxName ?? ''}`);
+  const cluster = (kc.clusters ?? []).find((c: any) => c.name === ctx.cluster)?.cluster;
+  const user = (kc.users ?? []).find((u: any) => u.name === ctx.user)?.user ?? {};
+  if (!cluster?.server) throw new Error(`${path}: the context's cluster has no server`);
+  const token = user.token ?? (user.tokenFile ? file(user.tokenFile).toString('utf8').trim() : '');
+  const cert = user['client-certificate-data'] ? Buffer.from(user['client-certificate-data'], 'base64') : user['client-certificate'] ? file(user['client-certificate']) : undefined;
+  const key = user['client-key-data'] ? Buffer.from(user['client-key-data'], 'base64') : user['client-key'] ? file(user['client-key']) : undefined;
+  if (!token && !(cert && key)) throw new Error(`${path}: the user needs a bearer token or a client certificate and key`);
+  return { url: String(cluster.server).replace(/\/+$/, ''), token, tls: cert && key ? { cert, key } : undefined };
 }
 
 export async function startTarget(args: string[]): Promise<Target> {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
   const i = args.indexOf('--kubeconfig');
   if (i >= 0) {
-    const t = fromKubeconfig(args[i + 1]);
+    const c = args.indexOf('--context');
+    const t = fromKubeconfig(args[i + 1], c >= 0 ? args[c + 1] : undefined);
     const pidArg = args.indexOf('--pid');
     return { ...t, pid: pidArg >= 0 ? Number(args[pidArg + 1]) : undefined, stop: async () => {} };
   }
@@ -103,8 +134,9 @@ export async function load(t: Target, opts: { path: string; method?: string; bod
     body: opts.body,
     connections: opts.connections,
     duration: opts.seconds,
-    headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', accept: 'application/json' },
-  });
+    headers: { ...authHeaders(t), 'content-type': 'application/json', accept: 'application/json' },
+    tlsOptions: t.tls,
+  } as any);
   return {
     requests: r.requests.total,
     rps: r.requests.average,
@@ -115,16 +147,36 @@ export async function load(t: Target, opts: { path: string; method?: string; bod
   };
 }
 
-export async function api(t: Target, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(t.url + path, {
-    method,
-    headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
+/** One request with the target's credentials; the body parsed as JSON when it is JSON. */
+export function api(t: Target, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const u = new URL(t.url + path);
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((res, rej) => {
+    const req = https.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method,
+        rejectUnauthorized: false,
+        ...t.tls,
+        headers: { ...authHeaders(t), accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+      },
+      (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c) => chunks.push(c));
+        r.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          try {
+            res({ status: r.statusCode!, body: JSON.parse(text) });
+          } catch {
+            res({ status: r.statusCode!, body: text });
+          }
+        });
+      },
+    );
+    req.on('error', rej);
+    if (payload) req.write(payload);
+    req.end();
   });
-  const text = await res.text();
-  try {
-    return { status: res.status, body: JSON.parse(text) };
-  } catch {
-    return { status: res.status, body: text };
-  }
 }

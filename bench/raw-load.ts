@@ -4,13 +4,13 @@
 // body. On a 2-core machine autocannon's own CPU use caps what it can measure; this client
 // costs a fraction of it, so it shows more of the server's capacity. Both are reported.
 import tls from 'node:tls';
-import type { LoadResult, Target } from './lib.js';
+import { authLine, type LoadResult, type Target } from './lib.js';
 import { percentile } from './watch-load.js';
 
 export async function rawLoad(t: Target, opts: { path: string; method?: string; body?: string; connections: number; seconds: number; contentType?: string }): Promise<LoadResult> {
   const u = new URL(t.url);
   const body = opts.body ? Buffer.from(opts.body) : undefined;
-  const head = `${opts.method ?? 'GET'} ${opts.path} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t.token}\r\nAccept: application/json\r\n` + (body ? `Content-Type: ${opts.contentType ?? 'application/json'}\r\nContent-Length: ${body.length}\r\n` : '') + '\r\n';
+  const head = `${opts.method ?? 'GET'} ${opts.path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n` + (body ? `Content-Type: ${opts.contentType ?? 'application/json'}\r\nContent-Length: ${body.length}\r\n` : '') + '\r\n';
   const request = body ? Buffer.concat([Buffer.from(head), body]) : Buffer.from(head);
   let requests = 0;
   let non2xx = 0;
@@ -21,7 +21,7 @@ export async function rawLoad(t: Target, opts: { path: string; method?: string; 
   await Promise.all(
     Array.from({ length: opts.connections }, () =>
       new Promise<void>((resolve) => {
-        const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, session });
+        const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, ...t.tls, session });
         sock.once('session', (s) => (session ??= s));
         // Response bytes are kept as a list of chunks: a large body (a list) arrives in
         // many chunks, and joining them on every arrival would cost the client O(n²).

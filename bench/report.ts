@@ -31,12 +31,15 @@ function fmt(n: number): string {
 
 export function table(r: Report): string {
   const lines = [`target: ${r.target}   machine: ${r.machine.cpus} cpus, ${r.machine.memoryGiB} GiB, node ${r.machine.node}`];
-  lines.push('scenario'.padEnd(34) + 'metrics'.padEnd(70) + 'goal');
-  for (const s of r.results) {
+  const rows = r.results.map((s) => {
     const m = Object.entries(s.metrics).map(([k, v]) => `${k}=${fmt(v)}`).join(' ');
     const cpu = s.before && s.after ? ` cpu=${fmt(s.after.cpuSeconds - s.before.cpuSeconds)}s rss=${fmt(s.after.rssBytes / 2 ** 20)}MB` : '';
-    lines.push(s.scenario.padEnd(34) + (m + cpu).padEnd(70) + (s.goal ? `${s.reached ? 'met' : 'NOT met'}: ${s.goal}` : ''));
-  }
+    return [s.scenario, m + cpu, s.goal ? `${s.reached ? 'met' : 'NOT met'}: ${s.goal}` : ''];
+  });
+  const w0 = Math.max(8, ...rows.map((x) => x[0].length)) + 2;
+  const w1 = Math.max(7, ...rows.map((x) => x[1].length)) + 2;
+  lines.push('scenario'.padEnd(w0) + 'metrics'.padEnd(w1) + 'goal');
+  for (const [a, b, c] of rows) lines.push(a.padEnd(w0) + b.padEnd(w1) + c);
   return lines.join('\n');
 }
 

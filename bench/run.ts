@@ -1,14 +1,14 @@
 // npm run bench: the side-by-side benchmark suite.
 //
 //   npm run bench                          start kubeshard in a temp dir and run everything
-//   npm run bench -- --kubeconfig K        run against any API server (token auth)
+//   npm run bench -- --kubeconfig K [--context C]   run against any API server (token or client certificate)
 //   npm run bench -- --kubeconfig K --pid P   ... and read that server's RSS/CPU from /proc
 //   npm run bench -- --only create,get --seconds 5 --watchers 1000,10000 --idle 20000 --startup-objects 1000000
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import https from 'node:https';
-import { api, load, sampleProc, startTarget, type Target } from './lib.js';
+import { api, authHeaders, load, sampleProc, startTarget, type Target } from './lib.js';
 import { openWatchFleet, percentile } from './watch-load.js';
 import { table, writeReport, type Report, type ScenarioResult } from './report.js';
 import { seedAndTimeStartup } from './startup.js';
@@ -26,14 +26,14 @@ const idleCount = Number(opt('idle', '20000'));
 const startupObjects = Number(opt('startup-objects', '1000000'));
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
-const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
+let agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
 
 function call(t: Target, method: string, path: string, body?: unknown): Promise<{ status: number; bytes: number; text: string }> {
   const u = new URL(t.url + path);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((res, rej) => {
     const req = https.request(
-      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent, headers: { authorization: `Bearer ${t.token}`, accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) } },
+      { host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent, headers: { ...authHeaders(t), accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) } },
       (r) => {
         const chunks: Buffer[] = [];
         r.on('data', (c) => chunks.push(c));
@@ -98,6 +98,7 @@ async function timeChunked(t: Target, path: string, limit: number, times: number
 
 async function main() {
   const t = await startTarget(args);
+  if (t.tls) agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64, ...t.tls });
   const targetName = args.includes('--kubeconfig') ? `${t.url} (kubeconfig)` : `kubeshard (started here) ${t.url}`;
   const report: Report = {
     target: targetName,
@@ -112,7 +113,15 @@ async function main() {
   const measured = async (name: string, fn: () => Promise<Omit<ScenarioResult, 'scenario' | 'before' | 'after'>>) => {
     const before = sampleProc(t.pid);
     const r = await fn();
-    record({ scenario: name, ...r, before, after: sampleProc(t.pid) });
+    const after = sampleProc(t.pid);
+    // Server CPU per request (or per delivered event): unlike req/s, it hardly moves with
+    // whatever else the machine runs, so it compares builds measured on a busy machine.
+    if (before && after) {
+      const cpu = after.cpuSeconds - before.cpuSeconds;
+      if (r.metrics.rps) r.metrics.cpuUsPerReq = (cpu * 1e6) / (r.metrics.rps * seconds);
+      if (r.metrics.delivered) r.metrics.cpuNsPerEvent = (cpu * 1e9) / r.metrics.delivered;
+    }
+    record({ scenario: name, ...r, before, after });
   };
   try {
     record({ scenario: 'idle after start', metrics: { rssMB: (sampleProc(t.pid)?.rssBytes ?? NaN) / 2 ** 20 }, goal: 'under 150 MB', reached: (sampleProc(t.pid)?.rssBytes ?? Infinity) < 150 * 2 ** 20 });
@@ -218,9 +227,10 @@ async function main() {
       await ensureNs(t, 'bench-mixed');
       await seed(t, '/api/v1/namespaces/bench-mixed/configmaps', 200, (i) => ({ metadata: { name: `m-${i}` }, data: { v: 'x'.repeat(300) } }));
       await measured('mixed read-heavy (50 clients)', async () => {
-        const auth = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' };
+        const auth = { ...authHeaders(t), 'content-type': 'application/json' };
         const autocannon = (await import('autocannon')).default;
         const r = await autocannon({
+          tlsOptions: t.tls,
           url: t.url,
           connections: 50,
           duration: seconds,

@@ -4,7 +4,7 @@
 // to measure latency from the writer's send time (an annotation) to arrival.
 import tls from 'node:tls';
 import https from 'node:https';
-import type { Target } from './lib.js';
+import { authHeaders, authLine, type Target } from './lib.js';
 
 const MARK = Buffer.from('"type":"');
 
@@ -40,11 +40,11 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
   const sockets: tls.TLSSocket[] = [];
   const reqs: Array<{ destroy(): void }> = [];
   let latencies: number[] = [];
-  const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t.token}\r\nAccept: application/json\r\n\r\n`;
+  const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
   const session: { s?: Buffer } = {};
   const connectOne = () =>
     new Promise<void>((resolve) => {
-      const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, session: session.s, servername: undefined });
+      const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, ...t.tls, session: session.s, servername: undefined });
       sock.once('session', (s) => (session.s ??= s));
       let carry: Buffer = Buffer.alloc(0);
       let headersDone = false;
@@ -84,7 +84,7 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
     await Promise.all(Array.from({ length: Math.min(WAVE, count - i) }, connectOne));
   }
   for (let i = 0; i < samplers; i++) {
-    const req = https.get(t.url + path, { headers: { authorization: `Bearer ${t.token}` }, rejectUnauthorized: false }, (res) => {
+    const req = https.get(t.url + path, { headers: authHeaders(t), rejectUnauthorized: false, ...t.tls }, (res) => {
       let buf = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
