@@ -198,6 +198,7 @@ interface ProfNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount: number;
+  children?: number[];
 }
 
 /** Prints the hottest functions by self time of each profile in dir. */
@@ -212,8 +213,28 @@ function summarizeProfiles(dir: string): void {
       self.set(key, (self.get(key) ?? 0) + n.hitCount);
     }
     const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(opt('top', '30')));
-    console.log(`\n${f}: ${total} samples`);
+    console.log(`\n${f}: ${total} samples; self time`);
     for (const [k, v] of top) console.log(`  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+    // Inclusive time of our own functions (each counted once per sample, recursion or not).
+    const byId = new Map(p.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const keyOf = (n: ProfNode) => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+    const incl = new Map<string, number>();
+    for (const id of p.samples) {
+      const seen = new Set<string>();
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+        const n = byId.get(cur)!;
+        if (!n.callFrame.url.includes('/dist/')) continue;
+        const k = keyOf(n);
+        if (!seen.has(k)) {
+          seen.add(k);
+          incl.set(k, (incl.get(k) ?? 0) + 1);
+        }
+      }
+    }
+    console.log('  inclusive (our code):');
+    for (const [k, v] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, Number(opt('top', '30')))) console.log(`  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
   }
 }
 

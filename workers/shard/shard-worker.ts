@@ -10,7 +10,7 @@
 // only after its transaction is durable.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
-import { encodeRev, FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv, type LogEntry } from './layout.js';
+import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv, type LogEntry } from './layout.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
 const data = workerData as ShardWorkerData;
@@ -96,9 +96,16 @@ function flush(): void {
           continue;
         }
         const rv = shared.nextRv();
-        const json = Buffer.from(op.head + rv + op.tail);
         const deleted = op.type === 'DELETED';
-        env.revs.putSync([op.gr, op.key, rv], encodeRev(deleted ? FLAG_TOMBSTONE : FLAG_LIVE, json));
+        // The stored value (flag byte + JSON) gets an ArrayBuffer of its own, written once:
+        // the JSON the front keeps is a view of it, and posting it copies exactly these bytes
+        // (a pooled Buffer would drag its whole 8 KiB slab along into the front's cache).
+        const text = op.head + rv + op.tail;
+        const value = Buffer.allocUnsafeSlow(Buffer.byteLength(text) + 1);
+        value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
+        value.write(text, 1);
+        const json = value.subarray(1);
+        env.revs.putSync([op.gr, op.key, rv], value);
         const entry: LogEntry = { g: op.gr, k: op.key, t: op.type, p: cur ?? 0, ts: now };
         env.log.putSync(rv, entry);
         undo.push([ik, cur]);
