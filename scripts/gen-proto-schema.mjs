@@ -19,12 +19,14 @@ const dataDir = resolve(process.argv[2] ?? process.env.KUBESHARD_API_DATA ?? joi
 const pbRoot = pb.Root.fromDescriptor(readFileSync(join(dataDir, 'proto-descriptors', 'k8s-1.33.protoset')));
 const json = pbRoot.toJSON();
 
-// Strip everything that is not a name, a number or a type.
+// Strip everything that is not a name, a number or a type. The edition stays: the messages
+// are proto2, whose explicit field presence makes protobufjs write a set zero (replicas: 0),
+// which Go's pointer fields need; without it protobufjs assumes proto3 and drops zeros.
 function prune(node) {
   if (node === null || typeof node !== 'object') return node;
   const out = {};
   for (const [k, v] of Object.entries(node)) {
-    if (k === 'comment' || k === 'options' || k === 'edition') continue;
+    if (k === 'comment' || k === 'options') continue;
     out[k] = typeof v === 'object' ? prune(v) : v;
   }
   return out;

@@ -1,3 +1,5 @@
+import { FeatureGates, FeatureGateError } from './features.js';
+
 // Command-line flags, named and defaulted as kube-apiserver's where kube-apiserver has
 // them. A flag we do not know, or a value we cannot use, stops start-up with a message.
 
@@ -26,6 +28,8 @@ export interface ServerOptions {
   serviceNodePortRange: { min: number; max: number };
   maxRequestBodyBytes: number;
   watchFanoutTickMs: number;
+  /** --feature-gates as given (Gate=true,Other=false); checked at parse time, applied by the server */
+  featureGates: string;
 }
 
 export class FlagError extends Error {}
@@ -89,6 +93,19 @@ const FLAGS: Record<string, FlagSpec> = {
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
   'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
+  'feature-gates': {
+    kind: 'string',
+    help: 'Comma-separated Gate=true|false pairs, e.g. CBORServingAndStorage=true. (APIResponseCompression=true, CBORServingAndStorage=false, WatchList=false, ...)',
+    set: (o, v: string) => {
+      try {
+        new FeatureGates().set(v);
+      } catch (e) {
+        if (e instanceof FeatureGateError) throw new FlagError(`invalid argument "${v}" for "--feature-gates" flag: ${e.message}`);
+        throw e;
+      }
+      o.featureGates = o.featureGates ? `${o.featureGates},${v}` : v;
+    },
+  },
   'service-cluster-ip-range': { kind: 'string', help: 'CIDR for Service ClusterIPs. (default 10.96.0.0/12)', set: (o, v) => (o.serviceClusterIpRange = v) },
   'service-node-port-range': {
     kind: 'string',
@@ -127,6 +144,7 @@ export function defaultOptions(): ServerOptions {
     serviceNodePortRange: { min: 30000, max: 32767 },
     maxRequestBodyBytes: 3 * 1024 * 1024,
     watchFanoutTickMs: 5,
+    featureGates: '',
   };
 }
 

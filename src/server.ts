@@ -27,6 +27,7 @@ import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
 import { setFanoutTick } from '../workers/watch/watcher-group.js';
+import { features } from './features.js';
 
 export interface StartedServer {
   url: string;
@@ -36,6 +37,9 @@ export interface StartedServer {
 }
 
 export async function startServer(o: ServerOptions): Promise<StartedServer> {
+  features.reset();
+  features.set(o.featureGates);
+  for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });

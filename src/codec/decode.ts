@@ -4,6 +4,9 @@
 import { parse as parseYaml } from 'yaml';
 import { errors } from '../errors.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
+import { decodeCbor } from './cbor.js';
+import { features } from '../features.js';
+import { decodableMediaTypes } from './negotiate.js';
 
 export const DECODABLE_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'];
 
@@ -15,7 +18,7 @@ export function mediaTypeOf(contentType: string | undefined): string {
 /** Parses a body as JSON or YAML per Content-Type. Throws 400/415 StatusErrors. */
 export function parseBody(body: Buffer | null, contentType: string | undefined): unknown {
   const mt = mediaTypeOf(contentType);
-  const text = mt === PROTOBUF_MEDIA_TYPE || !body ? '' : body.toString('utf8');
+  const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : body.toString('utf8');
   if (mt === 'application/json' || mt === '*/*') {
     try {
       return JSON.parse(text);
@@ -31,7 +34,8 @@ export function parseBody(body: Buffer | null, contentType: string | undefined):
     }
   }
   if (mt === PROTOBUF_MEDIA_TYPE) return decodeProtobufObject(body ?? Buffer.alloc(0));
-  throw errors.unsupportedMediaType(['application/json', 'application/yaml', PROTOBUF_MEDIA_TYPE]);
+  if (mt === 'application/cbor' && features.enabled('CBORServingAndStorage')) return decodeCbor(body);
+  throw errors.unsupportedMediaType(decodableMediaTypes());
 }
 
 type Check = 'string' | 'map' | 'strings' | 'int' | 'array' | 'object';
@@ -118,4 +122,13 @@ export function decodeObject(raw: unknown, apiVersion: string, kind: string): Re
     if (v === null) delete obj.metadata[field];
   }
   return obj;
+}
+
+/**
+ * The body of an `application/apply-patch+cbor` patch (CBORServingAndStorage on) as the
+ * object it describes, for the apply handler; null when the gate is off (the caller answers 415).
+ */
+export function decodeApplyPatchCbor(body: Buffer | null): unknown {
+  if (!features.enabled('CBORServingAndStorage')) return null;
+  return decodeCbor(body);
 }

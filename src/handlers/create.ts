@@ -1,4 +1,4 @@
-import { sendJson } from '../http/respond.js';
+import { responseRepresentation, sendObject } from './representation.js';
 import { decodeObject, parseBody } from '../codec/decode.js';
 import { dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
@@ -8,6 +8,7 @@ import { mediaTypeOf } from '../codec/decode.js';
 import { updateHook } from './field-manager.js';
 
 export async function handleCreate(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
   if (c.info.subresource) throw errors.methodNotAllowed();
   if (c.target.info.namespaced && !c.info.namespace) throw errors.methodNotAllowed();
   const dryRun = dryRunParam(c.req.query);
@@ -17,5 +18,5 @@ export async function handleCreate(c: HandlerContext): Promise<void> {
   validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []));
   const fields = updateHook(c, 'CreateOptions');
   const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields });
-  sendJson(c.req, c.res, r.code, r.json);
+  sendObject(c, repr, r.code, r.json);
 }

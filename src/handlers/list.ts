@@ -1,8 +1,11 @@
 // list: the collection is the stored bytes of each item inside a small header, with no
-// re-encoding of the items.
-import { sendJson, sendJsonParts } from '../http/respond.js';
+// re-encoding of the items; other representations reuse each item's memoized encoding.
+import { GZIP_THRESHOLD_BYTES, sendJsonParts, wantsGzip } from '../http/respond.js';
+import { JSON_REPRESENTATION } from '../codec/negotiate.js';
 import { listOptions } from '../request/query.js';
+import { encodeList } from '../codec/representation.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
+import { encodeContextOf, responseRepresentation, sendEncoded } from './representation.js';
 
 const COMMA = Buffer.from(',');
 const TAIL = Buffer.from(']}');
@@ -23,15 +26,20 @@ export function renderList(kind: string, apiVersion: string, meta: Record<string
 }
 
 export async function handleList(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
   const opts = listOptions(c.req);
   const r = await c.store.list(c.target, c.info.namespace, opts);
   const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
   if (r.continueToken) meta.continue = r.continueToken;
   if (r.remainingItemCount !== undefined) meta.remainingItemCount = r.remainingItemCount;
-  if (r.joined) {
-    // The cache's items come joined already: header, one slice, tail; nothing is copied.
-    sendJsonParts(c.req, c.res, 200, [listHead(c.target.info.listKind, apiVersionOf(c.target), meta), r.joined, TAIL]);
+  if (repr === JSON_REPRESENTATION && r.joined) {
+    // The cache's items come joined already: header, one slice, tail; nothing is copied,
+    // unless the body is to be gzipped.
+    const parts = [listHead(c.target.info.listKind, apiVersionOf(c.target), meta), r.joined, TAIL];
+    const size = parts[0].length + r.joined.length + TAIL.length;
+    if (size > GZIP_THRESHOLD_BYTES && wantsGzip(c.req)) sendEncoded(c, 200, repr, Buffer.concat(parts));
+    else sendJsonParts(c.req, c.res, 200, parts);
     return;
   }
-  sendJson(c.req, c.res, 200, renderList(c.target.info.listKind, apiVersionOf(c.target), meta, r.items));
+  sendEncoded(c, 200, repr, encodeList(r.sources, meta, repr, encodeContextOf(c, repr)));
 }

@@ -2,9 +2,12 @@
 // server-side apply (spec 4.3, 4.9). Every non-apply patch records Update ownership of
 // the fields it changed; an apply owns what its configuration sets.
 import { parse as parseYaml } from 'yaml';
-import { sendJson } from '../http/respond.js';
+import { responseRepresentation, sendObject } from './representation.js';
+import { decodeApplyPatchCbor } from '../codec/decode.js';
 import { boolParam, dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
+import type { Representation } from '../codec/negotiate.js';
+import { features } from '../features.js';
 import { mediaTypeOf } from '../codec/decode.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type FieldValidationMode } from '../registry/field-validation.js';
 import { rootNode } from '../registry/schema-walk.js';
@@ -19,18 +22,22 @@ const PATCH_TYPES: Record<string, PatchKind> = {
   'application/merge-patch+json': 'merge',
   'application/strategic-merge-patch+json': 'strategic',
   'application/apply-patch+yaml': 'apply',
+  // only with CBORServingAndStorage on
+  'application/apply-patch+cbor': 'apply',
 };
+const APPLY_CBOR = 'application/apply-patch+cbor';
 
 export async function handlePatch(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
   const mt = mediaTypeOf(c.req.headers['content-type']);
   const builtIn = rootNode(c.target.info.group, c.target.info.version, c.target.info.kind) !== undefined;
-  const accepted = Object.keys(PATCH_TYPES).filter((t) => builtIn || PATCH_TYPES[t] !== 'strategic');
+  const accepted = Object.keys(PATCH_TYPES).filter((t) => (builtIn || PATCH_TYPES[t] !== 'strategic') && (t !== APPLY_CBOR || features.enabled('CBORServingAndStorage')));
   const kind = PATCH_TYPES[mt];
   // Strategic merge needs the patch markers of a built-in kind; custom resources have none.
   if (!kind || !accepted.includes(mt)) throw errors.unsupportedMediaType(accepted);
   const dryRun = dryRunParam(c.req.query);
   const mode = fieldValidationMode(c.req.query, 'patch');
-  if (kind === 'apply') return handleApply(c, dryRun, mode);
+  if (kind === 'apply') return handleApply(c, dryRun, mode, repr);
 
   if (c.req.query.has('force')) {
     validateFieldManager('PatchOptions', '', [{ field: 'force', type: 'FieldValueForbidden', detail: 'may not be specified for non-apply patch' }]);
@@ -50,14 +57,14 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
   const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name });
   const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields });
-  sendJson(c.req, c.res, r.code, r.json);
+  sendObject(c, repr, r.code, r.json);
 }
 
 function isObj(v: unknown): v is Record<string, any> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValidationMode): Promise<void> {
+async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValidationMode, repr: Representation): Promise<void> {
   const fm = c.req.query.get('fieldManager') ?? '';
   validateFieldManager('PatchOptions', fm, fm === '' ? [{ field: 'fieldManager', type: 'FieldValueRequired', detail: 'is required for apply patch' }] : []);
   const force = boolParam(c.req.query, 'force');
@@ -93,17 +100,20 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       return p.obj;
     },
   );
-  sendJson(c.req, c.res, r.code, r.json);
+  sendObject(c, repr, r.code, r.json);
 }
 
 /** The apply configuration: YAML (or JSON), a whole object of the target's kind, without managedFields. */
 function decodeApplyBody(c: HandlerContext): Record<string, any> {
-  const text = c.req.body ? c.req.body.toString('utf8') : '';
   let cfg: unknown;
-  try {
-    cfg = parseYaml(text);
-  } catch (e) {
-    throw errors.badRequest(`error decoding YAML: ${(e as Error).message}`);
+  if (mediaTypeOf(c.req.headers['content-type']) === APPLY_CBOR) cfg = decodeApplyPatchCbor(c.req.body);
+  else {
+    const text = c.req.body ? c.req.body.toString('utf8') : '';
+    try {
+      cfg = parseYaml(text);
+    } catch (e) {
+      throw errors.badRequest(`error decoding YAML: ${(e as Error).message}`);
+    }
   }
   if (!isObj(cfg)) throw errors.badRequest(`error decoding YAML: the apply configuration must be an object, not ${cfg === null ? 'null' : Array.isArray(cfg) ? 'a list' : typeof cfg}`);
   const apiVersion = apiVersionOf(c.target);

@@ -1,4 +1,4 @@
-import { sendJson } from '../http/respond.js';
+import { responseRepresentation, sendObject } from './representation.js';
 import { decodeObject, parseBody } from '../codec/decode.js';
 import { dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
@@ -8,6 +8,7 @@ import { mediaTypeOf } from '../codec/decode.js';
 import { updateHook } from './field-manager.js';
 
 export async function handleUpdate(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
   const dryRun = dryRunParam(c.req.query);
   const mode = fieldValidationMode(c.req.query, 'update');
   const obj = decodeObject(parseBody(c.req.body, c.req.headers['content-type']), apiVersionOf(c.target), c.target.info.kind);
@@ -18,5 +19,5 @@ export async function handleUpdate(c: HandlerContext): Promise<void> {
   }
   const fields = updateHook(c, 'UpdateOptions');
   const r = await c.store.update(c.target, c.info.namespace, c.info.name, obj, { dryRun, subresource: c.info.subresource, fields });
-  sendJson(c.req, c.res, r.code, r.json);
+  sendObject(c, repr, r.code, r.json);
 }

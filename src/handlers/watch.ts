@@ -17,14 +17,20 @@ import { frameOf, splitKey, type WatchEvent } from '../../workers/watch/watch-ca
 import { eventsBetween } from '../../workers/shard/reader.js';
 import { errors } from '../errors.js';
 import type { HandlerContext } from './context.js';
+import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
+import { streamContentType, type Representation } from '../codec/negotiate.js';
+import { valueFrame, watchFramer } from '../codec/representation.js';
 
-function errorFrame(code: number, reason: string, message: string): Buffer {
+function errorFrame(code: number, reason: string, message: string, r: Representation): Buffer {
   const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
-  return Buffer.from(JSON.stringify({ type: 'ERROR', object: status }) + '\n');
+  return valueFrame('ERROR', status, r);
 }
 
 export async function handleWatch(c: HandlerContext): Promise<void> {
   const { store, target, info } = c;
+  responseRepresentation(c); // kube negotiates the list's type first, then the stream's
+  const repr = streamRepresentation(c);
+  const frame = watchFramer(repr, encodeContextOf(c, repr));
   const opts = listOptions(c.req);
   const cache = store.cacheOf(target);
   const shard = cache.shard;
@@ -44,15 +50,15 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   }
 
   // ---- from here on, synchronous until the watcher is registered ----
-  const watcher = new Watcher({ ns: info.namespace, name, labels: opts.labels, fields: opts.fields, sink: c.res, maxBufferedBytes: c.limits.watchMaxBufferedBytes });
-  const headers = baseHeaders(c.req, 'application/json');
+  const watcher = new Watcher({ ns: info.namespace, name, labels: opts.labels, fields: opts.fields, sink: c.res, maxBufferedBytes: c.limits.watchMaxBufferedBytes, frame });
+  const headers = baseHeaders(c.req, streamContentType(repr.mediaType));
   if (rvParam === '' || rvParam === '0') {
     startRv = coord.freshRv(shard);
     const items = name ? [cache.items.get(`${info.namespace}/${name}`)].filter((e) => e !== undefined) : cache.list(info.namespace);
     for (const e of items) {
       if (!watcher.matches(e!)) continue;
       const ev: WatchEvent = { rv: e!.rv, type: 'ADDED', entry: e! };
-      watcher.outbox.push(frameOf(ev));
+      watcher.outbox.push(frame ? frame(ev, ev.type) : frameOf(ev));
     }
     watcher.rv = startRv;
   } else {
@@ -60,7 +66,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     if (startRv! < compacted) {
       c.res.startStream(200, headers);
       c.res.cork(() => {
-        c.res.write(errorFrame(410, 'Expired', `too old resource version: ${startRv} (${compacted})`));
+        c.res.write(errorFrame(410, 'Expired', `too old resource version: ${startRv} (${compacted})`, repr));
         c.res.end();
       });
       return;
@@ -80,7 +86,9 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   c.res.startStream(200, headers);
   // uWS sends the headers with the first chunk; a watch with nothing to replay still owes
   // the client its headers now. Whitespace between JSON documents is skipped by readers.
-  if (watcher.outbox.length === 0) c.res.cork(() => c.res.write('\n'));
+  // Binary streams (protobuf frames, CBOR sequences) have no such filler, and uWS cannot
+  // send headers alone: theirs leave with the first event.
+  if (watcher.outbox.length === 0 && repr.mediaType === 'application/json') c.res.cork(() => c.res.write('\n'));
   watcher.flush();
   if (watcher.closed) return;
   cache.watchers.add(watcher);

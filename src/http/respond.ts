@@ -1,7 +1,22 @@
 // Writing answers: JSON bodies, Status errors, plain text. Warnings collected while
 // handling the request leave as one `Warning: 299 - "..."` header each.
+import { gzip } from 'node:zlib';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
 import { toStatusError } from '../errors.js';
+import { features } from '../features.js';
+import { negotiateError } from '../codec/negotiate.js';
+import { encodeStatus } from '../codec/representation.js';
+
+/** kube-apiserver compresses a response only above this size (its defaultGzipThresholdBytes). */
+export const GZIP_THRESHOLD_BYTES = 128 * 1024;
+
+/** The client takes gzip (an exact `gzip` token, as kube checks it) and the gate is on. */
+export function wantsGzip(req: ApiRequest | null): boolean {
+  const ae = req?.headers['accept-encoding'];
+  if (!ae) return false;
+  if (!ae.split(',').some((t) => t.trim() === 'gzip')) return false;
+  return features.enabled('APIResponseCompression');
+}
 
 const JSON_TYPE = 'application/json';
 
@@ -22,12 +37,22 @@ export function baseHeaders(req: ApiRequest | null, contentType: string): Header
 
 export function sendBody(req: ApiRequest | null, res: ResponseSink, code: number, contentType: string, body: string | Uint8Array, extra?: HeaderList): void {
   if (res.aborted) return;
-  if (contentType === JSON_TYPE && !extra && !req?.warnings?.length) {
+  if (contentType === JSON_TYPE && !extra && !req?.warnings?.length && body.length <= GZIP_THRESHOLD_BYTES) {
     res.send(code, PLAIN_JSON_HEADERS, body);
     return;
   }
   const h = baseHeaders(req, contentType);
   if (extra) h.push(...extra);
+  if (body.length > GZIP_THRESHOLD_BYTES && wantsGzip(req)) {
+    // Compressed off the front thread (zlib's pool), at kube's level 1: cheap, nearly as small.
+    gzip(body, { level: 1 }, (err, zipped) => {
+      if (res.aborted) return;
+      if (err) return res.send(code, h, body);
+      h.push(['Content-Encoding', 'gzip'], ['Vary', 'Accept-Encoding']);
+      res.send(code, h, zipped);
+    });
+    return;
+  }
   res.send(code, h, body);
 }
 
@@ -45,7 +70,9 @@ export function sendError(req: ApiRequest | null, res: ResponseSink, err: unknow
   if (se.code >= 500 && se.code !== 503 && se.code !== 504) console.error('internal error:', err);
   const extra: HeaderList = [];
   if (se.headers) for (const [k, v] of Object.entries(se.headers)) extra.push([k, v]);
-  sendJson(req, res, se.code, JSON.stringify(se.toStatus()), extra);
+  // The Status goes out in the type the client asked for, or JSON when none fits.
+  const r = negotiateError(req?.headers['accept']);
+  sendBody(req, res, se.code, r.mediaType, encodeStatus(se.toStatus(), r.mediaType), extra);
 }
 
 /** A JSON body made of parts (a list's header, items and tail), sent without joining them. */

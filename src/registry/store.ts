@@ -61,6 +61,8 @@ export interface ListResult {
   items: Buffer[];
   /** the items' bytes already joined by commas, when the cache had them (saves a copy per item) */
   joined?: Buffer;
+  /** the items' sources, parallel to items: cache entries (which memoize other encodings) or log reads */
+  sources: Array<{ json: Buffer; obj?: any }>;
   continueToken?: string;
   remainingItemCount?: number;
 }
@@ -233,6 +235,7 @@ export class Store {
     }
     const base = start ? firstKeyAtOrAfter(entries, start) : 0;
     const items: Buffer[] = [];
+    const sources: Array<{ json: Buffer; obj?: any }> = [];
     let lastKey = '';
     let i = base;
     for (; i < entries.length; i++) {
@@ -243,9 +246,10 @@ export class Store {
         if (!matchLabels(o.labels, obj?.metadata?.labels) || !matchFields(o.fields, obj)) continue;
       }
       items.push(e.json);
+      sources.push(e);
       lastKey = e.key;
     }
-    const res: ListResult = { rv: listRv, items };
+    const res: ListResult = { rv: listRv, items, sources };
     if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
     if (o.limit > 0 && i < entries.length) {
       // More may follow (with selectors, the rest may all be filtered out: kube says so too).

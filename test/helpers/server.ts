@@ -103,6 +103,8 @@ export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** the body's bytes, for binary representations */
+  raw: Buffer;
   json(): any;
 }
 
@@ -130,8 +132,9 @@ export function request(s: TestServer, method: string, path: string, body?: unkn
         const chunks: Buffer[] = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolveReq({ status: res.statusCode!, headers: res.headers, body: text, json: () => JSON.parse(text) });
+          const raw = Buffer.concat(chunks);
+          const text = raw.toString('utf8');
+          resolveReq({ status: res.statusCode!, headers: res.headers, body: text, raw, json: () => JSON.parse(text) });
         });
         res.on('error', reject);
       },

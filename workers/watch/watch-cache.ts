@@ -20,6 +20,8 @@ export interface CacheEntry {
   json: Buffer;
   /** memoized parse of json; shared, so never mutate it (clone first) */
   obj?: any;
+  /** memoized encodings of this version in other representations (src/codec/representation.ts) */
+  enc?: Map<string, Buffer>;
 }
 
 export function entryObject(e: CacheEntry): any {
@@ -58,6 +60,8 @@ export interface WatchEvent {
   prev?: CacheEntry;
   /** memoized frames, one per event type it is sent as */
   frames?: Partial<Record<EventType, Buffer>>;
+  /** memoized frames in other representations, by src/codec/representation.ts frameKey */
+  encFrames?: Map<string, Buffer>;
 }
 
 const FRAME_HEAD: Record<EventType, Buffer> = {

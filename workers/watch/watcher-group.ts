@@ -18,6 +18,8 @@ export interface WatcherOptions {
   fields: FieldSelector | null;
   sink: ResponseSink;
   maxBufferedBytes: number;
+  /** the frame of an event in this watcher's representation; JSON frameOf when absent */
+  frame?: (ev: WatchEvent, as: EventType) => Buffer;
 }
 
 export class Watcher {
@@ -55,7 +57,7 @@ export class Watcher {
 
   enqueue(ev: WatchEvent): void {
     const as = this.viewOf(ev);
-    if (as) this.outbox.push(frameOf(ev, as));
+    if (as) this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
     this.rv = ev.rv;
   }
 
