@@ -40,6 +40,11 @@ function walkV3(dir) {
             if (!m) v3Defaults.set(name + '[]', (m = {}));
             m[pn] = pv.items.default;
           }
+          if (pv.additionalProperties?.default !== undefined) {
+            let m = v3Defaults.get(name + '{}');
+            if (!m) v3Defaults.set(name + '{}', (m = {}));
+            m[pn] = pv.additionalProperties.default;
+          }
         }
       }
     }
@@ -72,10 +77,12 @@ for (const [name, d] of Object.entries(swagger.definitions)) {
     o.p = {};
     const dflt = v3Defaults.get(name) ?? {};
     const itemDflt = v3Defaults.get(name + '[]') ?? {};
+    const valueDflt = v3Defaults.get(name + '{}') ?? {};
     for (const [pn, pv] of Object.entries(d.properties)) {
       const p = prop(pv);
       if (dflt[pn] !== undefined) p.d = dflt[pn];
       if (itemDflt[pn] !== undefined && p.i) p.i.d = itemDflt[pn];
+      if (valueDflt[pn] !== undefined && p.a) p.a.d = valueDflt[pn];
       o.p[pn] = p;
     }
   }

@@ -37,11 +37,13 @@ function markers(p: SchemaProp, out: Json): void {
   if (p.pk) out['x-kubernetes-patch-merge-key'] = p.pk;
 }
 
-function propSchema(d: Dialect, p: SchemaProp): Json {
+/** `field`: a named property (always wrapped in v3); otherwise an items / map value schema. */
+function propSchema(d: Dialect, p: SchemaProp, field = false): Json {
   const out: Json = {};
   if (p.r) {
-    // v3 wraps a reference in allOf so that siblings (default, markers) stay meaningful.
-    if (d === 'v3') out.allOf = [{ $ref: refTo(d, p.r) }];
+    // v3 wraps a reference in allOf where it has siblings (a property's default and markers,
+    // an item's default), as kube-openapi does; a bare map value stays a plain $ref.
+    if (d === 'v3' && (field || p.d !== undefined)) out.allOf = [{ $ref: refTo(d, p.r) }];
     else out.$ref = refTo(d, p.r);
   }
   if (p.t) out.type = p.t;
@@ -61,7 +63,7 @@ function defSchema(d: Dialect, name: string, def: SchemaDef): Json {
   const out: Json = {};
   if (def.p) {
     const props: Json = {};
-    for (const k of Object.keys(def.p).sort()) props[k] = propSchema(d, def.p[k]);
+    for (const k of Object.keys(def.p).sort()) props[k] = propSchema(d, def.p[k], true);
     out.properties = props;
   }
   if (def.req) out.required = def.req;
@@ -153,7 +155,7 @@ class PathBuilder {
   readonly roots = new Set<string>();
 
   constructor(private d: Dialect) {
-    for (const n of ['DeleteOptions', 'Status', 'WatchEvent', 'Patch', 'APIResourceList']) this.roots.add(META + n);
+    this.roots.add(META + 'APIResourceList');
   }
 
   private body(def: string | undefined, types: string[]): Json | undefined {
@@ -192,6 +194,8 @@ class PathBuilder {
     const nsParam: ParamSpec = { name: 'namespace', type: 'string', in: 'path' };
     const nameParam: ParamSpec = { name: 'name', type: 'string', in: 'path' };
     for (const r of gv.resources) {
+      // kube's documents also carry the (deprecated) watch paths, whose body is a WatchEvent.
+      if (r.verbs.includes('watch')) this.roots.add(META + 'WatchEvent');
       const kindDef = definitionOf(r.group, r.version, r.kind);
       const listDef = definitionOf(r.group, r.version, r.listKind);
       const gvk: [string, string, string] = [r.group, r.version, r.kind];
