@@ -184,6 +184,18 @@ describe('update', () => {
     expect(fresh.status).toBe(200);
   });
 
+  it('a status write records ownership with its subresource; a bad fieldManager is 422', async () => {
+    const cur = (await request(s, 'GET', `${D}/upd`)).json();
+    const st = await request(s, 'PATCH', `${D}/upd/status?fieldManager=ctrl`, { status: { observedGeneration: 1 } }, { 'content-type': 'application/merge-patch+json' });
+    expect(st.status).toBe(200);
+    const e = st.json().metadata.managedFields.find((x: any) => x.manager === 'ctrl');
+    expect(e).toMatchObject({ operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:observedGeneration': {} } } });
+    expect(st.json().spec).toEqual(cur.spec);
+    const bad = await request(s, 'PATCH', `${D}/upd?fieldManager=${encodeURIComponent('a\u0001b')}`, { spec: {} }, { 'content-type': 'application/merge-patch+json' });
+    expect(bad.status).toBe(422);
+    expect(bad.json().message).toContain('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value');
+  });
+
   it('generated fields cannot be forged', async () => {
     const c = (await request(s, 'POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'forge', uid: 'mine', creationTimestamp: '2000-01-01T00:00:00Z', generation: 7 } })).json();
     expect(c.metadata.uid).not.toBe('mine');

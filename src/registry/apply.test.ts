@@ -161,4 +161,38 @@ describe('server-side apply', () => {
     expect(updaters.length).toBe(10);
     expect(updaters.some((e: any) => e.manager === 'ancient-changes')).toBe(true);
   });
+
+  it('listType set: items are v: elements, merged with the live items', () => {
+    const podRoot = rootNode('', 'v1', 'Pod')!;
+    const pctx = { root: podRoot, hasStatus: true };
+    const pid = (m: string): WriteIdentity => ({ manager: m, apiVersion: 'v1', subresource: '' });
+    const cfg = (fin: string[]) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', finalizers: fin }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    const a = planApply(null, cfg(['a/x']), pid('a'), pctx);
+    finishApply(null, a.obj, a.plan, pid('a'), { force: false }, pctx);
+    const b = planApply(a.obj, cfg(['b/y']), pid('b'), pctx);
+    finishApply(a.obj, b.obj, b.plan, pid('b'), { force: false }, pctx);
+    expect(b.obj.metadata.finalizers).toEqual(['a/x', 'b/y']);
+    const bSet = b.obj.metadata.managedFields.find((e: any) => e.manager === 'b').fieldsV1;
+    expect(bSet['f:metadata']['f:finalizers']).toEqual({ 'v:"b/y"': {} });
+  });
+
+  it('atomic maps and structs are owned whole and replaced whole', () => {
+    const live = apply(null, deploy({ ...base, selector: { matchLabels: { app: 'd', tier: 'x' } } }), 'alice');
+    const set = owners(live)['alice/Apply']['f:spec'];
+    expect(set['f:selector']).toEqual({});
+    const out = apply(live, deploy({ ...base }), 'alice');
+    expect(out.spec.selector).toEqual({ matchLabels: { app: 'd' } });
+  });
+
+  it('a status write records its ownership with the subresource', () => {
+    const live = apply(null, deploy({ ...base, replicas: 1 }), 'alice');
+    const next = structuredClone(live);
+    next.status = { replicas: 1 };
+    recordUpdate(live, next, { manager: 'ctrl', apiVersion: 'apps/v1', subresource: 'status' }, ctx);
+    const e = next.metadata.managedFields.find((x: any) => x.manager === 'ctrl');
+    expect(e).toMatchObject({ operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:replicas': {} } } });
+    // and a main-resource apply never owns status
+    const withStatus = apply(next, { ...deploy({ ...base, replicas: 1 }), status: { replicas: 9 } }, 'alice');
+    expect(owners(withStatus)['alice/Apply']['f:status']).toBeUndefined();
+  });
 });

@@ -125,7 +125,7 @@ function stripManaged(obj: any): any {
 }
 
 function capUpdaters(managed: Map<string, Managed>): void {
-  const updaters = [...managed.entries()].filter(([, m]) => m.operation === 'Update' && m.subresource === '');
+  const updaters = [...managed.entries()].filter(([, m]) => m.operation === 'Update');
   if (updaters.length <= MAX_UPDATE_MANAGERS) return;
   updaters.sort((a, b) => ((a[1].time ?? '') < (b[1].time ?? '') ? -1 : 1));
   const excess = updaters.length - MAX_UPDATE_MANAGERS + 1;
