@@ -33,15 +33,17 @@ class UwsSink implements ResponseSink {
   inHandler = false;
   private done = false;
   private backlog = 0;
-  private abortFns: Array<() => void> = [];
-  private doneFns: Array<() => void> = [];
-  private drainFns: Array<() => void> = [];
+  // Callback lists are made on first use: most responses (a GET) never register one, and
+  // an open watch keeps this object for its whole life.
+  private abortFns: Array<() => void> | null = null;
+  private doneFns: Array<() => void> | null = null;
+  private drainFns: Array<() => void> | null = null;
   private writableHooked = false;
 
   constructor(private res: uws.HttpResponse) {
     res.onAborted(() => {
       this.aborted = true;
-      for (const f of this.abortFns) f();
+      if (this.abortFns) for (const f of this.abortFns) f();
       this.finish();
     });
   }
@@ -50,8 +52,8 @@ class UwsSink implements ResponseSink {
     if (this.done) return;
     this.done = true;
     const fns = this.doneFns;
-    this.doneFns = [];
-    for (const f of fns) f();
+    this.doneFns = null;
+    if (fns) for (const f of fns) f();
   }
 
   isOpen(): boolean {
@@ -133,7 +135,7 @@ class UwsSink implements ResponseSink {
         this.writableHooked = true;
         this.res.onWritable(() => {
           this.backlog = 0;
-          for (const f of this.drainFns) f();
+          if (this.drainFns) for (const f of this.drainFns) f();
           return true;
         });
       }
@@ -153,16 +155,16 @@ class UwsSink implements ResponseSink {
   }
 
   onAborted(fn: () => void): void {
-    this.abortFns.push(fn);
+    (this.abortFns ??= []).push(fn);
   }
 
   onDone(fn: () => void): void {
     if (this.done) fn();
-    else this.doneFns.push(fn);
+    else (this.doneFns ??= []).push(fn);
   }
 
   onDrain(fn: () => void): void {
-    this.drainFns.push(fn);
+    (this.drainFns ??= []).push(fn);
   }
 
   bufferedBytes(): number {

@@ -71,7 +71,7 @@ export class Watcher {
       this.close();
       return false;
     }
-    const chunk = frames.length === 1 ? frames[0] : Buffer.concat(frames);
+    const chunk = frames.length === 1 ? frames[0] : joinedFrames(frames);
     sink.cork(() => sink.write(chunk));
     if (sink.bufferedBytes() > this.opts.maxBufferedBytes) {
       this.close();
@@ -88,6 +88,25 @@ export class Watcher {
     if (!sink.aborted) sink.cork(() => sink.end());
     this.onClose?.();
   }
+}
+
+/**
+ * The frames of one tick joined into one chunk. Watchers that see the same events (all
+ * the unfiltered watchers of a namespace, flushed one after the other) share the chunk of
+ * the previous one instead of each copying the frames again.
+ */
+let lastFrames: Buffer[] | null = null;
+let lastChunk: Buffer | null = null;
+function joinedFrames(frames: Buffer[]): Buffer {
+  const prev = lastFrames;
+  if (prev && prev.length === frames.length) {
+    let same = true;
+    for (let i = 0; i < frames.length && same; i++) same = prev[i] === frames[i];
+    if (same) return lastChunk!;
+  }
+  lastFrames = frames;
+  lastChunk = Buffer.concat(frames);
+  return lastChunk;
 }
 
 /**
@@ -109,6 +128,9 @@ function flushDirty(): void {
   const ws = [...dirty];
   dirty.clear();
   for (const w of ws) w.flush();
+  // the shared chunk is for this tick only
+  lastFrames = null;
+  lastChunk = null;
 }
 
 export function scheduleFlush(w: Watcher): void {
