@@ -87,6 +87,25 @@ describe('namespace deletion', () => {
     expect((await request(s, 'GET', `${base}/configmaps`)).json().items).toHaveLength(0);
   });
 
+  it('namespaces/finalize replaces spec.finalizers; a terminating namespace goes when none is left', async () => {
+    await mkNamespace('fin');
+    const body = (f: string[]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fin' }, spec: { finalizers: f } });
+    const put = await request(s, 'PUT', '/api/v1/namespaces/fin/finalize', body(['kubernetes', 'example.com/x']));
+    expect(put.status).toBe(200);
+    expect(put.json().spec.finalizers).toEqual(['kubernetes', 'example.com/x']);
+    expect((await request(s, 'DELETE', '/api/v1/namespaces/fin')).status).toBe(200);
+    // The lifecycle drops `kubernetes`; the other finalizer holds the namespace.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const ns = (await request(s, 'GET', '/api/v1/namespaces/fin')).json();
+      if (JSON.stringify(ns.spec.finalizers) === JSON.stringify(['example.com/x'])) break;
+      if (Date.now() > deadline) throw new Error('kubernetes finalizer not removed: ' + JSON.stringify(ns));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await request(s, 'PUT', '/api/v1/namespaces/fin/finalize', body([]))).status).toBe(200);
+    expect((await request(s, 'GET', '/api/v1/namespaces/fin')).status).toBe(404);
+  });
+
   it('the initial namespaces cannot be deleted', async () => {
     const r = await request(s, 'DELETE', '/api/v1/namespaces/default');
     expect(r.status).toBe(403);

@@ -22,6 +22,10 @@ import { handlePatch } from '../handlers/patch.js';
 import { handleDelete } from '../handlers/delete.js';
 import { handleDeleteCollection } from '../handlers/deletecollection.js';
 import { healthHandler, type HealthState } from '../handlers/health.js';
+import { handleScale } from '../handlers/scale.js';
+import { handleEviction } from '../handlers/eviction.js';
+import { handleBinding } from '../handlers/binding.js';
+import { handleFinalize } from '../handlers/finalize.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -38,6 +42,14 @@ const HANDLERS: Record<string, VerbHandler> = {
 
 /** Subresources that are served by the generic store as views of the main object. */
 const STORE_SUBRESOURCES = new Set(['status']);
+
+/** Subresources with a handler of their own (the catalog says which verbs each allows). */
+const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
+  scale: handleScale,
+  eviction: handleEviction,
+  binding: handleBinding,
+  finalize: handleFinalize,
+};
 
 const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
@@ -98,10 +110,20 @@ export class Router implements Filter {
       info.namespace = '';
     }
     let verbs = target.info.verbs;
+    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets });
     if (info.subresource) {
       const sub = target.info.subresources.find((s) => s.name === info.subresource);
+      const own = sub ? SUBRESOURCE_HANDLERS[sub.name] : undefined;
+      if (sub && own) {
+        if (!sub.verbs.includes(info.verb)) throw errors.methodNotAllowed();
+        if (target.info.namespaced && !info.namespace) throw errors.resourceNotFound();
+        return own(ctx());
+      }
       if (!sub || !STORE_SUBRESOURCES.has(sub.name)) throw errors.resourceNotFound();
       verbs = sub.verbs;
+    } else if (target.gr === 'bindings' && info.verb === 'create') {
+      if (!info.namespace) throw errors.resourceNotFound();
+      return handleBinding(ctx());
     }
     const verb = info.verb;
     const handler = HANDLERS[verb];
@@ -113,7 +135,7 @@ export class Router implements Filter {
     if (target.info.namespaced && !info.namespace && verb !== 'list' && verb !== 'watch' && verb !== 'create') {
       throw errors.resourceNotFound();
     }
-    return handler({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits });
+    return handler(ctx());
   }
 
   private nonResource(req: ApiRequest, res: ResponseSink): void {

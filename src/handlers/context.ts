@@ -3,6 +3,7 @@ import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { RequestInfo } from '../request/request-info.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
+import type { Targets } from '../api/targets.js';
 
 export interface ServerLimits {
   minRequestTimeoutSeconds: number;
@@ -17,6 +18,8 @@ export interface HandlerContext {
   store: Store;
   namespaces: NamespaceLifecycle;
   limits: ServerLimits;
+  /** every resource, for handlers that touch another kind (eviction reads PodDisruptionBudgets) */
+  targets: Targets;
 }
 
 export function apiVersionOf(t: ResourceTarget): string {

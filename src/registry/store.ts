@@ -300,6 +300,31 @@ export class Store {
     return { code: 200, rv, json };
   }
 
+  /**
+   * A server-side write of the stored object that skips the kind's update rules (kube's
+   * subresources that write storage directly, e.g. pods/binding). `mutate` changes a copy
+   * of the current object; it runs again on a lost race.
+   */
+  async storageUpdate(t: ResourceTarget, ns: string, name: string, dryRun: boolean, mutate: (obj: any) => void): Promise<WriteResult> {
+    const key = objectKey(ns, name);
+    for (let attempt = 0; ; attempt++) {
+      const cur = this.cacheOf(t).items.get(key);
+      if (!cur) throw errors.notFound(t.groupResource, name);
+      const obj = structuredClone(entryObject(cur));
+      mutate(obj);
+      delete obj.metadata.resourceVersion;
+      if (dryRun) return { code: 200, json: this.renderDryRun(obj) };
+      try {
+        const r = await this.commit(t, 'MODIFIED', ns, name, obj, cur.rv);
+        return { code: 200, json: r.json };
+      } catch (e) {
+        if (e instanceof WriteRejected && e.failure !== 'notfound' && attempt < MAX_CONFLICT_RETRIES) continue;
+        if (e instanceof WriteRejected) throw e.failure === 'notfound' ? errors.notFound(t.groupResource, name) : errors.staleConflict(t.groupResource, name);
+        throw e;
+      }
+    }
+  }
+
   private renderDryRun(obj: any): Buffer {
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }

@@ -16,11 +16,12 @@ export function authorizationFilter(modes: string[]): Filter {
       if (!info.isResourceRequest) {
         throw errors.forbidden({ group: '', resource: '' }, undefined, `forbidden: User "${user}" cannot ${info.verb} path "${info.path}"`);
       }
+      // A subresource is a resource of its own to the authorizer ("pods/eviction").
       const gr = { group: info.apiGroup, resource: info.resource };
       const scope = info.namespace ? ` in the namespace "${info.namespace}"` : ' at the cluster scope';
       const res = info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
       const what = info.name ? `${res} "${info.name}"` : res;
-      throw errors.forbidden(gr, info.name || undefined, `${what} is forbidden: User "${user}" cannot ${info.verb} resource "${info.resource}" in API group "${info.apiGroup}"${scope}`);
+      throw errors.forbidden(gr, info.name || undefined, `${what} is forbidden: User "${user}" cannot ${info.verb} resource "${info.subresource ? `${info.resource}/${info.subresource}` : info.resource}" in API group "${info.apiGroup}"${scope}`);
     },
   };
 }

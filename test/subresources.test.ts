@@ -1,0 +1,163 @@
+// Subresources against a started server: status, scale (with kubectl scale), eviction
+// against PodDisruptionBudgets, binding, and subresources as their own resources to the
+// authorizer.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { request, startServer, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
+
+let s: TestServer;
+const DEP = '/apis/apps/v1/namespaces/default/deployments';
+const PODS = '/api/v1/namespaces/default/pods';
+const PDB = '/apis/policy/v1/namespaces/default/poddisruptionbudgets';
+const MERGE = { 'content-type': 'application/merge-patch+json' };
+
+beforeAll(async () => {
+  s = await startServer();
+});
+afterAll(async () => {
+  await s?.stop();
+  s?.cleanup();
+});
+
+const deployment = (name: string, replicas = 1) => ({
+  metadata: { name },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app: name }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'api'] }] },
+    template: { metadata: { labels: { app: name, tier: 'web' } }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+  },
+});
+const pod = (name: string, labels: Record<string, string> = {}) => ({ metadata: { name, labels }, spec: { containers: [{ name: 'c', image: 'x' }] } });
+
+describe('status', () => {
+  it('the main resource ignores status; status writes ignore spec', async () => {
+    const d = (await request(s, 'POST', DEP, deployment('st'))).json();
+    const main = await request(s, 'PATCH', `${DEP}/st`, { spec: { replicas: 2 }, status: { replicas: 7 } }, MERGE);
+    expect(main.status).toBe(200);
+    expect(main.json().spec.replicas).toBe(2);
+    expect(main.json().status?.replicas).toBeUndefined();
+    const st = await request(s, 'PATCH', `${DEP}/st/status`, { spec: { replicas: 5 }, status: { replicas: 7 } }, MERGE);
+    expect(st.status).toBe(200);
+    expect(st.json().spec.replicas).toBe(2);
+    expect(st.json().status.replicas).toBe(7);
+    const got = (await request(s, 'GET', `${DEP}/st/status`)).json();
+    expect(got.kind).toBe('Deployment');
+    expect(got.metadata.uid).toBe(d.metadata.uid);
+    expect(got.status.replicas).toBe(7);
+  });
+});
+
+describe('scale', () => {
+  it('is an autoscaling/v1 Scale view with the selector as a string', async () => {
+    await request(s, 'POST', DEP, deployment('web', 2));
+    const r = await request(s, 'GET', `${DEP}/web/scale`);
+    expect(r.status).toBe(200);
+    const sc = r.json();
+    expect(sc.kind).toBe('Scale');
+    expect(sc.apiVersion).toBe('autoscaling/v1');
+    expect(sc.spec.replicas).toBe(2);
+    expect(sc.status.selector).toBe('app=web,tier in (api,web)');
+  });
+
+  it('kubectl scale changes spec.replicas', async () => {
+    const out = await kubectl(s, ['scale', 'deployment', 'web', '--replicas=3']);
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain('deployment.apps/web scaled');
+    expect((await request(s, 'GET', `${DEP}/web`)).json().spec.replicas).toBe(3);
+  });
+
+  it('update with a stale resourceVersion is 409; negative replicas 422', async () => {
+    const sc = (await request(s, 'GET', `${DEP}/web/scale`)).json();
+    const ok = await request(s, 'PUT', `${DEP}/web/scale`, { ...sc, spec: { replicas: 4 } });
+    expect(ok.status).toBe(200);
+    expect(ok.json().spec.replicas).toBe(4);
+    const stale = await request(s, 'PUT', `${DEP}/web/scale`, { ...sc, spec: { replicas: 5 } });
+    expect(stale.status).toBe(409);
+    const neg = await request(s, 'PATCH', `${DEP}/web/scale`, { spec: { replicas: -1 } }, MERGE);
+    expect(neg.status).toBe(422);
+    expect(neg.json().message).toBe('Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0');
+  });
+
+  it('replicationcontrollers print their map selector', async () => {
+    await request(s, 'POST', '/api/v1/namespaces/default/replicationcontrollers', {
+      metadata: { name: 'rc' },
+      spec: { replicas: 1, selector: { b: '2', a: '1' }, template: { metadata: { labels: { a: '1', b: '2' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+    });
+    const sc = (await request(s, 'GET', '/api/v1/namespaces/default/replicationcontrollers/rc/scale')).json();
+    expect(sc.status.selector).toBe('a=1,b=2');
+  });
+});
+
+describe('eviction', () => {
+  const evict = (name: string) => request(s, 'POST', `${PODS}/${name}/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name } });
+  async function runningPod(name: string): Promise<void> {
+    await request(s, 'POST', PODS, pod(name, { app: 'guarded' }));
+    const st = await request(s, 'PATCH', `${PODS}/${name}/status`, { status: { phase: 'Running' } }, MERGE);
+    expect(st.json().status.phase).toBe('Running');
+  }
+
+  it('429 when the budget allows no disruption; deletes and uses one up when it does', async () => {
+    await runningPod('g1');
+    await request(s, 'POST', PDB, { metadata: { name: 'budget' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } } });
+    // As the disruption controller would report it:
+    const setStatus = (allowed: number) =>
+      request(s, 'PATCH', `${PDB}/budget/status`, { status: { observedGeneration: 1, disruptionsAllowed: allowed, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } }, MERGE);
+    expect((await setStatus(0)).status).toBe(200);
+    const no = await evict('g1');
+    expect(no.status).toBe(429);
+    expect(no.json().reason).toBe('TooManyRequests');
+    expect(no.json().message).toBe("Cannot evict pod as it would violate the pod's disruption budget.");
+    expect(no.json().details.causes).toEqual([{ reason: 'DisruptionBudget', message: 'The disruption budget budget needs 1 healthy pods and has 1 currently' }]);
+    expect((await request(s, 'GET', `${PODS}/g1`)).status).toBe(200);
+
+    await setStatus(1);
+    const yes = await evict('g1');
+    expect(yes.status).toBe(201);
+    expect(yes.json()).toMatchObject({ kind: 'Status', status: 'Success' });
+    expect((await request(s, 'GET', `${PODS}/g1`)).status).toBe(404);
+    const budget = (await request(s, 'GET', `${PDB}/budget`)).json();
+    expect(budget.status.disruptionsAllowed).toBe(0);
+    expect(Object.keys(budget.status.disruptedPods)).toEqual(['g1']);
+  });
+
+  it('a pod no budget covers, or that is not running, is deleted at once', async () => {
+    await request(s, 'POST', PODS, pod('free', { app: 'other' }));
+    expect((await evict('free')).status).toBe(201);
+    expect((await request(s, 'GET', `${PODS}/free`)).status).toBe(404);
+    expect((await evict('missing')).status).toBe(404);
+  });
+});
+
+describe('binding', () => {
+  it('binds once through pods/binding and the bindings resource; a second bind is 409', async () => {
+    await request(s, 'POST', PODS, pod('b1'));
+    const r = await request(s, 'POST', `${PODS}/b1/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'b1' }, target: { kind: 'Node', name: 'node-a' } });
+    expect(r.status).toBe(201);
+    const p = (await request(s, 'GET', `${PODS}/b1`)).json();
+    expect(p.spec.nodeName).toBe('node-a');
+    expect(p.status.conditions.find((c: any) => c.type === 'PodScheduled').status).toBe('True');
+    const again = await request(s, 'POST', `${PODS}/b1/binding`, { metadata: { name: 'b1' }, target: { name: 'node-b' } });
+    expect(again.status).toBe(409);
+    expect(again.json().message).toBe('Operation cannot be fulfilled on pods/binding "b1": pod b1 is already assigned to node "node-a"');
+
+    await request(s, 'POST', PODS, pod('b2'));
+    const viaRes = await request(s, 'POST', '/api/v1/namespaces/default/bindings', { metadata: { name: 'b2' }, target: { kind: 'Node', name: 'node-c' } });
+    expect(viaRes.status).toBe(201);
+    expect((await request(s, 'GET', `${PODS}/b2`)).json().spec.nodeName).toBe('node-c');
+  });
+});
+
+describe('authorization', () => {
+  it('sees a subresource as a resource of its own', async () => {
+    const deny = await startServer({ args: ['--authorization-mode', 'AlwaysDeny'] });
+    try {
+      const r = await request(deny, 'POST', `${PODS}/x/eviction`, { metadata: { name: 'x' } });
+      expect(r.status).toBe(403);
+      expect(r.json().message).toContain('cannot create resource "pods/eviction" in API group "" in the namespace "default"');
+    } finally {
+      await deny.stop();
+      deny.cleanup();
+    }
+  });
+});
