@@ -114,6 +114,15 @@ describe('field validation', () => {
     expect(r.json().details.causes).toContainEqual({ reason: 'FieldValueRequired', message: 'Required value', field: 'spec.template.spec.containers[0].name' });
   });
 
+  it('a body nested too deep is 400 and the server carries on', async () => {
+    const n = 100000;
+    const text = '{"metadata":{"name":"deep"},"spec":{"group":"x.io","names":{"plural":"ds","kind":"D"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":' + '{"not":'.repeat(n) + '{}' + '}'.repeat(n) + '}}]}}';
+    const r = await request(s, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', text);
+    expect(r.status).toBe(400);
+    expect(r.json().message).toContain('exceeded max depth');
+    expect((await request(s, 'GET', '/readyz')).status).toBe(200);
+  });
+
   it('an unknown fieldValidation value is rejected', async () => {
     const r = await request(s, 'POST', `${CM}?fieldValidation=Loud`, { metadata: { name: 'fv1' } });
     expect(r.status).toBe(422);

@@ -85,6 +85,16 @@ describe('checkFields', () => {
   });
 });
 
+describe('deep bodies', () => {
+  it('are a 400, not a crash', () => {
+    const n = 100000;
+    const text = '{"metadata":{"name":"x"},"spec":{"versions":[{"name":"v1","schema":{"openAPIV3Schema":' + '{"not":'.repeat(n) + '{}' + '}'.repeat(n) + '}}]}}';
+    const e = thrown(() => validateBody(JSON.parse(text), { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' }, 'Warn', text, []));
+    expect(e.code).toBe(400);
+    expect(e.message).toContain('exceeded max depth');
+  });
+});
+
 describe('fieldValidationMode', () => {
   it('defaults to Warn and rejects other values', () => {
     expect(fieldValidationMode(new URLSearchParams(''), 'create')).toBe('Warn');

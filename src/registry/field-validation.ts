@@ -285,7 +285,15 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
   const def = name ? definition(name) : undefined;
   if (!name || !def) return result;
   const w = new Walker(mode !== 'Strict', opts.required !== false);
-  w.def(obj, def, name, gvk.kind, false);
+  try {
+    w.def(obj, def, name, gvk.kind, false);
+  } catch (e) {
+    // A body nested deeper than the stack allows (JSON.parse takes any depth) is rejected as
+    // Go's decoder rejects one deeper than its limit, before anything else recurses into it.
+    if (!(e instanceof RangeError)) throw e;
+    result.typeError = 'json: exceeded max depth';
+    return result;
+  }
   if (w.typeError) {
     result.typeError = w.typeError;
     return result;
@@ -334,12 +342,9 @@ export function findDuplicateFields(text: string): string[] {
   }
   const stack: Frame[] = [];
   const pathOf = (f: Frame | undefined): string => {
-    if (!f) return '';
-    const p = pathOf(f.parent);
-    if (!f.parent) return p;
-    const at = f.parent;
-    if (at.obj) return p ? `${p}.${at.key}` : at.key!;
-    return `${p}[${at.index}]`;
+    const parts: string[] = [];
+    for (let c = f; c?.parent; c = c.parent) parts.push(c.parent.obj ? `.${c.parent.key}` : `[${c.parent.index}]`);
+    return parts.reverse().join('').replace(/^\./, '');
   };
   let i = 0;
   const n = text.length;
