@@ -42,7 +42,7 @@ export interface StatusDetails {
 export interface Status {
   kind: 'Status';
   apiVersion: 'v1';
-  metadata: Record<string, never>;
+  metadata: { continue?: string };
   status: 'Failure' | 'Success';
   message?: string;
   reason?: string;
@@ -66,6 +66,8 @@ export class StatusError extends Error {
   readonly details?: StatusDetails;
   /** Extra response headers, e.g. Retry-After. */
   readonly headers?: Record<string, string>;
+  /** The Status's metadata.continue: the token an expired list may go on with, inconsistently. */
+  continueToken?: string;
 
   constructor(code: number, reason: StatusReason | '', message: string, details?: StatusDetails, headers?: Record<string, string>) {
     super(message);
@@ -76,7 +78,7 @@ export class StatusError extends Error {
   }
 
   toStatus(): Status {
-    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, code: this.code };
+    const s: Status = { kind: 'Status', apiVersion: 'v1', metadata: this.continueToken ? { continue: this.continueToken } : {}, status: 'Failure', message: this.message, code: this.code };
     if (this.reason) s.reason = this.reason;
     if (this.details) s.details = this.details;
     return s;
@@ -109,6 +111,15 @@ export const errors = {
     errors.conflict(gr, name, 'the object has been modified; please apply your changes to the latest version and try again'),
   gone: (message: string) => new StatusError(410, StatusReason.Gone, message),
   expired: (message: string) => new StatusError(410, StatusReason.Expired, message),
+  /** An expired continue token: 410, offering a token that goes on at the latest version. */
+  continueExpired: (inconsistentToken?: string) => {
+    const base = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter';
+    if (!inconsistentToken) return new StatusError(410, StatusReason.Expired, base + '.');
+    const e = new StatusError(410, StatusReason.Expired,
+      base + ', or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.');
+    e.continueToken = inconsistentToken;
+    return e;
+  },
   invalid: (kind: string, group: string, name: string, causes: Array<{ field: string; type: CauseType; value?: unknown; detail?: string }>) => {
     const rendered = causes.map((c) => ({ reason: c.type, message: causeMessage(c), field: c.field }));
     const list = rendered.map((c) => `${c.field}: ${c.message}`);

@@ -30,6 +30,7 @@ export interface ServerOptions {
   watchFanoutTickMs: number;
   /** --feature-gates as given (Gate=true,Other=false); checked at parse time, applied by the server */
   featureGates: string;
+  watchBookmarkIntervalSeconds: number;
 }
 
 export class FlagError extends Error {}
@@ -92,6 +93,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'watch-cache-sizes': { kind: 'string', help: 'Per-resource ring sizes, resource[.group]#size; 0 disables.', set: (o, v) => (o.watchCacheSizes = parseCacheSizes(v)) },
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
   'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
+  'watch-bookmark-interval': { kind: 'duration', help: 'How often watchers that allow bookmarks get a BOOKMARK event. (default 1m0s)', set: (o, v) => (o.watchBookmarkIntervalSeconds = v) },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
   'feature-gates': {
     kind: 'string',
@@ -145,6 +147,7 @@ export function defaultOptions(): ServerOptions {
     maxRequestBodyBytes: 3 * 1024 * 1024,
     watchFanoutTickMs: 5,
     featureGates: '',
+    watchBookmarkIntervalSeconds: 60,
   };
 }
 
@@ -208,5 +211,6 @@ function validate(o: ServerOptions): void {
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);
   if (!o.watchCache) o.defaultWatchCacheSize = 0;
+  if (!(o.watchBookmarkIntervalSeconds > 0)) throw new FlagError('--watch-bookmark-interval must be positive');
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
 }

@@ -26,7 +26,7 @@ import { ensureServingCert } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
-import { setFanoutTick } from '../workers/watch/watcher-group.js';
+import { setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
 import { features } from './features.js';
 
 export interface StartedServer {
@@ -58,6 +58,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     watchCacheSizes: o.watchCacheSizes,
   });
   setFanoutTick(o.watchFanoutTickMs);
+  setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
   await coord.start();
   const strategies = new StrategyRegistry(coord, { serviceClusterIpRange: o.serviceClusterIpRange, serviceNodePortRange: o.serviceNodePortRange });
   const targets = new Targets(catalog, strategies);

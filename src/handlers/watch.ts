@@ -1,22 +1,29 @@
-// watch: a chunked stream of JSON events.
+// watch: a chunked stream of JSON events (spec 4.6, 6.1).
 //
 //   resourceVersion unset  get state (consistent), then changes: synthetic ADDED first
 //   resourceVersion "0"    get state (any), then changes
 //   resourceVersion N      start exactly after N: replay from the cache's ring, or from the
 //                          shard's revision log when the ring no longer reaches back to N;
 //                          410 (an ERROR event in the stream) when N is compacted away
+//   sendInitialEvents=true (with resourceVersionMatch=NotOlderThan): the state at least as
+//                          new as N (or consistent, when N is unset) as ADDED events, then a
+//                          BOOKMARK annotated k8s.io/initial-events-end (if bookmarks were
+//                          asked for), then changes
+//   sendInitialEvents=false: no synthetic events; N unset or "0" starts at the newest version
 //
 // Everything between choosing the start version and registering the watcher runs without
 // an await, so no committed event can slip between the replay and the live stream.
 import { randomInt } from 'node:crypto';
 import { listOptions, timeoutSecondsParam } from '../request/query.js';
 import { exactField } from '../request/selectors.js';
+import { validateListOptions } from '../request/list-options.js';
+import { convertFieldSelector } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
-import { Watcher } from '../../workers/watch/watcher-group.js';
-import { frameOf, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
+import { initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { eventsBetween } from '../../workers/shard/reader.js';
 import { errors } from '../errors.js';
-import type { HandlerContext } from './context.js';
+import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
 import { streamContentType, type Representation } from '../codec/negotiate.js';
 import { valueFrame, watchFramer } from '../codec/representation.js';
@@ -32,38 +39,58 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   const repr = streamRepresentation(c);
   const frame = watchFramer(repr, encodeContextOf(c, repr));
   const opts = listOptions(c.req);
+  validateListOptions(opts, true);
+  const fields = convertFieldSelector(target.gr, opts.fields);
   const cache = store.cacheOf(target);
   const shard = cache.shard;
   const coord = store.coord;
-  const name = info.name || exactField(opts.fields, 'metadata.name') || '';
+  const name = info.name || exactField(fields, 'metadata.name') || '';
   const minTimeout = c.limits.minRequestTimeoutSeconds;
   const timeoutSeconds = timeoutSecondsParam(c.req.query) ?? minTimeout + randomInt(Math.max(1, minTimeout));
   const rvParam = opts.resourceVersion;
+  const legacyStart = rvParam === '' || rvParam === '0';
+  // Synthetic ADDED events: asked for explicitly, or implied by an unset / "0" version.
+  const initial = opts.sendInitialEvents ?? legacyStart;
 
-  let startRv: number;
-  if (rvParam === '' || rvParam === '0') {
-    if (rvParam === '') await store.ensureLatest(target);
-  } else {
+  let startRv = 0;
+  if (!legacyStart) {
     if (!/^[0-9]+$/.test(rvParam)) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rvParam)}`);
     startRv = Number(rvParam);
-    if (startRv >= coord.compactedRv(shard)) await store.ensureFresh(target, startRv);
   }
+  if (rvParam === '') await store.ensureLatest(target);
+  else if (initial && !legacyStart) await store.ensureFresh(target, startRv);
 
   // ---- from here on, synchronous until the watcher is registered ----
-  const watcher = new Watcher({ ns: info.namespace, name, labels: opts.labels, fields: opts.fields, sink: c.res, maxBufferedBytes: c.limits.watchMaxBufferedBytes, frame });
+  const watcher = new Watcher({
+    gr: target.gr,
+    ns: info.namespace,
+    name,
+    labels: opts.labels,
+    fields,
+    sink: c.res,
+    maxBufferedBytes: c.limits.watchMaxBufferedBytes,
+    frame,
+    valueFrame: frame ? (type, value) => valueFrame(type, value, repr) : undefined,
+    bookmarks: opts.allowWatchBookmarks,
+    apiVersion: apiVersionOf(target),
+    kind: target.info.kind,
+    freshRv: () => coord.freshRv(shard),
+  });
   const headers = baseHeaders(c.req, streamContentType(repr.mediaType));
-  if (rvParam === '' || rvParam === '0') {
-    startRv = coord.freshRv(shard);
-    const items = name ? [cache.items.get(`${info.namespace}/${name}`)].filter((e) => e !== undefined) : cache.list(info.namespace);
-    for (const e of items) {
-      if (!watcher.matches(e!)) continue;
-      const ev: WatchEvent = { rv: e!.rv, type: 'ADDED', entry: e! };
-      watcher.outbox.push(frame ? frame(ev, ev.type) : frameOf(ev));
+  if (initial) {
+    const at = coord.freshRv(shard);
+    for (const e of store.currentEntries(target, info.namespace, name)) {
+      if (!watcher.matches(e)) continue;
+      if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
+      else initialFrames(e, watcher.outbox);
     }
-    watcher.rv = startRv;
+    watcher.rv = at;
+    if (opts.sendInitialEvents) watcher.bookmark(true);
+  } else if (legacyStart) {
+    watcher.rv = coord.freshRv(shard);
   } else {
     const compacted = coord.compactedRv(shard);
-    if (startRv! < compacted) {
+    if (startRv < compacted) {
       c.res.startStream(200, headers);
       c.res.cork(() => {
         c.res.write(errorFrame(410, 'Expired', `too old resource version: ${startRv} (${compacted})`, repr));
@@ -71,11 +98,12 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
       });
       return;
     }
-    watcher.rv = startRv!;
-    let replay = cache.eventsAfter(startRv!);
+    // A version not reached yet is fine: events up to it are skipped as they arrive.
+    watcher.rv = startRv;
+    let replay = cache.eventsAfter(startRv);
     if (replay === null) {
       // The ring starts after startRv: the older part comes from the revision log.
-      const older = eventsBetween(coord.envOf(shard), target.gr, startRv!, cache.startRv).map((s): WatchEvent => {
+      const older = eventsBetween(coord.envOf(shard), target.gr, startRv, cache.startRv).map((s): WatchEvent => {
         const [ns, nm] = splitKey(s.key);
         return { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
       });
@@ -89,10 +117,16 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   // Binary streams (protobuf frames, CBOR sequences) have no such filler, and uWS cannot
   // send headers alone: theirs leave with the first event.
   if (watcher.outbox.length === 0 && repr.mediaType === 'application/json') c.res.cork(() => c.res.write('\n'));
-  watcher.flush();
+  watcher.flushInitial();
   if (watcher.closed) return;
   cache.watchers.add(watcher);
-  const timer = setTimeout(() => watcher.close(), timeoutSeconds * 1000);
+  wantBookmarks(watcher);
+  const timer = setTimeout(() => {
+    // kube-apiserver gives a bookmark as a watch times out, so the client resumes from it
+    watcher.bookmark();
+    watcher.flush();
+    watcher.close();
+  }, timeoutSeconds * 1000);
   timer.unref();
   watcher.onClose = () => {
     clearTimeout(timer);

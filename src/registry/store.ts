@@ -13,10 +13,13 @@ import type { ResourceInfo } from '../api/catalog-types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
 import { Expect, type EventType } from '../../workers/shard/protocol.js';
-import { entryObject, firstKeyAtOrAfter, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
+import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
 import { getAt, listAt } from '../../workers/shard/reader.js';
 import { encodeForCommit, orderedObject } from '../codec/json.js';
-import { matchFields, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
+import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
+import { convertFieldSelector } from '../request/field-labels.js';
+import { validateListOptions } from '../request/list-options.js';
+import { listFromCacheSnapshot } from './read-gates.js';
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
 import { validateAnnotations, validateLabels, validateName } from './validation.js';
 import { jsonPatch, mergePatch } from './patch.js';
@@ -54,6 +57,8 @@ export interface ListOptions {
   continueToken: string;
   labels: LabelSelector | null;
   fields: FieldSelector | null;
+  sendInitialEvents?: boolean;
+  allowWatchBookmarks?: boolean;
 }
 
 export interface ListResult {
@@ -105,26 +110,35 @@ function parseRv(s: string, field = 'resourceVersion'): number {
   return Number(s);
 }
 
+/**
+ * The continue token, shaped as kube-apiserver's (base64url of {"v","rv","start"}) plus
+ * the time the list began, so that it expires after CONTINUE_TTL_MS (spec 3.2) even while
+ * the history it points at is still retained. rv -1 means "go on at the latest version".
+ */
 interface ContinueToken {
   v: 'meta.k8s.io/v1';
   rv: number;
   start: string;
-  t: number;
+  t?: number;
 }
 
-function encodeContinue(rv: number, lastKey: string): string {
-  const tok: ContinueToken = { v: 'meta.k8s.io/v1', rv, start: lastKey + '\u0000', t: Date.now() };
+function encodeContinue(rv: number, start: string, t = Date.now()): string {
+  const tok: ContinueToken = { v: 'meta.k8s.io/v1', rv, start, t };
   return Buffer.from(JSON.stringify(tok)).toString('base64url');
 }
 
 function decodeContinue(s: string): ContinueToken {
+  const bad = (why: string) => errors.badRequest(`invalid continue token: continue key is not valid: ${why}`);
+  let tok: ContinueToken;
   try {
-    const tok = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
-    if (tok.v !== 'meta.k8s.io/v1' || typeof tok.rv !== 'number' || typeof tok.start !== 'string') throw new Error('bad');
-    return tok;
+    tok = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
   } catch {
-    throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+    throw bad('illegal base64 data');
   }
+  if (tok === null || typeof tok !== 'object' || tok.v !== 'meta.k8s.io/v1') throw bad('server does not recognize this encoded version');
+  if (typeof tok.rv !== 'number' || !Number.isInteger(tok.rv) || tok.rv === 0) throw bad('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (typeof tok.start !== 'string' || tok.start === '' || tok.start.includes('/../')) throw bad('continue key is not valid');
+  return tok;
 }
 
 /** Whether a patch names metadata.resourceVersion (a conditional patch). */
@@ -132,6 +146,9 @@ function patchPinsVersion(patchType: string, patch: any): boolean {
   if (patchType === 'json') return Array.isArray(patch) && patch.some((op) => op && typeof op === 'object' && op.path === '/metadata/resourceVersion');
   return patch?.metadata?.resourceVersion !== undefined && patch?.metadata?.resourceVersion !== null;
 }
+
+/** How long an Exact list may be served from a snapshot rebuilt from the cache (spec 8). */
+export const CACHE_SNAPSHOT_MS = 75_000;
 
 export class Store {
   constructor(readonly coord: Coordinator) {}
@@ -182,56 +199,77 @@ export class Store {
     const cache = this.cacheOf(t);
     if (rvParam === '') await this.ensureLatest(t);
     else if (rvParam !== '0') await this.ensureFresh(t, parseRv(rvParam));
-    const e = cache.items.get(objectKey(ns, name));
+    const key = objectKey(ns, name);
+    let e: CacheEntry | undefined;
+    if (this.cacheServes(cache)) e = cache.items.get(key);
+    else {
+      const s = getAt(this.coord.envOf(cache.shard), t.gr, key, this.coord.freshRv(cache.shard));
+      if (s) e = { key, ns, name, rv: s.rv, json: s.json };
+    }
     if (!e) throw errors.notFound(t.groupResource, name);
     return e;
   }
 
+  /**
+   * list, by spec 4.6: the version to serve at is chosen first (null = the cache as it is
+   * now), then the items come from the cache when it holds that version's state, from a
+   * snapshot rebuilt from the cache's ring (gate ListFromCacheSnapshot), or from the shard's
+   * revision history in one LMDB read transaction.
+   */
   async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
+    validateListOptions(o, false);
+    const fields = convertFieldSelector(t.gr, o.fields);
     const cache = this.cacheOf(t);
-    const hasSelector = o.labels !== null || o.fields !== null;
-    let atRv: number | null = null; // null = serve the cache as it is now
+    const hasSelector = o.labels !== null || fields !== null;
+    let atRv: number | null = null;
     let start = '';
+    let listStarted: number | undefined;
     if (o.continueToken) {
       const tok = decodeContinue(o.continueToken);
-      if (Date.now() - tok.t > CONTINUE_TTL_MS || tok.rv < this.coord.compactedRv(cache.shard)) {
-        throw errors.expired(
-          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
-        );
-      }
-      atRv = tok.rv;
+      if (o.resourceVersion !== '' && o.resourceVersion !== '0') throw errors.badRequest('specifying resource version is not allowed when using continue');
       start = tok.start;
+      if (tok.rv < 0) {
+        await this.ensureLatest(t);
+      } else {
+        if ((tok.t !== undefined && Date.now() - tok.t > CONTINUE_TTL_MS) || tok.rv < this.coord.compactedRv(cache.shard)) {
+          throw errors.continueExpired(encodeContinue(-1, start));
+        }
+        atRv = tok.rv;
+        listStarted = tok.t;
+      }
     } else if (o.resourceVersion === '') {
-      atRv = null;
       await this.ensureLatest(t);
-    } else if (o.resourceVersion === '0') {
-      atRv = null;
-    } else {
+    } else if (o.resourceVersion !== '0') {
       const rv = parseRv(o.resourceVersion);
       const exact = o.resourceVersionMatch === 'Exact' || (o.resourceVersionMatch === '' && o.limit > 0);
-      await this.ensureFresh(t, rv);
       if (exact) {
-        if (rv < this.coord.compactedRv(cache.shard)) {
-          throw errors.expired(`The resourceVersion for the provided list is too old.`);
-        }
+        if (rv < this.coord.compactedRv(cache.shard)) throw errors.expired('The resourceVersion for the provided list is too old.');
+        await this.ensureFresh(t, rv);
         atRv = rv;
+      } else {
+        await this.ensureFresh(t, rv);
       }
     }
 
-    let entries: Array<{ key: string; json: Buffer; obj?: any }>;
+    let entries: CacheEntry[];
     let listRv: number;
-    // From the cache, entries are CacheEntries (shared: read only) and their bytes come pre-joined.
+    // Entries straight from the cache's current state come with their bytes pre-joined.
     let fromCache = false;
-    if (atRv === null || cache.lastRvOfType() <= atRv) {
-      // The cache is the state at atRv when nothing of this type changed since then.
-      entries = cache.list(ns);
-      fromCache = true;
-      listRv = atRv ?? this.coord.freshRv(cache.shard);
+    if (atRv === null) {
+      listRv = this.coord.freshRv(cache.shard);
+      fromCache = this.cacheServes(cache);
+      entries = fromCache ? cache.list(ns) : this.storageList(t, ns, listRv);
     } else {
-      const env = this.coord.envOf(cache.shard);
-      const prefix = ns === '' ? '' : ns + '/';
-      entries = listAt(env, t.gr, atRv).filter((s) => s.key.startsWith(prefix));
       listRv = atRv;
+      let found: CacheEntry[] | null = null;
+      if (this.cacheServes(cache)) {
+        // The cache is the state at atRv when nothing of this type changed since then.
+        if (cache.lastRvOfType() <= atRv) {
+          found = cache.list(ns);
+          fromCache = true;
+        } else if (listFromCacheSnapshot()) found = cache.snapshotAt(atRv, ns, CACHE_SNAPSHOT_MS);
+      }
+      entries = found ?? this.storageList(t, ns, atRv);
     }
     const base = start ? firstKeyAtOrAfter(entries, start) : 0;
     const items: Buffer[] = [];
@@ -242,8 +280,8 @@ export class Store {
       if (o.limit > 0 && items.length >= o.limit) break;
       const e = entries[i];
       if (hasSelector) {
-        const obj = fromCache ? entryObject(e as CacheEntry) : (e.obj ??= JSON.parse(e.json.toString('utf8')));
-        if (!matchLabels(o.labels, obj?.metadata?.labels) || !matchFields(o.fields, obj)) continue;
+        const sel = selectable(e, t.gr);
+        if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) continue;
       }
       items.push(e.json);
       sources.push(e);
@@ -253,10 +291,44 @@ export class Store {
     if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
     if (o.limit > 0 && i < entries.length) {
       // More may follow (with selectors, the rest may all be filtered out: kube says so too).
-      res.continueToken = encodeContinue(listRv, lastKey);
+      res.continueToken = encodeContinue(listRv, lastKey + '\u0000', listStarted);
       if (!hasSelector) res.remainingItemCount = entries.length - i;
     }
     return res;
+  }
+
+  /**
+   * The current objects of one namespace ("" = all), or the one named, as of the version
+   * the cache has caught up to: from the cache, or from storage when its cache is off.
+   */
+  currentEntries(t: ResourceTarget, ns: string, name = ''): CacheEntry[] {
+    const cache = this.cacheOf(t);
+    if (this.cacheServes(cache)) {
+      if (!name) return cache.list(ns);
+      const e = cache.items.get(objectKey(ns, name));
+      return e ? [e] : [];
+    }
+    const rv = this.coord.freshRv(cache.shard);
+    if (!name) return this.storageList(t, ns, rv);
+    const s = getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv);
+    return s ? [{ key: s.key, ns, name, rv: s.rv, json: s.json }] : [];
+  }
+
+  /** Whether reads of this type come from its watch cache (--watch-cache, --watch-cache-sizes). */
+  private cacheServes(cache: ResourceCache): boolean {
+    return cache.capacity > 0;
+  }
+
+  /** The objects of one namespace ("" = all) at rv, from the shard's revision history. */
+  private storageList(t: ResourceTarget, ns: string, rv: number): CacheEntry[] {
+    const env = this.coord.envOf(this.cacheOf(t).shard);
+    const prefix = ns === '' ? '' : ns + '/';
+    const out: CacheEntry[] = [];
+    for (const s of listAt(env, t.gr, rv, prefix)) {
+      const [ens, name] = splitKey(s.key);
+      out.push({ key: s.key, ns: ens, name, rv: s.rv, json: s.json });
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- writes

@@ -40,6 +40,9 @@ export function listOptions(req: ApiRequest): ListOptions {
     continueToken: q.get('continue') ?? '',
     labels: parseLabelSelector(q.get('labelSelector')),
     fields: parseFieldSelector(q.get('fieldSelector')),
+    // absent and false differ: ListOptions validation rules on whether it was given at all
+    sendInitialEvents: q.has('sendInitialEvents') ? boolParam(q, 'sendInitialEvents') : undefined,
+    allowWatchBookmarks: boolParam(q, 'allowWatchBookmarks'),
   };
 }
 

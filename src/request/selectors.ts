@@ -145,3 +145,13 @@ export function matchFields(sel: FieldSelector | null, obj: unknown): boolean {
   }
   return true;
 }
+
+/** Matches a field selector against an object's selectable fields (canonical label -> value). */
+export function matchFieldMap(sel: FieldSelector | null, fields: Record<string, string>): boolean {
+  if (!sel) return true;
+  for (const r of sel) {
+    const v = fields[r.field] ?? '';
+    if (r.op === '=' ? v !== r.value : v === r.value) return false;
+  }
+  return true;
+}

@@ -146,10 +146,11 @@ export function request(s: TestServer, method: string, path: string, body?: unkn
 }
 
 /** Opens a watch and collects its events until closed. */
-export function openWatch(s: TestServer, path: string): { events: any[]; raw: () => string; close: () => void; status: Promise<number> } {
+export function openWatch(s: TestServer, path: string): { events: any[]; raw: () => string; close: () => void; status: Promise<number>; ended: () => boolean } {
   const events: any[] = [];
   let buf = '';
   let raw = '';
+  let ended = false;
   let req: ReturnType<typeof https.request>;
   const status = new Promise<number>((res, rej) => {
     req = https.request({ host: '127.0.0.1', port: s.port, method: 'GET', path, ca: s.ca, headers: { authorization: `Bearer ${s.token}` } }, (r) => {
@@ -164,12 +165,14 @@ export function openWatch(s: TestServer, path: string): { events: any[]; raw: ()
           if (line) events.push(JSON.parse(line));
         }
       });
+      r.on('end', () => (ended = true));
+      r.on('close', () => (ended = true));
       r.on('error', () => {});
     });
     req.on('error', rej);
     req.end();
   });
-  return { events, raw: () => raw, close: () => req.destroy(), status };
+  return { events, raw: () => raw, close: () => req.destroy(), status, ended: () => ended };
 }
 
 export async function until<T>(fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {

@@ -36,15 +36,15 @@ export function* currentObjects(env: ShardEnv): Generator<{ gr: string } & Store
   if (out) yield out;
 }
 
-/** The objects of one type as they were at rv (etcd's "key at revision"), sorted by key. */
-export function listAt(env: ShardEnv, gr: string, rv: number): StoredObject[] {
+/** The objects of one type (keys starting with prefix) as they were at rv (etcd's "key at revision"), sorted by key. */
+export function listAt(env: ShardEnv, gr: string, rv: number, prefix = ''): StoredObject[] {
   const out: StoredObject[] = [];
   let curKey = '';
   let best: { rv: number; value: Buffer } | null = null;
   const take = () => {
     if (best && best.value[0] === FLAG_LIVE) out.push({ key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) });
   };
-  for (const { key, value } of env.revs.getRange({ start: [gr, ''], end: [gr, MAX_STRING] })) {
+  for (const { key, value } of env.revs.getRange({ start: [gr, prefix], end: [gr, prefix + MAX_STRING] })) {
     const [, k, r] = key;
     if (k !== curKey) {
       take();

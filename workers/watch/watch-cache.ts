@@ -10,6 +10,7 @@
 // (a selector, a write that starts from the current object), and the parse is memoized.
 import type { EventType } from '../shard/protocol.js';
 import { WatcherGroup } from './watcher-group.js';
+import { selectableFields } from '../../src/request/field-labels.js';
 
 export interface CacheEntry {
   /** "<namespace>/<name>" */
@@ -22,11 +23,27 @@ export interface CacheEntry {
   obj?: any;
   /** memoized encodings of this version in other representations (src/codec/representation.ts) */
   enc?: Map<string, Buffer>;
+  /** labels and selectable fields, read once (at commit when the object is at hand) */
+  sel?: Selectable;
+}
+
+/** What label and field selectors look at: matching one needs no walk of the object. */
+export interface Selectable {
+  labels: Record<string, string> | undefined;
+  fields: Record<string, string>;
 }
 
 export function entryObject(e: CacheEntry): any {
   if (e.obj === undefined) e.obj = JSON.parse(e.json.toString('utf8'));
   return e.obj;
+}
+
+export function selectable(e: CacheEntry, gr: string): Selectable {
+  if (e.sel === undefined) {
+    const obj = entryObject(e);
+    e.sel = { labels: obj?.metadata?.labels, fields: selectableFields(gr, obj) };
+  }
+  return e.sel;
 }
 
 /** The first index i in [from, to) where below(i) is false; below must be true then false along the range. */
@@ -62,6 +79,8 @@ export interface WatchEvent {
   frames?: Partial<Record<EventType, Buffer>>;
   /** memoized frames in other representations, by src/codec/representation.ts frameKey */
   encFrames?: Map<string, Buffer>;
+  /** commit time (ms), for the age of a snapshot rebuilt from the ring */
+  ts?: number;
 }
 
 const FRAME_HEAD: Record<EventType, Buffer> = {
@@ -76,11 +95,39 @@ export function frameOf(ev: WatchEvent, as: EventType = ev.type): Buffer {
   const frames = (ev.frames ??= {});
   let f = frames[as];
   if (!f) {
-    f = Buffer.concat([FRAME_HEAD[as], ev.entry.json, FRAME_TAIL]);
+    f = Buffer.concat([FRAME_HEAD[as], objectAs(ev, as), FRAME_TAIL]);
     frames[as] = f;
   }
   return f;
 }
+
+/**
+ * The object an event carries when a watcher sees it as `as`. An update that takes an
+ * object out of a watcher's selector is a DELETED of the state the watcher last matched,
+ * at the update's version (as kube-apiserver's cache watchers send it).
+ */
+function objectAs(ev: WatchEvent, as: EventType): Buffer {
+  if (as !== 'DELETED' || ev.type === 'DELETED' || !ev.prev) return ev.entry.json;
+  const from = Buffer.from(`"resourceVersion":"${ev.prev.rv}"`);
+  const i = ev.prev.json.indexOf(from);
+  if (i < 0) return ev.entry.json;
+  return Buffer.concat([ev.prev.json.subarray(0, i), Buffer.from(`"resourceVersion":"${ev.rv}"`), ev.prev.json.subarray(i + from.length)]);
+}
+
+/** Appends the ADDED frame of a current object (a synthetic initial event) as its parts, with no copy. */
+export function initialFrames(e: CacheEntry, out: Buffer[]): void {
+  out.push(FRAME_HEAD.ADDED, e.json, FRAME_TAIL);
+}
+
+/**
+ * A BOOKMARK frame: an object of the watched kind that carries only its resourceVersion
+ * (and, at the end of the initial events, the annotation that says so).
+ */
+export function bookmarkFrame(apiVersion: string, kind: string, rv: number, initialEventsEnd = false): Buffer {
+  const meta = initialEventsEnd ? `{"resourceVersion":"${rv}","annotations":{"k8s.io/initial-events-end":"true"}}` : `{"resourceVersion":"${rv}"}`;
+  return Buffer.from(`{"type":"BOOKMARK","object":{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta}}}\n`);
+}
+
 
 /**
  * The items of one list, joined by commas, memoized while the cache does not change: a list
@@ -146,6 +193,8 @@ export class ResourceCache {
     const prev = this.items.get(key);
     const [ns, name] = prev ? [prev.ns, prev.name] : splitKey(key);
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
+    // The object is at hand now: read its selectable fields once, so no selector parses it later.
+    if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
     if (rv > this.newestRv) this.newestRv = rv;
     this.changed();
     if (type === 'DELETED') {
@@ -161,7 +210,7 @@ export class ResourceCache {
       }
       this.items.set(key, entry);
     }
-    const ev: WatchEvent = { rv, type, entry, prev };
+    const ev: WatchEvent = { rv, type, entry, prev, ts: Date.now() };
     if (this.capacity > 0) {
       this.ring.push(ev);
       if (this.ring.length - this.ringHead > this.capacity) {
@@ -247,5 +296,29 @@ export class ResourceCache {
   eventsAfter(rv: number): WatchEvent[] | null {
     if (rv < this.startRv) return null;
     return this.ring.slice(lowerBound(this.ringHead, this.ring.length, (i) => this.ring[i].rv <= rv));
+  }
+
+  /**
+   * The objects of one namespace ("" = all) as they were at rv, sorted, rebuilt from the
+   * current objects by undoing the ring's later events (kube's cache snapshots, kept for
+   * `maxAgeMs`). Null when the ring no longer reaches back to rv, or the first undone
+   * event is older than that.
+   */
+  snapshotAt(rv: number, ns: string, maxAgeMs: number): CacheEntry[] | null {
+    const later = this.eventsAfter(rv);
+    if (later === null) return null;
+    if (later.length === 0) return this.list(ns);
+    if ((later[0].ts ?? 0) < Date.now() - maxAgeMs) return null;
+    const prefix = ns === '' ? '' : ns + '/';
+    const state = new Map<string, CacheEntry>();
+    for (const e of this.list(ns)) state.set(e.key, e);
+    for (let i = later.length - 1; i >= 0; i--) {
+      const ev = later[i];
+      if (!ev.entry.key.startsWith(prefix)) continue;
+      if (ev.type === 'ADDED') state.delete(ev.entry.key);
+      else if (ev.prev) state.set(ev.entry.key, ev.prev);
+      else return null;
+    }
+    return [...state.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 }

@@ -8,10 +8,12 @@
 // never blocks a commit or another watcher.
 import type { EventType } from '../shard/protocol.js';
 import type { ResponseSink } from '../../src/http/types.js';
-import { matchFields, matchLabels, type FieldSelector, type LabelSelector } from '../../src/request/selectors.js';
-import { entryObject, frameOf, type CacheEntry, type WatchEvent } from './watch-cache.js';
+import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../../src/request/selectors.js';
+import { bookmarkFrame, frameOf, selectable, type CacheEntry, type WatchEvent } from './watch-cache.js';
 
 export interface WatcherOptions {
+  /** group-resource of the watched type (which fields its field selectors read) */
+  gr: string;
   ns: string;
   name: string;
   labels: LabelSelector | null;
@@ -20,11 +22,22 @@ export interface WatcherOptions {
   maxBufferedBytes: number;
   /** the frame of an event in this watcher's representation; JSON frameOf when absent */
   frame?: (ev: WatchEvent, as: EventType) => Buffer;
+  /** BOOKMARK events were asked for (allowWatchBookmarks) */
+  bookmarks?: boolean;
+  /** the kind and apiVersion a BOOKMARK's object carries */
+  apiVersion?: string;
+  kind?: string;
+  /** the version up to which every event of the type has been dispatched */
+  freshRv?: () => number;
+  /** how a BOOKMARK (or another value that is no stored object) is framed; JSON when absent */
+  valueFrame?: (type: string, value: Record<string, unknown>) => Buffer;
 }
 
 export class Watcher {
-  /** the last resourceVersion this watcher was sent */
+  /** the last resourceVersion this watcher was sent (or skipped, as not matching) */
   rv = 0;
+  /** the version of the last frame or bookmark actually written */
+  sentRv = 0;
   closed = false;
   /** frames gathered during one batch, written in one cork */
   outbox: Buffer[] = [];
@@ -39,8 +52,8 @@ export class Watcher {
     if (this.opts.ns !== '' && e.ns !== this.opts.ns) return false;
     if (this.opts.name !== '' && e.name !== this.opts.name) return false;
     if (!this.filtered) return true;
-    const obj = entryObject(e);
-    return matchLabels(this.opts.labels, obj?.metadata?.labels) && matchFields(this.opts.fields, obj);
+    const sel = selectable(e, this.opts.gr);
+    return matchLabels(this.opts.labels, sel.labels) && matchFieldMap(this.opts.fields, sel.fields);
   }
 
   /** The type this watcher sees an event as, or null: selector transitions become ADDED / DELETED. */
@@ -57,9 +70,46 @@ export class Watcher {
 
   enqueue(ev: WatchEvent): void {
     const as = this.viewOf(ev);
-    if (as) this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+    if (as) {
+      this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+      this.sentRv = ev.rv;
+    }
     this.rv = ev.rv;
   }
+
+  /**
+   * Queues a BOOKMARK at the newest version whose events this watcher has all been given,
+   * when that is newer than what it last saw. Returns true if one was queued.
+   */
+  bookmark(initialEventsEnd = false): boolean {
+    if (this.closed || !this.opts.bookmarks) return false;
+    const rv = Math.max(this.rv, this.opts.freshRv?.() ?? 0);
+    if (!initialEventsEnd && rv <= this.sentRv) return false;
+    const { apiVersion = 'v1', kind = '', valueFrame } = this.opts;
+    if (valueFrame) {
+      const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
+      if (initialEventsEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
+      this.outbox.push(valueFrame('BOOKMARK', { kind, apiVersion, metadata }));
+    } else {
+      this.outbox.push(bookmarkFrame(apiVersion, kind, rv, initialEventsEnd));
+    }
+    this.rv = rv;
+    this.sentRv = rv;
+    return true;
+  }
+
+  /**
+   * The first write: the initial events and replay may be far larger than the budget for
+   * a watcher that falls behind, so they are allowed on top of it until the socket drains.
+   */
+  flushInitial(): boolean {
+    for (const f of this.outbox) this.allowance += f.byteLength;
+    this.opts.sink.onDrain(() => (this.allowance = 0));
+    return this.flush();
+  }
+
+  /** bytes the transport may hold beyond the budget (the initial write) */
+  private allowance = 0;
 
   /** Writes what the tick gathered, corked, as one chunk. Returns false if the watcher had to be closed. */
   flush(): boolean {
@@ -73,7 +123,7 @@ export class Watcher {
     }
     const chunk = frames.length === 1 ? frames[0] : joinedFrames(frames);
     sink.cork(() => sink.write(chunk));
-    if (sink.bufferedBytes() > this.opts.maxBufferedBytes) {
+    if (sink.bufferedBytes() > this.opts.maxBufferedBytes + this.allowance) {
       this.close();
       return false;
     }
@@ -84,6 +134,8 @@ export class Watcher {
     if (this.closed) return;
     this.closed = true;
     this.outbox = [];
+    bookmarkWatchers.delete(this);
+    dirty.delete(this);
     const sink = this.opts.sink;
     if (!sink.aborted) sink.cork(() => sink.end());
     this.onClose?.();
@@ -136,6 +188,36 @@ function flushDirty(): void {
 export function scheduleFlush(w: Watcher): void {
   dirty.add(w);
   if (!flushTimer) flushTimer = setTimeout(flushDirty, tickMs);
+}
+
+/**
+ * Watchers that asked for bookmarks get one periodically (kube-apiserver sends them about
+ * once a minute), so that an idle watcher learns a recent version it can resume from.
+ * One clock for all of them: a watcher costs a set entry, not a timer.
+ */
+const bookmarkWatchers = new Set<Watcher>();
+let bookmarkTimer: NodeJS.Timeout | null = null;
+let bookmarkIntervalMs = 60_000;
+
+export function setBookmarkInterval(ms: number): void {
+  bookmarkIntervalMs = ms;
+}
+
+function sendBookmarks(): void {
+  for (const w of bookmarkWatchers) if (w.bookmark()) scheduleFlush(w);
+  if (bookmarkWatchers.size === 0 && bookmarkTimer) {
+    clearInterval(bookmarkTimer);
+    bookmarkTimer = null;
+  }
+}
+
+export function wantBookmarks(w: Watcher): void {
+  if (!w.opts.bookmarks || w.closed) return;
+  bookmarkWatchers.add(w);
+  if (!bookmarkTimer) {
+    bookmarkTimer = setInterval(sendBookmarks, bookmarkIntervalMs);
+    bookmarkTimer.unref();
+  }
 }
 
 export class WatcherGroup {
