@@ -186,6 +186,7 @@ export class Store {
    */
   getNow(t: ResourceTarget, ns: string, name: string, rvParam: string): CacheEntry | null {
     const cache = this.cacheOf(t);
+    if (!this.cacheServes(cache)) return null; // its cache is off: get() reads storage
     if (rvParam === '') {
       if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) return null;
     } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
