@@ -8,6 +8,7 @@ import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import https from 'node:https';
+import { execFileSync } from 'node:child_process';
 import { api, authHeaders, load, sampleProc, startTarget, type Target } from './lib.js';
 import { openWatchFleet, percentile } from './watch-load.js';
 import { table, writeReport, type Report, type ScenarioResult } from './report.js';
@@ -22,7 +23,18 @@ const opt = (name: string, dflt: string) => {
 const seconds = Number(opt('seconds', '10'));
 const only = new Set(opt('only', 'create,get,list,watch,idle-watches,startup,mixed').split(','));
 const watcherCounts = opt('watchers', '1000,10000').split(',').map(Number);
-const idleCount = Number(opt('idle', '20000'));
+/**
+ * Each idle watch is a socket on both sides: both processes need more descriptors than
+ * watches. The default asks for 20,000 but stays below this process's limit.
+ */
+function fdLimit(): number {
+  try {
+    return Number(execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim()) || Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+const idleCount = Number(opt('idle', String(Math.min(20000, fdLimit() - 300))));
 const startupObjects = Number(opt('startup-objects', '1000000'));
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
