@@ -161,6 +161,19 @@ describe('kubectl get prints kube-apiserver\'s columns', () => {
     expect(cols(evs[1]).slice(1)).toEqual(['Normal', 'Scheduled', 'pod/web-0', 'Successfully assigned tbl/web-0 to worker-1']);
   });
 
+  it('client-side decorations read the row objects: -A, --show-labels, --sort-by', async () => {
+    const all = lines(await k(['get', 'cm', '-A']));
+    expect(cols(all[0])).toEqual(['NAMESPACE', 'NAME', 'DATA', 'AGE']);
+    expect(all.some((l) => /^tbl\s+settings\s+2\s/.test(l))).toBe(true);
+    const labels = lines(await k(['get', 'pods', '-n', NS, '--show-labels']));
+    expect(cols(labels[0])).toEqual(['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', 'LABELS']);
+    expect(cols(labels.find((l) => l.startsWith('web-0'))!).at(-1)).toBe('app=web');
+    const sorted = lines(await k(['get', 'cm', '-n', NS, '--sort-by=.metadata.name']));
+    const names = sorted.slice(1).map((l) => cols(l)[0]);
+    expect(names).toEqual([...names].sort());
+    expect(names).toContain('extra');
+  });
+
   it('get pods -w prints rows from Table watch events', async () => {
     const w = kubectlStream(s, ['get', 'pods', '-n', NS, '-w']);
     try {

@@ -161,3 +161,12 @@ export const cronJobPrinter: KindPrinter = {
     };
   },
 };
+
+/**
+ * The scale subresource (autoscaling/v1 Scale of deployments, replica sets, stateful sets,
+ * replication controllers). Its Name column carries no "name" format, as in kube.
+ */
+export const scalePrinter: KindPrinter = {
+  columns: [col('Name', 'string', 'Name of the scaled object.'), col('Desired', 'integer', 'Replicas wanted.'), col('Available', 'integer', 'Replicas observed.'), ageCol()],
+  row: (o, now) => ({ cells: [name(o), int(o?.spec?.replicas), int(o?.status?.replicas), age(o, now)] }),
+};

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { printerFor } from './printers.js';
+import { scalePrinter } from './apps.js';
 
 const NOW = Date.parse('2025-03-03T12:00:00Z');
 const m = (name: string, extra: object = {}) => ({ name, namespace: 'default', creationTimestamp: '2025-03-01T09:00:00Z', ...extra });
@@ -138,6 +139,12 @@ describe('column sets and cells of the common kinds', () => {
     const cj = { metadata: m('hello'), spec: { schedule: '*/5 * * * *', suspend: false, jobTemplate: { spec: { template: { spec: { containers: [{ name: 'hello', image: 'busybox' }] } } } } }, status: { active: [{ name: 'hello-1' }], lastScheduleTime: '2025-03-03T11:55:00Z' } };
     expect(cells('batch', 'cronjobs', cj)).toEqual(['hello', '*/5 * * * *', '<none>', 'False', 1, '5m', '2d3h', 'hello', 'busybox', '<none>']);
     expect(cells('batch', 'cronjobs', { metadata: m('x'), spec: { schedule: '@daily', timeZone: 'Etc/UTC' } }).slice(2, 6)).toEqual(['Etc/UTC', '<unset>', 0, '<none>']);
+  });
+
+  it('the scale subresource', () => {
+    expect(scalePrinter.columns.map((c) => [c.name, c.type, c.format])).toEqual([['Name', 'string', ''], ['Desired', 'integer', ''], ['Available', 'integer', ''], ['Age', 'string', '']]);
+    const scale = { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: m('web'), spec: { replicas: 5 }, status: { replicas: 3, selector: 'app=web' } };
+    expect(scalePrinter.row(scale, NOW).cells).toEqual(['web', 5, 3, '2d3h']);
   });
 
   it('kinds without a column set get Name and Created At', () => {

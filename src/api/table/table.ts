@@ -7,6 +7,7 @@ import type { IncludeObject, KindPrinter, TableColumn } from './types.js';
 
 export type { IncludeObject, KindPrinter, TableColumn } from './types.js';
 export { printerFor, defaultPrinter } from './printers.js';
+export { scalePrinter } from './apps.js';
 
 export const TABLE_VERSIONS = ['v1', 'v1beta1'] as const;
 export type TableVersion = (typeof TABLE_VERSIONS)[number];
