@@ -151,6 +151,20 @@ describe('field validation', () => {
     expect(p3.status).toBe(400);
   });
 
+  it('subresource bodies are checked against their own kind (Scale)', async () => {
+    expect((await request(s, 'POST', DEPLOYS, deployment('sc1'))).status).toBe(201);
+    const strict = await request(s, 'PATCH', `${DEPLOYS}/sc1/scale?fieldValidation=Strict`, { spec: { replicas: 3, replica: 1 } }, { 'content-type': 'application/merge-patch+json' });
+    expect(strict.status).toBe(400);
+    expect(strict.json().message).toBe('Scale in version "v1" cannot be handled as a Scale: strict decoding error: unknown field "spec.replica"');
+    const warn = await request(s, 'PATCH', `${DEPLOYS}/sc1/scale`, { spec: { replicas: 3, replica: 1 } }, { 'content-type': 'application/merge-patch+json' });
+    expect(warn.status).toBe(200);
+    expect(warnings(warn)).toEqual(['unknown field "spec.replica"']);
+    expect(warn.json().spec.replicas).toBe(3);
+    const typed = await request(s, 'PUT', `${DEPLOYS}/sc1/scale`, { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'sc1', namespace: 'default' }, spec: { replicas: 'x' } });
+    expect(typed.status).toBe(400);
+    expect(typed.json().message).toContain('cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32');
+  });
+
   it('kubectl --validate=strict fails naming the field; --validate=warn applies with a warning', async () => {
     const file = join(s.dataDir, 'misspelled.yaml');
     writeFileSync(

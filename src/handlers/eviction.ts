@@ -7,6 +7,7 @@ import { sendJson } from '../http/respond.js';
 import { errors, StatusError } from '../errors.js';
 import { dryRunParam } from '../request/query.js';
 import { parseBody } from '../codec/decode.js';
+import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { nowTimestamp, type DeleteOptions } from '../registry/store.js';
 import { selectorMatches } from '../registry/label-selector.js';
@@ -42,6 +43,7 @@ export async function handleEviction(c: HandlerContext): Promise<void> {
   const body: any = parseBody(c.req.body, c.req.headers['content-type']);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest('the body must be an Eviction object');
   const name = c.info.name;
+  validateSubresourceBody(c.target, 'eviction', 'create', c.req.query, body, null, (c.req.warnings ??= []), name);
   if (body.metadata?.name && body.metadata.name !== name) throw errors.badRequest('name in URL does not match name in Eviction object');
   const opts = evictionDeleteOptions(c, body);
   const ns = c.info.namespace;

@@ -5,6 +5,7 @@ import { sendJson } from '../http/respond.js';
 import { errors } from '../errors.js';
 import { dryRunParam } from '../request/query.js';
 import { mediaTypeOf, parseBody } from '../codec/decode.js';
+import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch } from '../registry/patch.js';
 import { mapSelectorString, selectorString } from '../registry/label-selector.js';
@@ -69,9 +70,13 @@ export async function handleScale(c: HandlerContext): Promise<void> {
     case 'get':
       sendJson(c.req, c.res, 200, JSON.stringify(scaleOf(await current(c), isRc(c))));
       return;
-    case 'update':
-      await writeScale(c, parseBody(c.req.body, c.req.headers['content-type']));
+    case 'update': {
+      const body = parseBody(c.req.body, c.req.headers['content-type']);
+      const json = mediaTypeOf(c.req.headers['content-type']) === 'application/json';
+      validateSubresourceBody(c.target, 'scale', 'update', c.req.query, body, json ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
+      await writeScale(c, body);
       return;
+    }
     case 'patch': {
       const mt = mediaTypeOf(c.req.headers['content-type']);
       const kinds: Record<string, 'merge' | 'json'> = {
@@ -90,6 +95,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const scale = scaleOf(await current(c), isRc(c));
       delete scale.metadata.resourceVersion;
       const out = kind === 'merge' ? mergePatch(scale, patch) : jsonPatch(scale, patch);
+      validateSubresourceBody(c.target, 'scale', 'patch', c.req.query, out, kind === 'merge' ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
       await writeScale(c, out);
       return;
     }

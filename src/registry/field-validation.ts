@@ -418,3 +418,25 @@ export function validateBody(
   const name = opts.name ?? ((obj as any)?.metadata?.name as string | undefined) ?? '';
   enforceFieldCheck(r, gvk.kind, apiVersion, gvk.group, name, warnings);
 }
+
+/**
+ * Field validation of a subresource's body (scale, eviction, binding, ...), whose kind is the
+ * subresource's (autoscaling/v1 Scale, policy/v1 Eviction, v1 Binding), not the resource's.
+ * `raw` is the JSON text when duplicates can be looked for; `required` is false for patches.
+ */
+export function validateSubresourceBody(
+  target: { info: { group: string; version: string; subresources: Array<{ name: string; kind: string; group?: string; version?: string }> } },
+  subresource: string,
+  verb: 'create' | 'update' | 'patch',
+  query: URLSearchParams,
+  obj: unknown,
+  raw: Buffer | string | null,
+  warnings: string[] | undefined,
+  name: string,
+): void {
+  const sub = target.info.subresources.find((s) => s.name === subresource);
+  if (!sub) return;
+  const mode = fieldValidationMode(query, verb);
+  const gvk = { group: sub.group ?? target.info.group, version: sub.version ?? target.info.version, kind: sub.kind };
+  validateBody(obj, gvk, mode, raw, warnings, { name });
+}
