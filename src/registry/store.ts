@@ -25,6 +25,7 @@ import { validateAnnotations, validateLabels, validateName } from './validation.
 import { jsonPatch, mergePatch } from './patch.js';
 import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
+import { deepEqual } from './managed-fields.js';
 
 /**
  * Records field ownership on the object about to be stored (metadata.managedFields), or
@@ -508,9 +509,8 @@ export class Store {
       this.prepareUpdate(t, obj, old, opts.subresource, opts.fields !== undefined);
       opts.fields?.(old, obj);
       // A write that changes nothing is not written; the client gets the current object.
-      const before = encodeForCommit(structuredClone(old));
-      const after = encodeForCommit(obj);
-      if (before.head === after.head && before.tail === after.tail) return { code: 200, json: cur.json };
+      // Compared as values: the key order a client sends is not a change.
+      if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) return { code: 200, json: cur.json };
       // The last finalizer gone from an object marked for deletion (and not still in a grace period) deletes it.
       const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0) && !(obj.metadata.deletionGracePeriodSeconds > 0);
       const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
@@ -592,7 +592,7 @@ export class Store {
     }
     if (t.strategy.tracksGeneration) {
       m.generation = om.generation ?? 1;
-      if (JSON.stringify(obj.spec) !== JSON.stringify(old.spec)) m.generation++;
+      if (!deepEqual(obj.spec, old.spec)) m.generation++;
     } else {
       delete m.generation;
     }
