@@ -9,6 +9,7 @@ import protobuf from 'protobufjs';
 import { parse as parseYaml } from 'yaml';
 import { protoSchema } from '../src/codec/proto-schema.js';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
 
 const PB = 'application/vnd.kubernetes.protobuf';
 const NS = '/api/v1/namespaces/default';
@@ -158,6 +159,28 @@ describe('protobuf', () => {
     const St = T('k8s.io.apimachinery.pkg.apis.meta.v1.Status');
     const st: any = St.toObject(St.decode(env.raw));
     expect(st).toMatchObject({ status: 'Failure', reason: 'NotFound', code: 404, message: 'pods "nope" not found' });
+  });
+});
+
+describe('kubectl over protobuf', () => {
+  // kubectl's create generators use the typed clients: protobuf bodies, protobuf answers.
+  it('creates objects with protobuf bodies and reads protobuf answers', async () => {
+    const dep = await kubectl(s, ['create', 'deployment', 'kc-web', '--image=nginx:1.27', '--replicas=0', '-o', 'json']);
+    expect(dep.code, dep.stderr).toBe(0);
+    const d = JSON.parse(dep.stdout);
+    expect(d.spec.replicas).toBe(0);
+    expect(d.spec.template.spec.containers[0].image).toBe('nginx:1.27');
+    const stored = (await request(s, 'GET', '/apis/apps/v1/namespaces/default/deployments/kc-web')).json();
+    expect(stored.spec.replicas).toBe(0);
+    expect(stored.metadata.uid).toBe(d.metadata.uid);
+    const sec = await kubectl(s, ['create', 'secret', 'generic', 'kc-sec', '--from-literal=p=q', '-o', 'json']);
+    expect(sec.code, sec.stderr).toBe(0);
+    expect((await request(s, 'GET', `${NS}/secrets/kc-sec`)).json().data).toEqual(JSON.parse(sec.stdout).data);
+    const svc = await kubectl(s, ['create', 'service', 'clusterip', 'kc-svc', '--tcp=80:8080', '-o', 'json']);
+    expect(svc.code, svc.stderr).toBe(0);
+    expect(JSON.parse(svc.stdout).spec.ports[0]).toMatchObject({ port: 80, targetPort: 8080, protocol: 'TCP' });
+    const cj = await kubectl(s, ['create', 'cronjob', 'kc-cj', '--image=busybox', '--schedule=*/5 * * * *']);
+    expect(cj.code, cj.stderr).toBe(0);
   });
 });
 

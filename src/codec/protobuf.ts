@@ -8,16 +8,15 @@
 // to zero on purpose (replicas: 0, automountServiceAccountToken: false, ...). Messages are
 // kept even when empty: Go writes a struct field (pointer set, or not a pointer) as {} too.
 import protobuf from 'protobufjs';
-import { protoKinds, protoSchema } from './proto-schema.js';
+import { protoKinds } from './proto-schema.js';
+import { protoRoot } from './protobuf-encode.js';
 import { errors } from '../errors.js';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
-let rootCache: protobuf.Root | undefined;
-function root(): protobuf.Root {
-  return (rootCache ??= protobuf.Root.fromJSON(protoSchema));
-}
+// One root for decoding and encoding: building it from the schema takes a while.
+const root = protoRoot;
 
 const META = 'k8s.io.apimachinery.pkg.apis.meta.v1.';
 const KEEP_ZERO = new Set([

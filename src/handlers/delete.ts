@@ -1,6 +1,6 @@
 // delete: the object when the kind returns it, or when deletion is pending (finalizers);
 // otherwise a Success Status naming what was deleted.
-import { sendJson } from '../http/respond.js';
+import { responseRepresentation, sendObject, sendStatus } from './representation.js';
 import { deleteOptions } from './delete-options.js';
 import type { HandlerContext } from './context.js';
 
@@ -13,17 +13,18 @@ export function successStatus(c: HandlerContext, name: string, uid: string | und
 }
 
 export async function handleDelete(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
   const opts = deleteOptions(c.req);
   if (c.target.gr === 'namespaces') {
     const r = await c.namespaces.delete(c.target, c.info.name, opts);
-    sendJson(c.req, c.res, 200, r);
+    sendObject(c, repr, 200, r);
     return;
   }
   const r = await c.store.delete(c.target, c.info.namespace, c.info.name, opts);
   if (r.deleted && !c.target.strategy.returnDeletedObject) {
-    sendJson(c.req, c.res, 200, successStatus(c, c.info.name, r.obj?.metadata?.uid));
+    sendStatus(c, repr, 200, successStatus(c, c.info.name, r.obj?.metadata?.uid));
   } else {
     // kube answers 202 only for a deletion left pending with the deprecated orphanDependents=false.
-    sendJson(c.req, c.res, !r.deleted && opts.orphanDependents === false ? 202 : 200, r.json);
+    sendObject(c, repr, !r.deleted && opts.orphanDependents === false ? 202 : 200, r.json);
   }
 }

@@ -1,7 +1,7 @@
 // The negotiated representation of a resource request, and the encoding context of its
 // resource: what get, list and watch need to answer in the client's media type.
 import { negotiateOutput, negotiateStream, type Representation } from '../codec/negotiate.js';
-import { encodeObject, type EncodeContext } from '../codec/representation.js';
+import { encodeObject, encodeStatus, type EncodeContext } from '../codec/representation.js';
 import { parseIncludeObject } from '../api/table/table.js';
 import { errors } from '../errors.js';
 import { sendBody } from '../http/respond.js';
@@ -34,4 +34,10 @@ export function sendEncoded(c: HandlerContext, code: number, r: Representation, 
 /** A written object (create, update, patch) in the representation negotiated before the write. */
 export function sendObject(c: HandlerContext, r: Representation, code: number, json: Buffer): void {
   sendEncoded(c, code, r, encodeObject({ json }, r, encodeContextOf(c, r)));
+}
+
+/** A Status answer (a delete's Success): never converted (kube leaves a Status as it is), in the media type. */
+export function sendStatus(c: HandlerContext, r: Representation, code: number, status: string | Record<string, unknown>): void {
+  const v = typeof status === 'string' ? JSON.parse(status) : status;
+  sendEncoded(c, code, r, encodeStatus(v, r.mediaType));
 }
