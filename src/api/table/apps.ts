@@ -1,15 +1,11 @@
 // Table printers of apps/v1 and batch/v1 workloads. Column sets, order, priorities and
 // cell values follow kube-apiserver 1.33; the descriptions are our own.
 import { col, nameCol, ageCol, type KindPrinter } from './types.js';
-import { age, boolPtr, containerCells, formatLabelSelector, formatLabels, int, len, selectorString, since, str, timeOf } from './format.js';
+import { age, boolPtr, formatLabelSelector, formatLabels, int, len, selectorString, since, str, timeOf } from './format.js';
 import { humanDuration } from './duration.js';
 
-const name = (o: any): string => str(o?.metadata?.name);
-/** spec.replicas defaults to 1 in apps/v1. */
-const replicas = (o: any): number => (typeof o?.spec?.replicas === 'number' ? int(o.spec.replicas) : 1);
+import { CONTAINERS, IMAGES, desiredReplicas as replicas, name, replicaCountPrinter, templateCells } from './workload.js';
 
-const CONTAINERS = col('Containers', 'string', 'Names of the containers of the pod template.', 1);
-const IMAGES = col('Images', 'string', 'Images of the containers of the pod template.', 1);
 const SELECTOR = col('Selector', 'string', 'Label selector of the pods it manages.', 1);
 
 export const deploymentPrinter: KindPrinter = {
@@ -25,7 +21,7 @@ export const deploymentPrinter: KindPrinter = {
   ],
   row(o, now) {
     const st = o?.status ?? {};
-    const [names, images] = containerCells(o?.spec?.template?.spec?.containers);
+    const [names, images] = templateCells(o?.spec?.template);
     const sel = selectorString(o?.spec?.selector);
     return {
       cells: [name(o), `${int(st.readyReplicas)}/${replicas(o)}`, int(st.updatedReplicas), int(st.availableReplicas), age(o, now), names, images, sel === null ? '<invalid>' : sel],
@@ -33,28 +29,12 @@ export const deploymentPrinter: KindPrinter = {
   },
 };
 
-export const replicaSetPrinter: KindPrinter = {
-  columns: [
-    nameCol('Name of the replica set.'),
-    col('Desired', 'integer', 'Replicas wanted.'),
-    col('Current', 'integer', 'Replicas that exist.'),
-    col('Ready', 'integer', 'Replicas that are ready.'),
-    ageCol(),
-    CONTAINERS,
-    IMAGES,
-    SELECTOR,
-  ],
-  row(o, now) {
-    const st = o?.status ?? {};
-    const [names, images] = containerCells(o?.spec?.template?.spec?.containers);
-    return { cells: [name(o), replicas(o), int(st.replicas), int(st.readyReplicas), age(o, now), names, images, formatLabelSelector(o?.spec?.selector)] };
-  },
-};
+export const replicaSetPrinter: KindPrinter = replicaCountPrinter('replica set', SELECTOR, formatLabelSelector);
 
 export const statefulSetPrinter: KindPrinter = {
   columns: [nameCol('Name of the stateful set.'), col('Ready', 'string', 'Ready pods out of the desired replicas.'), ageCol(), CONTAINERS, IMAGES],
   row(o, now) {
-    const [names, images] = containerCells(o?.spec?.template?.spec?.containers);
+    const [names, images] = templateCells(o?.spec?.template);
     return { cells: [name(o), `${int(o?.status?.readyReplicas)}/${replicas(o)}`, age(o, now), names, images] };
   },
 };
@@ -75,7 +55,7 @@ export const daemonSetPrinter: KindPrinter = {
   ],
   row(o, now) {
     const st = o?.status ?? {};
-    const [names, images] = containerCells(o?.spec?.template?.spec?.containers);
+    const [names, images] = templateCells(o?.spec?.template);
     return {
       cells: [
         name(o),
@@ -133,7 +113,7 @@ export const jobPrinter: KindPrinter = {
     else if (o?.metadata?.deletionTimestamp) status = 'Terminating';
     else if (jobCondition(conds, 'Suspended')) status = 'Suspended';
     else if (jobCondition(conds, 'FailureTarget')) status = 'FailureTarget';
-    const [names, images] = containerCells(spec.template?.spec?.containers);
+    const [names, images] = templateCells(spec.template);
     return { cells: [name(o), status, completions, duration, age(o, now), names, images, formatLabelSelector(spec.selector)] };
   },
 };
@@ -155,7 +135,7 @@ export const cronJobPrinter: KindPrinter = {
     const spec = o?.spec ?? {};
     const last = o?.status?.lastScheduleTime ? since(o.status.lastScheduleTime, now) : '<none>';
     const tpl = spec.jobTemplate?.spec ?? {};
-    const [names, images] = containerCells(tpl.template?.spec?.containers);
+    const [names, images] = templateCells(tpl.template);
     return {
       cells: [name(o), str(spec.schedule), typeof spec.timeZone === 'string' ? spec.timeZone : '<none>', boolPtr(spec.suspend), len(o?.status?.active), last, age(o, now), names, images, formatLabelSelector(tpl.selector)],
     };

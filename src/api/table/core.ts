@@ -3,8 +3,7 @@
 // descriptions are our own.
 import { col, nameCol, ageCol, type KindPrinter } from './types.js';
 import { age, formatLabels, int, joinHostPort, len, listWithMore, since, str, timeOf } from './format.js';
-
-const name = (o: any): string => str(o?.metadata?.name);
+import { name } from './workload.js';
 
 export const nodePrinter: KindPrinter = {
   columns: [

@@ -2,30 +2,12 @@
 // columns (beyond the ones kubectl users look at most). Column sets, order, priorities and
 // cell values follow kube; the descriptions are our own.
 import { col, nameCol, ageCol, type KindPrinter } from './types.js';
-import { age, containerCells, formatLabelSelector, formatLabels, int, len, listWithMore, str } from './format.js';
+import { age, formatLabelSelector, formatLabels, int, len, listWithMore, str } from './format.js';
 import { humanDuration } from './duration.js';
 
-const name = (o: any): string => str(o?.metadata?.name);
-const CONTAINERS = col('Containers', 'string', 'Names of the containers of the pod template.', 1);
-const IMAGES = col('Images', 'string', 'Images of the containers of the pod template.', 1);
+import { name, replicaCountPrinter, templateCells } from './workload.js';
 
-export const replicationControllerPrinter: KindPrinter = {
-  columns: [
-    nameCol('Name of the replication controller.'),
-    col('Desired', 'integer', 'Replicas wanted.'),
-    col('Current', 'integer', 'Replicas that exist.'),
-    col('Ready', 'integer', 'Replicas that are ready.'),
-    ageCol(),
-    CONTAINERS,
-    IMAGES,
-    col('Selector', 'string', 'Labels of the pods it manages.', 1),
-  ],
-  row(o, now) {
-    const [names, images] = containerCells(o?.spec?.template?.spec?.containers);
-    const desired = typeof o?.spec?.replicas === 'number' ? int(o.spec.replicas) : 1;
-    return { cells: [name(o), desired, int(o?.status?.replicas), int(o?.status?.readyReplicas), age(o, now), names, images, formatLabels(o?.spec?.selector)] };
-  },
-};
+export const replicationControllerPrinter: KindPrinter = replicaCountPrinter('replication controller', col('Selector', 'string', 'Labels of the pods it manages.', 1), formatLabels);
 
 export const podTemplatePrinter: KindPrinter = {
   columns: [
@@ -35,7 +17,7 @@ export const podTemplatePrinter: KindPrinter = {
     col('Pod Labels', 'string', 'Labels the template gives its pods.'),
   ],
   row(o) {
-    const [names, images] = containerCells(o?.template?.spec?.containers);
+    const [names, images] = templateCells(o?.template);
     return { cells: [name(o), names, images, formatLabels(o?.template?.metadata?.labels)] };
   },
 };
