@@ -122,10 +122,11 @@ export const errors = {
   },
   invalid: (kind: string, group: string, name: string, causes: Array<{ field: string; type: CauseType; value?: unknown; detail?: string }>) => {
     const rendered = causes.map((c) => ({ reason: c.type, message: causeMessage(c), field: c.field }));
-    const list = rendered.map((c) => `${c.field}: ${c.message}`);
-    const joined = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
+    // As apimachinery's ToAggregate: identical messages are listed once; causes keep them all.
+    const list = [...new Set(rendered.map((c) => `${c.field}: ${c.message}`))];
+    const joined = list.length === 0 ? '' : list.length === 1 ? `: ${list[0]}` : `: [${list.join(', ')}]`;
     const details: StatusDetails = { name, ...(group ? { group } : {}), kind, causes: rendered };
-    return new StatusError(422, StatusReason.Invalid, `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${joined}`, details);
+    return new StatusError(422, StatusReason.Invalid, `${kind}${group ? '.' + group : ''} "${name}" is invalid${joined}`, details);
   },
   methodNotAllowed: () =>
     new StatusError(405, StatusReason.MethodNotAllowed, 'the server does not allow this method on the requested resource', {}),
@@ -165,25 +166,52 @@ export class GoValue {
   constructor(readonly text: string) {}
 }
 
+/** A value in a field error: apimachinery prints a string quoted, a number or bool plainly, anything else as JSON. */
+export function renderBadValue(v: unknown): string {
+  if (v instanceof GoValue) return v.text;
+  if (v === undefined || v === null) return 'null';
+  if (typeof v === 'string') return goQuote(v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  // Go's encoding/json escapes <, > and & (HTML-safe output).
+  return (JSON.stringify(v) ?? 'null').replace(/[<>&\u2028\u2029]/g, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+/** Go's %q for a string. */
+export function goQuote(s: string): string {
+  return JSON.stringify(s).replace(/\\u00([0-1][0-9a-f])/g, (_m, h: string) => {
+    const n = parseInt(h, 16);
+    return n === 0x7f ? '\\x7f' : '\\x' + h;
+  });
+}
+
 function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }): string {
-  const detail = c.detail ? `: ${c.detail}` : '';
-  if (c.value instanceof GoValue) return `Invalid value: ${c.value.text}${detail}`;
+  let s: string;
   switch (c.type) {
     case 'FieldValueRequired':
-      return `Required value${detail}`;
+      s = 'Required value';
+      break;
     case 'FieldValueForbidden':
-      return `Forbidden${detail}`;
-    case 'FieldValueDuplicate':
-      return `Duplicate value: ${JSON.stringify(c.value)}`;
-    case 'FieldValueNotSupported':
-      return `Unsupported value: ${JSON.stringify(c.value)}${detail}`;
+      s = 'Forbidden';
+      break;
     case 'FieldValueTooLong':
-      return `Too long${detail}`;
-    case 'FieldValueNotFound':
-      return `Not found: ${JSON.stringify(c.value)}`;
-    default:
-      return `Invalid value: ${typeof c.value === 'string' ? JSON.stringify(c.value) : JSON.stringify(c.value ?? null)}${detail}`;
+      s = 'Too long';
+      break;
+    case 'InternalError':
+      s = 'Internal error';
+      break;
+    default: {
+      const label: Record<string, string> = {
+        FieldValueNotFound: 'Not found',
+        FieldValueDuplicate: 'Duplicate value',
+        FieldValueNotSupported: 'Unsupported value',
+        FieldValueTooMany: 'Too many',
+        FieldValueInvalid: 'Invalid value',
+        FieldValueTypeInvalid: 'Invalid value',
+      };
+      s = `${label[c.type] ?? 'Invalid value'}: ${renderBadValue(c.value)}`;
+    }
   }
+  return c.detail ? `${s}: ${c.detail}` : s;
 }
 
 /** Wraps anything thrown into a StatusError; unknown errors become 500 InternalError. */

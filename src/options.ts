@@ -31,6 +31,8 @@ export interface ServerOptions {
   /** --feature-gates as given (Gate=true,Other=false); checked at parse time, applied by the server */
   featureGates: string;
   watchBookmarkIntervalSeconds: number;
+  defaultNotReadyTolerationSeconds: number;
+  defaultUnreachableTolerationSeconds: number;
 }
 
 export class FlagError extends Error {}
@@ -109,6 +111,16 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   'service-cluster-ip-range': { kind: 'string', help: 'CIDR for Service ClusterIPs. (default 10.96.0.0/12)', set: (o, v) => (o.serviceClusterIpRange = v) },
+  'default-not-ready-toleration-seconds': {
+    kind: 'int',
+    help: 'tolerationSeconds of the notReady:NoExecute toleration added to every pod that has none. (default 300)',
+    set: (o, v) => (o.defaultNotReadyTolerationSeconds = v),
+  },
+  'default-unreachable-toleration-seconds': {
+    kind: 'int',
+    help: 'tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none. (default 300)',
+    set: (o, v) => (o.defaultUnreachableTolerationSeconds = v),
+  },
   'service-node-port-range': {
     kind: 'string',
     help: 'Port range for NodePort Services, inclusive. (default 30000-32767)',
@@ -148,6 +160,8 @@ export function defaultOptions(): ServerOptions {
     watchFanoutTickMs: 5,
     featureGates: '',
     watchBookmarkIntervalSeconds: 60,
+    defaultNotReadyTolerationSeconds: 300,
+    defaultUnreachableTolerationSeconds: 300,
   };
 }
 

@@ -60,7 +60,12 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   setFanoutTick(o.watchFanoutTickMs);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
   await coord.start();
-  const strategies = new StrategyRegistry(coord, { serviceClusterIpRange: o.serviceClusterIpRange, serviceNodePortRange: o.serviceNodePortRange });
+  const strategies = new StrategyRegistry(coord, {
+    serviceClusterIpRange: o.serviceClusterIpRange,
+    serviceNodePortRange: o.serviceNodePortRange,
+    defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
+    defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
+  });
   const targets = new Targets(catalog, strategies);
   const store = new Store(coord);
   const namespaces = new NamespaceLifecycle(store, catalog, targets);

@@ -21,7 +21,7 @@ import { convertFieldSelector } from '../request/field-labels.js';
 import { validateListOptions } from '../request/list-options.js';
 import { listFromCacheSnapshot } from './read-gates.js';
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
-import { validateAnnotations, validateLabels, validateName } from './validation.js';
+import { validateAnnotations, validateFinalizers, validateLabels, validateName } from './validation.js';
 import { jsonPatch, mergePatch } from './patch.js';
 import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
@@ -365,6 +365,7 @@ export class Store {
     if (m.name) errs.push(...validateName(m.name, t.nameRule));
     errs.push(...validateLabels(m.labels));
     errs.push(...validateAnnotations(m.annotations));
+    errs.push(...validateFinalizers(m.finalizers));
   }
 
   /** Commits obj as a write of `type`, with the precondition `expect`. */

@@ -5,6 +5,9 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
+import * as kinds from './kind-strategies.js';
+import { defaultService } from './defaults/core.js';
+import { validateService } from './validation/core.js';
 
 class NamespaceStrategy extends Strategy {
   override prepareForCreate(obj: any): void {
@@ -30,6 +33,7 @@ class ServiceStrategy extends Strategy {
   }
 
   override prepareForCreate(obj: any): void {
+    defaultService(obj);
     const spec = (obj.spec ??= {});
     spec.type ??= 'ClusterIP';
     spec.sessionAffinity ??= 'None';
@@ -47,12 +51,17 @@ class ServiceStrategy extends Strategy {
   }
 
   override prepareForUpdate(obj: any, old: any): void {
+    defaultService(obj);
     const spec = (obj.spec ??= {});
     if (!spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
     if (!spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;
     for (const k of ['ipFamilies', 'ipFamilyPolicy', 'internalTrafficPolicy', 'sessionAffinity', 'type']) {
       if (spec[k] === undefined && old.spec?.[k] !== undefined) spec[k] = old.spec[k];
     }
+  }
+
+  override validate(obj: any): FieldError[] {
+    return validateService(obj);
   }
 
   override validateUpdate(obj: any, old: any): FieldError[] {
@@ -72,51 +81,6 @@ class ServiceStrategy extends Strategy {
 
   override afterDelete(obj: any): void {
     this.allocator.release(obj);
-  }
-}
-
-class PodStrategy extends Strategy {
-  override returnDeletedObject = true;
-  /** A bound pod gets its grace period; an unscheduled or finished one goes at once (as kube's pod strategy). */
-  override checkGracefulDelete(obj: any, requested: number | undefined): number {
-    let period = requested ?? obj?.spec?.terminationGracePeriodSeconds ?? 30;
-    if (!obj?.spec?.nodeName) period = 0;
-    const phase = obj?.status?.phase;
-    if (phase === 'Failed' || phase === 'Succeeded') period = 0;
-    return period;
-  }
-  override prepareForCreate(obj: any): void {
-    obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
-  }
-}
-
-class DeploymentStrategy extends SpecStrategy {
-  override prepareForCreate(obj: any, _ctx: StrategyContext): void {
-    const spec = (obj.spec ??= {});
-    spec.replicas ??= 1;
-    spec.revisionHistoryLimit ??= 10;
-    spec.progressDeadlineSeconds ??= 600;
-    spec.strategy ??= {};
-    spec.strategy.type ||= 'RollingUpdate';
-    if (spec.strategy.type === 'RollingUpdate') {
-      const ru = (spec.strategy.rollingUpdate ??= {});
-      ru.maxUnavailable ??= '25%';
-      ru.maxSurge ??= '25%';
-    }
-    obj.status = {};
-  }
-}
-
-/** v1 ReplicationControllers orphan their pods unless told otherwise, for compatibility (as kube). */
-class ReplicationControllerStrategy extends SpecStrategy {
-  override defaultGarbageCollectionPolicy(version: string): 'DeleteDependents' | 'OrphanDependents' {
-    return version === 'v1' ? 'OrphanDependents' : 'DeleteDependents';
-  }
-}
-
-class SecretStrategy extends Strategy {
-  override prepareForCreate(obj: any): void {
-    obj.type ??= 'Opaque';
   }
 }
 
@@ -144,18 +108,26 @@ const CREATE_ON_UPDATE = new Set([
 export interface StrategyOptions {
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
+  /** --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds */
+  defaultNotReadyTolerationSeconds?: number;
+  defaultUnreachableTolerationSeconds?: number;
 }
 
 export class StrategyRegistry {
   private cache = new Map<string, { strategy: Strategy; nameRule: NameRule }>();
   private service: ServiceStrategy;
   readonly serviceAllocator: ServiceAllocator;
+  private pods: kinds.PodStrategy;
 
   constructor(coord: Coordinator, opts: StrategyOptions) {
     // The allocator starts from what the stored Services hold (the caches are loaded by now).
     this.serviceAllocator = new ServiceAllocator(opts.serviceClusterIpRange, opts.serviceNodePortRange);
     this.serviceAllocator.load(Array.from(coord.cache('services').items.values(), (e) => entryObject(e)));
     this.service = new ServiceStrategy(this.serviceAllocator);
+    this.pods = new kinds.PodStrategy({
+      defaultNotReadyTolerationSeconds: opts.defaultNotReadyTolerationSeconds ?? 300,
+      defaultUnreachableTolerationSeconds: opts.defaultUnreachableTolerationSeconds ?? 300,
+    });
   }
 
   get(group: string, resource: string): { strategy: Strategy; nameRule: NameRule } {
@@ -176,19 +148,43 @@ export class StrategyRegistry {
         case 'services':
           return { strategy: this.service, nameRule: 'dns1035' };
         case 'pods':
-          return { strategy: new PodStrategy(), nameRule: 'subdomain' };
+          return { strategy: this.pods, nameRule: 'subdomain' };
+        case 'podtemplates':
+          return { strategy: new kinds.PodTemplateStrategy(), nameRule: 'subdomain' };
         case 'secrets':
-          return { strategy: new SecretStrategy(), nameRule: 'subdomain' };
+          return { strategy: new kinds.SecretStrategy(), nameRule: 'subdomain' };
+        case 'configmaps':
+          return { strategy: new kinds.ConfigMapStrategy(), nameRule: 'subdomain' };
+        case 'persistentvolumeclaims':
+          return { strategy: new kinds.PvcStrategy(), nameRule: 'subdomain' };
+        case 'persistentvolumes':
+          return { strategy: new kinds.PvStrategy(), nameRule: 'subdomain' };
         case 'events':
+          // kube does not check a core/v1 Event's name beyond the path rules.
+          return { strategy: new kinds.EventStrategy(''), nameRule: 'path' };
         case 'endpoints':
         case 'limitranges':
           return { strategy: new CreateOnUpdateStrategy(), nameRule: 'subdomain' };
         case 'replicationcontrollers':
-          return { strategy: new ReplicationControllerStrategy(), nameRule: 'subdomain' };
+          return { strategy: new kinds.ReplicationControllerStrategy(), nameRule: 'subdomain' };
       }
     }
-    if (group === 'apps' && resource === 'deployments') return { strategy: new DeploymentStrategy(), nameRule: 'subdomain' };
-    if (group === 'coordination.k8s.io' && resource === 'leases') return { strategy: new CreateOnUpdateStrategy(), nameRule: 'subdomain' };
+    if (group === 'apps') {
+      switch (resource) {
+        case 'deployments':
+          return { strategy: new kinds.DeploymentStrategy(), nameRule: 'subdomain' };
+        case 'replicasets':
+          return { strategy: new kinds.ReplicaSetStrategy(), nameRule: 'subdomain' };
+        case 'statefulsets':
+          return { strategy: new kinds.StatefulSetStrategy(), nameRule: 'subdomain' };
+        case 'daemonsets':
+          return { strategy: new kinds.DaemonSetStrategy(), nameRule: 'subdomain' };
+      }
+    }
+    if (group === 'batch' && resource === 'jobs') return { strategy: new kinds.JobStrategy(), nameRule: 'subdomain' };
+    if (group === 'batch' && resource === 'cronjobs') return { strategy: new kinds.CronJobStrategy(), nameRule: 'subdomain' };
+    if (group === 'coordination.k8s.io' && resource === 'leases') return { strategy: new kinds.LeaseStrategy(), nameRule: 'subdomain' };
+    if (group === 'events.k8s.io' && resource === 'events') return { strategy: new kinds.EventStrategy('events.k8s.io'), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };

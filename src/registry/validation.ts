@@ -1,86 +1,112 @@
-// Shared validation of object metadata (apimachinery's ValidateObjectMeta, in part).
+// Shared validation of object metadata (apimachinery's ValidateObjectMeta, in part): the name
+// rule of the kind, labels, annotations and finalizers. Keys are checked in sorted order so
+// that one bad object always yields the same message.
 import type { FieldError } from './strategy.js';
+import {
+  DNS1035_LABEL_MSG,
+  DNS1123_LABEL_MSG,
+  DNS1123_SUBDOMAIN_MSG,
+  DNS1035_LABEL_RE,
+  DNS1123_LABEL_RE,
+  DNS1123_SUBDOMAIN_RE,
+  dns1123SubdomainErrors,
+  invalid,
+  tooLong,
+} from './validation/field.js';
 
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const QUALIFIED_NAME_MSG =
+  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 export type NameRule = 'subdomain' | 'label' | 'dns1035' | 'path';
 
-const RULE_TEXT: Record<Exclude<NameRule, 'path'>, string> = {
-  subdomain:
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-  label:
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-  dns1035:
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-};
-
-export function validateName(name: string, rule: NameRule, field = 'metadata.name'): FieldError[] {
-  const errs: FieldError[] = [];
+/** The details of a name that breaks the rule (IsDNS1123Subdomain and friends, ValidatePathSegmentName). */
+export function nameErrors(name: string, rule: NameRule): string[] {
   if (rule === 'path') {
-    if (name === '.' || name === '..') errs.push({ field, type: 'FieldValueInvalid', value: name, detail: `may not be '${name}'` });
-    else if (/[/%]/.test(name)) errs.push({ field, type: 'FieldValueInvalid', value: name, detail: "may not contain '/' or '%'" });
-    return errs;
+    if (name === '.' || name === '..') return [`may not be '${name}'`];
+    const out: string[] = [];
+    for (const c of ['/', '%']) if (name.includes(c)) out.push(`may not contain '${c}'`);
+    return out;
   }
   const max = rule === 'subdomain' ? 253 : 63;
-  if (name.length > max) errs.push({ field, type: 'FieldValueInvalid', value: name, detail: `must be no more than ${max} characters` });
-  const re = rule === 'subdomain' ? DNS1123_SUBDOMAIN : rule === 'label' ? DNS1123_LABEL : DNS1035_LABEL;
-  if (!re.test(name)) errs.push({ field, type: 'FieldValueInvalid', value: name, detail: RULE_TEXT[rule] });
+  const out: string[] = [];
+  if (name.length > max) out.push(`must be no more than ${max} characters`);
+  const [re, msg] =
+    rule === 'subdomain' ? [DNS1123_SUBDOMAIN_RE, DNS1123_SUBDOMAIN_MSG] : rule === 'label' ? [DNS1123_LABEL_RE, DNS1123_LABEL_MSG] : [DNS1035_LABEL_RE, DNS1035_LABEL_MSG];
+  if (!re.test(name)) out.push(msg);
+  return out;
+}
+
+export function validateName(name: string, rule: NameRule, field = 'metadata.name'): FieldError[] {
+  return nameErrors(name, rule).map((d) => invalid(field, name, d));
+}
+
+/** IsQualifiedName: the details for a key that is not a qualified name. */
+export function qualifiedNameErrors(value: string): string[] {
+  const errs: string[] = [];
+  const parts = value.split('/');
+  let name: string;
+  if (parts.length === 1) name = parts[0];
+  else if (parts.length === 2) {
+    const prefix = parts[0];
+    name = parts[1];
+    if (prefix.length === 0) errs.push('prefix part must be non-empty');
+    else errs.push(...dns1123SubdomainErrors(prefix).map((m) => 'prefix part ' + m));
+  } else {
+    return ['a qualified name ' + QUALIFIED_NAME_MSG + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"];
+  }
+  if (name.length === 0) errs.push('name part must be non-empty');
+  else if (name.length > 63) errs.push('name part must be no more than 63 characters');
+  if (!QUALIFIED_NAME.test(name)) errs.push('name part ' + QUALIFIED_NAME_MSG);
   return errs;
 }
 
-function validateQualifiedKey(key: string, field: string): FieldError[] {
-  const slash = key.lastIndexOf('/');
-  const [prefix, name] = slash >= 0 ? [key.slice(0, slash), key.slice(slash + 1)] : ['', key];
-  const errs: FieldError[] = [];
-  if (slash >= 0 && (prefix === '' || prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))) {
-    errs.push({ field, type: 'FieldValueInvalid', value: key, detail: 'prefix part ' + RULE_TEXT.subdomain });
-  }
-  if (name === '' || name.length > 63 || !QUALIFIED_NAME.test(name)) {
-    errs.push({
-      field,
-      type: 'FieldValueInvalid',
-      value: key,
-      detail:
-        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
-    });
-  }
-  return errs;
+export function labelValueErrors(v: string): string[] {
+  const out: string[] = [];
+  if (v.length > 63) out.push('must be no more than 63 characters');
+  if (!LABEL_VALUE.test(v)) out.push(LABEL_VALUE_MSG);
+  return out;
 }
 
-export function validateLabels(labels: Record<string, string> | undefined, field = 'metadata.labels'): FieldError[] {
+export function validateLabels(labels: Record<string, string> | undefined | null, field = 'metadata.labels'): FieldError[] {
   const errs: FieldError[] = [];
-  if (!labels) return errs;
-  for (const [k, v] of Object.entries(labels)) {
-    errs.push(...validateQualifiedKey(k, field));
-    if (v.length > 63 || !LABEL_VALUE.test(v)) {
-      errs.push({
-        field: `${field}`,
-        type: 'FieldValueInvalid',
-        value: v,
-        detail:
-          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-      });
-    }
+  if (!labels || typeof labels !== 'object') return errs;
+  for (const k of Object.keys(labels).sort()) {
+    for (const m of qualifiedNameErrors(k)) errs.push(invalid(field, k, m));
+    const v = labels[k];
+    if (typeof v === 'string') for (const m of labelValueErrors(v)) errs.push(invalid(field, v, m));
   }
   return errs;
 }
 
 const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 
-export function validateAnnotations(ann: Record<string, string> | undefined, field = 'metadata.annotations'): FieldError[] {
+export function validateAnnotations(ann: Record<string, string> | undefined | null, field = 'metadata.annotations'): FieldError[] {
   const errs: FieldError[] = [];
-  if (!ann) return errs;
+  if (!ann || typeof ann !== 'object') return errs;
   let total = 0;
-  for (const [k, v] of Object.entries(ann)) {
-    errs.push(...validateQualifiedKey(k.toLowerCase(), field));
-    total += k.length + v.length;
+  for (const k of Object.keys(ann).sort()) {
+    // Case does not matter in annotation keys.
+    for (const m of qualifiedNameErrors(k.toLowerCase())) errs.push(invalid(field, k, m));
+    total += Buffer.byteLength(k) + Buffer.byteLength(String(ann[k] ?? ''));
   }
-  if (total > TOTAL_ANNOTATION_SIZE_LIMIT) {
-    errs.push({ field, type: 'FieldValueTooLong', detail: `must have at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes` });
-  }
+  if (total > TOTAL_ANNOTATION_SIZE_LIMIT) errs.push(tooLong(field, TOTAL_ANNOTATION_SIZE_LIMIT));
   return errs;
+}
+
+export function validateFinalizers(finalizers: unknown, field = 'metadata.finalizers'): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!Array.isArray(finalizers)) return errs;
+  finalizers.forEach((f, i) => {
+    if (typeof f === 'string') for (const m of qualifiedNameErrors(f)) errs.push(invalid(`${field}[${i}]`, f, m));
+  });
+  return errs;
+}
+
+/** The metadata checks of a pod template or job template (labels and annotations only). */
+export function validateTemplateMeta(meta: any, path: string): FieldError[] {
+  return [...validateLabels(meta?.labels, `${path}.labels`), ...validateAnnotations(meta?.annotations, `${path}.annotations`)];
 }

@@ -1,0 +1,94 @@
+// Defaults of core/v1 kinds other than Pod (SetDefaults_Service, _Secret, _PersistentVolumeClaim,
+// _Namespace ...) and of coordination.k8s.io/v1 Lease, 1.33.
+import type { ResourceInfo } from '../../api/catalog-types.js';
+import { arr, child, decodeError, def, isObj } from './common.js';
+
+type Info = Pick<ResourceInfo, 'kind' | 'version'>;
+
+/**
+ * SetDefaults_Service, without what the ClusterIP allocator decides (clusterIPs, ipFamilies,
+ * ipFamilyPolicy and nodePorts are the allocator's).
+ */
+export function defaultService(obj: any): void {
+  const spec = child(obj, 'spec');
+  if (!spec) return;
+  def(spec, 'sessionAffinity', 'None');
+  def(spec, 'type', 'ClusterIP');
+  if (spec.sessionAffinity === 'ClientIP') {
+    const cfg = child(spec, 'sessionAffinityConfig');
+    const cip = child(cfg, 'clientIP');
+    def(cip, 'timeoutSeconds', 10800);
+  }
+  for (const p of arr(spec.ports)) {
+    if (!isObj(p)) continue;
+    def(p, 'protocol', 'TCP');
+    if (p.targetPort === undefined || p.targetPort === null || p.targetPort === 0 || p.targetPort === '') p.targetPort = p.port;
+  }
+  const externallyAccessible =
+    spec.type === 'LoadBalancer' || spec.type === 'NodePort' || (spec.type === 'ClusterIP' && arr(spec.externalIPs).length > 0);
+  if (externallyAccessible) def(spec, 'externalTrafficPolicy', 'Cluster');
+  if ((spec.internalTrafficPolicy === undefined || spec.internalTrafficPolicy === null) && ['NodePort', 'LoadBalancer', 'ClusterIP'].includes(spec.type)) {
+    spec.internalTrafficPolicy = 'Cluster';
+  }
+  if (spec.type === 'LoadBalancer' && (spec.allocateLoadBalancerNodePorts === undefined || spec.allocateLoadBalancerNodePorts === null)) {
+    spec.allocateLoadBalancerNodePorts = true;
+  }
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** The byte offset Go's base64 decoder reports for malformed input. */
+function base64ErrorOffset(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '=') return s.length % 4 === 0 ? i : Math.floor(s.length / 4) * 4;
+    if (!/[A-Za-z0-9+/\r\n]/.test(c)) return i;
+  }
+  return Math.floor(s.length / 4) * 4;
+}
+
+/** Secret: type Opaque; stringData folded into data (as the v1 conversion does); data must be base64. */
+export function defaultSecret(obj: any, info: Info): void {
+  if (!isObj(obj)) return;
+  def(obj, 'type', 'Opaque');
+  if (isObj(obj.data)) {
+    for (const [k, v] of Object.entries(obj.data)) {
+      if (typeof v !== 'string') continue;
+      const clean = v.replace(/[\r\n]/g, '');
+      if (!BASE64.test(clean)) throw decodeError(info, `illegal base64 data at input byte ${base64ErrorOffset(v)}`);
+      if (clean !== v) obj.data[k] = clean;
+    }
+  }
+  if (isObj(obj.stringData)) {
+    const data = child(obj, 'data')!;
+    for (const [k, v] of Object.entries(obj.stringData)) data[k] = Buffer.from(String(v ?? ''), 'utf8').toString('base64');
+    delete obj.stringData;
+  }
+}
+
+export function defaultPvc(obj: any): void {
+  const spec = child(obj, 'spec');
+  def(spec, 'volumeMode', 'Filesystem');
+}
+
+/** A new claim starts Pending. */
+export function defaultPvcStatus(obj: any): void {
+  const st = child(obj, 'status');
+  def(st, 'phase', 'Pending');
+}
+
+export function defaultPv(obj: any): void {
+  const spec = child(obj, 'spec');
+  def(spec, 'persistentVolumeReclaimPolicy', 'Retain');
+  def(spec, 'volumeMode', 'Filesystem');
+  const st = child(obj, 'status');
+  def(st, 'phase', 'Pending');
+}
+
+export function defaultServiceAccount(_obj: any): void {
+  // SetDefaults_ServiceAccount sets nothing in v1; kept so every kind of the issue has its hook.
+}
+
+export function defaultLease(_obj: any): void {
+  // coordination.k8s.io/v1 has no defaulters: a Lease is stored as written (spec may be empty).
+}

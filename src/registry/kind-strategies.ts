@@ -1,0 +1,263 @@
+// Strategies of the kinds whose defaults and validation follow kube-apiserver's
+// (pods, workloads, jobs, config, leases, events). Each defaults an incoming object the way
+// kube's decoder does (on create and on update alike), adds what a new object gets
+// (status, admission defaults), validates, and checks what may not change on update.
+// Stateless: one instance per kind, shared by every request on the front thread.
+import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
+import { admitNewPod, defaultPod, defaultPodTemplate, podQosClass, type PodAdmissionOptions } from './defaults/pod.js';
+import { defaultDaemonSet, defaultDeployment, defaultReplicaSet, defaultStatefulSet } from './defaults/apps.js';
+import { defaultCronJob, defaultJob } from './defaults/batch.js';
+import { defaultPv, defaultPvc, defaultPvcStatus, defaultSecret } from './defaults/core.js';
+import { child, def, isObj } from './defaults/common.js';
+import { validatePodSpec, validatePodSpecUpdate, validatePodTemplate } from './validation/pod.js';
+import {
+  validateDaemonSet,
+  validateDeployment,
+  validateReplicaSet,
+  validateSelectorUpdate,
+  validateStatefulSet,
+  validateStatefulSetUpdate,
+} from './validation/apps.js';
+import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate } from './validation/batch.js';
+import {
+  validateConfigMap,
+  validateConfigMapUpdate,
+  validateEvent,
+  validateLease,
+  validateSecret,
+  validateSecretUpdate,
+} from './validation/core.js';
+
+export class PodStrategy extends Strategy {
+  override returnDeletedObject = true;
+  constructor(private admission: PodAdmissionOptions) {
+    super();
+  }
+  /** A bound pod gets its grace period; an unscheduled or finished one goes at once (as kube's pod strategy). */
+  override checkGracefulDelete(obj: any, requested: number | undefined): number {
+    let period = requested ?? obj?.spec?.terminationGracePeriodSeconds ?? 30;
+    if (!obj?.spec?.nodeName) period = 0;
+    const phase = obj?.status?.phase;
+    if (phase === 'Failed' || phase === 'Succeeded') period = 0;
+    return period;
+  }
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultPod(obj, ctx.info);
+    admitNewPod(obj, this.admission);
+    obj.status = { phase: 'Pending', qosClass: podQosClass(obj.spec) };
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    defaultPod(obj, ctx.info);
+  }
+  override validate(obj: any): FieldError[] {
+    return validatePodSpec(obj.spec, 'spec');
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validatePodSpecUpdate(obj.spec, old.spec);
+  }
+}
+
+export class PodTemplateStrategy extends Strategy {
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultPodTemplate(child(obj, 'template'), ctx.info);
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    defaultPodTemplate(child(obj, 'template'), ctx.info);
+  }
+  override validate(obj: any): FieldError[] {
+    return validatePodTemplate(obj.template, 'template');
+  }
+}
+
+/** A workload of apps/v1: defaulter, validator, its status at birth, and its update rules. */
+abstract class WorkloadStrategy extends SpecStrategy {
+  protected abstract defaults(obj: any, ctx: StrategyContext): void;
+  protected abstract initialStatus(): Record<string, unknown>;
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    this.defaults(obj, ctx);
+    obj.status = this.initialStatus();
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    this.defaults(obj, ctx);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateSelectorUpdate(obj, old);
+  }
+}
+
+export class DeploymentStrategy extends WorkloadStrategy {
+  protected defaults(obj: any, ctx: StrategyContext): void {
+    defaultDeployment(obj, ctx.info);
+  }
+  protected initialStatus() {
+    return {};
+  }
+  override validate(obj: any): FieldError[] {
+    return validateDeployment(obj);
+  }
+}
+
+export class ReplicaSetStrategy extends WorkloadStrategy {
+  protected defaults(obj: any, ctx: StrategyContext): void {
+    defaultReplicaSet(obj, ctx.info);
+  }
+  protected initialStatus() {
+    return { replicas: 0 };
+  }
+  override validate(obj: any): FieldError[] {
+    return validateReplicaSet(obj);
+  }
+}
+
+export class StatefulSetStrategy extends WorkloadStrategy {
+  protected defaults(obj: any, ctx: StrategyContext): void {
+    defaultStatefulSet(obj, ctx.info);
+  }
+  protected initialStatus() {
+    return { availableReplicas: 0, replicas: 0 };
+  }
+  override validate(obj: any): FieldError[] {
+    return validateStatefulSet(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateStatefulSetUpdate(obj, old);
+  }
+}
+
+export class DaemonSetStrategy extends WorkloadStrategy {
+  protected defaults(obj: any, ctx: StrategyContext): void {
+    defaultDaemonSet(obj, ctx.info);
+  }
+  protected initialStatus() {
+    return { currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0 };
+  }
+  override validate(obj: any): FieldError[] {
+    return validateDaemonSet(obj);
+  }
+}
+
+export class JobStrategy extends SpecStrategy {
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    // kube's defaulter points the job's labels at the template's label map, which the
+    // selector generation then extends: so the job carries the generated labels too.
+    const copyLabels = defaultJob(obj, ctx.info);
+    generateJobSelector(obj);
+    if (copyLabels) obj.metadata.labels = { ...obj.spec.template.metadata.labels };
+    obj.status = {};
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    if (defaultJob(obj, ctx.info)) obj.metadata.labels = { ...obj.spec.template.metadata.labels };
+  }
+  override validate(obj: any): FieldError[] {
+    return validateJob(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateJobUpdate(obj, old);
+  }
+}
+
+export class CronJobStrategy extends SpecStrategy {
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultCronJob(obj, ctx.info);
+    obj.status = {};
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    defaultCronJob(obj, ctx.info);
+  }
+  override validate(obj: any): FieldError[] {
+    return validateCronJob(obj);
+  }
+}
+
+export class ReplicationControllerStrategy extends SpecStrategy {
+  /** v1 ReplicationControllers orphan their pods unless told otherwise, for compatibility (as kube). */
+  override defaultGarbageCollectionPolicy(version: string): 'DeleteDependents' | 'OrphanDependents' {
+    return version === 'v1' ? 'OrphanDependents' : 'DeleteDependents';
+  }
+  private defaults(obj: any, ctx: StrategyContext): void {
+    const spec = child(obj, 'spec');
+    if (!spec) return;
+    const labels = spec.template?.metadata?.labels;
+    if (isObj(labels)) {
+      if (!isObj(spec.selector) || Object.keys(spec.selector).length === 0) spec.selector = { ...labels };
+      if (!isObj(obj.metadata.labels) || Object.keys(obj.metadata.labels).length === 0) obj.metadata.labels = { ...labels };
+    }
+    def(spec, 'replicas', 1);
+    defaultPodTemplate(spec.template, ctx.info);
+  }
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    this.defaults(obj, ctx);
+    obj.status = { replicas: 0 };
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    this.defaults(obj, ctx);
+  }
+  override validate(obj: any): FieldError[] {
+    return obj.spec?.template ? validatePodTemplate(obj.spec.template, 'spec.template') : [];
+  }
+}
+
+export class ConfigMapStrategy extends Strategy {
+  override validate(obj: any): FieldError[] {
+    return validateConfigMap(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateConfigMapUpdate(obj, old);
+  }
+}
+
+export class SecretStrategy extends Strategy {
+  override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultSecret(obj, ctx.info);
+  }
+  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+    defaultSecret(obj, ctx.info);
+  }
+  override validate(obj: any): FieldError[] {
+    return validateSecret(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateSecretUpdate(obj, old);
+  }
+}
+
+export class PvcStrategy extends Strategy {
+  override prepareForCreate(obj: any): void {
+    defaultPvc(obj);
+    obj.status = {};
+    defaultPvcStatus(obj);
+  }
+  override prepareForUpdate(obj: any): void {
+    defaultPvc(obj);
+  }
+}
+
+export class PvStrategy extends Strategy {
+  override prepareForCreate(obj: any): void {
+    obj.status = {};
+    defaultPv(obj);
+  }
+  override prepareForUpdate(obj: any): void {
+    defaultPv(obj);
+  }
+}
+
+export class LeaseStrategy extends Strategy {
+  override allowCreateOnUpdate = true;
+  override prepareForCreate(obj: any): void {
+    if (obj.spec === undefined || obj.spec === null) obj.spec = {};
+  }
+  override validate(obj: any): FieldError[] {
+    return validateLease(obj);
+  }
+}
+
+export class EventStrategy extends Strategy {
+  override allowCreateOnUpdate = true;
+  constructor(private group: string) {
+    super();
+  }
+  override validate(obj: any): FieldError[] {
+    return validateEvent(obj, this.group);
+  }
+}

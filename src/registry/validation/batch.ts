@@ -1,0 +1,138 @@
+// batch/v1 validation: Job (ValidateJob, ValidateJobSpecUpdate) and CronJob
+// (ValidateCronJobCreate/Update, with the schedule parsed as kube's cron library does).
+import type { FieldError } from '../strategy.js';
+import { immutable, invalid, nonNegative, notSupported, required, sameValue } from './field.js';
+import { labelsValue, selectorMatches, selectorValue, validateLabelSelector } from './selector.js';
+import { validatePodTemplate } from './pod.js';
+import { validateTemplateMeta } from '../validation.js';
+import { cronError, knownTimeZone } from './cron.js';
+import { dns1123LabelErrors } from './field.js';
+
+const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** validateJobSpec: what a Job and a CronJob's jobTemplate share. `p` is the spec's path. */
+function validateJobSpecCommon(spec: any, p: string): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const k of ['parallelism', 'completions', 'activeDeadlineSeconds', 'backoffLimit', 'ttlSecondsAfterFinished']) {
+    errs.push(...nonNegative(spec[k], `${p}.${k}`));
+  }
+  const mode = spec.completionMode;
+  if (mode != null) {
+    if (mode !== 'NonIndexed' && mode !== 'Indexed') errs.push(notSupported(`${p}.completionMode`, mode, ['NonIndexed', 'Indexed']));
+    if (mode === 'Indexed' && spec.completions == null) errs.push(required(`${p}.completions`, 'when completion mode is Indexed'));
+  }
+  const prp = spec.podReplacementPolicy;
+  if (prp != null && prp !== 'TerminatingOrFailed' && prp !== 'Failed') {
+    errs.push(notSupported(`${p}.podReplacementPolicy`, prp, ['Failed', 'TerminatingOrFailed']));
+  }
+  const tmpl = spec.template;
+  errs.push(...validatePodTemplate(tmpl, `${p}.template`));
+  const rp = tmpl?.spec?.restartPolicy;
+  if (rp !== 'OnFailure' && rp !== 'Never') errs.push(notSupported(`${p}.template.spec.restartPolicy`, rp ?? '', ['OnFailure', 'Never']));
+  else if (rp === 'OnFailure' && spec.podFailurePolicy != null) {
+    errs.push(invalid(`${p}.template.spec.restartPolicy`, rp, 'only "Never" is supported when podFailurePolicy is specified'));
+  }
+  if (tmpl?.spec?.activeDeadlineSeconds != null) {
+    errs.push(invalid(`${p}.template.spec.activeDeadlineSeconds`, tmpl.spec.activeDeadlineSeconds, 'activeDeadlineSeconds in Job is not Supported'));
+  }
+  return errs;
+}
+
+export function validateJob(obj: any): FieldError[] {
+  const spec = obj.spec;
+  if (!isObj(spec)) return [required('spec')];
+  const errs = validateJobSpecCommon(spec, 'spec');
+  if (spec.selector == null) errs.push(required('spec.selector'));
+  else errs.push(...validateLabelSelector(spec.selector, 'spec.selector'));
+  if (spec.selector != null && !selectorMatches(spec.selector, spec.template?.metadata?.labels)) {
+    errs.push(invalid('spec.template.metadata.labels', labelsValue(spec.template?.metadata?.labels), '`selector` does not match template `labels`'));
+  }
+  if (spec.completionMode === 'Indexed' && typeof spec.completions === 'number' && spec.completions > 0) {
+    const host = `${obj.metadata?.name}-${spec.completions - 1}`;
+    if (dns1123LabelErrors(host).length) {
+      errs.push(invalid('metadata.name', obj.metadata?.name, `will not able to create pod with invalid DNS label: ${host}`));
+    }
+  }
+  return errs;
+}
+
+export function validateJobUpdate(obj: any, old: any): FieldError[] {
+  const errs: FieldError[] = [];
+  const s = obj.spec ?? {};
+  const o = old.spec ?? {};
+  if (!sameValue(selectorValue(s.selector), selectorValue(o.selector))) errs.push(invalid('spec.selector', selectorValue(s.selector), 'field is immutable'));
+  errs.push(...immutable('spec.template', s.template, o.template));
+  if (s.completionMode !== 'Indexed') errs.push(...immutable('spec.completions', s.completions ?? null, o.completions ?? null));
+  errs.push(...immutable('spec.completionMode', s.completionMode ?? null, o.completionMode ?? null));
+  errs.push(...immutable('spec.podFailurePolicy', s.podFailurePolicy ?? null, o.podFailurePolicy ?? null));
+  return errs;
+}
+
+/** Job's PrepareForCreate: unless manualSelector, the selector and labels tie pods to this job's uid. */
+export function generateJobSelector(obj: any): void {
+  const spec = obj.spec;
+  if (!isObj(spec) || spec.manualSelector === true) return;
+  const tmpl = isObj(spec.template) ? spec.template : (spec.template = {});
+  const meta = isObj(tmpl.metadata) ? tmpl.metadata : (tmpl.metadata = {});
+  const labels = isObj(meta.labels) ? meta.labels : (meta.labels = {});
+  const name = obj.metadata.name;
+  const uid = obj.metadata.uid;
+  for (const k of ['job-name', 'batch.kubernetes.io/job-name']) if (!(k in labels)) labels[k] = name;
+  for (const k of ['controller-uid', 'batch.kubernetes.io/controller-uid']) if (!(k in labels)) labels[k] = uid;
+  const sel = isObj(spec.selector) ? spec.selector : (spec.selector = {});
+  const ml = isObj(sel.matchLabels) ? sel.matchLabels : (sel.matchLabels = {});
+  if (!('batch.kubernetes.io/controller-uid' in ml)) ml['batch.kubernetes.io/controller-uid'] = uid;
+}
+
+function validateSchedule(schedule: string, allowTz: boolean, timeZone: unknown): FieldError[] {
+  const errs: FieldError[] = [];
+  const err = cronError(schedule);
+  if (err) errs.push(invalid('spec.schedule', schedule, err));
+  if (schedule.includes('TZ')) {
+    if (!allowTz) errs.push(invalid('spec.schedule', schedule, 'cannot use TZ or CRON_TZ in schedule, use timeZone field instead'));
+    else if (timeZone != null) errs.push(invalid('spec.schedule', schedule, 'cannot use both timeZone field and TZ or CRON_TZ in schedule'));
+  }
+  return errs;
+}
+
+function validateTimeZone(tz: unknown): FieldError[] {
+  if (tz == null) return [];
+  const p = 'spec.timeZone';
+  if (typeof tz !== 'string' || tz.length === 0) return [invalid(p, tz, 'timeZone must be nil or non-empty string')];
+  for (const part of tz.split('/')) {
+    if (part === '.' || part === '..' || part.startsWith('-') || !/^[A-Za-z.\-_0-9+]{1,14}$/.test(part)) return [invalid(p, tz, `unknown time zone ${tz}`)];
+  }
+  const errs: FieldError[] = [];
+  if (tz.toLowerCase() === 'local') errs.push(invalid(p, tz, 'timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones'));
+  else if (!knownTimeZone(tz)) errs.push(invalid(p, tz, `unknown time zone ${tz}`));
+  return errs;
+}
+
+export function validateCronJob(obj: any, old?: any): FieldError[] {
+  const spec = obj.spec;
+  const errs: FieldError[] = [];
+  if (!isObj(spec)) return [required('spec')];
+  if (!spec.schedule) errs.push(required('spec.schedule'));
+  else errs.push(...validateSchedule(String(spec.schedule), !!old && String(old.spec?.schedule ?? '').includes('TZ'), spec.timeZone));
+  errs.push(...nonNegative(spec.startingDeadlineSeconds, 'spec.startingDeadlineSeconds'));
+  if (!old || !sameValue(old.spec?.timeZone ?? null, spec.timeZone ?? null)) errs.push(...validateTimeZone(spec.timeZone));
+  const cp = spec.concurrencyPolicy;
+  if (!cp) errs.push(required('spec.concurrencyPolicy'));
+  else if (!['Allow', 'Forbid', 'Replace'].includes(cp)) errs.push(notSupported('spec.concurrencyPolicy', cp, ['Allow', 'Forbid', 'Replace']));
+  const jt = spec.jobTemplate;
+  if (!isObj(jt)) errs.push(required('spec.jobTemplate'));
+  else {
+    errs.push(...validateTemplateMeta(jt.metadata, 'spec.jobTemplate.metadata'));
+    const js = isObj(jt.spec) ? jt.spec : {};
+    errs.push(...validateJobSpecCommon(js, 'spec.jobTemplate.spec'));
+    if (js.selector != null) errs.push(invalid('spec.jobTemplate.spec.selector', selectorValue(js.selector), '`selector` will be auto-generated'));
+    if (js.manualSelector === true) errs.push(notSupported('spec.jobTemplate.spec.manualSelector', true, ['nil', 'false']));
+  }
+  errs.push(...nonNegative(spec.successfulJobsHistoryLimit, 'spec.successfulJobsHistoryLimit'));
+  errs.push(...nonNegative(spec.failedJobsHistoryLimit, 'spec.failedJobsHistoryLimit'));
+  if (!old && typeof obj.metadata?.name === 'string' && obj.metadata.name.length > 52) {
+    errs.push(invalid('metadata.name', obj.metadata.name, 'must be no more than 52 characters'));
+  }
+  return errs;
+}
+

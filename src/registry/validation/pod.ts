@@ -1,0 +1,244 @@
+// Pod and pod-template validation: the parts of kube's ValidatePodSpec a client meets most
+// (containers, names, images, ports, env, resources, volumes and mounts, restart and DNS
+// policies), with its field paths and wording.
+import type { FieldError } from '../strategy.js';
+import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
+import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
+import { validateTemplateMeta } from '../validation.js';
+import {
+  dns1123LabelErrors,
+  dns1123SubdomainErrors as dns1123SubdomainOf,
+  duplicate,
+  each,
+  forbidden,
+  invalid,
+  isInt,
+  notFound,
+  notSupported,
+  portNameErrors,
+  PORT_RANGE_MSG,
+  required,
+  validPort,
+} from './field.js';
+
+const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
+const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'];
+const TERMINATION_MESSAGE_POLICIES = ['FallbackToLogsOnError', 'File'];
+const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
+const DNS_POLICIES = ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'];
+
+const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
+
+function validatePorts(ports: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const names = new Set<string>();
+  list(ports).forEach((p, i) => {
+    const ip = `${path}[${i}]`;
+    if (!isObj(p)) return;
+    if (typeof p.name === 'string' && p.name.length > 0) {
+      const msgs = portNameErrors(p.name);
+      if (msgs.length) errs.push(...each(`${ip}.name`, p.name, msgs));
+      else if (names.has(p.name)) errs.push(duplicate(`${ip}.name`, p.name));
+      else names.add(p.name);
+    }
+    if (!p.containerPort) errs.push(required(`${ip}.containerPort`));
+    else if (!validPort(p.containerPort)) errs.push(invalid(`${ip}.containerPort`, p.containerPort, PORT_RANGE_MSG));
+    if (p.hostPort && !validPort(p.hostPort)) errs.push(invalid(`${ip}.hostPort`, p.hostPort, PORT_RANGE_MSG));
+    if (!p.protocol) errs.push(required(`${ip}.protocol`));
+    else if (!PROTOCOLS.includes(p.protocol)) errs.push(notSupported(`${ip}.protocol`, p.protocol, PROTOCOLS));
+  });
+  return errs;
+}
+
+function validateEnv(env: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  list(env).forEach((e, i) => {
+    const ip = `${path}[${i}]`;
+    if (!isObj(e)) return;
+    if (!e.name) errs.push(required(`${ip}.name`));
+    // RelaxedEnvironmentVariableValidation (beta, on in 1.33): printable ASCII except '='.
+    else if (!/^[\x20-\x7e]+$/.test(e.name) || e.name.includes('=')) {
+      errs.push(invalid(`${ip}.name`, e.name, "a valid environment variable name must consist only of printable ASCII characters other than '='"));
+    }
+    if (isObj(e.valueFrom)) {
+      const sources = ['fieldRef', 'resourceFieldRef', 'configMapKeyRef', 'secretKeyRef', 'fileKeyRef'].filter((k) => e.valueFrom[k] != null);
+      if (e.value) errs.push(invalid(`${ip}.valueFrom`, '', 'may not be specified when `value` is not empty'));
+      if (sources.length === 0) errs.push(invalid(`${ip}.valueFrom`, '', 'must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`'));
+      else if (sources.length > 1) errs.push(invalid(`${ip}.valueFrom`, '', 'may not have more than one field specified at a time'));
+    }
+  });
+  return errs;
+}
+
+function validateResources(r: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!isObj(r)) return errs;
+  const limits = isObj(r.limits) ? r.limits : {};
+  const requests = isObj(r.requests) ? r.requests : {};
+  for (const [kind, m] of [['limits', limits], ['requests', requests]] as const) {
+    for (const name of Object.keys(m).sort()) {
+      const q = parseQuantity(m[name]);
+      if (q && q.m < 0n) errs.push(invalid(`${path}.${kind}[${name}]`, canonicalQuantity(q), 'must be greater than or equal to 0'));
+    }
+  }
+  for (const name of Object.keys(requests).sort()) {
+    const rq = parseQuantity(requests[name]);
+    const lq = parseQuantity(limits[name]);
+    if (rq && lq && compareQuantity(rq, lq) > 0) {
+      errs.push(invalid(`${path}.requests[${name}]`, canonicalQuantity(rq), `must be less than or equal to ${name} limit of ${canonicalQuantity(lq)}`));
+    }
+  }
+  return errs;
+}
+
+function validateContainer(c: any, path: string, volumes: Set<string>, isEphemeral: boolean): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!isObj(c)) return errs;
+  if (!c.image) {
+    errs.push(required(`${path}.image`));
+  } else if (typeof c.image === 'string' && c.image.trim() !== c.image) {
+    errs.push(invalid(`${path}.image`, c.image, 'must not have leading or trailing whitespace'));
+  }
+  if (c.imagePullPolicy && !PULL_POLICIES.includes(c.imagePullPolicy)) errs.push(notSupported(`${path}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES));
+  if (c.terminationMessagePolicy && !TERMINATION_MESSAGE_POLICIES.includes(c.terminationMessagePolicy)) {
+    errs.push(notSupported(`${path}.terminationMessagePolicy`, c.terminationMessagePolicy, TERMINATION_MESSAGE_POLICIES));
+  }
+  if (isEphemeral) {
+    if (list(c.ports).length) errs.push(forbidden(`${path}.ports`, 'cannot be set on ephemeral containers'));
+  } else errs.push(...validatePorts(c.ports, `${path}.ports`));
+  errs.push(...validateEnv(c.env, `${path}.env`));
+  const mountPaths = new Set<string>();
+  list(c.volumeMounts).forEach((m, i) => {
+    const ip = `${path}.volumeMounts[${i}]`;
+    if (!isObj(m)) return;
+    if (!m.name) errs.push(required(`${ip}.name`));
+    else if (!volumes.has(m.name)) errs.push(notFound(`${ip}.name`, m.name));
+    if (!m.mountPath) errs.push(required(`${ip}.mountPath`));
+    else if (mountPaths.has(m.mountPath)) errs.push(invalid(`${ip}.mountPath`, m.mountPath, 'must be unique'));
+    else mountPaths.add(m.mountPath);
+  });
+  errs.push(...validateResources(c.resources, `${path}.resources`));
+  return errs;
+}
+
+function validateVolumes(volumes: unknown, path: string): { errs: FieldError[]; names: Set<string> } {
+  const errs: FieldError[] = [];
+  const names = new Set<string>();
+  list(volumes).forEach((v, i) => {
+    const ip = `${path}[${i}]`;
+    if (!isObj(v)) return;
+    let nameOk = true;
+    if (!v.name) {
+      errs.push(required(`${ip}.name`));
+      nameOk = false;
+    } else {
+      const msgs = dns1123LabelErrors(String(v.name));
+      if (msgs.length) {
+        errs.push(...each(`${ip}.name`, v.name, msgs));
+        nameOk = false;
+      }
+    }
+    if (nameOk) {
+      if (names.has(v.name)) errs.push(duplicate(`${ip}.name`, v.name));
+      else names.add(v.name);
+    }
+    const sources = VOLUME_SOURCE_KEYS.filter((k) => v[k] !== undefined && v[k] !== null);
+    if (sources.length === 0) errs.push(required(ip, 'must specify a volume type'));
+    for (const extra of sources.slice(1)) errs.push(forbidden(`${ip}.${extra}`, 'may not specify more than 1 volume type'));
+    if (isObj(v.persistentVolumeClaim) && !v.persistentVolumeClaim.claimName) errs.push(required(`${ip}.persistentVolumeClaim.claimName`));
+    if (isObj(v.configMap) && !v.configMap.name) errs.push(required(`${ip}.configMap.name`));
+    if (isObj(v.secret) && !v.secret.secretName) errs.push(required(`${ip}.secret.secretName`));
+    if (isObj(v.hostPath) && !v.hostPath.path) errs.push(required(`${ip}.hostPath.path`));
+  });
+  return { errs, names };
+}
+
+/** ValidatePodSpec (the common subset). `path` is e.g. "spec" or "spec.template.spec". */
+export function validatePodSpec(spec: any, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!isObj(spec)) return [required(path)];
+  const vol = validateVolumes(spec.volumes, `${path}.volumes`);
+  errs.push(...vol.errs);
+  const containers = list(spec.containers);
+  if (containers.length === 0) errs.push(required(`${path}.containers`));
+  // Container names are unique across init, regular and ephemeral containers.
+  const seen = new Set<string>();
+  const groups: Array<[string, any[], boolean]> = [
+    ['initContainers', list(spec.initContainers), false],
+    ['containers', containers, false],
+    ['ephemeralContainers', list(spec.ephemeralContainers), true],
+  ];
+  const groupErrs: FieldError[][] = [];
+  for (const [key, cs, eph] of groups) {
+    const ge: FieldError[] = [];
+    cs.forEach((c, i) => {
+      const ip = `${path}.${key}[${i}]`;
+      if (!isObj(c)) return;
+      if (!c.name) ge.push(required(`${ip}.name`));
+      else {
+        const msgs = dns1123LabelErrors(String(c.name));
+        if (msgs.length) ge.push(...each(`${ip}.name`, c.name, msgs));
+        else if (seen.has(c.name)) ge.push(duplicate(`${ip}.name`, c.name));
+        else seen.add(c.name);
+      }
+      ge.push(...validateContainer(c, ip, vol.names, eph));
+    });
+    groupErrs.push(ge);
+  }
+  // kube reports regular containers first, then init containers, then ephemeral ones.
+  errs.push(...groupErrs[1], ...groupErrs[0], ...groupErrs[2]);
+  if (!spec.restartPolicy) errs.push(required(`${path}.restartPolicy`));
+  else if (!RESTART_POLICIES.includes(spec.restartPolicy)) errs.push(notSupported(`${path}.restartPolicy`, spec.restartPolicy, RESTART_POLICIES));
+  if (!spec.dnsPolicy) errs.push(required(`${path}.dnsPolicy`));
+  else if (!DNS_POLICIES.includes(spec.dnsPolicy)) errs.push(notSupported(`${path}.dnsPolicy`, spec.dnsPolicy, DNS_POLICIES));
+  else if (spec.dnsPolicy === 'None' && !isObj(spec.dnsConfig)) errs.push(required(`${path}.dnsConfig`, 'must provide `dnsConfig` when `dnsPolicy` is None'));
+  if (spec.activeDeadlineSeconds != null && isInt(spec.activeDeadlineSeconds) && spec.activeDeadlineSeconds <= 0) {
+    errs.push(invalid(`${path}.activeDeadlineSeconds`, spec.activeDeadlineSeconds, 'must be between 1 and 2147483647, inclusive'));
+  }
+  if (spec.serviceAccountName) {
+    for (const m of dns1123SubdomainOf(spec.serviceAccountName)) errs.push(invalid(`${path}.serviceAccountName`, spec.serviceAccountName, m));
+  }
+  if (spec.hostname) for (const m of dns1123LabelErrors(String(spec.hostname))) errs.push(invalid(`${path}.hostname`, spec.hostname, m));
+  if (spec.nodeName) for (const m of dns1123SubdomainOf(spec.nodeName)) errs.push(invalid(`${path}.nodeName`, spec.nodeName, m));
+  return errs;
+}
+
+/** ValidatePodTemplateSpec: the template's labels and annotations, then its spec. */
+export function validatePodTemplate(tmpl: any, path: string): FieldError[] {
+  if (!isObj(tmpl)) return [required(path)];
+  return [...validateTemplateMeta(tmpl.metadata, `${path}.metadata`), ...validatePodSpec(tmpl.spec, `${path}.spec`)];
+}
+
+/** Fields of a Pod's spec that an update may change (ValidatePodUpdate). */
+export function validatePodSpecUpdate(spec: any, old: any): FieldError[] {
+  if (!isObj(spec) || !isObj(old)) return [];
+  const strip = (s: any) => {
+    const c = structuredClone(s);
+    for (const k of ['containers', 'initContainers']) for (const ct of list(c[k])) if (isObj(ct)) delete ct.image;
+    delete c.activeDeadlineSeconds;
+    delete c.tolerations;
+    delete c.terminationGracePeriodSeconds;
+    delete c.schedulingGates;
+    delete c.ephemeralContainers;
+    return c;
+  };
+  const errs: FieldError[] = [];
+  if (JSON.stringify(sortDeep(strip(spec))) !== JSON.stringify(sortDeep(strip(old)))) {
+    errs.push(
+      forbidden(
+        'spec',
+        'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+      ),
+    );
+  }
+  return errs;
+}
+
+function sortDeep(v: any): any {
+  if (Array.isArray(v)) return v.map(sortDeep);
+  if (!isObj(v)) return v;
+  const out: any = {};
+  for (const k of Object.keys(v).sort()) if (v[k] !== undefined) out[k] = sortDeep(v[k]);
+  return out;
+}

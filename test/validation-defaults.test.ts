@@ -1,0 +1,316 @@
+// Issue #4 items 3-4 against a started server: kube-apiserver's validation of the common
+// kinds (422 Invalid with per-field causes, worded as kube words them) and the 1.33 defaults,
+// over HTTPS and through real kubectl.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { request, startServer, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
+
+let s: TestServer;
+const NS = '/api/v1/namespaces/default';
+const APPS = '/apis/apps/v1/namespaces/default';
+const BATCH = '/apis/batch/v1/namespaces/default';
+
+beforeAll(async () => {
+  s = await startServer({ args: ['--default-not-ready-toleration-seconds', '120'] });
+});
+afterAll(async () => {
+  await s?.stop();
+  s?.cleanup();
+});
+
+const container = { name: 'c', image: 'nginx' };
+const podSpec = { containers: [container] };
+
+describe('defaults', () => {
+  it('a Pod gets the pod, container and admission defaults, and a QoS class', async () => {
+    const r = await request(s, 'POST', `${NS}/pods`, {
+      metadata: { name: 'p1' },
+      spec: { containers: [{ name: 'a', image: 'nginx:1.27', ports: [{ containerPort: 80 }], resources: { limits: { cpu: '1000m', memory: '1024Mi' } } }] },
+    });
+    expect(r.status).toBe(201);
+    const p = r.json();
+    expect(p.spec).toMatchObject({
+      restartPolicy: 'Always',
+      dnsPolicy: 'ClusterFirst',
+      schedulerName: 'default-scheduler',
+      terminationGracePeriodSeconds: 30,
+      securityContext: {},
+      enableServiceLinks: true,
+      priority: 0,
+      preemptionPolicy: 'PreemptLowerPriority',
+      serviceAccountName: 'default',
+      serviceAccount: 'default',
+    });
+    const c = p.spec.containers[0];
+    expect(c).toMatchObject({ imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
+    expect(c.ports[0].protocol).toBe('TCP');
+    expect(c.resources).toEqual({ limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } });
+    expect(p.spec.tolerations).toEqual([
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    ]);
+    expect(p.status).toEqual({ phase: 'Pending', qosClass: 'Guaranteed' });
+    const latest = (await request(s, 'POST', `${NS}/pods`, { metadata: { name: 'p2' }, spec: podSpec })).json();
+    expect(latest.spec.containers[0].imagePullPolicy).toBe('Always');
+    expect(latest.spec.containers[0].resources).toEqual({});
+    expect(latest.status.qosClass).toBe('BestEffort');
+  });
+
+  it('a Deployment gets replicas, strategy, limits and pod-template defaults', async () => {
+    const r = await request(s, 'POST', `${APPS}/deployments`, {
+      metadata: { name: 'd1' },
+      spec: { selector: { matchLabels: { app: 'd1' } }, template: { metadata: { labels: { app: 'd1' } }, spec: podSpec } },
+    });
+    expect(r.status).toBe(201);
+    const d = r.json();
+    expect(d.spec).toMatchObject({
+      replicas: 1,
+      revisionHistoryLimit: 10,
+      progressDeadlineSeconds: 600,
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } },
+    });
+    expect(d.spec.template.metadata.creationTimestamp).toBeNull();
+    expect(d.spec.template.spec).toMatchObject({ restartPolicy: 'Always', dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', terminationGracePeriodSeconds: 30, securityContext: {} });
+    expect(d.spec.template.spec.enableServiceLinks).toBeUndefined();
+    expect(d.spec.template.spec.tolerations).toBeUndefined();
+    expect(d.status).toEqual({});
+  });
+
+  it('StatefulSet, DaemonSet, Job and CronJob defaults', async () => {
+    const tmpl = { metadata: { labels: { app: 'x' } }, spec: podSpec };
+    const sts = (await request(s, 'POST', `${APPS}/statefulsets`, { metadata: { name: 's1' }, spec: { selector: { matchLabels: { app: 'x' } }, template: tmpl } })).json();
+    expect(sts.spec).toMatchObject({
+      replicas: 1,
+      podManagementPolicy: 'OrderedReady',
+      revisionHistoryLimit: 10,
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
+    });
+    const ds = (await request(s, 'POST', `${APPS}/daemonsets`, { metadata: { name: 'ds1' }, spec: { selector: { matchLabels: { app: 'x' } }, template: tmpl } })).json();
+    expect(ds.spec).toMatchObject({ revisionHistoryLimit: 10, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } } });
+    const job = (
+      await request(s, 'POST', `${BATCH}/jobs`, { metadata: { name: 'j1' }, spec: { template: { spec: { ...podSpec, restartPolicy: 'Never' } } } })
+    ).json();
+    expect(job.spec).toMatchObject({ completions: 1, parallelism: 1, backoffLimit: 6, completionMode: 'NonIndexed', suspend: false, podReplacementPolicy: 'TerminatingOrFailed' });
+    expect(job.spec.manualSelector).toBeUndefined();
+    const uid = job.metadata.uid;
+    expect(job.spec.selector).toEqual({ matchLabels: { 'batch.kubernetes.io/controller-uid': uid } });
+    expect(job.spec.template.metadata.labels).toEqual({
+      'batch.kubernetes.io/controller-uid': uid,
+      'batch.kubernetes.io/job-name': 'j1',
+      'controller-uid': uid,
+      'job-name': 'j1',
+    });
+    const cj = (
+      await request(s, 'POST', `${BATCH}/cronjobs`, {
+        metadata: { name: 'cj1' },
+        spec: { schedule: '@hourly', jobTemplate: { spec: { template: { spec: { ...podSpec, restartPolicy: 'OnFailure' } } } } },
+      })
+    ).json();
+    expect(cj.spec).toMatchObject({ concurrencyPolicy: 'Allow', suspend: false, successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 });
+    expect(cj.spec.jobTemplate.spec.backoffLimit).toBeUndefined();
+  });
+
+  it('Service, Secret and PVC defaults', async () => {
+    const svc = (await request(s, 'POST', `${NS}/services`, { metadata: { name: 'svc1' }, spec: { ports: [{ port: 80 }], selector: { app: 'x' } } })).json();
+    expect(svc.spec).toMatchObject({ type: 'ClusterIP', sessionAffinity: 'None', ipFamilyPolicy: 'SingleStack', internalTrafficPolicy: 'Cluster' });
+    expect(svc.spec.ports[0]).toMatchObject({ port: 80, protocol: 'TCP', targetPort: 80 });
+    const sec = (await request(s, 'POST', `${NS}/secrets`, { metadata: { name: 'sec1' }, stringData: { a: 'hi' } })).json();
+    expect(sec.type).toBe('Opaque');
+    expect(sec.data).toEqual({ a: Buffer.from('hi').toString('base64') });
+    expect(sec.stringData).toBeUndefined();
+    const pvc = (
+      await request(s, 'POST', `${NS}/persistentvolumeclaims`, {
+        metadata: { name: 'pvc1' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      })
+    ).json();
+    expect(pvc.spec.volumeMode).toBe('Filesystem');
+    expect(pvc.status).toEqual({ phase: 'Pending' });
+  });
+});
+
+describe('validation', () => {
+  it('a Deployment without a selector: 422 naming both fields, worded as kube-apiserver', async () => {
+    const r = await request(s, 'POST', `${APPS}/deployments`, { metadata: { name: 'bad' }, spec: { template: { metadata: { labels: { app: 'x' } }, spec: podSpec } } });
+    expect(r.status).toBe(422);
+    const st = r.json();
+    expect(st.reason).toBe('Invalid');
+    expect(st.message).toBe(
+      'Deployment.apps "bad" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: {"app":"x"}: `selector` does not match template `labels`]',
+    );
+    expect(st.details).toEqual({
+      name: 'bad',
+      group: 'apps',
+      kind: 'Deployment',
+      causes: [
+        { reason: 'FieldValueRequired', message: 'Required value', field: 'spec.selector' },
+        { reason: 'FieldValueInvalid', message: 'Invalid value: {"app":"x"}: `selector` does not match template `labels`', field: 'spec.template.metadata.labels' },
+      ],
+    });
+  });
+
+  it('a selector is immutable after create', async () => {
+    const d = (await request(s, 'GET', `${APPS}/deployments/d1`)).json();
+    d.spec.selector = { matchLabels: { app: 'other' } };
+    d.spec.template.metadata.labels = { app: 'other' };
+    const r = await request(s, 'PUT', `${APPS}/deployments/d1`, d);
+    expect(r.status).toBe(422);
+    expect(r.json().message).toBe('Deployment.apps "d1" is invalid: spec.selector: Invalid value: {"matchLabels":{"app":"other"}}: field is immutable');
+  });
+
+  it('Pod: containers, names, images, ports, resources, volumes', async () => {
+    const r = await request(s, 'POST', `${NS}/pods`, {
+      metadata: { name: 'badpod' },
+      spec: {
+        restartPolicy: 'Sometimes',
+        volumes: [{ name: 'v' }, { name: 'v' }],
+        initContainers: [{ name: 'a', image: 'x' }],
+        containers: [
+          { name: 'a', image: 'x', ports: [{ containerPort: 70000, protocol: 'HTTP' }] },
+          { name: 'B', resources: { requests: { cpu: '2' }, limits: { cpu: '1' } }, volumeMounts: [{ name: 'nope', mountPath: '/x' }] },
+        ],
+      },
+    });
+    expect(r.status).toBe(422);
+    const fields = r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'spec.volumes[1].name: Duplicate value: "v"',
+        'spec.containers[0].name: Duplicate value: "a"',
+        'spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive',
+        'spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"',
+        expect.stringMatching(/^spec\.containers\[1\]\.name: Invalid value: "B": a lowercase RFC 1123 label/),
+        'spec.containers[1].image: Required value',
+        'spec.containers[1].volumeMounts[0].name: Not found: "nope"',
+        'spec.containers[1].resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1',
+        'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+      ]),
+    );
+    const noContainers = await request(s, 'POST', `${NS}/pods`, { metadata: { name: 'empty' }, spec: {} });
+    expect(noContainers.json().message).toBe('Pod "empty" is invalid: spec.containers: Required value');
+    const badQty = await request(s, 'POST', `${NS}/pods`, { metadata: { name: 'q' }, spec: { containers: [{ name: 'a', image: 'x', resources: { limits: { cpu: 'lots' } } }] } });
+    expect(badQty.status).toBe(400);
+    expect(badQty.json().message).toBe(
+      `Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+    );
+  });
+
+  it('a Pod spec cannot change except for the allowed fields', async () => {
+    const p = (await request(s, 'GET', `${NS}/pods/p2`)).json();
+    p.spec.containers[0].image = 'nginx:2';
+    expect((await request(s, 'PUT', `${NS}/pods/p2`, p)).status).toBe(200);
+    const p2 = (await request(s, 'GET', `${NS}/pods/p2`)).json();
+    p2.spec.containers[0].env = [{ name: 'A', value: 'b' }];
+    const r = await request(s, 'PUT', `${NS}/pods/p2`, p2);
+    expect(r.status).toBe(422);
+    expect(r.json().details.causes[0]).toMatchObject({ reason: 'FieldValueForbidden', field: 'spec' });
+  });
+
+  it('Service: ports, names, type and ExternalName', async () => {
+    const r = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'badsvc' }, spec: { type: 'Weird', ports: [{ port: 80 }, { port: 0, name: 'b' }] } });
+    expect(r.status).toBe(422);
+    const msgs = r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
+    expect(msgs).toEqual(
+      expect.arrayContaining([
+        'spec.ports[0].name: Required value',
+        'spec.ports[1].port: Invalid value: 0: must be between 1 and 65535, inclusive',
+        'spec.type: Unsupported value: "Weird": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"',
+      ]),
+    );
+    const noPorts = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'noports' }, spec: {} });
+    expect(noPorts.json().message).toBe('Service "noports" is invalid: spec.ports: Required value');
+    const ext = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'ext' }, spec: { type: 'ExternalName' } });
+    expect(ext.json().message).toBe('Service "ext" is invalid: spec.externalName: Required value');
+    const badName = await request(s, 'POST', `${NS}/services`, { metadata: { name: '1svc' }, spec: { ports: [{ port: 80 }] } });
+    expect(badName.json().details.causes[0].message).toMatch(/^Invalid value: "1svc": a DNS-1035 label must consist/);
+  });
+
+  it('Job restartPolicy, CronJob schedule and time zone', async () => {
+    const job = await request(s, 'POST', `${BATCH}/jobs`, { metadata: { name: 'jbad' }, spec: { template: { spec: podSpec } } });
+    expect(job.json().message).toBe('Job.batch "jbad" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"');
+    const jt = { spec: { template: { spec: { ...podSpec, restartPolicy: 'Never' } } } };
+    const cj = await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name: 'cjbad' }, spec: { schedule: '* * * *', jobTemplate: jt } });
+    expect(cj.json().message).toBe('CronJob.batch "cjbad" is invalid: spec.schedule: Invalid value: "* * * *": expected exactly 5 fields, found 4: [* * * *]');
+    const range = await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name: 'cjr' }, spec: { schedule: '0 25 * * *', jobTemplate: jt } });
+    expect(range.json().message).toBe('CronJob.batch "cjr" is invalid: spec.schedule: Invalid value: "0 25 * * *": end of range (25) above maximum (23): 25');
+    const tz = await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name: 'cjtz' }, spec: { schedule: '*/5 * * * 1-5', timeZone: 'Mars/Base', jobTemplate: jt } });
+    expect(tz.json().message).toBe('CronJob.batch "cjtz" is invalid: spec.timeZone: Invalid value: "Mars/Base": unknown time zone Mars/Base');
+    const ok = await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name: 'cjok' }, spec: { schedule: '*/5 * * jan-mar mon-fri', timeZone: 'Europe/Berlin', jobTemplate: jt } });
+    expect(ok.status).toBe(201);
+  });
+
+  it('ConfigMap and Secret keys, immutability, and typed secrets', async () => {
+    const cm = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'cmbad' }, data: { 'a/b': 'x' } });
+    expect(cm.json().message).toBe(
+      `ConfigMap "cmbad" is invalid: data[a/b]: Invalid value: "a/b": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')`,
+    );
+    const big = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'big' }, data: { a: 'x'.repeat(1024 * 1024 + 1) } });
+    expect(big.status).toBe(422);
+    expect(big.json().message).toBe('ConfigMap "big" is invalid: : Too long: may not be more than 1048576 bytes');
+    await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'frozen' }, data: { a: '1' }, immutable: true });
+    const upd = await request(s, 'PATCH', `${NS}/configmaps/frozen`, { data: { a: '2' } }, { 'content-type': 'application/merge-patch+json' });
+    expect(upd.json().message).toBe('ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set');
+    const tls = await request(s, 'POST', `${NS}/secrets`, { metadata: { name: 'tls' }, type: 'kubernetes.io/tls', data: {} });
+    expect(tls.json().message).toBe('Secret "tls" is invalid: [data[tls.crt]: Required value, data[tls.key]: Required value]');
+    await request(s, 'POST', `${NS}/secrets`, { metadata: { name: 'typed' }, data: {} });
+    const retype = await request(s, 'PATCH', `${NS}/secrets/typed`, { type: 'kubernetes.io/basic-auth', data: { username: 'dQ==' } }, { 'content-type': 'application/merge-patch+json' });
+    expect(retype.json().message).toBe('Secret "typed" is invalid: type: Invalid value: "kubernetes.io/basic-auth": field is immutable');
+    const b64 = await request(s, 'POST', `${NS}/secrets`, { metadata: { name: 'b64' }, data: { a: 'not base64!' } });
+    expect(b64.status).toBe(400);
+  });
+
+  it('labels, annotations, Lease and Event', async () => {
+    const r = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'lbl', labels: { 'bad key': 'v' } } });
+    expect(r.json().details.causes[0]).toEqual({
+      reason: 'FieldValueInvalid',
+      message:
+        `Invalid value: "bad key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+      field: 'metadata.labels',
+    });
+    const ann = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'ann', annotations: { a: 'x'.repeat(256 * 1024) } } });
+    expect(ann.json().message).toBe('ConfigMap "ann" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes');
+    const lease = await request(s, 'POST', `/apis/coordination.k8s.io/v1/namespaces/default/leases`, { metadata: { name: 'l' }, spec: { holderIdentity: 'me', leaseDurationSeconds: 0 } });
+    expect(lease.json().message).toBe('Lease.coordination.k8s.io "l" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0');
+    const ev = await request(s, 'POST', `${NS}/events`, { metadata: { name: 'e' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'other' }, reason: 'R' });
+    expect(ev.json().message).toBe('Event "e" is invalid: involvedObject.namespace: Invalid value: "other": does not match event.namespace');
+    const ev2 = await request(s, 'POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
+      metadata: { name: 'e2' },
+      eventTime: '2025-01-01T00:00:00.000000Z',
+      regarding: { kind: 'Pod', name: 'p', namespace: 'default' },
+      type: 'Normal',
+    });
+    expect(ev2.status).toBe(422);
+    expect(ev2.json().details.causes.map((c: any) => c.field)).toEqual([
+      'reportingController',
+      'reportingController',
+      'reportingController',
+      'reportingInstance',
+      'action',
+      'reason',
+    ]);
+  });
+});
+
+describe('kubectl', () => {
+  it('create deployment and run show the defaults in get -o yaml; an invalid manifest is refused', async () => {
+    expect((await kubectl(s, ['create', 'deployment', 'web', '--image=nginx'])).code).toBe(0);
+    const y = await kubectl(s, ['get', 'deployment', 'web', '-o', 'yaml']);
+    expect(y.stdout).toContain('progressDeadlineSeconds: 600');
+    expect(y.stdout).toContain('maxSurge: 25%');
+    expect(y.stdout).toContain('terminationMessagePath: /dev/termination-log');
+    expect(y.stdout).toContain('imagePullPolicy: Always');
+    expect((await kubectl(s, ['run', 'runpod', '--image=busybox:1.36'])).code).toBe(0);
+    const p = await kubectl(s, ['get', 'pod', 'runpod', '-o', 'yaml']);
+    expect(p.stdout).toContain('dnsPolicy: ClusterFirst');
+    expect(p.stdout).toContain('imagePullPolicy: IfNotPresent');
+    expect(p.stdout).toContain('tolerationSeconds: 300');
+    expect(p.stdout).toContain('qosClass: BestEffort');
+    const bad = await kubectl(s, ['create', '-f', '-'], {
+      input: 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nosel\nspec:\n  template:\n    metadata:\n      labels:\n        app: x\n    spec:\n      containers:\n      - name: c\n        image: nginx\n',
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('The Deployment "nosel" is invalid');
+    expect(bad.stderr).toContain('spec.selector: Required value');
+  });
+});
