@@ -15,7 +15,7 @@ export async function handleCreate(c: HandlerContext): Promise<void> {
   const mode = fieldValidationMode(c.req.query, 'create');
   const obj = decodeObject(parseBody(c.req.body, c.req.headers['content-type']), apiVersionOf(c.target), c.target.info.kind);
   const raw = isJsonMediaType(mediaTypeOf(c.req.headers['content-type'])) ? c.req.body : null;
-  validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []));
+  validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []), { required: !c.target.strategy.handlesRequired });
   const fields = updateHook(c, 'CreateOptions');
   const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields });
   sendObject(c, repr, r.code, r.json);

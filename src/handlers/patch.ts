@@ -55,7 +55,7 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   // Field validation runs on the patched object; a merge patch's duplicate keys are object paths too.
   const warnings = (c.req.warnings ??= []);
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
-  const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name });
+  const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name, required: !c.target.strategy.handlesRequired });
   const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields });
   sendObject(c, repr, r.code, r.json);
 }

@@ -13,7 +13,7 @@ export async function handleUpdate(c: HandlerContext): Promise<void> {
   const mode = fieldValidationMode(c.req.query, 'update');
   const obj = decodeObject(parseBody(c.req.body, c.req.headers['content-type']), apiVersionOf(c.target), c.target.info.kind);
   const raw = isJsonMediaType(mediaTypeOf(c.req.headers['content-type'])) ? c.req.body : null;
-  validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []), { name: c.info.name });
+  validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []), { name: c.info.name, required: !c.target.strategy.handlesRequired });
   if (obj.metadata.name !== undefined && obj.metadata.name !== c.info.name) {
     throw errors.badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${c.info.name})`);
   }

@@ -29,6 +29,7 @@ import {
 } from './validation/core.js';
 
 export class PodStrategy extends Strategy {
+  override handlesRequired = true;
   override returnDeletedObject = true;
   constructor(private admission: PodAdmissionOptions) {
     super();
@@ -58,6 +59,7 @@ export class PodStrategy extends Strategy {
 }
 
 export class PodTemplateStrategy extends Strategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultPodTemplate(child(obj, 'template'), ctx.info);
   }
@@ -71,6 +73,7 @@ export class PodTemplateStrategy extends Strategy {
 
 /** A workload of apps/v1: defaulter, validator, its status at birth, and its update rules. */
 abstract class WorkloadStrategy extends SpecStrategy {
+  override handlesRequired = true;
   protected abstract defaults(obj: any, ctx: StrategyContext): void;
   protected abstract initialStatus(): Record<string, unknown>;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
@@ -137,6 +140,7 @@ export class DaemonSetStrategy extends WorkloadStrategy {
 }
 
 export class JobStrategy extends SpecStrategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     // kube's defaulter points the job's labels at the template's label map, which the
     // selector generation then extends: so the job carries the generated labels too.
@@ -157,6 +161,7 @@ export class JobStrategy extends SpecStrategy {
 }
 
 export class CronJobStrategy extends SpecStrategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultCronJob(obj, ctx.info);
     obj.status = {};
@@ -170,6 +175,7 @@ export class CronJobStrategy extends SpecStrategy {
 }
 
 export class ReplicationControllerStrategy extends SpecStrategy {
+  override handlesRequired = true;
   /** v1 ReplicationControllers orphan their pods unless told otherwise, for compatibility (as kube). */
   override defaultGarbageCollectionPolicy(version: string): 'DeleteDependents' | 'OrphanDependents' {
     return version === 'v1' ? 'OrphanDependents' : 'DeleteDependents';
@@ -198,6 +204,7 @@ export class ReplicationControllerStrategy extends SpecStrategy {
 }
 
 export class ConfigMapStrategy extends Strategy {
+  override handlesRequired = true;
   override validate(obj: any): FieldError[] {
     return validateConfigMap(obj);
   }
@@ -207,6 +214,7 @@ export class ConfigMapStrategy extends Strategy {
 }
 
 export class SecretStrategy extends Strategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultSecret(obj, ctx.info);
   }
@@ -222,6 +230,7 @@ export class SecretStrategy extends Strategy {
 }
 
 export class PvcStrategy extends Strategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any): void {
     defaultPvc(obj);
     obj.status = {};
@@ -233,6 +242,7 @@ export class PvcStrategy extends Strategy {
 }
 
 export class PvStrategy extends Strategy {
+  override handlesRequired = true;
   override prepareForCreate(obj: any): void {
     obj.status = {};
     defaultPv(obj);
@@ -243,6 +253,7 @@ export class PvStrategy extends Strategy {
 }
 
 export class LeaseStrategy extends Strategy {
+  override handlesRequired = true;
   override allowCreateOnUpdate = true;
   override prepareForCreate(obj: any): void {
     if (obj.spec === undefined || obj.spec === null) obj.spec = {};
@@ -253,6 +264,7 @@ export class LeaseStrategy extends Strategy {
 }
 
 export class EventStrategy extends Strategy {
+  override handlesRequired = true;
   override allowCreateOnUpdate = true;
   constructor(private group: string) {
     super();

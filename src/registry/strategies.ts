@@ -6,7 +6,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
 import * as kinds from './kind-strategies.js';
-import { defaultService } from './defaults/core.js';
+import { defaultService, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 
 class NamespaceStrategy extends Strategy {
@@ -27,6 +27,7 @@ class NamespaceStrategy extends Strategy {
 /** Services: defaults here; ClusterIPs and NodePorts come from the allocator (src/registry/allocators). */
 class ServiceStrategy extends Strategy {
   override allowCreateOnUpdate = true;
+  override handlesRequired = true;
 
   constructor(readonly allocator: ServiceAllocator) {
     super();
@@ -52,6 +53,7 @@ class ServiceStrategy extends Strategy {
 
   override prepareForUpdate(obj: any, old: any): void {
     defaultService(obj);
+    dropServiceTypeDependentFields(obj, old);
     const spec = (obj.spec ??= {});
     if (!spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
     if (!spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;

@@ -26,6 +26,12 @@ export class Strategy {
   returnDeletedObject = false;
   /** Whether metadata.generation is kept (objects with a spec). */
   tracksGeneration = false;
+  /**
+   * Whether the kind's own validator reports missing fields, as kube's hand-written validation
+   * does (with its own paths and wording, alongside the other errors); the schema's required
+   * lists are then not checked before it.
+   */
+  handlesRequired = false;
 
   /** Clears or sets fields on create (e.g. status, defaults). Mutates obj. */
   prepareForCreate(_obj: any, _ctx: StrategyContext): void {}

@@ -92,3 +92,27 @@ export function defaultServiceAccount(_obj: any): void {
 export function defaultLease(_obj: any): void {
   // coordination.k8s.io/v1 has no defaulters: a Lease is stored as written (spec may be empty).
 }
+
+const needsNodePort = (s: any) => s?.type === 'NodePort' || s?.type === 'LoadBalancer';
+
+/**
+ * The service strategy's dropTypeDependentFields: when an update changes the type, fields
+ * the new type cannot have and the client left as they were are cleared before validation
+ * (NodePort to ClusterIP drops the node ports). ClusterIPs are the allocator's.
+ */
+export function dropServiceTypeDependentFields(obj: any, old: any): void {
+  const spec = obj?.spec;
+  const was = old?.spec;
+  if (!isObj(spec) || !isObj(was) || spec.type === was.type) return;
+  const same = (k: string) => JSON.stringify(spec[k] ?? null) === JSON.stringify(was[k] ?? null);
+  if (needsNodePort(was) && !needsNodePort(spec)) {
+    const np = (s: any) => JSON.stringify(arr(s.ports).map((p: any) => p?.nodePort ?? 0));
+    if (np(spec) === np(was)) for (const p of arr(spec.ports)) if (isObj(p)) delete p.nodePort;
+    if (same('externalTrafficPolicy')) delete spec.externalTrafficPolicy;
+  }
+  if (was.type === 'LoadBalancer' && spec.type !== 'LoadBalancer') {
+    if (same('healthCheckNodePort')) delete spec.healthCheckNodePort;
+    if (same('allocateLoadBalancerNodePorts')) delete spec.allocateLoadBalancerNodePorts;
+    if (same('loadBalancerClass')) delete spec.loadBalancerClass;
+  }
+}
