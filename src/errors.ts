@@ -21,6 +21,8 @@ export const StatusReason = {
   UnsupportedMediaType: 'UnsupportedMediaType',
   InternalError: 'InternalError',
   ServiceUnavailable: 'ServiceUnavailable',
+  /** objects in storage that cannot be read back (KEP-3926); Go's name is StatusReasonStoreReadError */
+  StoreReadError: 'StorageReadError',
 } as const;
 export type StatusReason = (typeof StatusReason)[keyof typeof StatusReason];
 

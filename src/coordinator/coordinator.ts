@@ -27,6 +27,12 @@ export interface CoordinatorOptions {
   watchCacheSizes: Record<string, number>;
 }
 
+/** An object whose stored bytes cannot be decoded: its version and the bytes as stored. */
+export interface CorruptObject {
+  rv: number;
+  bytes: Buffer;
+}
+
 export class WriteRejected extends Error {
   constructor(readonly failure: WriteFailure) {
     super(failure);
@@ -59,6 +65,15 @@ interface ShardHandle {
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
+
+/** A cheap check that stored bytes are a JSON object: '{' first and '}' last (no full parse on the hot paths). */
+export function looksLikeObject(b: Buffer): boolean {
+  let i = 0;
+  let j = b.length - 1;
+  while (i <= j && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  while (j >= i && (b[j] === 0x20 || b[j] === 0x0a || b[j] === 0x0d || b[j] === 0x09)) j--;
+  return i < j && b[i] === 0x7b && b[j] === 0x7d;
+}
 
 function hashString(s: string): number {
   let h = 2166136261;
@@ -132,8 +147,29 @@ export class Coordinator {
     for (const h of this.shards) {
       h.env = openShardEnv(join(dataDir, `shard-${h.index}`), true);
       h.applied = this.shared.lastRv(h.index);
-      for (const o of currentObjects(h.env)) this.cache(o.gr).load(o.key, o.rv, o.json);
+      for (const o of currentObjects(h.env)) {
+        // Bytes that are not a JSON object cannot be served: they are kept aside, so that
+        // start-up, reads of other objects and (unsafe) deletion still work (KEP-3926).
+        if (looksLikeObject(o.json)) this.cache(o.gr).load(o.key, o.rv, o.json);
+        else this.markCorrupt(o.gr, o.key, o.rv, o.json);
+      }
     }
+  }
+
+  /** objects whose stored bytes cannot be decoded, per type: key -> version and bytes (front thread) */
+  private corrupt = new Map<string, Map<string, CorruptObject>>();
+
+  markCorrupt(gr: string, key: string, rv: number, bytes: Buffer): void {
+    let m = this.corrupt.get(gr);
+    if (!m) this.corrupt.set(gr, (m = new Map()));
+    m.set(key, { rv, bytes });
+    this.cache(gr); // the type exists, even with nothing readable in it
+  }
+
+  /** The corrupt objects of a type, or undefined when there are none (one map lookup: cheap on every read). */
+  corruptOf(gr: string): Map<string, CorruptObject> | undefined {
+    const m = this.corrupt.get(gr);
+    return m && m.size > 0 ? m : undefined;
   }
 
   private observers: Array<(cache: ResourceCache, events: WatchEvent[]) => void> = [];

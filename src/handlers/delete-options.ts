@@ -50,11 +50,13 @@ export function deleteOptions(req: ApiRequest): DeleteOptions {
     errs.push({ field: 'propagationPolicy', type: 'FieldValueNotSupported', value: o.propagationPolicy, detail: 'supported values: "Foreground", "Background", "Orphan", "nil"' });
   }
   if (o.ignoreStoreReadErrorWithClusterBreakingPotential) {
-    if (o.dryRun) errs.push({ field: 'dryRun', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
-    if (o.propagationPolicy !== undefined) errs.push({ field: 'propagationPolicy', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
-    if (o.orphanDependents !== undefined) errs.push({ field: 'orphanDependents', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
-    if (o.gracePeriodSeconds !== undefined && o.gracePeriodSeconds !== 0) errs.push({ field: 'gracePeriodSeconds', type: 'FieldValueInvalid', value: '', detail: 'must be zero when ignoreStoreReadErrorWithClusterBreakingPotential is set' });
-    if (o.preconditions !== undefined) errs.push({ field: 'preconditions', type: 'FieldValueInvalid', value: '', detail: 'can not be set together with ignoreStoreReadErrorWithClusterBreakingPotential' });
+    // kube's ValidateIgnoreStoreReadError: the unsafe delete takes no other option.
+    const unsafe = (other: string) => errs.push({ field: 'ignoreStoreReadErrorWithClusterBreakingPotential', type: 'FieldValueInvalid', value: true, detail: `cannot be set together with .${other}` });
+    if (o.dryRun) unsafe('dryRun');
+    if (o.propagationPolicy !== undefined) unsafe('propagationPolicy');
+    if (o.orphanDependents !== undefined) unsafe('orphanDependents');
+    if (o.gracePeriodSeconds !== undefined) unsafe('gracePeriodSeconds');
+    if (o.preconditions !== undefined) unsafe('preconditions');
   }
   if (errs.length) throw errors.invalid('DeleteOptions', 'meta.k8s.io', '', errs);
   return o;

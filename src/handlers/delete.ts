@@ -3,6 +3,31 @@
 import { responseRepresentation, sendObject, sendStatus } from './representation.js';
 import { deleteOptions } from './delete-options.js';
 import type { HandlerContext } from './context.js';
+import { errors, qualifiedResource } from '../errors.js';
+import { authorizeAlso } from '../http/filters/authorization.js';
+import { unsafeDelete } from '../registry/corrupt-objects.js';
+
+const UNSAFE_VERB = 'unsafe-delete-ignore-read-errors';
+
+/**
+ * DELETE with ignoreStoreReadErrorWithClusterBreakingPotential (its gate is on, or the option
+ * would have been dropped): the user needs the extra verb on the resource, as kube's
+ * authorizeUnsafeDelete checks; then the corrupt object is removed without being read.
+ */
+async function handleUnsafeDelete(c: HandlerContext): Promise<void> {
+  const repr = responseRepresentation(c);
+  const gr = c.target.groupResource;
+  const forbidden = (why: string) => {
+    const what = c.info.name ? `${qualifiedResource(gr)} "${c.info.name}"` : qualifiedResource(gr);
+    return errors.forbidden(gr, c.info.name || undefined, `${what} is forbidden: ${why}`);
+  };
+  if (c.info.subresource) throw forbidden('ignoreStoreReadErrorWithClusterBreakingPotential delete option is not allowed on a subresource or non-resource request');
+  const d = authorizeAlso(c.req, UNSAFE_VERB);
+  if (!d.allowed) throw forbidden(`not permitted to do "${UNSAFE_VERB}", reason: ${d.reason}`);
+  await unsafeDelete(c.store.coord, c.target, c.info.namespace, c.info.name);
+  // Nothing could be read back, so kube answers with a bare Success naming the kind.
+  sendStatus(c, repr, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: c.info.name, kind: c.target.info.kind }, code: 200 });
+}
 
 export function successStatus(c: HandlerContext, name: string, uid: string | undefined): string {
   const details: Record<string, string> = { name };
@@ -15,6 +40,7 @@ export function successStatus(c: HandlerContext, name: string, uid: string | und
 export async function handleDelete(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
   const opts = deleteOptions(c.req);
+  if (opts.ignoreStoreReadErrorWithClusterBreakingPotential) return handleUnsafeDelete(c);
   if (c.target.gr === 'namespaces') {
     const r = await c.namespaces.delete(c.target, c.info.name, opts);
     sendObject(c, repr, 200, r);

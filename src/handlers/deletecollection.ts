@@ -3,11 +3,18 @@ import { encodeContextOf, responseRepresentation, sendEncoded } from './represen
 import { listOptions } from '../request/query.js';
 import { deleteOptions } from './delete-options.js';
 import type { HandlerContext } from './context.js';
+import { errors } from '../errors.js';
 
 export async function handleDeleteCollection(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
   const lo = listOptions(c.req);
-  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, deleteOptions(c.req));
+  const d = deleteOptions(c.req);
+  if (d.ignoreStoreReadErrorWithClusterBreakingPotential) {
+    throw errors.invalid('DeleteOptions', 'meta.k8s.io', '', [
+      { field: 'ignoreStoreReadErrorWithClusterBreakingPotential', type: 'FieldValueInvalid', value: true, detail: 'is not allowed with DELETECOLLECTION, try again after removing the option' },
+    ]);
+  }
+  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d);
   const rv = c.store.coord.freshRv(c.store.cacheOf(c.target).shard);
   sendEncoded(c, 200, repr, encodeList(deleted.map((json) => ({ json })), { resourceVersion: String(rv) }, repr, encodeContextOf(c, repr)));
 }

@@ -20,6 +20,8 @@ export interface ApiRequest {
   // Filled in by the filter chain:
   requestInfo?: RequestInfo;
   user?: UserInfo;
+  /** The authorizer's decision for another verb on this request's resource (set by the authorization filter). */
+  authorize?: (verb: string) => { allowed: boolean; reason: string };
   /** Warning header values collected while handling the request */
   warnings?: string[];
 }

@@ -26,6 +26,7 @@ import { jsonPatch, mergePatch } from './patch.js';
 import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
+import { checkListable, checkStoredBytes, throwIfCorrupt } from './corrupt-objects.js';
 
 /**
  * Records field ownership on the object about to be stored (metadata.managedFields), or
@@ -192,8 +193,14 @@ export class Store {
       if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) return null;
     } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
-    if (!e) throw errors.notFound(t.groupResource, name);
+    if (!e) this.missing(t, ns, name);
     return e;
+  }
+
+  /** 404 for an object that is not there; 500 for one that is stored but cannot be decoded. */
+  private missing(t: ResourceTarget, ns: string, name: string): never {
+    throwIfCorrupt(this.coord, t, ns, name);
+    throw errors.notFound(t.groupResource, name);
   }
 
   /** get: unset = most recent, "0" = any, other = not older than. */
@@ -206,9 +213,10 @@ export class Store {
     if (this.cacheServes(cache)) e = cache.items.get(key);
     else {
       const s = getAt(this.coord.envOf(cache.shard), t.gr, key, this.coord.freshRv(cache.shard));
+      if (s) checkStoredBytes(t, key, s.rv, s.json);
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
-    if (!e) throw errors.notFound(t.groupResource, name);
+    if (!e) this.missing(t, ns, name);
     return e;
   }
 
@@ -221,6 +229,7 @@ export class Store {
   async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
     validateListOptions(o, false);
     const fields = convertFieldSelector(t.gr, o.fields);
+    checkListable(this.coord, t, ns);
     const cache = this.cacheOf(t);
     const hasSelector = o.labels !== null || fields !== null;
     let atRv: number | null = null;
@@ -328,6 +337,7 @@ export class Store {
     const out: CacheEntry[] = [];
     for (const s of listAt(env, t.gr, rv, prefix)) {
       const [ens, name] = splitKey(s.key);
+      checkStoredBytes(t, s.key, s.rv, s.json);
       out.push({ key: s.key, ns: ens, name, rv: s.rv, json: s.json });
     }
     return out;
@@ -488,9 +498,10 @@ export class Store {
       const cur = cache.items.get(key);
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
+          throwIfCorrupt(this.coord, t, ns, name);
           return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields });
         }
-        throw errors.notFound(t.groupResource, name);
+        this.missing(t, ns, name);
       }
       const old = entryObject(cur);
       if (opts.uid && opts.uid !== old.metadata.uid) {
@@ -645,7 +656,7 @@ export class Store {
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
       const cur = cache.items.get(key);
-      if (!cur) throw errors.notFound(t.groupResource, name);
+      if (!cur) this.missing(t, ns, name);
       const old = entryObject(cur);
       checkPreconditions(t, name, old, cur.rv, o.preconditions);
       const plan = planDelete(t, old, o);

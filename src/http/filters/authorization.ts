@@ -1,18 +1,61 @@
 // Authorization (--authorization-mode). AlwaysAllow and AlwaysDeny for now; RBAC and
 // Node plug in here later, in the order the flag gives.
+//
+// The filter decides the request's own verb. It also leaves the decision function on the
+// request (req.authorize), for the checks kube-apiserver makes later with another verb on
+// the same resource (a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential needs
+// "unsafe-delete-ignore-read-errors" as well).
 import type { Filter } from '../filter-chain.js';
+import type { ApiRequest } from '../types.js';
 import { errors } from '../../errors.js';
+
+/** kube's authorizer.Attributes, the part our modes look at. */
+export interface AuthorizationAttributes {
+  user: string;
+  verb: string;
+  resourceRequest: boolean;
+  apiGroup: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  path: string;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** why, as the deciding mode words it ("" when none has an opinion) */
+  reason: string;
+}
+
+/** Runs the modes in order; the first with an opinion decides, none means deny. */
+export function decide(modes: string[], _a: AuthorizationAttributes): Decision {
+  for (const mode of modes) {
+    if (mode === 'AlwaysAllow') return { allowed: true, reason: '' };
+    if (mode === 'AlwaysDeny') return { allowed: false, reason: 'Everything is forbidden.' };
+  }
+  return { allowed: false, reason: 'no authorizer has an opinion' };
+}
 
 export function authorizationFilter(modes: string[]): Filter {
   return {
     name: 'authorization',
     run(req) {
-      for (const mode of modes) {
-        if (mode === 'AlwaysAllow') return;
-        if (mode === 'AlwaysDeny') break;
-      }
       const info = req.requestInfo!;
       const user = req.user?.name ?? 'system:anonymous';
+      const attrs: AuthorizationAttributes = {
+        user,
+        verb: info.verb,
+        resourceRequest: info.isResourceRequest,
+        apiGroup: info.apiGroup,
+        resource: info.resource,
+        subresource: info.subresource,
+        namespace: info.namespace,
+        name: info.name,
+        path: info.path,
+      };
+      req.authorize = (verb) => decide(modes, { ...attrs, verb });
+      if (decide(modes, attrs).allowed) return;
       if (!info.isResourceRequest) {
         throw errors.forbidden({ group: '', resource: '' }, undefined, `forbidden: User "${user}" cannot ${info.verb} path "${info.path}"`);
       }
@@ -24,4 +67,9 @@ export function authorizationFilter(modes: string[]): Filter {
       throw errors.forbidden(gr, info.name || undefined, `${what} is forbidden: User "${user}" cannot ${info.verb} resource "${info.subresource ? `${info.resource}/${info.subresource}` : info.resource}" in API group "${info.apiGroup}"${scope}`);
     },
   };
+}
+
+/** The decision for another verb on the request's resource; a request that skipped the filter is denied. */
+export function authorizeAlso(req: ApiRequest, verb: string): Decision {
+  return req.authorize ? req.authorize(verb) : { allowed: false, reason: 'no authorizer' };
 }
