@@ -3,6 +3,7 @@
 // deletion, and the DeleteOptions rules.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
@@ -87,6 +88,22 @@ describe('namespace deletion', () => {
     expect((await request(s, 'GET', `${base}/configmaps`)).json().items).toHaveLength(0);
   });
 
+  it('kubectl delete namespace returns once the namespace and everything in it are gone', async () => {
+    expect((await kubectl(s, ['create', 'namespace', 'kdoomed'])).code).toBe(0);
+    const items = [
+      ...Array.from({ length: 60 }, (_, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'kdoomed' }, data: { i: String(i) } })),
+      ...Array.from({ length: 20 }, (_, i) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `s-${i}`, namespace: 'kdoomed' }, stringData: { k: 'v' } })),
+    ];
+    const created = await kubectl(s, ['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }), timeoutMs: 60_000 });
+    expect(created.code).toBe(0);
+    const del = await kubectl(s, ['delete', 'namespace', 'kdoomed', '--timeout=60s'], { timeoutMs: 70_000 });
+    expect(del.stderr).toBe('');
+    expect(del.stdout.trim()).toBe('namespace "kdoomed" deleted');
+    expect((await request(s, 'GET', '/api/v1/namespaces/kdoomed')).status).toBe(404);
+    expect((await request(s, 'GET', '/api/v1/namespaces/kdoomed/configmaps')).json().items).toHaveLength(0);
+    expect((await request(s, 'GET', '/api/v1/namespaces/kdoomed/secrets')).json().items).toHaveLength(0);
+  });
+
   it('namespaces/finalize replaces spec.finalizers; a terminating namespace goes when none is left', async () => {
     await mkNamespace('fin');
     const body = (f: string[]) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fin' }, spec: { finalizers: f } });
@@ -147,6 +164,19 @@ describe('propagation through the garbage collector', () => {
     const podsGone = wp.events.filter((e) => e.type === 'DELETED').map((e) => Number(e.object.metadata.resourceVersion));
     for (const rv of podsGone) expect(rv).toBeLessThan(ownerGone);
     w.close();
+    wp.close();
+  });
+
+  it('kubectl delete --cascade=foreground returns once the owner is gone, its dependents gone before it', async () => {
+    await family('kfg');
+    const wp = openWatch(s, `${PODS}?watch=true&labelSelector=app%3Dkfg`);
+    await until(() => wp.events.length >= 3);
+    const del = await kubectl(s, ['delete', 'replicaset', 'kfg', '-n', 'default', '--cascade=foreground', '--timeout=30s'], { timeoutMs: 40_000 });
+    expect(del.stderr).toBe('');
+    expect(del.stdout.trim()).toBe('replicaset.apps "kfg" deleted');
+    expect((await request(s, 'GET', `${RS}/kfg`)).status).toBe(404);
+    expect(await podsOf('kfg')).toHaveLength(0);
+    await until(() => wp.events.filter((e) => e.type === 'DELETED').length === 3);
     wp.close();
   });
 
