@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FeatureGates } from './features.js';
+import { FeatureGates, KNOWN_GATES } from './features.js';
 import { parseArgs } from './options.js';
 
 describe('feature gates', () => {
@@ -12,6 +12,27 @@ describe('feature gates', () => {
     expect(f.enabled('DeclarativeValidationTakeover')).toBe(false);
     expect(f.enabled('AllowUnsafeMalformedObjectDeletion')).toBe(false);
     expect(f.enabled('ContainerCheckpoint')).toBe(true);
+  });
+  it('carries the gates of spec 9.5 at their stages and defaults', () => {
+    const f = new FeatureGates();
+    const table: Array<[string, string, boolean]> = [
+      ['ServerSideApply', 'GA', true],
+      ['ServerSideFieldValidation', 'GA', true],
+      ['APIListChunking', 'GA', true],
+      ['APIResponseCompression', 'BETA', true],
+      ['WatchList', 'BETA', false],
+      ['CBORServingAndStorage', 'ALPHA', false],
+      ['AllowUnsafeMalformedObjectDeletion', 'ALPHA', false],
+      ['DeclarativeValidation', 'BETA', true],
+      ['DeclarativeValidationTakeover', 'BETA', false],
+      ['ContainerCheckpoint', 'BETA', true],
+      ['SystemdWatchdog', 'BETA', true],
+    ];
+    for (const [gate, stage, on] of table) {
+      expect([gate, KNOWN_GATES[gate]?.stage, f.enabled(gate)]).toEqual([gate, stage, on]);
+      // GA gates are locked on: turning one off is refused (spec 9.3 rule 8, 7 rule 7)
+      if (stage === 'GA') expect(() => new FeatureGates().set(`${gate}=false`)).toThrowError(/locked/);
+    }
   });
   it('sets gates, refuses unknown, locked and malformed ones, warns for GA and deprecated', () => {
     const f = new FeatureGates();

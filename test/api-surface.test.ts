@@ -2,10 +2,32 @@
 // kubectl), OpenAPI v2/v3 with kube-apiserver's caching, kubectl explain, aggregated and
 // legacy discovery, kubectl api-resources, and --runtime-config in all of them.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { request, startServer, type TestServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
+
+/**
+ * The 1.33 discovery facts (k8s-api-1.33/discovery), found beside the repository or an
+ * ancestor of it, or at $KUBESHARD_API_DATA. Absent on a machine that has only the repo.
+ */
+function discoveryFacts(): { groupVersions: Array<{ groupVersion: string; resources: any[] }> } | undefined {
+  const candidates = process.env.KUBESHARD_API_DATA ? [process.env.KUBESHARD_API_DATA] : [];
+  for (let d = resolve(dirname(fileURLToPath(import.meta.url)), '..'); ; d = dirname(d)) {
+    candidates.push(join(d, 'shared', 'k8s-api-1.33'));
+    if (dirname(d) === d) break;
+  }
+  const file = candidates.map((c) => join(c, 'discovery', 'derived-discovery-1.33.json')).find((f) => existsSync(f));
+  return file ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+}
+
+/** Rows of a kubectl table, cut at the header's column starts (cells may hold spaces). */
+function tableRows(out: string): Array<Record<string, string>> {
+  const [head, ...rest] = out.trimEnd().split('\n');
+  const starts = [...head.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], at: m.index! }));
+  return rest.map((line) => Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()])));
+}
 
 let s: TestServer;
 const DEPLOYS = '/apis/apps/v1/namespaces/default/deployments';
@@ -215,6 +237,14 @@ describe('OpenAPI', () => {
     const stale = await request(s, 'GET', '/openapi/v3/apis/apps/v1?hash=0123');
     expect(stale.status).toBe(301);
     expect(stale.headers['location']).toBe(url);
+    const core = await request(s, 'GET', root.paths['api/v1'].serverRelativeURL);
+    expect(core.status).toBe(200);
+    expect(core.headers['cache-control']).toBe('public, immutable');
+    expect(core.headers['etag']).toBe(`"${root.paths['api/v1'].serverRelativeURL.split('hash=')[1]}"`);
+    const coreDoc = core.json();
+    expect(coreDoc.components.schemas['io.k8s.api.core.v1.Pod']['x-kubernetes-group-version-kind']).toEqual([{ group: '', kind: 'Pod', version: 'v1' }]);
+    expect(Object.keys(coreDoc.paths)).toContain('/api/v1/namespaces/{namespace}/pods/{name}');
+    expect(Object.keys(coreDoc.paths).some((p) => p.startsWith('/apis/'))).toBe(false);
   });
 
   it('v2 is JSON with definitions, or protobuf for the proto-openapi Accept', async () => {
@@ -290,11 +320,75 @@ describe('discovery', () => {
     // kube-apiserver 1.33 serves 60 resource types by default (17 in v1, 43 in the GA groups)
     expect(rows.length).toBe(60);
   });
+
+  const facts = discoveryFacts();
+  it.runIf(facts)('kubectl api-resources -o wide matches the 1.33 discovery facts row by row', async () => {
+    // A default cluster serves the GA group-versions. kubectl lists each group's preferred
+    // version (the first served: v2 before v1) and, from the others, only resources the
+    // preferred one lacks.
+    const expected = new Map<string, Record<string, string>>();
+    const rank = (v: string) => Number(v.slice(1));
+    const gvs = facts!.groupVersions.filter((gv) => /^v\d+$/.test(gv.groupVersion.split('/').pop()!));
+    gvs.sort((a, b) => rank(b.groupVersion.split('/').pop()!) - rank(a.groupVersion.split('/').pop()!));
+    for (const gv of gvs) {
+      const group = gv.groupVersion.includes('/') ? gv.groupVersion.split('/')[0] : '';
+      for (const r of gv.resources) {
+        if (r.name.includes('/') || expected.has(`${group}/${r.name}`)) continue;
+        expected.set(`${group}/${r.name}`, {
+          NAME: r.name,
+          SHORTNAMES: (r.shortNames ?? []).join(','),
+          APIVERSION: gv.groupVersion,
+          NAMESPACED: String(r.namespaced),
+          KIND: r.kind,
+          VERBS: r.verbs.join(','),
+          CATEGORIES: (r.categories ?? []).join(','),
+        });
+      }
+    }
+    const r = await kubectl(s, ['api-resources', '-o', 'wide']);
+    expect(r.code, r.stderr).toBe(0);
+    const got = tableRows(r.stdout);
+    const key = (x: Record<string, string>) => `${x.APIVERSION.includes('/') ? x.APIVERSION.split('/')[0] : ''}/${x.NAME}`;
+    expect(new Map(got.map((x) => [key(x), x]))).toEqual(expected);
+    expect(got).toHaveLength(expected.size);
+    const versions = await kubectl(s, ['api-versions']);
+    expect(versions.stdout.trim().split('\n').sort()).toEqual(gvs.map((gv) => gv.groupVersion).sort());
+  });
+
+  it.runIf(facts)('aggregated discovery carries the facts\' subresources, kinds and verbs for every served group-version', async () => {
+    const accept = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+    const served = new Map<string, any>();
+    for (const path of ['/api', '/apis']) {
+      for (const g of (await request(s, 'GET', path, undefined, { accept })).json().items) {
+        for (const v of g.versions) served.set(g.metadata.name ? `${g.metadata.name}/${v.version}` : v.version, v.resources);
+      }
+    }
+    const ga = facts!.groupVersions.filter((gv) => /^v\d+$/.test(gv.groupVersion.split('/').pop()!));
+    expect([...served.keys()].sort()).toEqual(ga.map((gv) => gv.groupVersion).sort());
+    const norm = (gv: string, r: any) => ({ name: r.name, kind: r.kind, verbs: [...r.verbs].sort(), gv: r.group !== undefined ? `${r.group ? r.group + '/' : ''}${r.version}` : gv });
+    for (const gv of ga) {
+      const group = gv.groupVersion.includes('/') ? gv.groupVersion.split('/')[0] : '';
+      const version = gv.groupVersion.split('/').pop()!;
+      const want = gv.resources.map((r) => norm(gv.groupVersion, r));
+      const got: any[] = [];
+      for (const r of served.get(gv.groupVersion)) {
+        got.push({ name: r.resource, kind: r.responseKind.kind, verbs: [...r.verbs].sort(), gv: gv.groupVersion });
+        for (const sub of r.subresources ?? []) {
+          const k = sub.responseKind;
+          // an empty group and version mean the resource's own (as in APIResourceList)
+          const own = !k.version || ((k.group ?? '') === group && k.version === version);
+          got.push({ name: `${r.resource}/${sub.subresource}`, kind: k.kind, verbs: [...sub.verbs].sort(), gv: own ? gv.groupVersion : `${k.group ? k.group + '/' : ''}${k.version}` });
+        }
+      }
+      const byName = (a: any, b: any) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+      expect(got.sort(byName), gv.groupVersion).toEqual(want.sort(byName));
+    }
+  });
 });
 
 describe('--runtime-config', () => {
   it('adds and removes group-versions in discovery, OpenAPI and serving alike', async () => {
-    const t = await startServer({ args: ['--runtime-config', 'batch/v1=false,coordination.k8s.io/v1beta1=true,apps/v1/daemonsets=false'] });
+    const t = await startServer({ args: ['--runtime-config', 'batch/v1=false,coordination.k8s.io/v1beta1,apps/v1/daemonsets=false'] });
     try {
       const groups = (await request(t, 'GET', '/apis')).json().groups.map((g: any) => g.name);
       expect(groups).not.toContain('batch');
@@ -308,6 +402,16 @@ describe('--runtime-config', () => {
       expect(root).toContain('apis/coordination.k8s.io/v1beta1');
       expect(root).not.toContain('apis/batch/v1');
       expect((await request(t, 'GET', '/openapi/v3/apis/batch/v1')).status).toBe(404);
+      const v2 = Object.keys((await request(t, 'GET', '/openapi/v2')).json().paths);
+      expect(v2).toContain('/apis/coordination.k8s.io/v1beta1/namespaces/{namespace}/leasecandidates');
+      expect(v2.filter((p) => p.startsWith('/apis/batch/') || p.includes('/daemonsets'))).toEqual([]);
+      expect(v2).toContain('/apis/apps/v1/namespaces/{namespace}/deployments');
+      const explain = await kubectl(t, ['explain', 'leasecandidates.spec', '--api-version=coordination.k8s.io/v1beta1']);
+      expect(explain.code, explain.stderr).toBe(0);
+      expect(explain.stdout).toMatch(/leaseName\s+<string> -required-/);
+      const gone = await kubectl(t, ['explain', 'cronjobs']);
+      expect(gone.code).not.toBe(0);
+      expect(gone.stderr).toContain(`the server doesn't have a resource type "cronjobs"`);
       expect((await request(t, 'GET', '/apis/batch/v1/namespaces/default/jobs')).status).toBe(404);
       expect((await request(t, 'GET', '/apis/apps/v1/namespaces/default/daemonsets')).status).toBe(404);
       expect((await request(t, 'GET', '/apis/coordination.k8s.io/v1beta1/namespaces/default/leasecandidates')).status).toBe(200);

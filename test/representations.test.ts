@@ -162,6 +162,79 @@ describe('protobuf', () => {
   });
 });
 
+describe('protobuf and JSON writes agree', () => {
+  // The same Pod, written once as JSON and once as protobuf (with Go's explicit zero for a
+  // non-pointer field), must be stored and served identically but for its identity.
+  const spec = {
+    containers: [
+      {
+        name: 'c',
+        image: 'nginx:1.27',
+        command: ['sh', '-c'],
+        args: ['echo hi'],
+        env: [{ name: 'A', value: '1' }, { name: 'B', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, { name: 'C', valueFrom: { configMapKeyRef: { name: 'x', key: 'k' } } }],
+        ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
+        readinessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 5 },
+        livenessProbe: { tcpSocket: { port: 8080 } },
+        securityContext: { runAsUser: 0, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true },
+        volumeMounts: [{ name: 'cfg', mountPath: '/cfg', readOnly: true }],
+        resources: { requests: { cpu: '100m', memory: '1Gi' } },
+      },
+    ],
+    volumes: [{ name: 'cfg', configMap: { name: 'x', defaultMode: 420, optional: false } }, { name: 'tmp', emptyDir: {} }],
+    nodeSelector: { disk: 'ssd' },
+    tolerations: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoExecute', tolerationSeconds: 30 }],
+    terminationGracePeriodSeconds: 0,
+    automountServiceAccountToken: false,
+  };
+  // The wire form: quantities and int-or-strings as messages, and Go's inline structs
+  // (Probe.handler, Volume.volumeSource, the selectors' localObjectReference) nested.
+  const pbSpec = structuredClone(spec) as any;
+  const c = pbSpec.containers[0];
+  c.env[2].valueFrom.configMapKeyRef = { localObjectReference: { name: 'x' }, key: 'k' };
+  c.readinessProbe = { handler: { httpGet: { path: '/', port: { type: 1, strVal: 'http' } } }, periodSeconds: 5 };
+  c.livenessProbe = { handler: { tcpSocket: { port: { type: 0, intVal: 8080 } } } };
+  c.resources.requests = { cpu: { string: '100m' }, memory: { string: '1Gi' } };
+  pbSpec.volumes = [
+    { name: 'cfg', volumeSource: { configMap: { localObjectReference: { name: 'x' }, defaultMode: 420, optional: false } } },
+    { name: 'tmp', volumeSource: { emptyDir: {} } },
+  ];
+  pbSpec.hostNetwork = false; // Go writes non-pointer zeros; JSON omits them
+
+  const identityless = (o: any) => {
+    const x = structuredClone(o);
+    for (const k of ['name', 'uid', 'resourceVersion', 'creationTimestamp']) delete x.metadata[k];
+    for (const m of x.metadata.managedFields ?? []) delete m.time;
+    return x;
+  };
+
+  it('a Pod written in protobuf reads back in JSON, YAML and protobuf as its JSON-written twin', async () => {
+    const Pod = T('k8s.io.api.core.v1.Pod');
+    const meta = { labels: { app: 'twin' }, annotations: { a: 'b' } };
+    const pb = wrap('v1', 'Pod', Pod.encode(Pod.fromObject({ metadata: { name: 'twin-pb', ...meta }, spec: pbSpec })).finish());
+    const a = await request(s, 'POST', `${NS}/pods`, pb, { 'content-type': PB });
+    expect(a.status, a.body).toBe(201);
+    const b = await request(s, 'POST', `${NS}/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'twin-json', ...meta }, spec });
+    expect(b.status, b.body).toBe(201);
+    const [pj, jj] = await Promise.all(['twin-pb', 'twin-json'].map(async (n) => (await request(s, 'GET', `${NS}/pods/${n}`)).json()));
+    expect(pj.spec.containers[0]).toMatchObject(spec.containers[0]);
+    expect(pj.spec.volumes).toEqual(spec.volumes);
+    expect(pj.spec.hostNetwork).toBeUndefined();
+    expect(identityless(pj)).toEqual(identityless(jj));
+    const [py, jy] = await Promise.all(['twin-pb', 'twin-json'].map(async (n) => parseYaml((await request(s, 'GET', `${NS}/pods/${n}`, undefined, { accept: 'application/yaml' })).body)));
+    expect(py).toEqual(pj);
+    expect(identityless(py)).toEqual(identityless(jy));
+    const [pp, jp] = await Promise.all(
+      ['twin-pb', 'twin-json'].map(async (n) => Pod.toObject(Pod.decode(unwrap((await request(s, 'GET', `${NS}/pods/${n}`, undefined, { accept: PB })).raw).raw), { longs: Number }) as any),
+    );
+    expect(pp.metadata.uid).toBe(pj.metadata.uid);
+    expect(pp.spec).toEqual(jp.spec);
+    expect(pp.spec.containers[0].readinessProbe.handler.httpGet.port).toMatchObject({ type: 1, strVal: 'http' });
+    expect(pp.spec.volumes[0].volumeSource.configMap.localObjectReference.name).toBe('x');
+    expect(pp.spec.containers[0].securityContext.runAsUser).toBe(0);
+  });
+});
+
 describe('kubectl over protobuf', () => {
   // kubectl's create generators use the typed clients: protobuf bodies, protobuf answers.
   it('creates objects with protobuf bodies and reads protobuf answers', async () => {
@@ -287,10 +360,10 @@ describe('Table, 406, 415, gzip', () => {
   });
 });
 
-describe('CBOR behind its gate', () => {
+describe('CBOR behind its gate (and compression with its gate off)', () => {
   let c: TestServer;
   beforeAll(async () => {
-    c = await startServer({ args: ['--feature-gates', 'CBORServingAndStorage=true'] });
+    c = await startServer({ args: ['--feature-gates', 'CBORServingAndStorage=true,APIResponseCompression=false'] });
   }, 60_000);
   afterAll(async () => {
     await c?.stop();
@@ -331,5 +404,13 @@ describe('CBOR behind its gate', () => {
     expect(r.json().data).toEqual({ x: 'y' });
     const off = await request(s, 'PATCH', `${NS}/configmaps/cb-apply?fieldManager=t`, cfg, { 'content-type': 'application/apply-patch+cbor' });
     expect(off.status).toBe(415);
+  });
+  it('APIResponseCompression=false: a large list is not gzipped', async () => {
+    const big = 'x'.repeat(200 * 1024);
+    expect((await request(c, 'POST', `${NS}/configmaps`, { metadata: { name: 'nogz' }, data: { big } })).status).toBe(201);
+    const r = await request(c, 'GET', `${NS}/configmaps`, undefined, { 'accept-encoding': 'gzip' });
+    expect(r.status).toBe(200);
+    expect(r.headers['content-encoding']).toBeUndefined();
+    expect(r.json().items.some((x: any) => x.metadata.name === 'nogz')).toBe(true);
   });
 });

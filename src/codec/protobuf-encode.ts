@@ -13,6 +13,7 @@
 // reused inside every list and watch frame that carries it.
 import protobuf from 'protobufjs';
 import { protoKinds, protoSchema } from './proto-schema.js';
+import { apiextensionsKind, fieldsOf, schemaPropsType } from './proto-fields.js';
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 const META = 'k8s.io.apimachinery.pkg.apis.meta.v1.';
@@ -83,21 +84,40 @@ export function fromJson(type: protobuf.Type, v: any): any {
     case 'k8s.io.apimachinery.pkg.util.intstr.IntOrString':
       return typeof v === 'number' ? { type: 0, intVal: v } : { type: 1, strVal: String(v) };
     case 'k8s.io.apimachinery.pkg.runtime.RawExtension':
-    case 'k8s.io.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON':
       return { raw: rawJsonBytes(v) };
     case META + 'FieldsV1':
       return { Raw: rawJsonBytes(v) };
   }
-  const fields = type.fieldsArray;
+  // CRD schema wrappers: the JSON is a schema, a list or a bool (their Go UnmarshalJSON).
+  switch (apiextensionsKind(type)) {
+    case 'JSON':
+      return { raw: rawJsonBytes(v) };
+    case 'JSONSchemaPropsOrArray':
+      if (Array.isArray(v)) return { jSONSchemas: v.map((x) => fromJson(schemaPropsType(type), x)) };
+      return v && typeof v === 'object' ? { schema: fromJson(schemaPropsType(type), v) } : {};
+    case 'JSONSchemaPropsOrBool':
+      if (typeof v === 'boolean') return { allows: v };
+      return v && typeof v === 'object' ? { allows: true, schema: fromJson(schemaPropsType(type), v) } : {};
+    case 'JSONSchemaPropsOrStringArray':
+      if (Array.isArray(v)) return { property: v.map(String) };
+      return v && typeof v === 'object' ? { schema: fromJson(schemaPropsType(type), v) } : {};
+  }
+  const fields = fieldsOf(type);
   if (Array.isArray(v)) {
     // Wrapper messages whose Go type is a slice (ExtraValue, Verbs, ...).
-    if (fields.length === 1 && fields[0].repeated) return { [fields[0].name]: v.map((x) => convert(fields[0], x)) };
+    const only = fields[0]?.field;
+    if (fields.length === 1 && only.repeated) return { [only.name]: v.map((x) => convert(only, x)) };
     return {};
   }
   if (v === null || typeof v !== 'object') return {};
   const out: any = {};
-  for (const f of fields) {
-    const x = v[f.name];
+  for (const { field: f, json, inline } of fields) {
+    if (inline) {
+      // An embedded struct takes its fields from the parent's JSON (Go writes it always).
+      out[f.name] = fromJson(f.resolvedType as protobuf.Type, v);
+      continue;
+    }
+    const x = v[json];
     if (x === undefined || x === null) continue;
     if (f.map) {
       if (typeof x !== 'object') continue;

@@ -10,6 +10,7 @@
 import protobuf from 'protobufjs';
 import { protoKinds } from './proto-schema.js';
 import { protoRoot } from './protobuf-encode.js';
+import { apiextensionsKind, fieldsOf, schemaPropsType } from './proto-fields.js';
 import { errors } from '../errors.js';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -70,6 +71,17 @@ const KEEP_ZERO = new Set([
   'storageCapacity',
   'seLinuxMount',
   'unschedulable',
+  // CRD schema bounds (pointers: a bound of 0 is a bound)
+  'maximum',
+  'minimum',
+  'maxLength',
+  'minLength',
+  'maxItems',
+  'minItems',
+  'maxProperties',
+  'minProperties',
+  'multipleOf',
+  'x-kubernetes-preserve-unknown-fields',
 ]);
 
 function goDuration(nanos: number): string {
@@ -118,33 +130,52 @@ function toJson(type: protobuf.Type, msg: any): any {
     case 'k8s.io.apimachinery.pkg.util.intstr.IntOrString':
       return Number(msg.type ?? 0) === 1 ? (msg.strVal ?? '') : Number(msg.intVal ?? 0);
     case 'k8s.io.apimachinery.pkg.runtime.RawExtension':
-    case 'k8s.io.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON':
       return rawJson(msg.raw);
     case META + 'FieldsV1':
       return rawJson(msg.Raw);
   }
-  const fields = type.fieldsArray;
+  // CRD schema wrappers marshal to a schema, a list or a bool (their Go MarshalJSON).
+  switch (apiextensionsKind(type)) {
+    case 'JSON':
+      return rawJson(msg.raw);
+    case 'JSONSchemaPropsOrArray':
+      if (msg.jSONSchemas?.length) return msg.jSONSchemas.map((x: any) => toJson(schemaPropsType(type), x));
+      return msg.schema ? toJson(schemaPropsType(type), msg.schema) : null;
+    case 'JSONSchemaPropsOrBool':
+      return msg.schema ? toJson(schemaPropsType(type), msg.schema) : !!msg.allows;
+    case 'JSONSchemaPropsOrStringArray':
+      if (msg.property?.length) return msg.property;
+      return msg.schema ? toJson(schemaPropsType(type), msg.schema) : null;
+  }
+  const fields = fieldsOf(type);
   // Wrapper messages whose Go type is a slice (ExtraValue, Verbs, ...).
-  if (fields.length === 1 && fields[0].name === 'items' && fields[0].repeated && fields[0].resolvedType === null) {
+  if (fields.length === 1 && fields[0].field.name === 'items' && fields[0].field.repeated && fields[0].field.resolvedType === null) {
     return msg.items ?? [];
   }
   const out: any = {};
-  for (const f of fields) {
+  for (const { field: f, json, inline } of fields) {
     const v = msg[f.name];
     if (v === undefined || v === null) continue;
+    if (inline) {
+      // An embedded struct: its fields are the parent's in JSON.
+      Object.assign(out, toJson(f.resolvedType as protobuf.Type, v));
+      continue;
+    }
     const conv = (x: any) => (f.resolvedType instanceof protobuf.Type ? toJson(f.resolvedType, x) : scalar(f, x));
     if (f.map) {
       const m: any = {};
       for (const [k, x] of Object.entries(v)) m[k] = conv(x);
-      if (Object.keys(m).length) out[f.name] = m;
+      if (Object.keys(m).length) out[json] = m;
     } else if (f.repeated) {
-      if (v.length) out[f.name] = v.map(conv);
+      if (v.length) out[json] = v.map(conv);
     } else {
       const c = conv(v);
       if (c === undefined) continue;
-      if (isZero(c) && !KEEP_ZERO.has(f.name)) continue;
+      // Zero scalars: omitempty unless a pointer. Messages that convert to a zero value
+      // (IntOrString 0, a schema-or-bool false) are Go structs or pointers: kept.
+      if (isZero(c) && !(f.resolvedType instanceof protobuf.Type) && !KEEP_ZERO.has(json)) continue;
       // An empty message on the wire is a struct Go's JSON encoder also writes (as {}).
-      out[f.name] = c;
+      out[json] = c;
     }
   }
   return out;

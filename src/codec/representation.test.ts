@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeProtobufObject } from './protobuf.js';
-import { encodeEnveloped, fromJson, protoRoot, watchFrame } from './protobuf-encode.js';
+import { encodeEnveloped, fromJson, protoRoot, protoTypeOf, watchFrame } from './protobuf-encode.js';
+import { catalogData } from '../api/catalog-data.js';
 import { decodeCbor, encodeCbor } from './cbor.js';
 import { encodeList, encodeObject, type EncodeContext } from './representation.js';
 import type { Representation } from './negotiate.js';
@@ -41,6 +42,20 @@ describe('protobuf encoding from the JSON form', () => {
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { k: Buffer.from('hello\0').toString('base64') }, type: 'Opaque' };
     expect(roundTrip(secret)).toEqual(secret);
   });
+  it('every kind of the catalog, and its list, has a message (all group-versions, served or not)', () => {
+    const missing: string[] = [];
+    for (const gv of catalogData) {
+      for (const r of gv.resources) {
+        const kinds = r.verbs.includes('list') ? [r.kind, r.listKind] : [r.kind];
+        for (const k of kinds) if (!protoTypeOf(gv.groupVersion, k)) missing.push(`${gv.groupVersion}/${k}`);
+        for (const sub of r.subresources) {
+          const av = sub.version ? (sub.group ? `${sub.group}/${sub.version}` : sub.version) : gv.groupVersion;
+          if (!protoTypeOf(av, sub.kind)) missing.push(`${r.resource}/${sub.name}: ${av}/${sub.kind}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
   it('writes Duration as nanoseconds', () => {
     const t = protoRoot().lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.Duration');
     expect(fromJson(t, '1h2m3.5s')).toEqual({ duration: 3723.5e9 });
@@ -52,6 +67,128 @@ describe('protobuf encoding from the JSON form', () => {
     const ev: any = protoRoot().lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent').decode(f.subarray(4));
     expect(ev.type).toBe('ADDED');
     expect(Buffer.from(ev.object.raw).equals(env)).toBe(true);
+  });
+});
+
+describe('protobuf fields whose JSON form differs from the wire', () => {
+  /** The message inside the envelope, decoded by protobufjs with the upstream field names. */
+  const wire = (obj: any, type: string) => {
+    const env = encodeEnveloped(obj)!;
+    const U = protoRoot().lookupType('k8s.io.apimachinery.pkg.runtime.Unknown');
+    const T = protoRoot().lookupType(type);
+    return T.toObject(T.decode((U.decode(env.subarray(4)) as any).raw), { longs: Number }) as any;
+  };
+
+  it('Go inline structs are nested messages on the wire: Probe.handler, Volume.volumeSource, localObjectReference', () => {
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p' },
+      spec: {
+        containers: [
+          {
+            name: 'c',
+            image: 'i',
+            env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }],
+            envFrom: [{ configMapRef: { name: 'cm' } }],
+            readinessProbe: { exec: { command: ['true'] }, periodSeconds: 3 },
+            lifecycle: { preStop: { sleep: { seconds: 5 } } },
+          },
+        ],
+        ephemeralContainers: [{ name: 'debug', image: 'busybox', targetContainerName: 'c' }],
+        volumes: [{ name: 'v', secret: { secretName: 's', items: [{ key: 'a', path: 'b' }] } }, { name: 'p', projected: { sources: [{ configMap: { name: 'cm' } }] } }],
+      },
+    };
+    expect(roundTrip(pod)).toEqual(pod);
+    const w = wire(pod, 'k8s.io.api.core.v1.Pod');
+    const c = w.spec.containers[0];
+    expect(c.readinessProbe.handler.exec.command).toEqual(['true']);
+    expect(c.env[0].valueFrom.secretKeyRef.localObjectReference.name).toBe('s');
+    expect(c.envFrom[0].configMapRef.localObjectReference.name).toBe('cm');
+    expect(w.spec.ephemeralContainers[0].ephemeralContainerCommon.name).toBe('debug');
+    expect(w.spec.volumes[0].volumeSource.secret.secretName).toBe('s');
+    expect(w.spec.volumes[1].volumeSource.projected.sources[0].configMap.localObjectReference.name).toBe('cm');
+  });
+
+  it('ingress rules, persistent volumes and webhook rules (inline two deep)', () => {
+    const ing = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'i' }, spec: { rules: [{ host: 'a.example', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 's', port: { number: 80 } } } }] } }] } };
+    expect(roundTrip(ing)).toEqual(ing);
+    expect(wire(ing, 'k8s.io.api.networking.v1.Ingress').spec.rules[0].ingressRuleValue.http.paths[0].path).toBe('/');
+    const pv = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv' }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/data' } } };
+    expect(roundTrip(pv)).toEqual(pv);
+    expect(wire(pv, 'k8s.io.api.core.v1.PersistentVolume').spec.persistentVolumeSource.hostPath.path).toBe('/data');
+    const hook = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'h' },
+      webhooks: [
+        {
+          name: 'h.example.com',
+          clientConfig: { url: 'https://h.example.com/' },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: '*' }],
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          matchConditions: [{ name: 'm', expression: 'true' }],
+        },
+      ],
+    };
+    expect(roundTrip(hook)).toEqual(hook);
+    const wh = wire(hook, 'k8s.io.api.admissionregistration.v1.ValidatingWebhookConfiguration');
+    expect(wh.Webhooks[0].rules[0]).toEqual({ operations: ['CREATE'], rule: { apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: '*' } });
+  });
+
+  it('proto names that are not the JSON names: apiGroup, uid, expression, $ref, x-kubernetes-*', () => {
+    const ic = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'ic' }, spec: { controller: 'x.io/c', parameters: { apiGroup: 'x.io', kind: 'P', name: 'p' } } };
+    expect(roundTrip(ic)).toEqual(ic);
+    expect(wire(ic, 'k8s.io.api.networking.v1.IngressClass').spec.parameters.aPIGroup).toBe('x.io');
+    const vap = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'v' },
+      spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec.replicas <= 5' }], variables: [{ name: 'n', expression: '1' }] },
+    };
+    expect(roundTrip(vap)).toEqual(vap);
+    const w = wire(vap, 'k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicy');
+    expect(w.spec.validations[0].Expression).toBe('object.spec.replicas <= 5');
+    expect(w.spec.matchConstraints.resourceRules[0].ruleWithOperations.rule.resources).toEqual(['deployments']);
+  });
+
+  it('CRD schemas: JSON values, schema-or-array, schema-or-bool, schema-or-strings, zero bounds', () => {
+    const schema = {
+      type: 'object',
+      required: ['spec'],
+      properties: {
+        spec: {
+          type: 'object',
+          'x-kubernetes-preserve-unknown-fields': true,
+          properties: {
+            size: { type: 'integer', minimum: 0, maximum: 10, default: 3 },
+            mode: { type: 'string', enum: ['a', 'b'] },
+            tags: { type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set' },
+            tuple: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }] },
+            labels: { type: 'object', additionalProperties: { type: 'string' } },
+            closed: { type: 'object', additionalProperties: false },
+          },
+          dependencies: { mode: ['size'] },
+          'x-kubernetes-validations': [{ rule: 'self.size < 10', message: 'too big' }],
+        },
+      },
+    };
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.x.io' },
+      spec: { group: 'x.io', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' }, scope: 'Namespaced', versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema } }] },
+    };
+    expect(roundTrip(crd)).toEqual(crd);
+    const w = wire(crd, 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition');
+    const spec = w.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    expect(spec.xKubernetesPreserveUnknownFields).toBe(true);
+    expect(spec.properties.tags.xKubernetesListType).toBe('set');
+    expect(spec.properties.closed.additionalProperties).toEqual({ allows: false });
+    expect(spec.dependencies.mode.property).toEqual(['size']);
+    expect(spec.properties.tuple.items.jSONSchemas).toHaveLength(2);
+    expect(Buffer.from(spec.properties.size.default.raw).toString()).toBe('3');
   });
 });
 

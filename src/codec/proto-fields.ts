@@ -1,0 +1,55 @@
+// How a protobuf message's fields line up with the object's JSON form, shared by the
+// protobuf decoder (protobuf.ts) and encoder (protobuf-encode.ts).
+//
+// Two generated facts (scripts/gen-proto-schema.mjs) bridge the differences: a field whose
+// JSON name is not its proto name (aPIGroup is apiGroup, Webhooks is webhooks,
+// xKubernetesListType is x-kubernetes-list-type), and a field that holds a Go struct
+// embedded with `json:",inline"` (Probe.handler, Volume.volumeSource,
+// ConfigMapKeySelector.localObjectReference): on the wire it is one nested message, in JSON
+// its fields sit in the parent object.
+//
+// Thread ownership: derived lazily from the immutable schema, cached per Type on whichever
+// thread encodes or decodes; never mutated afterwards.
+import protobuf from 'protobufjs';
+import { protoInline, protoJsonNames } from './proto-schema.js';
+
+export interface FieldMap {
+  field: protobuf.Field;
+  /** the JSON property name (unused for inline fields) */
+  json: string;
+  /** an embedded struct whose fields belong to the parent in JSON */
+  inline: boolean;
+}
+
+const cache = new WeakMap<protobuf.Type, FieldMap[]>();
+
+export function fieldsOf(type: protobuf.Type): FieldMap[] {
+  let out = cache.get(type);
+  if (out) return out;
+  const full = type.fullName.slice(1);
+  const names = protoJsonNames[full] ?? {};
+  const inline = new Set(protoInline[full] ?? []);
+  out = type.fieldsArray.map((field) => {
+    field.resolve();
+    return { field, json: names[field.name] ?? field.name, inline: inline.has(field.name) && field.resolvedType instanceof protobuf.Type };
+  });
+  cache.set(type, out);
+  return out;
+}
+
+const APIEXT = /^k8s\.io\.apiextensions_apiserver\.pkg\.apis\.apiextensions\.v1(beta1)?\./;
+
+/** The custom-JSON wrapper types of CRD schemas (a schema or a list, a schema or a bool, ...). */
+export function apiextensionsKind(type: protobuf.Type): 'JSON' | 'JSONSchemaPropsOrArray' | 'JSONSchemaPropsOrBool' | 'JSONSchemaPropsOrStringArray' | undefined {
+  const full = type.fullName.slice(1);
+  if (!APIEXT.test(full)) return undefined;
+  const name = full.slice(full.lastIndexOf('.') + 1);
+  return name === 'JSON' || name === 'JSONSchemaPropsOrArray' || name === 'JSONSchemaPropsOrBool' || name === 'JSONSchemaPropsOrStringArray' ? name : undefined;
+}
+
+/** The JSONSchemaProps message a wrapper type refers to. */
+export function schemaPropsType(wrapper: protobuf.Type): protobuf.Type {
+  const f = wrapper.fields.schema;
+  f.resolve();
+  return f.resolvedType as protobuf.Type;
+}
