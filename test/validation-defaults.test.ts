@@ -314,3 +314,124 @@ describe('kubectl', () => {
     expect(bad.stderr).toContain('spec.selector: Required value');
   });
 });
+
+describe('every write path defaults and validates', () => {
+  const causes = (r: any) => r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
+
+  it('name rules per kind: Namespace is a DNS-1123 label, Service a DNS-1035 label, ConfigMap a subdomain', async () => {
+    const ns = await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: 'a.b' } });
+    expect(ns.status).toBe(422);
+    expect(ns.json().message).toMatch(/^Namespace "a\.b" is invalid: metadata\.name: Invalid value: "a\.b": a lowercase RFC 1123 label must consist of/);
+    const svc = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'a.b' }, spec: { ports: [{ port: 80 }] } });
+    expect(svc.json().details.causes[0].message).toMatch(/^Invalid value: "a\.b": a DNS-1035 label must consist/);
+    expect((await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'a.b' } })).status).toBe(201);
+    const long = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'x'.repeat(254) } });
+    expect(causes(long)[0]).toContain('must be no more than 253 characters');
+    const upper = await kubectl(s, ['create', 'namespace', 'Upper']);
+    expect(upper.code).not.toBe(0);
+    expect(upper.stderr).toContain('The Namespace "Upper" is invalid: metadata.name: Invalid value: "Upper": a lowercase RFC 1123 label');
+  });
+
+  it('annotation keys are checked, with case ignored; label values too', async () => {
+    const r = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'ak', annotations: { 'Example.COM/Key': 'v', '/x': 'y' }, labels: { a: '-bad' } } });
+    expect(r.status).toBe(422);
+    expect(causes(r)).toEqual([
+      expect.stringMatching(/^metadata\.labels: Invalid value: "-bad": a valid label must be an empty string or consist of/),
+      'metadata.annotations: Invalid value: "/x": prefix part must be non-empty',
+    ]);
+  });
+
+  it('Service: protocol, duplicate port names and ports, clusterIP syntax; ipFamilies default', async () => {
+    const r = await request(s, 'POST', `${NS}/services`, {
+      metadata: { name: 'svc2' },
+      spec: { clusterIP: '10.0.0.300', ports: [{ name: 'a', port: 80, protocol: 'ICMP' }, { name: 'a', port: 81 }, { name: 'b', port: 81 }] },
+    });
+    expect(r.status).toBe(422);
+    expect(causes(r)).toEqual(
+      expect.arrayContaining([
+        'spec.ports[0].protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"',
+        'spec.ports[1].name: Duplicate value: "a"',
+        expect.stringMatching(/^spec\.ports\[2\]: Duplicate value: /),
+        'spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
+      ]),
+    );
+    const headless = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'headless' }, spec: { clusterIP: 'None', selector: { app: 'x' } } });
+    expect(headless.status).toBe(201);
+    expect(headless.json().spec).toMatchObject({ clusterIP: 'None', clusterIPs: ['None'], type: 'ClusterIP', ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack' });
+    const np = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'np' }, spec: { type: 'NodePort', clusterIP: 'None', ports: [{ port: 80 }] } });
+    expect(causes(np)).toContain("spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services");
+  });
+
+  it('ReplicaSet, StatefulSet and DaemonSet: selector required and matching the template', async () => {
+    const tmpl = { metadata: { labels: { app: 'x' } }, spec: podSpec };
+    for (const [res, kind] of [
+      ['replicasets', 'ReplicaSet'],
+      ['statefulsets', 'StatefulSet'],
+      ['daemonsets', 'DaemonSet'],
+    ]) {
+      const none = await request(s, 'POST', `${APPS}/${res}`, { metadata: { name: 'nosel' }, spec: { template: tmpl } });
+      expect(none.status).toBe(422);
+      expect(none.json().details.kind).toBe(kind);
+      expect(causes(none)).toContain('spec.selector: Required value');
+      const other = await request(s, 'POST', `${APPS}/${res}`, { metadata: { name: 'other' }, spec: { selector: { matchLabels: { app: 'y' } }, template: tmpl } });
+      expect(causes(other)).toContain('spec.template.metadata.labels: Invalid value: {"app":"x"}: `selector` does not match template `labels`');
+      const bad = await request(s, 'POST', `${APPS}/${res}`, { metadata: { name: 'badexpr' }, spec: { selector: { matchExpressions: [{ key: 'app', operator: 'Near' }] }, template: tmpl } });
+      expect(causes(bad)).toContain('spec.selector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator');
+    }
+  });
+
+  it('CronJob schedules: @macros and 5-field forms pass, bad ones fail as kube words it', async () => {
+    const jt = { spec: { template: { spec: { ...podSpec, restartPolicy: 'Never' } } } };
+    const post = (name: string, schedule: string, extra: any = {}) =>
+      request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name }, spec: { schedule, jobTemplate: jt, ...extra } });
+    let i = 0;
+    for (const ok of ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly', '0 0 1 1 *', '*/15 0-6,18-23 ? * SUN', '5 4 * * 6', '@every 1h30m']) {
+      const r = await post(`cjok${i++}`, ok);
+      expect(r.status, ok).toBe(201);
+    }
+    expect((await post('cjbad1', '@every soon')).json().message).toBe(
+      'CronJob.batch "cjbad1" is invalid: spec.schedule: Invalid value: "@every soon": failed to parse duration @every soon: time: invalid duration "soon"',
+    );
+    expect((await post('cjbad2', '@sometimes')).json().message).toBe('CronJob.batch "cjbad2" is invalid: spec.schedule: Invalid value: "@sometimes": unrecognized descriptor: @sometimes');
+    expect((await post('cjbad3', '60 * * * *')).json().message).toBe('CronJob.batch "cjbad3" is invalid: spec.schedule: Invalid value: "60 * * * *": end of range (60) above maximum (59): 60');
+    expect((await post('cjbad6', '5 4 * * 7')).json().message).toBe('CronJob.batch "cjbad6" is invalid: spec.schedule: Invalid value: "5 4 * * 7": end of range (7) above maximum (6): 7');
+    expect((await post('cjbad4', '')).json().message).toBe('CronJob.batch "cjbad4" is invalid: spec.schedule: Required value');
+    const tzInSchedule = await post('cjbad5', 'TZ=UTC 0 * * * *');
+    expect(tzInSchedule.status).toBe(422);
+    expect(tzInSchedule.json().details.causes[0].field).toBe('spec.schedule');
+    expect((await post('cjutc', '0 * * * *', { timeZone: 'UTC' })).status).toBe(201);
+  });
+
+  it('dry run validates and answers with the defaults, storing nothing', async () => {
+    const bad = await request(s, 'POST', `${NS}/pods?dryRun=All`, { metadata: { name: 'dry' }, spec: { containers: [{ name: 'a' }] } });
+    expect(bad.status).toBe(422);
+    expect(bad.json().message).toBe('Pod "dry" is invalid: spec.containers[0].image: Required value');
+    const ok = await request(s, 'POST', `${NS}/pods?dryRun=All`, { metadata: { name: 'dry' }, spec: podSpec });
+    expect(ok.status).toBe(201);
+    expect(ok.json().spec).toMatchObject({ restartPolicy: 'Always', dnsPolicy: 'ClusterFirst' });
+    expect((await request(s, 'GET', `${NS}/pods/dry`)).status).toBe(404);
+  });
+
+  it('patch and server-side apply are validated; apply defaults a field its manager removed', async () => {
+    const patch = await request(s, 'PATCH', `${APPS}/deployments/d1`, { spec: { replicas: -1 } }, { 'content-type': 'application/merge-patch+json' });
+    expect(patch.status).toBe(422);
+    expect(patch.json().message).toBe('Deployment.apps "d1" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0');
+    const applied = (strategy?: any) => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'ssa' },
+      spec: { selector: { matchLabels: { app: 'ssa' } }, template: { metadata: { labels: { app: 'ssa' } }, spec: podSpec }, ...(strategy ? { strategy } : {}) },
+    });
+    const apply = (body: any) =>
+      request(s, 'PATCH', `${APPS}/deployments/ssa?fieldManager=me`, body, { 'content-type': 'application/apply-patch+yaml' });
+    const first = await apply(applied({ type: 'Recreate' }));
+    expect(first.status).toBe(201);
+    expect(first.json().spec.strategy).toEqual({ type: 'Recreate' });
+    const second = await apply(applied());
+    expect(second.status).toBe(200);
+    expect(second.json().spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } });
+    const invalid = await apply({ ...applied(), spec: { ...applied().spec, selector: { matchLabels: { app: 'other' } } } });
+    expect(invalid.status).toBe(422);
+    expect(causes(invalid)).toContain('spec.selector: Invalid value: {"matchLabels":{"app":"other"}}: field is immutable');
+  });
+});

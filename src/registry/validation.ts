@@ -23,6 +23,23 @@ const LABEL_VALUE_MSG =
 
 export type NameRule = 'subdomain' | 'label' | 'dns1035' | 'path';
 
+/**
+ * The answer of a check that found nothing. Shared and frozen: the common case (a valid
+ * object, e.g. the ConfigMaps of a create-heavy load) allocates no arrays, sorts no keys
+ * and builds no field paths; those happen only once something is wrong.
+ */
+const NONE: FieldError[] = Object.freeze([]) as unknown as FieldError[];
+const NO_DETAILS: string[] = Object.freeze([]) as unknown as string[];
+
+/** A key that passes IsQualifiedName without further ado (no prefix, short, plain). */
+function plainQualifiedName(k: string): boolean {
+  const slash = k.indexOf('/');
+  if (slash < 0) return k.length <= 63 && QUALIFIED_NAME.test(k);
+  const prefix = k.slice(0, slash);
+  const name = k.slice(slash + 1);
+  return prefix.length > 0 && prefix.length <= 253 && DNS1123_SUBDOMAIN_RE.test(prefix) && name.length > 0 && name.length <= 63 && QUALIFIED_NAME.test(name);
+}
+
 /** The details of a name that breaks the rule (IsDNS1123Subdomain and friends, ValidatePathSegmentName). */
 export function nameErrors(name: string, rule: NameRule): string[] {
   if (rule === 'path') {
@@ -32,6 +49,8 @@ export function nameErrors(name: string, rule: NameRule): string[] {
     return out;
   }
   const max = rule === 'subdomain' ? 253 : 63;
+  const re0 = rule === 'subdomain' ? DNS1123_SUBDOMAIN_RE : rule === 'label' ? DNS1123_LABEL_RE : DNS1035_LABEL_RE;
+  if (name.length <= max && re0.test(name)) return NO_DETAILS;
   const out: string[] = [];
   if (name.length > max) out.push(`must be no more than ${max} characters`);
   const [re, msg] =
@@ -41,7 +60,8 @@ export function nameErrors(name: string, rule: NameRule): string[] {
 }
 
 export function validateName(name: string, rule: NameRule, field = 'metadata.name'): FieldError[] {
-  return nameErrors(name, rule).map((d) => invalid(field, name, d));
+  const details = nameErrors(name, rule);
+  return details.length === 0 ? NONE : details.map((d) => invalid(field, name, d));
 }
 
 /** IsQualifiedName: the details for a key that is not a qualified name. */
@@ -72,8 +92,17 @@ export function labelValueErrors(v: string): string[] {
 }
 
 export function validateLabels(labels: Record<string, string> | undefined | null, field = 'metadata.labels'): FieldError[] {
+  if (!labels || typeof labels !== 'object') return NONE;
+  let clean = true;
+  for (const k in labels) {
+    const v = labels[k];
+    if (!plainQualifiedName(k) || (typeof v === 'string' && (v.length > 63 || !LABEL_VALUE.test(v)))) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return NONE;
   const errs: FieldError[] = [];
-  if (!labels || typeof labels !== 'object') return errs;
   for (const k of Object.keys(labels).sort()) {
     for (const m of qualifiedNameErrors(k)) errs.push(invalid(field, k, m));
     const v = labels[k];
@@ -85,9 +114,16 @@ export function validateLabels(labels: Record<string, string> | undefined | null
 const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 
 export function validateAnnotations(ann: Record<string, string> | undefined | null, field = 'metadata.annotations'): FieldError[] {
-  const errs: FieldError[] = [];
-  if (!ann || typeof ann !== 'object') return errs;
+  if (!ann || typeof ann !== 'object') return NONE;
   let total = 0;
+  let clean = true;
+  for (const k in ann) {
+    if (clean && !plainQualifiedName(k.toLowerCase())) clean = false;
+    total += Buffer.byteLength(k) + Buffer.byteLength(String(ann[k] ?? ''));
+  }
+  if (clean && total <= TOTAL_ANNOTATION_SIZE_LIMIT) return NONE;
+  total = 0;
+  const errs: FieldError[] = [];
   for (const k of Object.keys(ann).sort()) {
     // Case does not matter in annotation keys.
     for (const m of qualifiedNameErrors(k.toLowerCase())) errs.push(invalid(field, k, m));
@@ -98,8 +134,8 @@ export function validateAnnotations(ann: Record<string, string> | undefined | nu
 }
 
 export function validateFinalizers(finalizers: unknown, field = 'metadata.finalizers'): FieldError[] {
+  if (!Array.isArray(finalizers) || finalizers.length === 0) return NONE;
   const errs: FieldError[] = [];
-  if (!Array.isArray(finalizers)) return errs;
   finalizers.forEach((f, i) => {
     if (typeof f === 'string') for (const m of qualifiedNameErrors(f)) errs.push(invalid(`${field}[${i}]`, f, m));
   });
@@ -108,5 +144,6 @@ export function validateFinalizers(finalizers: unknown, field = 'metadata.finali
 
 /** The metadata checks of a pod template or job template (labels and annotations only). */
 export function validateTemplateMeta(meta: any, path: string): FieldError[] {
+  if (!meta?.labels && !meta?.annotations) return NONE;
   return [...validateLabels(meta?.labels, `${path}.labels`), ...validateAnnotations(meta?.annotations, `${path}.annotations`)];
 }

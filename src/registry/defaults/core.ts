@@ -1,7 +1,7 @@
 // Defaults of core/v1 kinds other than Pod (SetDefaults_Service, _Secret, _PersistentVolumeClaim,
 // _Namespace ...) and of coordination.k8s.io/v1 Lease, 1.33.
 import type { ResourceInfo } from '../../api/catalog-types.js';
-import { arr, child, decodeError, def, isObj } from './common.js';
+import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
 
 type Info = Pick<ResourceInfo, 'kind' | 'version'>;
 
@@ -14,6 +14,10 @@ export function defaultService(obj: any): void {
   if (!spec) return;
   def(spec, 'sessionAffinity', 'None');
   def(spec, 'type', 'ClusterIP');
+  // normalizeClusterIPs: a lone clusterIP (a headless 'None' too) is also the first of clusterIPs.
+  if (typeof spec.clusterIP === 'string' && spec.clusterIP !== '' && (!Array.isArray(spec.clusterIPs) || spec.clusterIPs.length === 0)) {
+    spec.clusterIPs = [spec.clusterIP];
+  }
   if (spec.sessionAffinity === 'ClientIP') {
     const cfg = child(spec, 'sessionAffinityConfig');
     const cip = child(cfg, 'clientIP');
@@ -79,6 +83,8 @@ export function defaultPvcStatus(obj: any): void {
 
 export function defaultPv(obj: any): void {
   const spec = child(obj, 'spec');
+  applyMemberDefaults(spec, 'io.k8s.api.core.v1.PersistentVolumeSpec');
+  if (isObj(spec?.azureDisk) && spec.azureDisk.readOnly === undefined) spec.azureDisk.readOnly = false;
   def(spec, 'persistentVolumeReclaimPolicy', 'Retain');
   def(spec, 'volumeMode', 'Filesystem');
   const st = child(obj, 'status');

@@ -4,7 +4,7 @@
 // ServiceAccount's default name, Priority).
 import type { ResourceInfo } from '../../api/catalog-types.js';
 import { canonicalQuantity, parseQuantity, QUANTITY_ERROR } from '../quantity.js';
-import { arr, child, decodeError, def, isObj } from './common.js';
+import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
 
 const VOLUME_SOURCES = [
   'hostPath', 'emptyDir', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'secret', 'nfs', 'iscsi', 'glusterfs',
@@ -101,13 +101,10 @@ export function defaultVolume(v: any): void {
     }
   }
   if (isObj(v.hostPath) && v.hostPath.type === undefined) v.hostPath.type = '';
-  if (isObj(v.iscsi)) def(v.iscsi, 'iscsiInterface', 'default');
-  if (isObj(v.azureDisk)) {
-    def(v.azureDisk, 'cachingMode', 'ReadWrite');
-    def(v.azureDisk, 'fsType', 'ext4');
-    if (v.azureDisk.readOnly === undefined) v.azureDisk.readOnly = false;
-    def(v.azureDisk, 'kind', 'Shared');
-  }
+  // iscsiInterface, azureDisk's cachingMode/fsType/kind, rbd's pool/user/keyring, scaleIO's
+  // storageMode/fsType: the declarative defaults the catalog's v3 facts carry.
+  applyMemberDefaults(v, 'io.k8s.api.core.v1.Volume');
+  if (isObj(v.azureDisk) && v.azureDisk.readOnly === undefined) v.azureDisk.readOnly = false;
   if (isObj(v.ephemeral?.volumeClaimTemplate?.spec)) def(v.ephemeral.volumeClaimTemplate.spec, 'volumeMode', 'Filesystem');
 }
 
