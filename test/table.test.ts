@@ -116,6 +116,46 @@ describe('kubectl get prints kube-apiserver\'s columns', () => {
     expect(cols(sv[1]).at(-1)).toBe('app=web');
   });
 
+  it('the other common kinds: namespaces, secrets, serviceaccounts, jobs, cronjobs, leases, replicasets, statefulsets, daemonsets, endpoints', async () => {
+    const tpl = (app: string) => `selector: {matchLabels: {app: ${app}}}\n  template:\n    metadata: {labels: {app: ${app}}}\n    spec: {containers: [{name: c, image: nginx:1.27}]}`;
+    const more = [
+      `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {user: a, pass: b}`,
+      `apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot, namespace: ${NS}}`,
+      `apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, namespace: ${NS}}\nspec:\n  template:\n    spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}`,
+      `apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: tick, namespace: ${NS}}\nspec:\n  schedule: "*/5 * * * *"\n  jobTemplate:\n    spec:\n      template:\n        spec: {restartPolicy: OnFailure, containers: [{name: c, image: busybox}]}`,
+      `apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: lock, namespace: ${NS}}\nspec: {holderIdentity: me, leaseDurationSeconds: 15}`,
+      `apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: ${NS}}\nspec:\n  replicas: 2\n  ${tpl('rs')}`,
+      `apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: ${NS}}\nspec:\n  serviceName: db\n  ${tpl('db')}`,
+      `apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: ${NS}}\nspec:\n  ${tpl('agent')}`,
+      `apiVersion: v1\nkind: Endpoints\nmetadata: {name: ext, namespace: ${NS}}\nsubsets: [{addresses: [{ip: 10.1.2.3}], ports: [{port: 5432}]}]`,
+    ].join('\n---\n');
+    await k(['apply', '-f', '-'], more);
+    const out = await k(['get', 'ns,secrets,sa,jobs,cronjobs,leases,rs,sts,ds,ep', '-n', NS]);
+    const blocks = out.trimEnd().split('\n\n').map(lines);
+    const head = (kind: string) => blocks.find((b) => b[1]?.startsWith(kind))!;
+    const row = (kind: string, name: string) => cols(head(kind).find((l) => l.startsWith(`${kind}/${name}`))!);
+    expect(cols(head('namespace/')[0])).toEqual(['NAME', 'STATUS', 'AGE']);
+    expect(row('namespace', NS).slice(0, 2)).toEqual([`namespace/${NS}`, 'Active']);
+    expect(cols(head('secret/')[0])).toEqual(['NAME', 'TYPE', 'DATA', 'AGE']);
+    expect(row('secret', 'creds').slice(0, 3)).toEqual(['secret/creds', 'Opaque', '2']);
+    expect(cols(head('serviceaccount/')[0])).toEqual(['NAME', 'SECRETS', 'AGE']);
+    expect(row('serviceaccount', 'robot').slice(0, 2)).toEqual(['serviceaccount/robot', '0']);
+    expect(cols(head('job.batch/')[0])).toEqual(['NAME', 'STATUS', 'COMPLETIONS', 'DURATION', 'AGE']);
+    expect(row('job.batch', 'once').slice(0, 3)).toEqual(['job.batch/once', 'Running', '0/1']);
+    expect(cols(head('cronjob.batch/')[0])).toEqual(['NAME', 'SCHEDULE', 'TIMEZONE', 'SUSPEND', 'ACTIVE', 'LAST SCHEDULE', 'AGE']);
+    expect(row('cronjob.batch', 'tick').slice(0, 6)).toEqual(['cronjob.batch/tick', '*/5 * * * *', '<none>', 'False', '0', '<none>']);
+    expect(cols(head('lease.coordination.k8s.io/')[0])).toEqual(['NAME', 'HOLDER', 'AGE']);
+    expect(row('lease.coordination.k8s.io', 'lock').slice(0, 2)).toEqual(['lease.coordination.k8s.io/lock', 'me']);
+    expect(cols(head('replicaset.apps/')[0])).toEqual(['NAME', 'DESIRED', 'CURRENT', 'READY', 'AGE']);
+    expect(row('replicaset.apps', 'rs').slice(0, 4)).toEqual(['replicaset.apps/rs', '2', '0', '0']);
+    expect(cols(head('statefulset.apps/')[0])).toEqual(['NAME', 'READY', 'AGE']);
+    expect(row('statefulset.apps', 'db').slice(0, 2)).toEqual(['statefulset.apps/db', '0/1']);
+    expect(cols(head('daemonset.apps/')[0])).toEqual(['NAME', 'DESIRED', 'CURRENT', 'READY', 'UP-TO-DATE', 'AVAILABLE', 'NODE SELECTOR', 'AGE']);
+    expect(row('daemonset.apps', 'agent').slice(0, 7)).toEqual(['daemonset.apps/agent', '0', '0', '0', '0', '0', '<none>']);
+    expect(cols(head('endpoints/')[0])).toEqual(['NAME', 'ENDPOINTS', 'AGE']);
+    expect(row('endpoints', 'ext').slice(0, 2)).toEqual(['endpoints/ext', '10.1.2.3:5432']);
+  });
+
   it('kinds without a column set print NAME and CREATED AT', async () => {
     await k(['create', 'role', 'reader', '-n', NS, '--verb=get', '--resource=pods']);
     const out = lines(await k(['get', 'roles', '-n', NS]));

@@ -12,6 +12,7 @@
 // thread encodes or decodes; never mutated afterwards.
 import protobuf from 'protobufjs';
 import { protoInline, protoJsonNames } from './proto-schema.js';
+import { definitions } from '../api/schema.js';
 
 export interface FieldMap {
   field: protobuf.Field;
@@ -19,6 +20,16 @@ export interface FieldMap {
   json: string;
   /** an embedded struct whose fields belong to the parent in JSON */
   inline: boolean;
+  /**
+   * Required in the OpenAPI definition: a Go field without omitempty, which Go's JSON
+   * encoder writes even when zero (ReplicaSetStatus.replicas, ContainerStatus.ready).
+   */
+  required: boolean;
+}
+
+/** The OpenAPI definition name of a message: k8s.io.api.core.v1.Pod -> io.k8s.api.core.v1.Pod. */
+export function definitionNameOf(full: string): string {
+  return 'io.' + full.replace(/^k8s\.io\./, 'k8s.').replace('apiextensions_apiserver', 'apiextensions-apiserver').replace('kube_aggregator', 'kube-aggregator');
 }
 
 const cache = new WeakMap<protobuf.Type, FieldMap[]>();
@@ -29,9 +40,11 @@ export function fieldsOf(type: protobuf.Type): FieldMap[] {
   const full = type.fullName.slice(1);
   const names = protoJsonNames[full] ?? {};
   const inline = new Set(protoInline[full] ?? []);
+  const required = new Set(definitions[definitionNameOf(full)]?.req ?? []);
   out = type.fieldsArray.map((field) => {
     field.resolve();
-    return { field, json: names[field.name] ?? field.name, inline: inline.has(field.name) && field.resolvedType instanceof protobuf.Type };
+    const json = names[field.name] ?? field.name;
+    return { field, json, inline: inline.has(field.name) && field.resolvedType instanceof protobuf.Type, required: required.has(json) };
   });
   cache.set(type, out);
   return out;

@@ -5,7 +5,8 @@
 // Go's encoders write every non-pointer field, zero or not, while its JSON encoder omits
 // the zero ones marked omitempty. The wire does not say which fields are pointers, so zero
 // scalars are dropped except for the fields that are pointers in the API and commonly set
-// to zero on purpose (replicas: 0, automountServiceAccountToken: false, ...). Messages are
+// to zero on purpose (replicas: 0, automountServiceAccountToken: false, ...) and the fields
+// without omitempty (required in OpenAPI: status.replicas: 0, ready: false). Messages are
 // kept even when empty: Go writes a struct field (pointer set, or not a pointer) as {} too.
 import protobuf from 'protobufjs';
 import { protoKinds } from './proto-schema.js';
@@ -153,7 +154,7 @@ function toJson(type: protobuf.Type, msg: any): any {
     return msg.items ?? [];
   }
   const out: any = {};
-  for (const { field: f, json, inline } of fields) {
+  for (const { field: f, json, inline, required } of fields) {
     const v = msg[f.name];
     if (v === undefined || v === null) continue;
     if (inline) {
@@ -171,9 +172,10 @@ function toJson(type: protobuf.Type, msg: any): any {
     } else {
       const c = conv(v);
       if (c === undefined) continue;
-      // Zero scalars: omitempty unless a pointer. Messages that convert to a zero value
-      // (IntOrString 0, a schema-or-bool false) are Go structs or pointers: kept.
-      if (isZero(c) && !(f.resolvedType instanceof protobuf.Type) && !KEEP_ZERO.has(json)) continue;
+      // Zero scalars: omitempty unless a pointer or a required (non-omitempty) field.
+      // Messages that convert to a zero value (IntOrString 0, a schema-or-bool false) are
+      // Go structs or pointers: kept.
+      if (isZero(c) && !(f.resolvedType instanceof protobuf.Type) && !required && !KEEP_ZERO.has(json)) continue;
       // An empty message on the wire is a struct Go's JSON encoder also writes (as {}).
       out[json] = c;
     }

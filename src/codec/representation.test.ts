@@ -56,6 +56,14 @@ describe('protobuf encoding from the JSON form', () => {
     }
     expect(missing).toEqual([]);
   });
+  it('keeps the zero scalars Go\'s JSON encoder writes (no omitempty), drops the others', () => {
+    const T = protoRoot().lookupType('k8s.io.api.apps.v1.ReplicaSet');
+    const U = protoRoot().lookupType('k8s.io.apimachinery.pkg.runtime.Unknown');
+    // as client-go writes it: every non-pointer field, zero or not
+    const msg = T.encode(T.fromObject({ metadata: { name: 'rs', generation: 0 }, status: { replicas: 0, readyReplicas: 0, observedGeneration: 0 } })).finish();
+    const body = Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), Buffer.from(U.encode({ typeMeta: { apiVersion: 'apps/v1', kind: 'ReplicaSet' }, raw: msg }).finish())]);
+    expect(decodeProtobufObject(body)).toEqual({ apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'rs' }, status: { replicas: 0 } });
+  });
   it('writes Duration as nanoseconds', () => {
     const t = protoRoot().lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.Duration');
     expect(fromJson(t, '1h2m3.5s')).toEqual({ duration: 3723.5e9 });
