@@ -67,6 +67,14 @@ describe('kubectl --dry-run=server', () => {
     const label = await kubectl(s, ['label', 'configmap', 'real-cm', 'x=y', '--dry-run=server', '-o', 'json']);
     expect(label.code).toBe(0);
     expect(JSON.parse(label.stdout).metadata.labels).toEqual({ x: 'y' });
+    // Nothing was written, so the answer carries the version the object has now.
+    expect(JSON.parse(label.stdout).metadata.resourceVersion).toBe(realRv);
+    // kubectl diff is a dry-run apply: only what would change shows, not the version.
+    const diff = await kubectl(s, ['diff', '-f', '-'], { input: DEPLOY.replace('image: nginx', 'image: nginx:3') });
+    expect(diff.code).toBe(1);
+    expect(diff.stdout).toMatch(/^-\s+- image: nginx$/m);
+    expect(diff.stdout).toMatch(/^\+\s+- image: nginx:3$/m);
+    expect(diff.stdout).not.toMatch(/^[-+]\s+resourceVersion/m);
     const scale = await kubectl(s, ['scale', 'deployment', 'dry-web', '--replicas=4', '--dry-run=server']);
     expect(scale.code).toBe(0);
     const ssa2 = await kubectl(s, ['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: DEPLOY.replace('image: nginx', 'image: nginx:2') });

@@ -398,7 +398,7 @@ export class Store {
       const obj = structuredClone(entryObject(cur));
       mutate(obj);
       delete obj.metadata.resourceVersion;
-      if (dryRun) return { code: 200, json: this.renderDryRun(obj) };
+      if (dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
       try {
         const r = await this.commit(t, 'MODIFIED', ns, name, obj, cur.rv);
         return { code: 200, json: r.json };
@@ -410,7 +410,12 @@ export class Store {
     }
   }
 
-  private renderDryRun(obj: any): Buffer {
+  /**
+   * The answer to a dry run. An update or delete answers with the version the object has
+   * now (kube's dry-run storage never writes, so nothing moves it); a create has none yet.
+   */
+  private renderDryRun(obj: any, currentRv?: number): Buffer {
+    if (currentRv !== undefined) obj = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(currentRv) } };
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
 
@@ -528,7 +533,7 @@ export class Store {
       const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
       let committed = false;
       try {
-        if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj) };
+        if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
         const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
         committed = true;
         if (finalizing) t.strategy.afterDelete(obj);
@@ -663,7 +668,7 @@ export class Store {
       if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };
       const type: EventType = plan.kind === 'now' ? 'DELETED' : 'MODIFIED';
       const obj = plan.obj;
-      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj), obj };
+      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj, cur.rv), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);
         if (type === 'DELETED') t.strategy.afterDelete(obj);
