@@ -129,6 +129,25 @@ describe('eviction', () => {
   });
 });
 
+describe('kubectl drain', () => {
+  it('cordons the node and evicts its pods through pods/eviction, waiting until they are gone', async () => {
+    expect((await request(s, 'POST', '/api/v1/nodes', { metadata: { name: 'drained' } })).status).toBe(201);
+    for (const name of ['d1', 'd2']) {
+      const p = pod(name, { app: 'drain' });
+      const r = await request(s, 'POST', PODS, { ...p, spec: { ...p.spec, nodeName: 'drained', terminationGracePeriodSeconds: 1 } });
+      expect(r.status).toBe(201);
+    }
+    const r = await kubectl(s, ['drain', 'drained', '--force', '--grace-period=1', '--timeout=30s'], { timeoutMs: 40_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('node/drained cordoned');
+    expect(r.stdout).toContain('pod/d1 evicted');
+    expect(r.stdout).toContain('pod/d2 evicted');
+    expect(r.stdout).toContain('node/drained drained');
+    expect((await request(s, 'GET', '/api/v1/nodes/drained')).json().spec.unschedulable).toBe(true);
+    expect((await request(s, 'GET', `${PODS}?labelSelector=app%3Ddrain`)).json().items).toHaveLength(0);
+  });
+});
+
 describe('binding', () => {
   it('binds once through pods/binding and the bindings resource; a second bind is 409', async () => {
     await request(s, 'POST', PODS, pod('b1'));
