@@ -50,7 +50,9 @@ describe('corrupt objects', () => {
     for (const m of [{ name: 'fine' }, { name: 'held', finalizers: ['example.com/never'] }, { name: 'cut' }]) {
       expect((await request(s, 'POST', `${NS}/configmaps`, { metadata: m, data: { k: 'v' } })).status).toBe(201);
     }
-    const heldUid = (await request(s, 'GET', `${NS}/configmaps/held`)).json().metadata.uid;
+    const heldNow = (await request(s, 'GET', `${NS}/configmaps/held`)).json();
+    const heldUid = heldNow.metadata.uid;
+    const heldRv = Number(heldNow.metadata.resourceVersion);
     await s.stop();
     // The server must keep nothing else open on the data while we write.
     expect(existsSync(join(dataDir, 'shard-0'))).toBe(true);
@@ -73,6 +75,13 @@ describe('corrupt objects', () => {
     expect(r.status).toBe(500);
     expect(r.json().reason).toBe('InternalError');
     expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps')).status).toBe(200);
+    // a watch replaying history through the corrupt revision ends with an error, no garbage
+    const old = openWatch(s, `${NS}/configmaps?watch=true&resourceVersion=${heldRv - 1}`);
+    expect(await old.status).toBe(200);
+    const errEv = await until(() => old.events.find((e) => e.type === 'ERROR'));
+    expect(errEv.object).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError' });
+    expect(old.events.filter((e) => e.type !== 'ERROR').map((e) => e.object.metadata.name)).toEqual([]);
+    old.close();
     r = await request(s, 'DELETE', `${NS}/configmaps/held?${q}`);
     expect(r.status).toBe(500);
     // dropped before validation: combined with dryRun it is still just a (failing) delete

@@ -22,6 +22,8 @@ import { baseHeaders } from '../http/respond.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
 import { initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { eventsBetween } from '../../workers/shard/reader.js';
+import { looksLikeObject } from '../coordinator/coordinator.js';
+import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors } from '../errors.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
@@ -107,6 +109,17 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
         const [ns, nm] = splitKey(s.key);
         return { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
       });
+      // Stored bytes that cannot be decoded end the watch with an error, as kube's watch does;
+      // they never reach the client.
+      const bad = older.find((e) => !looksLikeObject(e.entry.json));
+      if (bad) {
+        c.res.startStream(200, headers);
+        c.res.cork(() => {
+          c.res.write(errorFrame(500, 'InternalError', `Internal error occurred: ${decodeProblem(bad.entry.json)}`, repr));
+          c.res.end();
+        });
+        return;
+      }
       replay = older.concat(cache.eventsAfter(cache.startRv) ?? []);
     }
     for (const ev of replay) watcher.enqueue(ev);
