@@ -435,3 +435,46 @@ describe('every write path defaults and validates', () => {
     expect(causes(invalid)).toContain('spec.selector: Invalid value: {"matchLabels":{"app":"other"}}: field is immutable');
   });
 });
+
+describe('kubectl sees kube-apiserver answers', () => {
+  it('create cronjob and service show their defaults; bad ones are refused as kube words it', async () => {
+    const bad = await kubectl(s, ['create', 'cronjob', 'cjk', '--image=busybox', '--schedule=61 * * * *']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('CronJob.batch "cjk" is invalid: spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61');
+    expect((await kubectl(s, ['create', 'cronjob', 'cjk', '--image=busybox', '--schedule=@daily'])).code).toBe(0);
+    const cj = await kubectl(s, ['get', 'cronjob', 'cjk', '-o', 'yaml']);
+    expect(cj.stdout).toContain('concurrencyPolicy: Allow');
+    expect(cj.stdout).toContain('successfulJobsHistoryLimit: 3');
+    expect(cj.stdout).toContain('restartPolicy: OnFailure');
+    expect((await kubectl(s, ['create', 'service', 'clusterip', 'websvc', '--tcp=80:8080'])).code).toBe(0);
+    const svc = await kubectl(s, ['get', 'service', 'websvc', '-o', 'yaml']);
+    for (const line of ['sessionAffinity: None', 'ipFamilyPolicy: SingleStack', 'internalTrafficPolicy: Cluster', 'type: ClusterIP', 'protocol: TCP', 'targetPort: 8080']) {
+      expect(svc.stdout).toContain(line);
+    }
+    const twoPorts = await kubectl(s, ['apply', '-f', '-'], {
+      input: 'apiVersion: v1\nkind: Service\nmetadata:\n  name: twoports\nspec:\n  ports:\n  - port: 80\n  - port: 443\n',
+    });
+    expect(twoPorts.code).not.toBe(0);
+    expect(twoPorts.stderr).toContain('The Service "twoports" is invalid: ');
+    expect(twoPorts.stderr).toContain('spec.ports[0].name: Required value');
+    expect(twoPorts.stderr).toContain('spec.ports[1].name: Required value');
+    const cm = await kubectl(s, ['apply', '-f', '-'], { input: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cmkey\ndata:\n  "a b": x\n' });
+    expect(cm.code).not.toBe(0);
+    expect(cm.stderr).toContain(`The ConfigMap "cmkey" is invalid: data[a b]: Invalid value: "a b": a valid config key must consist of alphanumeric characters`);
+  });
+
+  it('a CronJob update keeps its own rules (the name-length rule is for create only)', async () => {
+    const name = 'c'.repeat(52);
+    const jt = { spec: { template: { spec: { ...podSpec, restartPolicy: 'Never' } } } };
+    expect((await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name: name + 'x' }, spec: { schedule: '@daily', jobTemplate: jt } })).json().message).toBe(
+      `CronJob.batch "${name}x" is invalid: metadata.name: Invalid value: "${name}x": must be no more than 52 characters`,
+    );
+    expect((await request(s, 'POST', `${BATCH}/cronjobs`, { metadata: { name }, spec: { schedule: '@daily', jobTemplate: jt } })).status).toBe(201);
+    const upd = await request(s, 'PATCH', `${BATCH}/cronjobs/${name}`, { spec: { suspend: true } }, { 'content-type': 'application/merge-patch+json' });
+    expect(upd.status).toBe(200);
+    const tz = await request(s, 'PATCH', `${BATCH}/cronjobs/${name}`, { spec: { schedule: 'TZ=UTC @daily' } }, { 'content-type': 'application/merge-patch+json' });
+    expect(tz.json().message).toBe(
+      `CronJob.batch "${name}" is invalid: spec.schedule: Invalid value: "TZ=UTC @daily": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`,
+    );
+  });
+});

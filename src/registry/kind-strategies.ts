@@ -162,15 +162,22 @@ export class JobStrategy extends SpecStrategy {
 
 export class CronJobStrategy extends SpecStrategy {
   override handlesRequired = true;
+  /**
+   * The objects of updates in flight, with their previous state: kube's update rules differ
+   * (a TZ= schedule the old object already had stays allowed, the time zone is checked only
+   * when it changes, the name length only on create), and the store calls validate for both.
+   */
+  private olds = new WeakMap<object, any>();
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultCronJob(obj, ctx.info);
     obj.status = {};
   }
-  override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
+  override prepareForUpdate(obj: any, old: any, ctx: StrategyContext): void {
     defaultCronJob(obj, ctx.info);
+    this.olds.set(obj, old);
   }
   override validate(obj: any): FieldError[] {
-    return validateCronJob(obj);
+    return validateCronJob(obj, this.olds.get(obj));
   }
 }
 
