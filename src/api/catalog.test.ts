@@ -32,6 +32,15 @@ describe('Catalog', () => {
     const alpha = new Catalog({ runtimeConfig: 'api/alpha' }).servedGroupVersions().map((g) => g.groupVersion);
     expect(alpha).toContain('coordination.k8s.io/v1alpha2');
     expect(() => new Catalog({ runtimeConfig: 'batch/v1/nothings=true' })).toThrowError(/unknown resource "nothings"/);
+    // broad switches first, then group-versions, then resources, whatever the order given
+    const gvs = (rc: string) => new Catalog({ runtimeConfig: rc }).servedGroupVersions().map((g) => g.groupVersion);
+    expect(gvs('apps/v1=true,api/all=false')).toEqual(['apps/v1']);
+    expect(gvs('batch/v1=false,api/all=true')).not.toContain('batch/v1');
+    expect(gvs('batch/v1=false,api/all=true')).toContain('storagemigration.k8s.io/v1alpha1');
+    const jobsOnly = new Catalog({ runtimeConfig: 'batch/v1/jobs=true,batch/v1=false' });
+    expect(jobsOnly.lookup('batch', 'v1', 'jobs')).toBeDefined();
+    expect(jobsOnly.lookup('batch', 'v1', 'cronjobs')).toBeUndefined();
+    expect(gvs('batch/v1=false,batch/v1=true')).toContain('batch/v1');
     expect(() => new Catalog({ runtimeConfig: 'batch/v1/jobs/x=true' })).toThrowError(/unknown api groupVersion/);
   });
   it('carries the storage version hashes kube-apiserver publishes', () => {

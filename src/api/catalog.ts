@@ -61,27 +61,34 @@ export interface RuntimeConfig {
  * Parses --runtime-config: comma-separated key[=value], value omitted meaning true (values
  * as Go's strconv.ParseBool reads them). Keys: api/all, api/ga, api/beta, api/alpha; a
  * group/version (core: v1 or api/v1); a group/version/resource (core: v1/resource or
- * api/v1/resource). Later keys win over earlier ones; a resource key wins over its version.
+ * api/v1/resource). A key given twice keeps its last value.
+ *
+ * As kube-apiserver's MergeAPIResourceConfigs applies them, whatever their order in the
+ * flag: first the broad switches (api/all, then api/ga, api/beta, api/alpha), then the
+ * group-version keys, and a resource key wins over its group-version.
  * A key naming nothing we know is a start-up error, as it is for kube-apiserver.
  */
 export function parseRuntimeConfig(spec: string, data: GroupVersionInfo[]): RuntimeConfig {
   const groupVersions = new Map<string, boolean>();
   const resources = new Map<string, boolean>();
   for (const gv of data) groupVersions.set(gv.groupVersion, gv.enabledByDefault);
+  const entries = new Map<string, boolean>();
   for (const raw of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
     const eq = raw.indexOf('=');
     const key = eq < 0 ? raw : raw.slice(0, eq);
     const val = eq < 0 ? 'true' : raw.slice(eq + 1);
     const on = PARSE_BOOL[val];
     if (on === undefined) throw new Error(`--runtime-config: invalid value of ${key}: ${val}, err: strconv.ParseBool: parsing ${JSON.stringify(val)}: invalid syntax`);
-    const all = { 'api/all': () => true, 'api/ga': (v: string) => stability(v) === 'ga', 'api/beta': (v: string) => stability(v) === 'beta', 'api/alpha': (v: string) => stability(v) === 'alpha' }[key];
-    if (all) {
-      for (const gv of data) if (all(gv.version)) groupVersions.set(gv.groupVersion, on);
-      // A broad switch resets the resource-level ones it covers.
-      for (const r of [...resources.keys()]) if (all(r.split('/').slice(-2)[0])) resources.delete(r);
-      continue;
-    }
-    if (key === 'api/legacy') continue; // an old alias kube-apiserver ignores
+    entries.delete(key); // a repeated key takes the later place and value
+    entries.set(key, on);
+  }
+  const matchers: Record<string, (v: string) => boolean> = { 'api/all': () => true, 'api/ga': (v) => stability(v) === 'ga', 'api/beta': (v) => stability(v) === 'beta', 'api/alpha': (v) => stability(v) === 'alpha' };
+  for (const [key, matches] of Object.entries(matchers)) {
+    const on = entries.get(key);
+    if (on !== undefined) for (const gv of data) if (matches(gv.version)) groupVersions.set(gv.groupVersion, on);
+  }
+  for (const [key, on] of entries) {
+    if (key in matchers || key === 'api/legacy') continue; // api/legacy: an old alias kube-apiserver ignores
     const parts = (key.startsWith('api/') ? key.slice(4) : key).split('/');
     // core: v1 or v1/pods; named groups: apps/v1 or apps/v1/deployments
     const core = parts.length >= 1 && /^v\d/.test(parts[0]) && parts.length <= 2;
@@ -91,7 +98,6 @@ export function parseRuntimeConfig(spec: string, data: GroupVersionInfo[]): Runt
     if (!gv || parts.length > (core ? 2 : 3) || (!core && parts.length < 2)) throw new Error(`--runtime-config: unknown api groupVersion "${gvKey}" in key ${JSON.stringify(key)}`);
     if (resource === undefined) {
       groupVersions.set(gvKey, on);
-      for (const r of [...resources.keys()]) if (r.startsWith(gvKey + '/') && r.split('/').length === gvKey.split('/').length + 1) resources.delete(r);
       continue;
     }
     if (!gv.resources.some((r) => r.resource === resource)) throw new Error(`--runtime-config: unknown resource "${resource}" of ${gvKey} in key ${JSON.stringify(key)}`);
