@@ -3,7 +3,7 @@ import { decodeProtobufObject } from './protobuf.js';
 import { encodeEnveloped, fromJson, protoRoot, protoTypeOf, watchFrame } from './protobuf-encode.js';
 import { catalogData } from '../api/catalog-data.js';
 import { decodeCbor, encodeCbor } from './cbor.js';
-import { encodeList, encodeObject, type EncodeContext } from './representation.js';
+import { encodeList, encodeObject, yamlOf, type EncodeContext } from './representation.js';
 import type { Representation } from './negotiate.js';
 import { parse as parseYaml } from 'yaml';
 
@@ -215,6 +215,10 @@ describe('representations', () => {
     const text = encodeObject(entry(), { mediaType: 'application/yaml', pretty: false }, ctx).toString();
     expect(text.split('\n')[0]).toBe('apiVersion: v1');
     expect(parseYaml(text).data).toEqual({ z: '1', b: 'true' });
+    const y = yamlOf({ items: [{ a: 1 }], metadata: { creationTimestamp: '2026-01-02T03:04:05Z' }, data: { on: 'yes', y: 'n', mode: '0644', t: '1:20', s: 'plain' } }).toString();
+    expect(y).toBe(
+      ['data:', '  mode: "0644"', '  "on": "yes"', '  s: plain', '  t: "1:20"', '  "y": "n"', 'items:', '- a: 1', 'metadata:', '  creationTimestamp: "2026-01-02T03:04:05Z"', ''].join('\n'),
+    );
   });
   it('CBOR is self-described and decodes back', () => {
     const b = encodeCbor({ a: 1, s: 'x' });

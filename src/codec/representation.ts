@@ -50,9 +50,14 @@ function memo(e: Encodable, key: string, make: () => Buffer): Buffer {
   return b;
 }
 
-/** YAML as kube-apiserver writes it: JSON turned into YAML, keys sorted, no line folding. */
+/**
+ * YAML as kube-apiserver writes it (sigs.k8s.io/yaml over go-yaml v2): JSON turned into
+ * YAML, keys sorted, no line folding, sequences not indented under their key, and strings
+ * quoted wherever YAML 1.1 would read them as something else (timestamps, yes/no/on/off,
+ * y/n, octal, 1:20), so a YAML 1.1 reader gets the same JSON back.
+ */
 export function yamlOf(v: unknown): Buffer {
-  return Buffer.from(toYaml(v, { sortMapEntries: true, lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false }));
+  return Buffer.from(toYaml(v, { version: '1.1', sortMapEntries: true, lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: false }));
 }
 
 /** Any value in a media type (no protobuf: that needs a kind). */
