@@ -78,7 +78,17 @@ describe('defaults', () => {
 
   it('StatefulSet, DaemonSet, Job and CronJob defaults', async () => {
     const tmpl = { metadata: { labels: { app: 'x' } }, spec: podSpec };
-    const sts = (await request(s, 'POST', `${APPS}/statefulsets`, { metadata: { name: 's1' }, spec: { selector: { matchLabels: { app: 'x' } }, template: tmpl } })).json();
+    const claim = { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
+    const stsRes = await request(s, 'POST', `${APPS}/statefulsets`, {
+      metadata: { name: 's1' },
+      spec: { selector: { matchLabels: { app: 'x' } }, template: tmpl, volumeClaimTemplates: [claim] },
+    });
+    const sts = stsRes.json();
+    expect(sts.spec.volumeClaimTemplates).toEqual([
+      { ...claim, apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', creationTimestamp: null }, spec: { ...claim.spec, volumeMode: 'Filesystem' }, status: { phase: 'Pending' } },
+    ]);
+    // printed in kube's field order: apiVersion and kind first
+    expect(stsRes.body).toContain('"volumeClaimTemplates":[{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata"');
     expect(sts.spec).toMatchObject({
       replicas: 1,
       podManagementPolicy: 'OrderedReady',
@@ -437,6 +447,19 @@ describe('every write path defaults and validates', () => {
 });
 
 describe('kubectl sees kube-apiserver answers', () => {
+  it('replace with the sparse manifest it was created from is no spec change (generation stays)', async () => {
+    const manifest =
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sparse\nspec:\n  selector:\n    matchLabels:\n      app: sparse\n  template:\n    metadata:\n      labels:\n        app: sparse\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        ports:\n        - containerPort: 80\n';
+    expect((await kubectl(s, ['create', '-f', '-'], { input: manifest })).code).toBe(0);
+    const r = await kubectl(s, ['replace', '-f', '-'], { input: manifest });
+    expect(r.code, r.stderr).toBe(0);
+    const d = (await request(s, 'GET', `${APPS}/deployments/sparse`)).json();
+    expect(d.metadata.generation).toBe(1);
+    const changed = await kubectl(s, ['replace', '-f', '-'], { input: manifest.replace('image: nginx', 'image: nginx:2') });
+    expect(changed.code).toBe(0);
+    expect((await request(s, 'GET', `${APPS}/deployments/sparse`)).json().metadata.generation).toBe(2);
+  });
+
   it('create cronjob and service show their defaults; bad ones are refused as kube words it', async () => {
     const bad = await kubectl(s, ['create', 'cronjob', 'cjk', '--image=busybox', '--schedule=61 * * * *']);
     expect(bad.code).not.toBe(0);

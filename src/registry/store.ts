@@ -607,14 +607,16 @@ export class Store {
       if (old.status === undefined) delete obj.status;
       else obj.status = structuredClone(old.status);
     }
+    const ctx = this.ctxOf(t);
+    t.strategy.prepareForUpdate(obj, old, ctx);
+    // After the kind's defaults (kube defaults on decode): a sparse body that defaults to the
+    // stored spec is no spec change.
     if (t.strategy.tracksGeneration) {
       m.generation = om.generation ?? 1;
       if (!deepEqual(obj.spec, old.spec)) m.generation++;
     } else {
       delete m.generation;
     }
-    const ctx = this.ctxOf(t);
-    t.strategy.prepareForUpdate(obj, old, ctx);
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));

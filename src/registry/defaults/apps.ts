@@ -49,8 +49,16 @@ export function defaultStatefulSet(obj: any, info: Info): void {
   def(spec, 'replicas', 1);
   def(spec, 'revisionHistoryLimit', 10);
   defaultPodTemplate(child(spec, 'template'), info);
-  for (const t of arr(spec.volumeClaimTemplates)) {
-    if (!isObj(t)) continue;
+  const claims = arr(spec.volumeClaimTemplates);
+  for (let i = 0; i < claims.length; i++) {
+    if (!isObj(claims[i])) continue;
+    // The v1 conversion writes each claim template as a whole object: kind and apiVersion
+    // always, first, as Go prints an embedded TypeMeta (a well-known source of GitOps
+    // drift), and its metadata as a struct.
+    const { kind: _k, apiVersion: _a, ...rest } = claims[i];
+    const t = (claims[i] = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', ...rest });
+    const meta = child(t, 'metadata');
+    if (meta && !('creationTimestamp' in meta)) meta.creationTimestamp = null;
     defaultPvc(t);
     // A claim template is an embedded object: its status is a struct, defaulted like a new claim's.
     const st = child(t, 'status');
