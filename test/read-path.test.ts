@@ -131,6 +131,9 @@ describe('list (spec 4.6), every cell', () => {
     const sel = (await list({ limit: 2, labelSelector: '!nothing' })).json();
     expect(sel.metadata.continue).toBeTruthy();
     expect(sel.metadata.remainingItemCount).toBeUndefined();
+    const fsel = (await list({ limit: 2, fieldSelector: `metadata.namespace=${NS}` })).json();
+    expect(fsel.metadata.continue).toBeTruthy();
+    expect(fsel.metadata.remainingItemCount).toBeUndefined();
     const last = (await list({ limit: 5 })).json();
     expect(last.metadata.continue).toBeUndefined();
     expect(last.metadata.remainingItemCount).toBeUndefined();
@@ -316,6 +319,15 @@ describe('504 and 410', () => {
     expect(r.json()).toMatchObject({ reason: 'Timeout', code: 504, details: { retryAfterSeconds: 1 } });
     expect(r.json().message).toContain('Too large resource version');
     expect(r.headers['retry-after']).toBe('1');
+  });
+  it('a version not committed yet is waited for: a write meanwhile answers the get', async () => {
+    const now = Number((await get(CM)).json().metadata.resourceVersion);
+    const pending = get(`${CM}/c3?resourceVersion=${now + 1}`);
+    const w = await request(s, 'PATCH', `${CM}/c4`, { data: { v: 'meanwhile' } }, { 'content-type': 'application/merge-patch+json' });
+    expect(Number(w.json().metadata.resourceVersion)).toBeGreaterThanOrEqual(now + 1);
+    const r = await pending;
+    expect(r.status).toBe(200);
+    expect(r.json().metadata.name).toBe('c3');
   });
   it('a version newer than any committed: 504 for not-older-than and exact lists', async () => {
     for (const m of ['NotOlderThan', 'Exact']) {

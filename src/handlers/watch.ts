@@ -105,9 +105,11 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     let replay = cache.eventsAfter(startRv);
     if (replay === null) {
       // The ring starts after startRv: the older part comes from the revision log.
-      const older = eventsBetween(coord.envOf(shard), target.gr, startRv, cache.startRv).map((s): WatchEvent => {
+      const older = eventsBetween(coord.envOf(shard), target.gr, startRv, cache.startRv, watcher.filtered).map((s): WatchEvent => {
         const [ns, nm] = splitKey(s.key);
-        return { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
+        const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
+        if (s.prevJson) ev.prev = { key: s.key, ns, name: nm, rv: s.prevRv, json: s.prevJson };
+        return ev;
       });
       // Stored bytes that cannot be decoded end the watch with an error, as kube's watch does;
       // they never reach the client.

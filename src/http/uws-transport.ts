@@ -33,6 +33,8 @@ class UwsSink implements ResponseSink {
   inHandler = false;
   private done = false;
   private backlog = 0;
+  /** chunks not yet handed to uWS while the socket pushes back (see write) */
+  private held: Uint8Array[] | null = null;
   // Callback lists are made on first use: most responses (a GET) never register one, and
   // an open watch keeps this object for its whole life.
   private abortFns: Array<() => void> | null = null;
@@ -126,25 +128,59 @@ class UwsSink implements ResponseSink {
     this.res.cork(() => this.writeHead(status, headers));
   }
 
+  /**
+   * A streamed response (a watch) writes through uWS until the socket pushes back; uWS then
+   * holds the unsent tail of that one write, and later chunks wait here, counted in
+   * backlog, until the socket drains. So bufferedBytes() is what a client has not taken,
+   * exactly, and a watcher's budget is checked against it. This uWS build does not drain a
+   * response's own buffered tail once a writable handler is registered; an uncork does,
+   * hence the cork on every writable event.
+   */
   write(chunk: string | Uint8Array): boolean {
     if (this.aborted || this.done) return false;
-    const ok = this.res.write(chunk);
-    if (!ok) {
-      this.backlog += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
-      if (!this.writableHooked) {
-        this.writableHooked = true;
-        this.res.onWritable(() => {
-          this.backlog = 0;
-          if (this.drainFns) for (const f of this.drainFns) f();
-          return true;
-        });
+    if (this.held) {
+      const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      this.held.push(b);
+      this.backlog += b.byteLength;
+      return false;
+    }
+    if (this.res.write(chunk)) return true;
+    this.held = [];
+    if (!this.writableHooked) {
+      this.writableHooked = true;
+      this.res.onWritable(() => {
+        if (!this.aborted && !this.done) this.res.cork(() => this.release());
+        return true;
+      });
+    }
+    return false;
+  }
+
+  /** Hands held chunks to uWS until it pushes back again; corked by the caller. */
+  private release(): void {
+    const held = this.held;
+    if (!held) return;
+    let i = 0;
+    while (i < held.length) {
+      const c = held[i++];
+      this.backlog -= c.byteLength;
+      if (!this.res.write(c)) {
+        held.splice(0, i);
+        return;
       }
     }
-    return ok;
+    this.held = null;
+    this.backlog = 0;
+    if (this.drainFns) for (const f of this.drainFns) f();
   }
 
   end(): void {
     if (this.aborted || this.done) return;
+    // what is held goes out before the end (uWS buffers it; the response is over)
+    const held = this.held;
+    this.held = null;
+    if (held) for (const c of held) this.res.write(c);
+    this.backlog = 0;
     this.res.end();
     this.finish();
   }

@@ -14,6 +14,8 @@ export interface StoredEvent extends StoredObject {
   type: EventType;
   /** previous revision of the key (0 when none) */
   prevRv: number;
+  /** the object at prevRv, when asked for */
+  prevJson?: Buffer;
 }
 
 /** The current live objects of every resource type in the shard: start-up load. */
@@ -67,15 +69,24 @@ export function getAt(env: ShardEnv, gr: string, key: string, rv: number): Store
   return { key, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
 }
 
-/** The events of one type with afterRv < rv <= uptoRv, from the revision log. */
-export function eventsBetween(env: ShardEnv, gr: string, afterRv: number, uptoRv: number): StoredEvent[] {
+/**
+ * The events of one type with afterRv < rv <= uptoRv, from the revision log; withPrev adds
+ * each one's previous state (a filtered watcher judges selector transitions by it). History
+ * after afterRv is not compacted, nor therefore the revisions those events superseded.
+ */
+export function eventsBetween(env: ShardEnv, gr: string, afterRv: number, uptoRv: number, withPrev = false): StoredEvent[] {
   const out: StoredEvent[] = [];
   for (const { key: rv, value } of env.log.getRange({ start: afterRv + 1, end: uptoRv + 1 })) {
     const e = value as LogEntry;
     if (e.g !== gr) continue;
     const bytes = env.revs.get([gr, e.k, rv]);
     if (!bytes) continue;
-    out.push({ key: e.k, rv, type: e.t, prevRv: e.p, json: Buffer.from(bytes.subarray(1)) });
+    const ev: StoredEvent = { key: e.k, rv, type: e.t, prevRv: e.p, json: Buffer.from(bytes.subarray(1)) };
+    if (withPrev && e.p && e.t !== 'ADDED') {
+      const prev = env.revs.get([gr, e.k, e.p]);
+      if (prev && prev[0] === FLAG_LIVE) ev.prevJson = Buffer.from(prev.subarray(1));
+    }
+    out.push(ev);
   }
   return out;
 }

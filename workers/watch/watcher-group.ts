@@ -58,6 +58,8 @@ export class Watcher {
 
   /** The type this watcher sees an event as, or null: selector transitions become ADDED / DELETED. */
   viewOf(ev: WatchEvent): EventType | null {
+    // without selectors, an event's key alone decides (its previous state has the same key)
+    if (!this.filtered) return this.matches(ev.entry) ? ev.type : null;
     if (ev.type === 'ADDED') return this.matches(ev.entry) ? 'ADDED' : null;
     if (ev.type === 'DELETED') return (ev.prev ? this.matches(ev.prev) : this.matches(ev.entry)) ? 'DELETED' : null;
     const now = this.matches(ev.entry);
