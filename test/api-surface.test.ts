@@ -233,7 +233,10 @@ describe('OpenAPI', () => {
     expect(again.status).toBe(304);
     const unhashed = await request(s, 'GET', '/openapi/v3/apis/apps/v1');
     expect(unhashed.status).toBe(200);
-    expect(unhashed.headers['cache-control']).not.toBe('public, immutable');
+    expect(unhashed.headers['cache-control']).toBe('no-cache, private');
+    expect(unhashed.headers['etag']).toBe(`"${hash}"`);
+    const v3pb = await request(s, 'GET', url, undefined, { accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' });
+    expect(v3pb.status).toBe(406);
     const stale = await request(s, 'GET', '/openapi/v3/apis/apps/v1?hash=0123');
     expect(stale.status).toBe(301);
     expect(stale.headers['location']).toBe(url);

@@ -5,7 +5,7 @@
 //    matching is 406. Each form has its own ETag; If-None-Match -> 304.
 //  - v3: a request whose ?hash= matches the document gets `Cache-Control: public, immutable`
 //    and a one-year Expires; a stale hash is redirected (301) to the current hash URL;
-//    ETag / If-None-Match otherwise.
+//    ETag / If-None-Match otherwise (and `no-cache, private` without a hash). JSON only.
 // Documents are built once, on first use (front thread), and sent as shared bytes.
 import type { ApiRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { Catalog } from './catalog.js';
@@ -25,7 +25,7 @@ const V2_PROTO_ALT = 'com.github.proto-openapi.spec.v2.v1.0+protobuf';
 const V2_PROTO_RETURNED = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
 
 /** 'json' | 'proto' for the first Accept clause (by q, then order) we can serve; undefined for none. */
-function negotiateV2(accept: string | undefined): 'json' | 'proto' | undefined {
+function negotiate(accept: string | undefined, offers: Array<[string, 'json' | 'proto']>): 'json' | 'proto' | undefined {
   const clauses = (accept && accept.trim() ? accept : '*/*')
     .split(',')
     .map((c, i) => {
@@ -36,7 +36,6 @@ function negotiateV2(accept: string | undefined): 'json' | 'proto' | undefined {
     })
     .filter((c) => c.q > 0)
     .sort((a, b) => b.q - a.q || a.i - b.i);
-  const offers: Array<[string, 'json' | 'proto']> = [['json', 'json'], [V2_PROTO, 'proto'], [V2_PROTO_ALT, 'proto']];
   for (const c of clauses) {
     if (c.type !== 'application' && c.type !== '*') continue;
     for (const [sub, form] of offers) if (c.sub === sub || c.sub === '*') return form;
@@ -80,7 +79,7 @@ export class OpenApiHandler {
   /** True when the path is an OpenAPI path and an answer was sent. */
   serve(req: ApiRequest, res: ResponseSink, path: string): boolean {
     if (path === '/openapi/v2') {
-      const form = negotiateV2(req.headers['accept']);
+      const form = negotiate(req.headers['accept'], [['json', 'json'], [V2_PROTO, 'proto'], [V2_PROTO_ALT, 'proto']]);
       if (!form) throw errors.notAcceptable(['application/json', `application/${V2_PROTO}`]);
       const headers: HeaderList = [['Cache-Control', 'no-cache, private'], ['Vary', 'Accept']];
       if (form === 'json') this.send(req, res, this.v2, headers);
@@ -94,15 +93,19 @@ export class OpenApiHandler {
     if (!path.startsWith('/openapi/v3/')) return false;
     const doc = this.v3.byPath.get(path);
     if (!doc) return false;
+    // Only the JSON form of the v3 documents is served (what client-go's openapi3 and kubectl
+    // ask for); a client asking for the proto-openapi v3 form alone gets 406.
+    if (!negotiate(req.headers['accept'], [['json', 'json']])) throw errors.notAcceptable(['application/json']);
     const hash = req.query.get('hash');
-    const headers: HeaderList = [];
-    if (hash) {
+    const headers: HeaderList = [['Vary', 'Accept']];
+    if (!hash) headers.push(['Cache-Control', 'no-cache, private']);
+    else {
       if (hash !== doc.hash) {
         res.send(301, [['Location', `${path}?hash=${doc.hash}`], ['Content-Type', 'text/html; charset=utf-8']], '');
         return true;
       }
       const expires = new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString();
-      headers.push(['Vary', 'Accept'], ['Cache-Control', 'public, immutable'], ['Expires', expires]);
+      headers.push(['Cache-Control', 'public, immutable'], ['Expires', expires]);
     }
     this.send(req, res, doc, headers);
     return true;
