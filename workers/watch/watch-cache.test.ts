@@ -54,6 +54,26 @@ describe('ResourceCache', () => {
     expect(c.eventsAfter(10)).toBeNull();
     expect(c.eventsAfter(11)!.map((e) => e.rv)).toEqual([12, 13]);
   });
+  it('rebuilds the state at an older version by undoing later ring events (ListFromCacheSnapshot)', () => {
+    const c = new ResourceCache('configmaps', 0, 10, 0);
+    c.apply('ADDED', 'a/x', 1, obj('a', 'x'));
+    c.apply('ADDED', 'a/y', 2, obj('a', 'y'));
+    c.apply('ADDED', 'b/z', 3, obj('b', 'z'));
+    c.apply('MODIFIED', 'a/x', 4, obj('a', 'x', { v: '2' }));
+    c.apply('DELETED', 'a/y', 5, obj('a', 'y'));
+    c.apply('ADDED', 'a/w', 6, obj('a', 'w'));
+    const at = (rv: number, ns = '') => c.snapshotAt(rv, ns, 75_000)!.map((e) => `${e.key}@${e.rv}`);
+    expect(at(3)).toEqual(['a/x@1', 'a/y@2', 'b/z@3']);
+    expect(at(3, 'a')).toEqual(['a/x@1', 'a/y@2']);
+    expect(at(4, 'a')).toEqual(['a/x@4', 'a/y@2']);
+    expect(at(5)).toEqual(['a/x@4', 'b/z@3']);
+    expect(at(6)).toEqual(['a/w@6', 'a/x@4', 'b/z@3']);
+    // not once the ring has moved past the version, nor when the undone events are too old
+    for (let rv = 7; rv < 20; rv++) c.apply('ADDED', `c/${rv}`, rv, obj('c', String(rv)));
+    expect(c.snapshotAt(3, '', 75_000)).toBeNull();
+    expect(c.snapshotAt(15, '', -1)).toBeNull();
+    expect(c.snapshotAt(15, 'a', 75_000)!.map((e) => e.key)).toEqual(['a/w', 'a/x']);
+  });
 });
 
 describe('WatcherGroup fan-out', () => {
