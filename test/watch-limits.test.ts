@@ -7,6 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import https from 'node:https';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
@@ -55,6 +56,21 @@ function pausedWatch(path: string) {
   return { events, status, ended: () => ended, resume: () => res!.resume() };
 }
 
+const MiB = 1 << 20;
+/** the size of one big write's object */
+const WRITE_BYTES = 700_000;
+
+/** What the kernel may hold of a stream nobody reads: the sender's buffer at most, the receiver's default. */
+function kernelBuffers(): number {
+  try {
+    const wmem = readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/).map(Number);
+    const rmem = readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).map(Number);
+    return wmem[2] + rmem[1];
+  } catch {
+    return 8 * MiB;
+  }
+}
+
 /** Modifies the n objects round-robin, `count` times in all, each write ~700 KB, 4 at a time. */
 async function bigWrites(names: string[], count: number): Promise<number> {
   let next = 0;
@@ -62,7 +78,7 @@ async function bigWrites(names: string[], count: number): Promise<number> {
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       for (let i = next++; i < count; i = next++) {
-        const r = await request(s, 'PATCH', `${CM}/${names[i % names.length]}`, { data: { v: randomBytes(525_000).toString('base64') } }, MERGE);
+        const r = await request(s, 'PATCH', `${CM}/${names[i % names.length]}`, { data: { v: randomBytes((WRITE_BYTES / 4) * 3).toString('base64') } }, MERGE);
         expect(r.status).toBe(200);
         last = Math.max(last, Number(r.json().metadata.resourceVersion));
       }
@@ -96,8 +112,10 @@ describe('slow watchers', () => {
     const other = openWatch(s, `${CM}?watch=1&resourceVersion=${from}&timeoutSeconds=120`);
     expect(await slow.status).toBe(200);
     expect(await other.status).toBe(200);
-    // ~35 MB, far past the budget plus what the kernel buffers; every write succeeds
-    const COUNT = 50;
+    // far past the 16 MiB budget plus what the kernel buffers for a reader that does not
+    // read (the sender's buffer grows up to tcp_wmem's max, the receiver's stays near its
+    // default), ~35 MB on a usual Linux; every write succeeds
+    const COUNT = Math.ceil((16 * MiB + kernelBuffers() + 12 * MiB) / WRITE_BYTES);
     const last = await bigWrites(names, COUNT);
     await until(() => other.events.length >= COUNT, 30_000);
     expect(Number(other.events[COUNT - 1].object.metadata.resourceVersion)).toBe(last);
