@@ -197,6 +197,29 @@ describe('validation', () => {
         'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
       ]),
     );
+    const names = await request(s, 'POST', `${NS}/pods`, {
+      metadata: { name: 'resnames' },
+      spec: {
+        containers: [
+          {
+            name: 'a',
+            image: 'x',
+            resources: { limits: { 'example.com/gpu': '2', 'example.com/fpga': '500m' }, requests: { ACTOKEY: '1', pods: '1', 'example.com/gpu': '1', 'example.com/nic': '1' } },
+          },
+        ],
+      },
+    });
+    expect(names.status).toBe(422);
+    expect(names.json().details.causes.map((c: any) => `${c.field}: ${c.message}`)).toEqual([
+      'spec.containers[0].resources.limits[example.com/fpga]: Invalid value: "500m": must be an integer',
+      'spec.containers[0].resources.requests[ACTOKEY]: Invalid value: "ACTOKEY": must be a standard resource type or fully qualified',
+      'spec.containers[0].resources.requests[ACTOKEY]: Invalid value: "ACTOKEY": must be a standard resource for containers',
+      // the pod's limits became its requests too (SetDefaults_Pod)
+      'spec.containers[0].resources.requests[example.com/fpga]: Invalid value: "500m": must be an integer',
+      'spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2',
+      'spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources',
+      'spec.containers[0].resources.requests[pods]: Invalid value: "pods": must be a standard resource for containers',
+    ]);
     const noContainers = await request(s, 'POST', `${NS}/pods`, { metadata: { name: 'empty' }, spec: {} });
     expect(noContainers.json().message).toBe('Pod "empty" is invalid: spec.containers: Required value');
     const badQty = await request(s, 'POST', `${NS}/pods`, { metadata: { name: 'q' }, spec: { containers: [{ name: 'a', image: 'x', resources: { limits: { cpu: 'lots' } } }] } });

@@ -4,7 +4,7 @@
 import type { FieldError } from '../strategy.js';
 import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
-import { validateTemplateMeta } from '../validation.js';
+import { qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors as dns1123SubdomainOf,
@@ -71,22 +71,66 @@ function validateEnv(env: unknown, path: string): FieldError[] {
   return errs;
 }
 
+/** The names IsStandardResourceName knows besides the container ones (quota names). */
+const STANDARD_RESOURCES = new Set([
+  'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory',
+  'limits.ephemeral-storage', 'pods', 'resourcequotas', 'services', 'replicationcontrollers', 'secrets', 'persistentvolumeclaims', 'storage',
+  'requests.storage', 'services.nodeports', 'services.loadbalancers',
+]);
+const CONTAINER_RESOURCES = new Set(['cpu', 'memory', 'ephemeral-storage']);
+const isNative = (name: string) => !name.includes('/') || name.includes('kubernetes.io/');
+const isHugePages = (name: string) => name.startsWith('hugepages-');
+const isExtended = (name: string) => !isNative(name) && !name.startsWith('requests.') && qualifiedNameErrors('requests.' + name).length === 0;
+/** Extended resources cannot be overcommitted, nor can huge pages. */
+const overcommitAllowed = (name: string) => isNative(name) && !isHugePages(name);
+
+/** validateContainerResourceName: a plain name must be a container resource; a prefixed one native or extended. */
+function containerResourceNameErrors(name: string, path: string): FieldError[] {
+  const qn = qualifiedNameErrors(name);
+  if (qn.length) return qn.map((m) => invalid(path, name, m));
+  const errs: FieldError[] = [];
+  if (!name.includes('/')) {
+    if (!STANDARD_RESOURCES.has(name) && !isHugePages(name) && !name.startsWith('requests.hugepages-')) {
+      errs.push(invalid(path, name, 'must be a standard resource type or fully qualified'));
+    }
+    if (!CONTAINER_RESOURCES.has(name) && !isHugePages(name)) errs.push(invalid(path, name, 'must be a standard resource for containers'));
+  } else if (!isNative(name) && !isExtended(name)) {
+    errs.push(invalid(path, name, "doesn't follow extended resource name standard"));
+  }
+  return errs;
+}
+
+/** ValidateResourceQuantityValue: not negative; whole numbers for extended resources. */
+function quantityValueErrors(name: string, q: ReturnType<typeof parseQuantity>, path: string): FieldError[] {
+  if (!q) return [];
+  if (q.m < 0n) return [invalid(path, canonicalQuantity(q), 'must be greater than or equal to 0')];
+  if (isExtended(name) && q.s < 0 && q.m % 10n ** BigInt(-q.s) !== 0n) return [invalid(path, canonicalQuantity(q), 'must be an integer')];
+  return [];
+}
+
 function validateResources(r: unknown, path: string): FieldError[] {
   const errs: FieldError[] = [];
   if (!isObj(r)) return errs;
   const limits = isObj(r.limits) ? r.limits : {};
   const requests = isObj(r.requests) ? r.requests : {};
-  for (const [kind, m] of [['limits', limits], ['requests', requests]] as const) {
-    for (const name of Object.keys(m).sort()) {
-      const q = parseQuantity(m[name]);
-      if (q && q.m < 0n) errs.push(invalid(`${path}.${kind}[${name}]`, canonicalQuantity(q), 'must be greater than or equal to 0'));
-    }
+  for (const name of Object.keys(limits).sort()) {
+    const p = `${path}.limits[${name}]`;
+    errs.push(...containerResourceNameErrors(name, p), ...quantityValueErrors(name, parseQuantity(limits[name]), p));
   }
   for (const name of Object.keys(requests).sort()) {
+    const p = `${path}.requests[${name}]`;
     const rq = parseQuantity(requests[name]);
+    errs.push(...containerResourceNameErrors(name, p), ...quantityValueErrors(name, rq, p));
     const lq = parseQuantity(limits[name]);
-    if (rq && lq && compareQuantity(rq, lq) > 0) {
-      errs.push(invalid(`${path}.requests[${name}]`, canonicalQuantity(rq), `must be less than or equal to ${name} limit of ${canonicalQuantity(lq)}`));
+    if (rq && lq) {
+      const cmp = compareQuantity(rq, lq);
+      if (cmp !== 0 && !overcommitAllowed(name)) {
+        errs.push(invalid(`${path}.requests`, canonicalQuantity(rq), `must be equal to ${name} limit of ${canonicalQuantity(lq)}`));
+      } else if (cmp > 0) {
+        errs.push(invalid(p, canonicalQuantity(rq), `must be less than or equal to ${name} limit of ${canonicalQuantity(lq)}`));
+      }
+    } else if (rq && !overcommitAllowed(name)) {
+      errs.push(required(`${path}.limits`, 'Limit must be set for non overcommitable resources'));
     }
   }
   return errs;
