@@ -15,6 +15,15 @@ describe('parseArgs', () => {
     expect(o.dataDir).toBe('/tmp/x');
     expect(o.anonymousAuth).toBe(false);
   });
+  it('--watch-cache-sizes per resource (0 turns one off); --watch-cache=false turns every one off', () => {
+    const o = parseArgs(['--watch-cache-sizes=secrets#0,deployments.apps#50']) as any;
+    expect(o.watchCacheSizes).toEqual({ secrets: 0, 'deployments.apps': 50 });
+    expect(o.defaultWatchCacheSize).toBeGreaterThan(0);
+    const off = parseArgs(['--watch-cache=false', '--watch-cache-sizes=deployments.apps#50']) as any;
+    expect(off.defaultWatchCacheSize).toBe(0);
+    expect(off.watchCacheSizes).toEqual({});
+    expect(() => parseArgs(['--watch-cache-sizes=secrets'])).toThrowError(/watch-cache-sizes/);
+  });
   it('refuses port 0, unknown flags and bad values', () => {
     expect(() => parseArgs(['--secure-port=0'])).toThrowError(/not allowed/);
     expect(() => parseArgs(['--nope'])).toThrowError(/unknown flag/);

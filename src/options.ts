@@ -224,7 +224,11 @@ function validate(o: ServerOptions): void {
   if (o.maxRequestsInflight < 0 || o.maxMutatingRequestsInflight < 0) throw new FlagError('inflight limits cannot be negative');
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);
-  if (!o.watchCache) o.defaultWatchCacheSize = 0;
+  // as kube-apiserver: without the watch cache, no type has one, whatever the sizes say
+  if (!o.watchCache) {
+    o.defaultWatchCacheSize = 0;
+    o.watchCacheSizes = {};
+  }
   if (!(o.watchBookmarkIntervalSeconds > 0)) throw new FlagError('--watch-bookmark-interval must be positive');
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
 }
