@@ -391,6 +391,9 @@ describe('every write path defaults and validates', () => {
     const headless = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'headless' }, spec: { clusterIP: 'None', selector: { app: 'x' } } });
     expect(headless.status).toBe(201);
     expect(headless.json().spec).toMatchObject({ clusterIP: 'None', clusterIPs: ['None'], type: 'ClusterIP', ipFamilies: ['IPv4'], ipFamilyPolicy: 'SingleStack' });
+    // headless without a selector: the endpoints are the user's, of any family
+    const manual = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'manual' }, spec: { clusterIP: 'None', ports: [{ port: 80 }] } });
+    expect(manual.json().spec).toMatchObject({ clusterIPs: ['None'], ipFamilies: ['IPv4', 'IPv6'], ipFamilyPolicy: 'RequireDualStack' });
     const np = await request(s, 'POST', `${NS}/services`, { metadata: { name: 'np' }, spec: { type: 'NodePort', clusterIP: 'None', ports: [{ port: 80 }] } });
     expect(causes(np)).toContain("spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services");
   });

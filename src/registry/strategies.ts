@@ -6,7 +6,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
 import * as kinds from './kind-strategies.js';
-import { defaultService, dropServiceTypeDependentFields } from './defaults/core.js';
+import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 
 class NamespaceStrategy extends Strategy {
@@ -38,11 +38,8 @@ class ServiceStrategy extends Strategy {
     const spec = (obj.spec ??= {});
     spec.type ??= 'ClusterIP';
     spec.sessionAffinity ??= 'None';
-    if (spec.type !== 'ExternalName') {
-      spec.ipFamilies ??= ['IPv4'];
-      spec.ipFamilyPolicy ??= 'SingleStack';
-      spec.internalTrafficPolicy ??= 'Cluster';
-    }
+    defaultServiceFamilies(obj);
+    if (spec.type !== 'ExternalName') spec.internalTrafficPolicy ??= 'Cluster';
     for (const p of spec.ports ?? []) {
       p.protocol ??= 'TCP';
       if (p.targetPort === undefined && spec.type !== 'ExternalName') p.targetPort = p.port;

@@ -39,6 +39,26 @@ export function defaultService(obj: any): void {
   }
 }
 
+/**
+ * The IP families of a new Service that leaves them unset (the service REST's
+ * initIPFamilyFields, for this single-stack IPv4 cluster): a headless Service without a
+ * selector is RequireDualStack with both families (its endpoints are the user's); every
+ * other one that needs families is SingleStack IPv4.
+ */
+export function defaultServiceFamilies(obj: any): void {
+  const spec = obj?.spec;
+  if (!isObj(spec) || spec.type === 'ExternalName') return;
+  const headless = spec.clusterIP === 'None' || (Array.isArray(spec.clusterIPs) && spec.clusterIPs[0] === 'None');
+  const selectorless = !isObj(spec.selector) || Object.keys(spec.selector).length === 0;
+  if (headless && selectorless) {
+    if (spec.ipFamilyPolicy === undefined || spec.ipFamilyPolicy === null) spec.ipFamilyPolicy = 'RequireDualStack';
+    if (!Array.isArray(spec.ipFamilies) || spec.ipFamilies.length === 0) spec.ipFamilies = ['IPv4', 'IPv6'];
+    return;
+  }
+  if (!Array.isArray(spec.ipFamilies) || spec.ipFamilies.length === 0) spec.ipFamilies = ['IPv4'];
+  if (spec.ipFamilyPolicy === undefined || spec.ipFamilyPolicy === null) spec.ipFamilyPolicy = 'SingleStack';
+}
+
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** The byte offset Go's base64 decoder reports for malformed input. */
