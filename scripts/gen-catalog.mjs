@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Compiles the Kubernetes 1.33 API facts in ../shared/k8s-api-1.33 into the project's own
 // catalog, src/api/catalog-data.ts: group-versions, resources, kinds, scope, verbs,
-// subresources, short names, categories, storage version hashes, and which group-versions
-// a default cluster serves. Facts only; no upstream description text is carried over.
+// subresources, short names, categories, storage version hashes, which group-versions
+// a default cluster serves, and from the OpenAPI documents which deletes answer with the
+// object and which subresources are connect or text ones. Facts only; no upstream
+// description text is carried over.
 //
 //   node scripts/gen-catalog.mjs [path-to-k8s-api-1.33]
 import { createHash } from 'node:crypto';
@@ -35,9 +37,27 @@ function hashOf(group, version, kind) {
   return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
 }
 
+// Facts the OpenAPI v3 documents hold about operations: which kinds' DELETE answers with
+// the object rather than a Status (kube's ReturnDeletedObject), and the subresources that
+// are not objects - connect ones (exec, attach, portforward, proxy: their HTTP methods,
+// query options, and a /{path} form) and text ones (log) - with their query options.
+function openApiDoc(group, version) {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, 'openapi-v3', group ? `apis/${group}/${version}.json` : `api/${version}.json`), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'];
+function queryOptions(pathItem) {
+  return (pathItem.parameters ?? []).filter((q) => q.in === 'query' && q.name !== 'pretty').map((q) => [q.name, q.schema?.type ?? 'string']);
+}
+
 const out = [];
 for (const gv of discovery.groupVersions) {
   const [group, version] = gv.groupVersion.includes('/') ? gv.groupVersion.split('/') : ['', gv.groupVersion];
+  const doc = openApiDoc(group, version);
+  const itemPath = (r) => `/${group ? `apis/${group}` : 'api'}/${version}/${r.namespaced ? 'namespaces/{namespace}/' : ''}${r.name.split('/')[0]}/{name}`;
   const byName = new Map();
   for (const r of gv.resources) {
     if (!r.name.includes('/')) {
@@ -56,6 +76,8 @@ for (const gv of discovery.groupVersions) {
         subresources: [],
         storageVersionHash: r.verbs?.includes('create') || r.verbs?.includes('list') ? hashOf(group, storageVersion, r.kind) : '',
       });
+      const del = doc?.paths?.[itemPath(r)]?.delete?.responses?.['200']?.content?.['application/json']?.schema?.$ref;
+      if (del && !del.endsWith('.meta.v1.Status')) byName.get(r.name).deleteReturnsObject = true;
     }
   }
   for (const r of gv.resources) {
@@ -66,6 +88,16 @@ for (const gv of discovery.groupVersions) {
     const s = { name: sub, kind: r.kind, verbs: [...(r.verbs ?? [])] };
     if (r.group !== undefined) s.group = r.group;
     if (r.version !== undefined) s.version = r.version;
+    const item = doc?.paths?.[`${itemPath(r)}/${sub}`];
+    const ops = item ? METHODS.filter((m) => item[m]) : [];
+    if (ops.some((m) => item[m]['x-kubernetes-action'] === 'connect')) {
+      s.connect = ops.map((m) => m.toUpperCase());
+      s.options = queryOptions(item);
+      if (doc.paths[`${itemPath(r)}/${sub}/{path}`]) s.withPath = true;
+    } else if (item?.get?.responses?.['200']?.content?.['text/plain']) {
+      s.text = true;
+      s.options = queryOptions(item);
+    }
     p.subresources.push(s);
   }
   out.push({ group, version, groupVersion: gv.groupVersion, enabledByDefault: enabledByDefault(group, version), resources: [...byName.values()] });

@@ -22,6 +22,7 @@ const swagger = JSON.parse(readFileSync(join(dataDir, 'openapi-v2', 'swagger.jso
 
 // v3 documents: the per-property defaults (v2 carries none).
 const v3Defaults = new Map(); // defName -> { prop -> default }
+const v3Bare = new Map(); // defName -> Set of props whose v3 schema is a bare $ref
 function walkV3(dir) {
   for (const f of readdirSync(dir)) {
     const p = join(dir, f);
@@ -44,6 +45,18 @@ function walkV3(dir) {
             let m = v3Defaults.get(name + '{}');
             if (!m) v3Defaults.set(name + '{}', (m = {}));
             m[pn] = pv.additionalProperties.default;
+          }
+          if (pv.additionalProperties?.items?.default !== undefined) {
+            let m = v3Defaults.get(name + '{}[]');
+            if (!m) v3Defaults.set(name + '{}[]', (m = {}));
+            m[pn] = pv.additionalProperties.items.default;
+          }
+          // v3 wraps a property's $ref in allOf when it has siblings; a bare $ref is a fact
+          // the documents keep (the few references upstream leaves undocumented).
+          if (pv.$ref) {
+            let m = v3Bare.get(name);
+            if (!m) v3Bare.set(name, (m = new Set()));
+            m.add(pn);
           }
         }
       }
@@ -78,11 +91,15 @@ for (const [name, d] of Object.entries(swagger.definitions)) {
     const dflt = v3Defaults.get(name) ?? {};
     const itemDflt = v3Defaults.get(name + '[]') ?? {};
     const valueDflt = v3Defaults.get(name + '{}') ?? {};
+    const valueItemDflt = v3Defaults.get(name + '{}[]') ?? {};
+    const bare = v3Bare.get(name) ?? new Set();
     for (const [pn, pv] of Object.entries(d.properties)) {
       const p = prop(pv);
       if (dflt[pn] !== undefined) p.d = dflt[pn];
       if (itemDflt[pn] !== undefined && p.i) p.i.d = itemDflt[pn];
       if (valueDflt[pn] !== undefined && p.a) p.a.d = valueDflt[pn];
+      if (valueItemDflt[pn] !== undefined && p.a?.i) p.a.i.d = valueItemDflt[pn];
+      if (bare.has(pn) && p.r) p.b = 1;
       o.p[pn] = p;
     }
   }

@@ -12,14 +12,24 @@ import { kubectl } from './helpers/kubectl.js';
  * The 1.33 discovery facts (k8s-api-1.33/discovery), found beside the repository or an
  * ancestor of it, or at $KUBESHARD_API_DATA. Absent on a machine that has only the repo.
  */
-function discoveryFacts(): { groupVersions: Array<{ groupVersion: string; resources: any[] }> } | undefined {
+function factsDir(): string | undefined {
   const candidates = process.env.KUBESHARD_API_DATA ? [process.env.KUBESHARD_API_DATA] : [];
   for (let d = resolve(dirname(fileURLToPath(import.meta.url)), '..'); ; d = dirname(d)) {
     candidates.push(join(d, 'shared', 'k8s-api-1.33'));
     if (dirname(d) === d) break;
   }
-  const file = candidates.map((c) => join(c, 'discovery', 'derived-discovery-1.33.json')).find((f) => existsSync(f));
-  return file ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+  return candidates.find((c) => existsSync(join(c, 'discovery', 'derived-discovery-1.33.json')));
+}
+function discoveryFacts(): { groupVersions: Array<{ groupVersion: string; resources: any[] }> } | undefined {
+  const dir = factsDir();
+  return dir ? JSON.parse(readFileSync(join(dir, 'discovery', 'derived-discovery-1.33.json'), 'utf8')) : undefined;
+}
+
+/** A document without its description prose (which we never carry). */
+function withoutDescriptions(v: any): any {
+  if (Array.isArray(v)) return v.map(withoutDescriptions);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k, x]) => !(k === 'description' && typeof x === 'string')).map(([k, x]) => [k, withoutDescriptions(x)]));
+  return v;
 }
 
 /** Rows of a kubectl table, cut at the header's column starts (cells may hold spaces). */
@@ -271,6 +281,26 @@ describe('OpenAPI', () => {
     expect(ex.stdout).toMatch(/containerPort\s+<integer> -required-/);
   });
 
+  const facts = factsDir();
+  it.runIf(facts)('every served v3 document is kube-apiserver 1.33\'s, minus the description prose', async () => {
+    const root = (await request(s, 'GET', '/openapi/v3')).json();
+    const served = Object.keys(root.paths).sort();
+    expect(served.length).toBe(21);
+    for (const gv of served) {
+      const ours = withoutDescriptions((await request(s, 'GET', root.paths[gv].serverRelativeURL)).json());
+      const upstream = withoutDescriptions(JSON.parse(readFileSync(join(facts!, 'openapi-v3', `${gv}.json`), 'utf8')));
+      expect(Object.keys(ours.paths).sort(), gv).toEqual(Object.keys(upstream.paths).sort());
+      for (const p of Object.keys(upstream.paths)) expect(ours.paths[p], `${gv} ${p}`).toEqual(upstream.paths[p]);
+      expect(ours.components.schemas, gv).toEqual(upstream.components.schemas);
+      expect(ours, gv).toEqual(upstream);
+    }
+    // v2: the same definitions as kube's (which lists every group-version, served or not)
+    const v2 = withoutDescriptions((await request(s, 'GET', '/openapi/v2')).json());
+    const upV2 = withoutDescriptions(JSON.parse(readFileSync(join(facts!, 'openapi-v2', 'swagger.json'), 'utf8')));
+    for (const [name, d] of Object.entries(v2.definitions)) expect(d, name).toEqual(upV2.definitions[name]);
+    expect(v2.info).toEqual(upV2.info);
+  });
+
   it('kubectl explain shows fields and types', async () => {
     const a = await kubectl(s, ['explain', 'deployment.spec.strategy']);
     expect(a.code).toBe(0);
@@ -358,6 +388,26 @@ describe('discovery', () => {
     expect(versions.stdout.trim().split('\n').sort()).toEqual(gvs.map((gv) => gv.groupVersion).sort());
   });
 
+  it.runIf(facts)('legacy discovery (/api/v1, /apis/G/V) lists every resource and subresource exactly as the facts do', async () => {
+    const ga = facts!.groupVersions.filter((gv) => /^v\d+$/.test(gv.groupVersion.split('/').pop()!));
+    for (const gv of ga) {
+      const r = await request(s, 'GET', gv.groupVersion.includes('/') ? `/apis/${gv.groupVersion}` : `/api/${gv.groupVersion}`);
+      expect(r.status).toBe(200);
+      const doc = r.json();
+      // kube-apiserver's core list carries no apiVersion; the named groups' do
+      expect(doc).toMatchObject({ kind: 'APIResourceList', groupVersion: gv.groupVersion });
+      expect(doc.apiVersion).toBe(gv.groupVersion.includes('/') ? 'v1' : undefined);
+      const got = doc.resources.map((x: any) => {
+        const { storageVersionHash, ...rest } = x;
+        // only top-level resources carry a storage version hash
+        expect(typeof storageVersionHash === 'string', `${gv.groupVersion} ${x.name}`).toBe(!x.name.includes('/'));
+        return rest;
+      });
+      const norm = (list: any[]) => list.map((x) => ({ ...x, verbs: [...x.verbs].sort() })).sort((a, b) => (a.name < b.name ? -1 : 1));
+      expect(norm(got), gv.groupVersion).toEqual(norm(gv.resources));
+    }
+  });
+
   it.runIf(facts)('aggregated discovery carries the facts\' subresources, kinds and verbs for every served group-version', async () => {
     const accept = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
     const served = new Map<string, any>();
@@ -386,6 +436,21 @@ describe('discovery', () => {
       const byName = (a: any, b: any) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
       expect(got.sort(byName), gv.groupVersion).toEqual(want.sort(byName));
     }
+  });
+});
+
+describe('DELETE answers as kube does per kind', () => {
+  it('the object for the kinds whose documents say so (services, service accounts), a Status for the others', async () => {
+    const NS = '/api/v1/namespaces/default';
+    expect((await request(s, 'POST', `${NS}/services`, { metadata: { name: 'del-svc' }, spec: { ports: [{ port: 80 }] } })).status).toBe(201);
+    const svc = await request(s, 'DELETE', `${NS}/services/del-svc`);
+    expect(svc.status).toBe(200);
+    expect(svc.json()).toMatchObject({ kind: 'Service', apiVersion: 'v1', metadata: { name: 'del-svc' } });
+    expect((await request(s, 'POST', `${NS}/serviceaccounts`, { metadata: { name: 'del-sa' } })).status).toBe(201);
+    expect((await request(s, 'DELETE', `${NS}/serviceaccounts/del-sa`)).json().kind).toBe('ServiceAccount');
+    expect((await request(s, 'POST', CM, { metadata: { name: 'del-cm' } })).status).toBe(201);
+    const cm = await request(s, 'DELETE', `${CM}/del-cm`);
+    expect(cm.json()).toMatchObject({ kind: 'Status', status: 'Success', details: { name: 'del-cm', kind: 'configmaps' } });
   });
 });
 

@@ -10,6 +10,14 @@ export interface SubresourceInfo {
   /** Set when the subresource's kind lives in another group-version (deployments/scale is autoscaling/v1 Scale). */
   group?: string;
   version?: string;
+  /** A connect subresource (exec, attach, portforward, proxy): its HTTP methods. */
+  connect?: string[];
+  /** Query options of a connect or text subresource: [name, OpenAPI type]. */
+  options?: Array<[string, string]>;
+  /** The connect subresource also takes a trailing /{path} (proxy). */
+  withPath?: boolean;
+  /** A text subresource (pods/log): the answer is the text, not an object. */
+  text?: boolean;
 }
 
 export interface ResourceInfo {
@@ -28,6 +36,8 @@ export interface ResourceInfo {
   subresources: SubresourceInfo[];
   /** base64 of the first 8 bytes of sha256("group/version/Kind") of the storage version */
   storageVersionHash: string;
+  /** DELETE answers with the deleted object, not a Status (kube's ReturnDeletedObject). */
+  deleteReturnsObject?: boolean;
 }
 
 export interface GroupVersionInfo {

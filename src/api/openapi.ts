@@ -43,7 +43,7 @@ function propSchema(d: Dialect, p: SchemaProp, field = false): Json {
   if (p.r) {
     // v3 wraps a reference in allOf where it has siblings (a property's default and markers,
     // an item's default), as kube-openapi does; a bare map value stays a plain $ref.
-    if (d === 'v3' && (field || p.d !== undefined)) out.allOf = [{ $ref: refTo(d, p.r) }];
+    if (d === 'v3' && ((field && !p.b) || p.d !== undefined)) out.allOf = [{ $ref: refTo(d, p.r) }];
     else out.$ref = refTo(d, p.r);
   }
   if (p.t) out.type = p.t;
@@ -128,6 +128,9 @@ const LIST = [
   q('watch', 'boolean'),
 ];
 const READ_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf', 'application/cbor'];
+const WATCH_TYPES = [...READ_TYPES, 'application/json;stream=watch', 'application/vnd.kubernetes.protobuf;stream=watch', 'application/cbor-seq'];
+// deletecollection takes the delete options and the list options but the watch ones
+const DELETE_COLLECTION = [...DELETE, ...LIST.filter((p) => p.name !== 'watch' && p.name !== 'allowWatchBookmarks')].sort((a, b) => (a.name < b.name ? -1 : 1));
 const PATCH_TYPES = ['application/apply-patch+yaml', 'application/apply-patch+cbor', 'application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'];
 
 function param(d: Dialect, p: ParamSpec): Json {
@@ -143,12 +146,27 @@ function gvPath(gv: { group: string; version: string }): string {
   return gv.group ? `apis/${gv.group}/${gv.version}` : `api/${gv.version}`;
 }
 
-/** Go-style operation id: deleteAppsV1NamespacedDeployment, listCoreV1PodForAllNamespaces. */
-function opId(action: string, r: ResourceInfo, suffix: string, namespaced: boolean): string {
-  const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-  const groupPart = (r.group ? r.group.replace(/\.k8s\.io$/, '').replace(/\.(\w)/g, (_, c) => cap(c)) : 'core').replace(/^\w/, (c) => c.toUpperCase());
-  return `${action}${groupPart}${cap(r.version)}${namespaced ? 'Namespaced' : ''}${r.kind}${suffix}`;
+const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+/** A response that is text (logs, connect streams), not an object. */
+const STRING = '#string';
+const TEXT_TYPES = [...READ_TYPES, 'text/plain'];
+
+/** The group as operation ids and tags spell it: core, apps, rbacAuthorization, flowcontrolApiserver. */
+function groupWord(group: string): string {
+  return group ? group.replace(/\.k8s\.io$/, '').replace(/\.(\w)/g, (_, c) => cap(c)) : 'core';
 }
+
+/** The tag of a group-version's operations: core_v1, apps_v1, rbacAuthorization_v1. */
+function tagOf(gv: { group: string; version: string }): string {
+  return `${groupWord(gv.group)}_${gv.version}`;
+}
+
+/** Go-style operation id: deleteAppsV1NamespacedDeployment, listCoreV1PodForAllNamespaces. */
+function opId(action: string, r: ResourceInfo, suffix: string, namespaced: boolean, infix = ''): string {
+  return `${action}${cap(groupWord(r.group))}${cap(r.version)}${infix}${namespaced ? 'Namespaced' : ''}${r.kind}${suffix}`;
+}
+
+const byName = (a: ParamSpec, b: ParamSpec) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 class PathBuilder {
   readonly paths: Json = {};
@@ -160,63 +178,97 @@ class PathBuilder {
 
   private body(def: string | undefined, types: string[]): Json | undefined {
     if (!def) return undefined;
-    this.roots.add(def);
-    const schema = { $ref: refTo(this.d, def) };
+    let schema: Json;
+    if (def === STRING) schema = { type: 'string' };
+    else {
+      this.roots.add(def);
+      schema = { $ref: refTo(this.d, def) };
+    }
     if (this.d === 'v2') return { schema };
     return { content: Object.fromEntries(types.map((t) => [t, { schema }])) };
   }
 
-  private op(action: string, id: string, gvk: [string, string, string], params: ParamSpec[], response: string | undefined, request?: { def: string | undefined; types: string[] }, codes = ['200']): Json {
+  /**
+   * One operation. Its query parameters are kept aside (`_params`) until the path is
+   * complete: parameters every operation of a path shares go to the path (see path()).
+   */
+  private op(tag: string, action: string, id: string, gvk: [string, string, string] | undefined, params: ParamSpec[], response: string | undefined, request?: { def: string | undefined; types: string[]; optional?: boolean }, codes = ['200'], produces = READ_TYPES): Json {
     const o: Json = { operationId: id };
-    const ps = params.map((p) => param(this.d, p));
-    if (request && this.d === 'v2') ps.unshift({ in: 'body', name: 'body', required: true, ...(this.body(request.def, request.types) ?? {}) });
-    if (ps.length) o.parameters = ps;
-    if (request && this.d === 'v3') o.requestBody = { ...this.body(request.def, request.types), required: true };
+    if (request && this.d === 'v3') o.requestBody = { ...this.body(request.def, request.types), ...(request.optional ? {} : { required: true }) };
     const responses: Json = {};
     for (const c of codes) {
-      const b = this.body(response, READ_TYPES);
+      const b = this.body(response, produces);
       responses[c] = this.d === 'v3' ? { ...(b ?? {}), description: c === '201' ? 'Created' : c === '202' ? 'Accepted' : 'OK' } : { description: c === '201' ? 'Created' : c === '202' ? 'Accepted' : 'OK', ...(b ?? {}) };
     }
     responses['401'] = { description: 'Unauthorized' };
     o.responses = responses;
     if (this.d === 'v2') {
       o.consumes = request ? request.types : ['*/*'];
-      o.produces = READ_TYPES;
+      o.produces = produces;
       o.schemes = ['https'];
     }
-    o['x-kubernetes-action'] = action;
-    o['x-kubernetes-group-version-kind'] = { group: gvk[0], kind: gvk[2], version: gvk[1] };
+    o.tags = [tag];
+    if (action) o['x-kubernetes-action'] = action;
+    if (gvk) o['x-kubernetes-group-version-kind'] = { group: gvk[0], kind: gvk[2], version: gvk[1] };
+    Object.defineProperty(o, '_params', { value: [...params].sort(byName), enumerable: false });
+    if (request && this.d === 'v2') Object.defineProperty(o, '_body', { value: { in: 'body', name: 'body', ...(request.optional ? {} : { required: true }), ...(this.body(request.def, request.types) ?? {}) }, enumerable: false });
     return o;
+  }
+
+  /**
+   * A path of operations, as go-restful's OpenAPI builder lays it out: the parameters all
+   * operations share (the path parameters, pretty, and for a one-operation path all of its
+   * parameters) are the path's, sorted by name; the rest stay on each operation.
+   */
+  private path(at: string, ops: Json, pathParams: ParamSpec[], pretty = true): void {
+    const list = Object.values(ops) as Json[];
+    if (!list.length) return;
+    const names = (o: Json) => new Set((o._params as ParamSpec[]).map((p) => p.name));
+    const shared = list.slice(1).reduce((acc: Set<string>, o) => new Set([...acc].filter((n) => names(o).has(n))), names(list[0]));
+    const pathLevel = [...pathParams, ...(pretty ? [PRETTY] : []), ...(list[0]._params as ParamSpec[]).filter((p) => shared.has(p.name))].sort(byName);
+    for (const o of list) {
+      const own = (o._params as ParamSpec[]).filter((p) => !shared.has(p.name)).map((p) => param(this.d, p));
+      if (o._body) own.unshift(o._body as Json);
+      if (own.length) o.parameters = own;
+    }
+    this.paths[at] = { ...ops, parameters: pathLevel.map((p) => param(this.d, p)) };
   }
 
   add(gv: GroupVersionInfo): void {
     const base = '/' + gvPath(gv);
+    const tag = tagOf(gv);
     const nsParam: ParamSpec = { name: 'namespace', type: 'string', in: 'path' };
     const nameParam: ParamSpec = { name: 'name', type: 'string', in: 'path' };
     for (const r of gv.resources) {
-      // kube's documents also carry the (deprecated) watch paths, whose body is a WatchEvent.
-      if (r.verbs.includes('watch')) this.roots.add(META + 'WatchEvent');
       const kindDef = definitionOf(r.group, r.version, r.kind);
       const listDef = definitionOf(r.group, r.version, r.listKind);
       const gvk: [string, string, string] = [r.group, r.version, r.kind];
       const ns = r.namespaced;
-      const coll = ns ? `${base}/namespaces/{namespace}/${r.resource}` : `${base}/${r.resource}`;
+      const scope = ns ? `namespaces/{namespace}/${r.resource}` : r.resource;
+      const coll = `${base}/${scope}`;
       const item = `${coll}/{name}`;
+      const collParams = ns ? [nsParam] : [];
+      const itemParams = ns ? [nameParam, nsParam] : [nameParam];
       const c: Json = {};
       const i: Json = {};
       const write = { def: kindDef, types: ['*/*'] };
-      if (r.verbs.includes('list')) c.get = this.op('list', opId('list', r, '', ns), gvk, LIST, listDef);
-      if (r.verbs.includes('create')) c.post = this.op('post', opId('create', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201', '202']);
-      if (r.verbs.includes('deletecollection')) c.delete = this.op('deletecollection', opId('deletecollection', r, '', ns), gvk, [...DELETE, ...LIST], META + 'Status', { def: META + 'DeleteOptions', types: ['*/*'] });
-      if (r.verbs.includes('get')) i.get = this.op('get', opId('read', r, '', ns), gvk, [], kindDef);
-      if (r.verbs.includes('update')) i.put = this.op('put', opId('replace', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201']);
-      if (r.verbs.includes('patch')) i.patch = this.op('patch', opId('patch', r, '', ns), gvk, PATCH, kindDef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
-      if (r.verbs.includes('delete')) i.delete = this.op('delete', opId('delete', r, '', ns), gvk, DELETE, META + 'Status', { def: META + 'DeleteOptions', types: ['*/*'] }, ['200', '202']);
-      const common = (extra: ParamSpec[]) => ({ parameters: [...extra, PRETTY].map((p) => param(this.d, p)) });
-      if (Object.keys(c).length) this.paths[coll] = { ...c, ...common(ns ? [nsParam] : []) };
-      if (Object.keys(i).length) this.paths[item] = { ...i, ...common(ns ? [nameParam, nsParam] : [nameParam]) };
-      if (ns && r.verbs.includes('list')) {
-        this.paths[`${base}/${r.resource}`] = { get: this.op('list', opId('list', r, 'ForAllNamespaces', false), gvk, LIST, listDef), ...common([]) };
+      const deleteBody = { def: META + 'DeleteOptions', types: ['*/*'], optional: true };
+      if (r.verbs.includes('deletecollection')) c.delete = this.op(tag, 'deletecollection', opId('delete', r, '', ns, 'Collection'), gvk, DELETE_COLLECTION, META + 'Status', deleteBody);
+      if (r.verbs.includes('list')) c.get = this.op(tag, 'list', opId('list', r, '', ns), gvk, LIST, listDef, undefined, ['200'], WATCH_TYPES);
+      if (r.verbs.includes('create')) c.post = this.op(tag, 'post', opId('create', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201', '202']);
+      if (r.verbs.includes('delete')) i.delete = this.op(tag, 'delete', opId('delete', r, '', ns), gvk, DELETE, r.deleteReturnsObject ? kindDef : META + 'Status', deleteBody, ['200', '202']);
+      if (r.verbs.includes('get')) i.get = this.op(tag, 'get', opId('read', r, '', ns), gvk, [], kindDef);
+      if (r.verbs.includes('patch')) i.patch = this.op(tag, 'patch', opId('patch', r, '', ns), gvk, PATCH, kindDef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+      if (r.verbs.includes('update')) i.put = this.op(tag, 'put', opId('replace', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201']);
+      this.path(coll, c, collParams);
+      this.path(item, i, itemParams);
+      if (ns && r.verbs.includes('list')) this.path(`${base}/${r.resource}`, { get: this.op(tag, 'list', opId('list', r, 'ForAllNamespaces', false), gvk, LIST, listDef, undefined, ['200'], WATCH_TYPES) }, []);
+      // The deprecated /watch/ paths, still in kube's documents (and served): WatchEvents.
+      if (r.verbs.includes('watch')) {
+        const watch = (action: string, id: string) => ({ get: this.op(tag, action, id, gvk, LIST, META + 'WatchEvent', undefined, ['200'], WATCH_TYPES) });
+        this.path(`${base}/watch/${scope}`, watch('watchlist', opId('watch', r, 'List', ns)), collParams);
+        this.path(`${base}/watch/${scope}/{name}`, watch('watch', opId('watch', r, '', ns)), itemParams);
+        if (ns) this.path(`${base}/watch/${r.resource}`, watch('watchlist', opId('watch', r, 'ListForAllNamespaces', false)), []);
       }
       for (const s of r.subresources) {
         const p: Json = {};
@@ -225,17 +277,39 @@ class PathBuilder {
         const sgvk: [string, string, string] = [sg, sv, s.kind];
         const sdef = definitionOf(sg, sv, s.kind);
         const sub = s.name.charAt(0).toUpperCase() + s.name.slice(1);
-        if (s.verbs.includes('get')) p.get = this.op('get', opId('read', r, sub, ns), sgvk, [], sdef);
-        if (s.verbs.includes('update')) p.put = this.op('put', opId('replace', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201']);
-        if (s.verbs.includes('patch')) p.patch = this.op('patch', opId('patch', r, sub, ns), sgvk, PATCH, sdef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
-        if (s.verbs.includes('create')) p.post = this.op('post', opId('create', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201', '202']);
-        if (Object.keys(p).length) this.paths[`${item}/${s.name}`] = { ...p, ...common(ns ? [nameParam, nsParam] : [nameParam]) };
+        const options = (s.options ?? []).map(([name, type]) => ({ name, type }));
+        if (s.connect) {
+          // Streams (exec, attach, portforward) and proxies: one connect operation per HTTP
+          // method, the options as query parameters, the answer whatever the stream carries.
+          const connect = (suffix: string) => {
+            const ops: Json = {};
+            for (const m of s.connect!) {
+              const o = this.op(tag, 'connect', opId(`connect`, r, `${sub}${suffix}`, ns, cap(m.toLowerCase())), sgvk, options, STRING, undefined, ['200'], ['*/*']);
+              if (this.d === 'v2') o.consumes = ['*/*'];
+              ops[m.toLowerCase()] = o;
+            }
+            return ops;
+          };
+          this.path(`${item}/${s.name}`, connect(''), itemParams, false);
+          if (s.withPath) this.path(`${item}/${s.name}/{path}`, connect('WithPath'), [...itemParams, { name: 'path', type: 'string', in: 'path' }], false);
+          continue;
+        }
+        if (s.text) {
+          this.path(`${item}/${s.name}`, { get: this.op(tag, 'get', opId('read', r, sub, ns), sgvk, options, STRING, undefined, ['200'], TEXT_TYPES) }, itemParams);
+          continue;
+        }
+        if (s.verbs.includes('get')) p.get = this.op(tag, 'get', opId('read', r, sub, ns), sgvk, [], sdef);
+        if (s.verbs.includes('patch')) p.patch = this.op(tag, 'patch', opId('patch', r, sub, ns), sgvk, PATCH, sdef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+        if (s.verbs.includes('create')) p.post = this.op(tag, 'post', opId('create', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201', '202']);
+        if (s.verbs.includes('update')) p.put = this.op(tag, 'put', opId('replace', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201']);
+        this.path(`${item}/${s.name}`, p, itemParams);
       }
     }
+    if (gv.resources.some((r) => r.verbs.includes('watch'))) this.roots.add(META + 'WatchEvent');
     // The group-version's own discovery document.
-    this.paths[`${base}/`] = {
-      get: { operationId: `get${gv.group ? gv.group : 'core'}${gv.version}APIResources`, responses: { '200': this.d === 'v3' ? { content: { 'application/json': { schema: { $ref: refTo(this.d, META + 'APIResourceList') } } }, description: 'OK' } : { description: 'OK', schema: { $ref: refTo(this.d, META + 'APIResourceList') } }, '401': { description: 'Unauthorized' } } },
-    };
+    const discovery = this.op(tag, '', `get${cap(groupWord(gv.group))}${cap(gv.version)}APIResources`, undefined, [], META + 'APIResourceList');
+    if (this.d === 'v2') discovery.consumes = READ_TYPES;
+    this.paths[`${base}/`] = { get: discovery };
   }
 }
 
@@ -259,13 +333,12 @@ export function buildOpenApiV3(catalog: Catalog): OpenApiDocs {
     b.add(gv);
     const body = JSON.stringify({
       openapi: '3.0.0',
-      info: { title: 'Kubernetes', version: 'v1.33.0' },
+      info: { title: 'Kubernetes', version: 'unversioned' },
       paths: b.paths,
       components: {
         schemas: schemasOf('v3', b.roots),
         securitySchemes: { BearerToken: { in: 'header', name: 'authorization', type: 'apiKey' } },
       },
-      security: [{ BearerToken: [] }],
     });
     const hash = hashOf(body);
     const key = gvPath(gv);
@@ -281,7 +354,7 @@ export function buildOpenApiV2(catalog: Catalog): { body: string; hash: string }
   for (const gv of catalog.servedGroupVersions()) b.add(gv);
   const body = JSON.stringify({
     swagger: '2.0',
-    info: { title: 'Kubernetes', version: 'v1.33.0' },
+    info: { title: 'Kubernetes', version: 'unversioned' },
     paths: b.paths,
     definitions: schemasOf('v2', b.roots),
     securityDefinitions: { BearerToken: { in: 'header', name: 'authorization', type: 'apiKey' } },

@@ -30,6 +30,8 @@ export interface SchemaProp {
   pk?: string;
   /** the default the v3 documents carry (mostly Go zero values) */
   d?: unknown;
+  /** v3 gives this property a bare $ref, not one wrapped in allOf */
+  b?: 1;
 }
 
 export interface SchemaDef {

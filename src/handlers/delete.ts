@@ -47,7 +47,9 @@ export async function handleDelete(c: HandlerContext): Promise<void> {
     return;
   }
   const r = await c.store.delete(c.target, c.info.namespace, c.info.name, opts);
-  if (r.deleted && !c.target.strategy.returnDeletedObject) {
+  // kube's ReturnDeletedObject: a catalog fact for the kinds whose DELETE answers with the
+  // object (pods, services, PVs, storage classes, ...), or a strategy's own say.
+  if (r.deleted && !c.target.strategy.returnDeletedObject && !c.target.info.deleteReturnsObject) {
     sendStatus(c, repr, 200, successStatus(c, c.info.name, r.obj?.metadata?.uid));
   } else {
     // kube answers 202 only for a deletion left pending with the deprecated orphanDependents=false.
