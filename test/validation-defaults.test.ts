@@ -360,6 +360,12 @@ describe('every write path defaults and validates', () => {
     expect((await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'a.b' } })).status).toBe(201);
     const long = await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'x'.repeat(254) } });
     expect(causes(long)[0]).toContain('must be no more than 253 characters');
+    const gen = await request(s, 'POST', `${NS}/configmaps`, { metadata: { generateName: 'Bad-' } });
+    expect(gen.status).toBe(422);
+    expect(gen.json().details.causes[0]).toMatchObject({ field: 'metadata.generateName', message: expect.stringMatching(/^Invalid value: "Bad-": a lowercase RFC 1123 subdomain/) });
+    const okGen = await request(s, 'POST', `${NS}/configmaps`, { metadata: { generateName: 'good-' } });
+    expect(okGen.status).toBe(201);
+    expect(okGen.json().metadata.name).toMatch(/^good-[a-z0-9]{5}$/);
     const upper = await kubectl(s, ['create', 'namespace', 'Upper']);
     expect(upper.code).not.toBe(0);
     expect(upper.stderr).toContain('The Namespace "Upper" is invalid: metadata.name: Invalid value: "Upper": a lowercase RFC 1123 label');

@@ -372,6 +372,7 @@ export class Store {
 
   private validateCommon(t: ResourceTarget, obj: any, errs: FieldError[]): void {
     const m = obj.metadata;
+    if (typeof m.generateName === 'string' && m.generateName) errs.push(...validateName(m.generateName, t.nameRule, 'metadata.generateName', true));
     if (m.name) errs.push(...validateName(m.name, t.nameRule));
     errs.push(...validateLabels(m.labels));
     errs.push(...validateAnnotations(m.annotations));

@@ -41,9 +41,11 @@ function plainQualifiedName(k: string): boolean {
 }
 
 /** The details of a name that breaks the rule (IsDNS1123Subdomain and friends, ValidatePathSegmentName). */
-export function nameErrors(name: string, rule: NameRule): string[] {
+export function nameErrors(name: string, rule: NameRule, prefix = false): string[] {
+  // A generateName prefix may end in '-' (the random suffix follows it).
+  if (prefix && rule !== 'path' && name.endsWith('-')) name = name.slice(0, -1) + 'a';
   if (rule === 'path') {
-    if (name === '.' || name === '..') return [`may not be '${name}'`];
+    if (!prefix && (name === '.' || name === '..')) return [`may not be '${name}'`];
     const out: string[] = [];
     for (const c of ['/', '%']) if (name.includes(c)) out.push(`may not contain '${c}'`);
     return out;
@@ -59,8 +61,8 @@ export function nameErrors(name: string, rule: NameRule): string[] {
   return out;
 }
 
-export function validateName(name: string, rule: NameRule, field = 'metadata.name'): FieldError[] {
-  const details = nameErrors(name, rule);
+export function validateName(name: string, rule: NameRule, field = 'metadata.name', prefix = false): FieldError[] {
+  const details = nameErrors(name, rule, prefix);
   return details.length === 0 ? NONE : details.map((d) => invalid(field, name, d));
 }
 
