@@ -202,7 +202,8 @@ export class Coordinator {
   /**
    * Submits one write. Resolves with the committed resourceVersion once the write is
    * durable and applied to the caches; rejects with WriteRejected on a failed precondition.
-   * `obj` is the object the bytes encode: the cache keeps it, so nobody parses the bytes again.
+   * `obj` is the object the bytes encode: the watchers' selectors and the observers of this
+   * commit use it instead of parsing the bytes; the cache itself keeps only the bytes.
    */
   write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
     const id = this.nextId++;
@@ -263,6 +264,11 @@ export class Coordinator {
     for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
     // In-process controllers (garbage collector, grace sweeper) see the same events.
     for (const [cache, evs] of byType) for (const o of this.observers) o(cache, evs);
+    // The writer's parsed object served the watchers' selectors and the observers above; the
+    // cache keeps only the bytes from here on (parsed again on demand). Thousands of parsed
+    // objects kept alive per second would all survive into the old generation and cost the
+    // front thread more in garbage collection than a later parse costs the rare reader.
+    for (const evs of byType.values()) for (const ev of evs) ev.entry.obj = undefined;
     // 2. then the acknowledgements;
     for (const a of acks) {
       const p = this.pending.get(a.id);
