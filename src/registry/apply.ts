@@ -17,8 +17,16 @@ import { FieldSet, compare, deepEqual, fieldsOf, itemElement, listMode, pathStri
 
 export type Operation = 'Apply' | 'Update';
 
+let stampSecond = -1;
+let stamp = '';
+/** RFC 3339 at second precision, formatted once per second (every write records one). */
 function nowTimestamp(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const sec = Math.floor(Date.now() / 1000);
+  if (sec !== stampSecond) {
+    stampSecond = sec;
+    stamp = new Date(sec * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+  return stamp;
 }
 
 interface Managed {
@@ -100,13 +108,16 @@ function encode(managed: Map<string, Managed>): any[] | undefined {
   });
 }
 
-/** Fields no manager owns: the object's identity and server-set metadata, and what the target resets. */
+const IGNORED_META = ['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion'];
+const IGNORED_COMMON: string[][] = [['f:apiVersion'], ['f:kind'], ...IGNORED_META.map((m) => ['f:metadata', 'f:' + m])];
+// The three possible lists, built once: every write consults one.
+const IGNORED_STATUS_WRITE = [...IGNORED_COMMON, ['f:spec'], ['f:metadata', 'f:labels']];
+const IGNORED_MAIN_WITH_STATUS = [...IGNORED_COMMON, ['f:status']];
+
+/** Fields no manager owns: the object's identity and server-set metadata, and what the target resets. Shared: never mutate. */
 function ignoredPaths(subresource: string, hasStatus: boolean): string[][] {
-  const meta = ['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion'];
-  const out: string[][] = [['f:apiVersion'], ['f:kind'], ...meta.map((m) => ['f:metadata', 'f:' + m])];
-  if (subresource === 'status') out.push(['f:spec'], ['f:metadata', 'f:labels']);
-  else if (hasStatus) out.push(['f:status']);
-  return out;
+  if (subresource === 'status') return IGNORED_STATUS_WRITE;
+  return hasStatus ? IGNORED_MAIN_WITH_STATUS : IGNORED_COMMON;
 }
 
 function withoutIgnored(s: FieldSet, ignored: string[][]): FieldSet {
@@ -168,9 +179,14 @@ export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: 
     managed = fromReq && fromReq.size > 0 ? fromReq : (decode(old?.metadata?.managedFields) ?? new Map());
   }
   const c = compare(old ? stripManaged(old) : {}, stripManaged(obj), ctx.root);
-  const changed = withoutIgnored(c.modified.union(c.added), ignored);
+  // (a create modifies nothing: its added fields need no union, withoutIgnored copies them)
+  const changed = withoutIgnored(c.modified.empty() ? c.added : c.modified.union(c.added), ignored);
   const removed = c.removed;
-  for (const m of managed.values()) m.set = m.set.difference(changed).difference(removed);
+  const anyRemoved = !removed.empty();
+  for (const m of managed.values()) {
+    m.set = m.set.difference(changed);
+    if (anyRemoved) m.set = m.set.difference(removed);
+  }
   if (!changed.empty()) {
     const me: Managed = { manager: id.manager, operation: 'Update', apiVersion: id.apiVersion, subresource: id.subresource, set: changed, time: nowTimestamp() };
     const k = keyOf(me);
@@ -263,7 +279,8 @@ export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: Wri
     after.metadata.annotations = { ...(after.metadata.annotations ?? {}), [LAST_APPLIED]: was };
   }
   const c = compare(live ? stripManaged(live) : {}, after, ctx.root);
-  const changed = withoutIgnored(c.modified.union(c.added), ignored);
+  // (a create modifies nothing: its added fields need no union, withoutIgnored copies them)
+  const changed = withoutIgnored(c.modified.empty() ? c.added : c.modified.union(c.added), ignored);
   let conflicts: Array<{ manager: Managed; path: string[] }> = [];
   for (const [k, m] of plan.managed) {
     if (k === plan.key) continue;

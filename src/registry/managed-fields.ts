@@ -127,10 +127,13 @@ export class FieldSet {
       this.children.clear();
       return;
     }
-    const c = this.children.get(path[0]);
-    if (!c) return;
-    if (path.length === 1) this.children.delete(path[0]);
-    else c.removePrefix(path.slice(1));
+    let s: FieldSet = this;
+    for (let i = 0; i < path.length - 1; i++) {
+      const c = s.children.get(path[i]);
+      if (!c) return;
+      s = c;
+    }
+    s.children.delete(path[path.length - 1]);
   }
 
   /** Every member path, depth first. */
@@ -316,18 +319,36 @@ function cmp(lhs: unknown, rhs: unknown, n: TypeNode, path: string[], c: Compari
       const pe = itemElement(n, x, i);
       if (pe && !ri.has(pe)) ri.set(pe, x);
     });
-    for (const pe of new Set([...li.keys(), ...ri.keys()])) cmp(li.get(pe), ri.get(pe), en, [...path, pe], c, false);
+    // path is one array, extended and restored around each child (insert copies nothing)
+    for (const [pe, x] of li) {
+      path.push(pe);
+      cmp(x, ri.get(pe), en, path, c, false);
+      path.pop();
+    }
+    for (const [pe, x] of ri) {
+      if (li.has(pe)) continue;
+      path.push(pe);
+      cmp(undefined, x, en, path, c, false);
+      path.pop();
+    }
   } else {
     const lm = (l as Record<string, unknown> | undefined) ?? {};
     const rm = (r as Record<string, unknown> | undefined) ?? {};
     const atomic = (n.kind === 'struct' || n.kind === 'map') && n.atomic;
-    if (atomic || (Object.keys(lm).length === 0 && Object.keys(rm).length === 0)) {
+    const lk = Object.keys(lm);
+    const rk = Object.keys(rm);
+    if (atomic || (lk.length === 0 && rk.length === 0)) {
       leaf(lhs, rhs, path, c);
       return;
     }
-    for (const k of new Set([...Object.keys(lm), ...Object.keys(rm)])) {
-      const cn = n.kind === 'struct' || n.kind === 'map' ? childNode(n, k) : ANY;
-      cmp(lm[k], rm[k], cn, [...path, 'f:' + k], c, !!cn.valueStruct);
+    const typed = n.kind === 'struct' || n.kind === 'map';
+    for (const k of lk) child(lm[k], rm[k], k);
+    for (const k of rk) if (!Object.prototype.hasOwnProperty.call(lm, k)) child(undefined, rm[k], k);
+    function child(lv: unknown, rv: unknown, k: string): void {
+      const cn = typed ? childNode(n, k) : ANY;
+      path.push('f:' + k);
+      cmp(lv, rv, cn, path, c, !!cn.valueStruct);
+      path.pop();
     }
   }
   // A map or struct that appears or goes away is itself added or removed (lists are not),
