@@ -253,7 +253,7 @@ export function validateSecret(obj: any): FieldError[] {
   let total = 0;
   for (const k of Object.keys(data).sort()) {
     errs.push(...each(`data[${k}]`, k, configKeyErrors(k)));
-    total += Buffer.from(String(data[k] ?? ''), 'base64').length;
+    total += base64Length(String(data[k] ?? ''));
   }
   if (total > MAX_SIZE) errs.push(tooLong('data', MAX_SIZE));
   const has = (k: string) => Object.prototype.hasOwnProperty.call(data, k);
