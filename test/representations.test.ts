@@ -311,6 +311,26 @@ describe('PartialObjectMetadata', () => {
     const list: any = L.toObject(L.decode(env.raw));
     expect(list.items.map((p: any) => p.metadata.name)).toContain('pb-pod');
   });
+  it('a protobuf metadata watch (the metadata informers\' form) streams PartialObjectMetadata frames', async () => {
+    // Binary watches send their headers with the first event: make one.
+    expect((await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'pom-w' }, data: { a: 'b' } })).status).toBe(201);
+    const w = openRawWatch(s, `${NS}/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dpom-w`, `${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,${POM},application/json`);
+    expect(await w.status).toBe(200);
+    // kube names the stream by its serializer only, whatever the transformation
+    expect(w.headers()['content-type']).toBe(`${PB};stream=watch`);
+    const frames = await until(() => {
+      const f = protoFrames(w.bytes());
+      return f.length >= 1 && f;
+    });
+    w.close();
+    expect(frames[0].type).toBe('ADDED');
+    const env = unwrap(frames[0].object);
+    expect(env).toMatchObject({ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata' });
+    const P = T('k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata');
+    const m: any = P.toObject(P.decode(env.raw));
+    expect(m.metadata).toMatchObject({ name: 'pom-w', namespace: 'default' });
+    expect(m.metadata.resourceVersion).toMatch(/^\d+$/);
+  });
   it('the wrong shape for the endpoint is 406', async () => {
     const a = await request(s, 'GET', `${NS}/pods`, undefined, { accept: POM });
     expect(a.status).toBe(406);
