@@ -422,6 +422,24 @@ describe('every write path defaults and validates', () => {
     }
   });
 
+  it('ReplicationController: selector defaulted from the template, or checked against it', async () => {
+    const tmpl = { metadata: { labels: { app: 'rc' } }, spec: podSpec };
+    const ok = await request(s, 'POST', `${NS}/replicationcontrollers`, { metadata: { name: 'rc1' }, spec: { template: tmpl } });
+    expect(ok.status).toBe(201);
+    expect(ok.json().spec).toMatchObject({ replicas: 1, selector: { app: 'rc' } });
+    expect(ok.json().metadata.labels).toEqual({ app: 'rc' });
+    const bad = await request(s, 'POST', `${NS}/replicationcontrollers`, {
+      metadata: { name: 'rc2' },
+      spec: { replicas: -1, selector: { app: 'other' }, template: { ...tmpl, spec: { ...podSpec, restartPolicy: 'Never' } } },
+    });
+    expect(bad.status).toBe(422);
+    expect(causes(bad)).toEqual([
+      'spec.replicas: Invalid value: -1: must be greater than or equal to 0',
+      'spec.template.metadata.labels: Invalid value: {"app":"rc"}: `selector` does not match template `labels`',
+      'spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"',
+    ]);
+  });
+
   it('CronJob schedules: @macros and 5-field forms pass, bad ones fail as kube words it', async () => {
     const jt = { spec: { template: { spec: { ...podSpec, restartPolicy: 'Never' } } } };
     const post = (name: string, schedule: string, extra: any = {}) =>

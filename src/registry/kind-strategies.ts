@@ -17,6 +17,8 @@ import {
   validateSelectorUpdate,
   validateStatefulSet,
   validateStatefulSetUpdate,
+  validateReplicationController,
+  validateReplicationControllerUpdate,
 } from './validation/apps.js';
 import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate } from './validation/batch.js';
 import {
@@ -51,7 +53,7 @@ export class PodStrategy extends Strategy {
     defaultPod(obj, ctx.info);
   }
   override validate(obj: any): FieldError[] {
-    return validatePodSpec(obj.spec, 'spec');
+    return validatePodSpec(obj.spec, 'spec', true);
   }
   override validateUpdate(obj: any, old: any): FieldError[] {
     return validatePodSpecUpdate(obj.spec, old.spec);
@@ -206,7 +208,10 @@ export class ReplicationControllerStrategy extends SpecStrategy {
     this.defaults(obj, ctx);
   }
   override validate(obj: any): FieldError[] {
-    return obj.spec?.template ? validatePodTemplate(obj.spec.template, 'spec.template') : [];
+    return validateReplicationController(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validateReplicationControllerUpdate(obj, old);
   }
 }
 

@@ -238,3 +238,38 @@ export function validateDaemonSet(obj: any): FieldError[] {
   errs.push(...nonNegative(spec.revisionHistoryLimit, 'spec.revisionHistoryLimit'));
   return errs;
 }
+
+/**
+ * core/v1 ReplicationController (ValidateReplicationControllerSpec): a map selector that must
+ * be non-empty and select the template, which a v1 RC defaults from the template's labels.
+ */
+export function validateReplicationController(obj: any): FieldError[] {
+  const spec = obj.spec;
+  if (!isObj(spec)) return [required('spec')];
+  const errs: FieldError[] = [];
+  const sel = isObj(spec.selector) ? spec.selector : {};
+  errs.push(...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
+  if (Object.keys(sel).length === 0) errs.push(required('spec.selector'));
+  errs.push(...nonNegative(spec.replicas, 'spec.replicas'));
+  const tmpl = spec.template;
+  if (!isObj(tmpl)) {
+    errs.push(required('spec.template'));
+    return errs;
+  }
+  const labels = isObj(tmpl.metadata?.labels) ? tmpl.metadata.labels : {};
+  if (Object.keys(sel).length > 0 && !Object.entries(sel).every(([k, v]) => labels[k] === v)) {
+    errs.push(invalid('spec.template.metadata.labels', labelsValue(tmpl.metadata?.labels), '`selector` does not match template `labels`'));
+  }
+  errs.push(...validatePodTemplate(tmpl, 'spec.template'));
+  const rp = tmpl.spec?.restartPolicy;
+  if (rp !== 'Always') errs.push(notSupported('spec.template.spec.restartPolicy', rp ?? '', ['Always']));
+  if (tmpl.spec?.activeDeadlineSeconds != null) {
+    errs.push(forbidden('spec.template.spec.activeDeadlineSeconds', 'activeDeadlineSeconds in ReplicationController is not Supported'));
+  }
+  return errs;
+}
+
+/** An RC's selector may change (unlike apps/v1's); only the spec's own rules apply. */
+export function validateReplicationControllerUpdate(_obj: any, _old: any): FieldError[] {
+  return [];
+}

@@ -136,12 +136,13 @@ function validateResources(r: unknown, path: string): FieldError[] {
   return errs;
 }
 
-function validateContainer(c: any, path: string, volumes: Set<string>, isEphemeral: boolean): FieldError[] {
+function validateContainer(c: any, path: string, volumes: Set<string>, isEphemeral: boolean, isPod: boolean): FieldError[] {
   const errs: FieldError[] = [];
   if (!isObj(c)) return errs;
   if (!c.image) {
     errs.push(required(`${path}.image`));
-  } else if (typeof c.image === 'string' && c.image.trim() !== c.image) {
+  } else if (isPod && typeof c.image === 'string' && c.image.trim() !== c.image) {
+    // Pods only: a template's image may be a placeholder some tools fill in later.
     errs.push(invalid(`${path}.image`, c.image, 'must not have leading or trailing whitespace'));
   }
   if (c.imagePullPolicy && !PULL_POLICIES.includes(c.imagePullPolicy)) errs.push(notSupported(`${path}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES));
@@ -199,7 +200,8 @@ function validateVolumes(volumes: unknown, path: string): { errs: FieldError[]; 
 }
 
 /** ValidatePodSpec (the common subset). `path` is e.g. "spec" or "spec.template.spec". */
-export function validatePodSpec(spec: any, path: string): FieldError[] {
+/** ValidatePodSpec; `isPod` adds the checks kube makes of a Pod and not of a template. */
+export function validatePodSpec(spec: any, path: string, isPod = false): FieldError[] {
   const errs: FieldError[] = [];
   if (!isObj(spec)) return [required(path)];
   const vol = validateVolumes(spec.volumes, `${path}.volumes`);
@@ -226,7 +228,7 @@ export function validatePodSpec(spec: any, path: string): FieldError[] {
         else if (seen.has(c.name)) ge.push(duplicate(`${ip}.name`, c.name));
         else seen.add(c.name);
       }
-      ge.push(...validateContainer(c, ip, vol.names, eph));
+      ge.push(...validateContainer(c, ip, vol.names, eph, isPod));
     });
     groupErrs.push(ge);
   }
