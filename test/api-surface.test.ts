@@ -7,6 +7,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request, startServer, type TestServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
+import protobuf from 'protobufjs';
+import { parse as parseYaml } from 'yaml';
+import { protoSchema } from '../src/codec/proto-schema.js';
 
 /**
  * The 1.33 discovery facts (k8s-api-1.33/discovery), found beside the repository or an
@@ -338,6 +341,30 @@ describe('discovery', () => {
     }
     const legacy = await request(s, 'GET', '/apis', undefined, { accept: 'application/json' });
     expect(legacy.json().kind).toBe('APIGroupList');
+  });
+
+  it('legacy discovery documents are negotiated: JSON, YAML, protobuf; 406 for anything else', async () => {
+    const json = (await request(s, 'GET', '/apis/apps/v1')).json();
+    const yaml = await request(s, 'GET', '/apis/apps/v1', undefined, { accept: 'application/yaml' });
+    expect(yaml.headers['content-type']).toBe('application/yaml');
+    expect(parseYaml(yaml.body)).toEqual(json);
+    const pb = await request(s, 'GET', '/apis/apps/v1', undefined, { accept: 'application/vnd.kubernetes.protobuf, application/json' });
+    expect(pb.headers['content-type']).toBe('application/vnd.kubernetes.protobuf');
+    const root = protobuf.Root.fromJSON(protoSchema);
+    const U: any = root.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown').decode(pb.raw.subarray(4));
+    expect(U.typeMeta).toMatchObject({ apiVersion: 'v1', kind: 'APIResourceList' });
+    const L = root.lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList');
+    const list: any = L.toObject(L.decode(U.raw));
+    expect(list.groupVersion).toBe('apps/v1');
+    const dep = list.resources.find((r: any) => r.name === 'deployments');
+    expect(dep).toMatchObject({ kind: 'Deployment', namespaced: true, singularName: 'deployment', shortNames: ['deploy'], categories: ['all'] });
+    expect(dep.verbs.items).toEqual(json.resources.find((r: any) => r.name === 'deployments').verbs);
+    for (const path of ['/api', '/apis', '/apis/apps', '/api/v1']) {
+      const r = await request(s, 'GET', path, undefined, { accept: 'text/html' });
+      expect(r.status, path).toBe(406);
+      expect(r.json().reason).toBe('NotAcceptable');
+    }
+    expect((await request(s, 'GET', '/version', undefined, { accept: 'text/html' })).status).toBe(200);
   });
 
   it('kubectl api-resources lists the default 1.33 set', async () => {

@@ -1,6 +1,7 @@
 // The last filter: routes a request to the health and discovery endpoints, or to the
 // handler of its verb on its resource. Discovery documents are built once at start-up
 // (the served catalog does not change while the server runs) and sent as the same bytes.
+import { sendDiscoveryDoc } from './discovery-response.js';
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { sendBody, sendJson, sendText } from '../http/respond.js';
@@ -58,6 +59,7 @@ interface Doc {
   body: Buffer;
   contentType: string;
   etag?: string;
+  encoded?: Map<string, Buffer>;
 }
 
 export interface RouterDeps {
@@ -167,7 +169,9 @@ export class Router implements Filter {
     if (path.startsWith('/openapi/') && this.openapi.serve(req, res, path)) return;
     const doc = this.docs.get(path);
     if (doc) {
-      sendJson(req, res, 200, doc.body);
+      // /version is JSON whatever the Accept; the discovery documents are negotiated.
+      if (path === '/version') sendJson(req, res, 200, doc.body);
+      else sendDiscoveryDoc(req, res, doc);
       return;
     }
     if (path.startsWith('/api/') || path.startsWith('/apis/')) throw errors.resourceNotFound();
