@@ -140,6 +140,30 @@ describe('defaults', () => {
   });
 });
 
+describe('port defaults outside Pods and Services', () => {
+  it('Endpoints, EndpointSlice and NetworkPolicy ports are TCP; a NetworkPolicy gets its policyTypes', async () => {
+    const ep = await request(s, 'POST', `${NS}/endpoints`, { metadata: { name: 'ep' }, subsets: [{ addresses: [{ ip: '10.1.2.3' }], ports: [{ port: 80 }] }] });
+    expect(ep.json().subsets[0].ports).toEqual([{ port: 80, protocol: 'TCP' }]);
+    const slice = await request(s, 'POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', {
+      metadata: { name: 'es' },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.1.2.3'] }],
+      ports: [{ port: 80 }],
+    });
+    expect(slice.status).toBe(201);
+    expect(slice.json().ports).toEqual([{ name: '', port: 80, protocol: 'TCP' }]);
+    const np = await request(s, 'POST', '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies', {
+      metadata: { name: 'np' },
+      spec: { podSelector: {}, ingress: [{ ports: [{ port: 80 }] }], egress: [{}] },
+    });
+    expect(np.status).toBe(201);
+    expect(np.json().spec).toMatchObject({ policyTypes: ['Ingress', 'Egress'], ingress: [{ ports: [{ port: 80, protocol: 'TCP' }] }] });
+    expect(np.json().metadata.generation).toBe(1);
+    const only = await request(s, 'POST', '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies', { metadata: { name: 'np2' }, spec: { podSelector: {} } });
+    expect(only.json().spec.policyTypes).toEqual(['Ingress']);
+  });
+});
+
 describe('validation', () => {
   it('a Deployment without a selector: 422 naming both fields, worded as kube-apiserver', async () => {
     const r = await request(s, 'POST', `${APPS}/deployments`, { metadata: { name: 'bad' }, spec: { template: { metadata: { labels: { app: 'x' } }, spec: podSpec } } });

@@ -9,6 +9,7 @@ import { defaultDaemonSet, defaultDeployment, defaultReplicaSet, defaultStateful
 import { defaultCronJob, defaultJob } from './defaults/batch.js';
 import { defaultPv, defaultPvc, defaultPvcStatus, defaultSecret } from './defaults/core.js';
 import { child, def, isObj } from './defaults/common.js';
+import { defaultEndpointSlice, defaultEndpoints, defaultNetworkPolicy } from './defaults/network.js';
 import { validatePodSpec, validatePodSpecUpdate, validatePodTemplate } from './validation/pod.js';
 import {
   validateDaemonSet,
@@ -285,3 +286,21 @@ export class EventStrategy extends Strategy {
     return validateEvent(obj, this.group);
   }
 }
+
+/** Kinds whose only special rule is a defaulter, run on every write as kube's decoder runs it. */
+export class DefaultingStrategy extends Strategy {
+  constructor(private readonly defaults: (obj: any) => void, tracksGeneration = false) {
+    super();
+    this.tracksGeneration = tracksGeneration;
+  }
+  override prepareForCreate(obj: any): void {
+    this.defaults(obj);
+  }
+  override prepareForUpdate(obj: any): void {
+    this.defaults(obj);
+  }
+}
+
+export const endpointsStrategy = () => new DefaultingStrategy(defaultEndpoints);
+export const endpointSliceStrategy = () => new DefaultingStrategy(defaultEndpointSlice);
+export const networkPolicyStrategy = () => new DefaultingStrategy(defaultNetworkPolicy, true);

@@ -162,6 +162,7 @@ export class StrategyRegistry {
           // kube does not check a core/v1 Event's name beyond the path rules.
           return { strategy: new kinds.EventStrategy(''), nameRule: 'path' };
         case 'endpoints':
+          return { strategy: kinds.endpointsStrategy(), nameRule: 'subdomain' };
         case 'limitranges':
           return { strategy: new CreateOnUpdateStrategy(), nameRule: 'subdomain' };
         case 'replicationcontrollers':
@@ -184,6 +185,8 @@ export class StrategyRegistry {
     if (group === 'batch' && resource === 'cronjobs') return { strategy: new kinds.CronJobStrategy(), nameRule: 'subdomain' };
     if (group === 'coordination.k8s.io' && resource === 'leases') return { strategy: new kinds.LeaseStrategy(), nameRule: 'subdomain' };
     if (group === 'events.k8s.io' && resource === 'events') return { strategy: new kinds.EventStrategy('events.k8s.io'), nameRule: 'subdomain' };
+    if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };
