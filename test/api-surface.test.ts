@@ -341,6 +341,25 @@ describe('discovery', () => {
     }
     const legacy = await request(s, 'GET', '/apis', undefined, { accept: 'application/json' });
     expect(legacy.json().kind).toBe('APIGroupList');
+    // clause by clause: a plain clause first means the legacy document
+    const plainFirst = await request(s, 'GET', '/apis', undefined, { accept: 'application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' });
+    expect(plainFirst.json().kind).toBe('APIGroupList');
+    // the aggregated document in YAML and in protobuf (APIGroupDiscoveryList of apidiscovery v2)
+    const json = (await request(s, 'GET', '/apis', undefined, { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' })).json();
+    const y = await request(s, 'GET', '/apis', undefined, { accept: 'application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' });
+    expect(y.headers['content-type']).toBe('application/yaml;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+    expect(parseYaml(y.body)).toEqual(json);
+    const pb = await request(s, 'GET', '/apis', undefined, { accept: 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' });
+    expect(pb.headers['content-type']).toBe('application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+    const root = protobuf.Root.fromJSON(protoSchema);
+    const U: any = root.lookupType('k8s.io.apimachinery.pkg.runtime.Unknown').decode(pb.raw.subarray(4));
+    expect(U.typeMeta).toMatchObject({ apiVersion: 'apidiscovery.k8s.io/v2', kind: 'APIGroupDiscoveryList' });
+    const L = root.lookupType('k8s.io.api.apidiscovery.v2.APIGroupDiscoveryList');
+    const list: any = L.toObject(L.decode(U.raw));
+    expect(list.items.map((g: any) => g.metadata.name)).toEqual(json.items.map((g: any) => g.metadata.name));
+    const apps = list.items.find((g: any) => g.metadata.name === 'apps');
+    const jsonApps = json.items.find((g: any) => g.metadata.name === 'apps');
+    expect(apps.versions[0].resources.find((r: any) => r.resource === 'deployments')).toMatchObject({ scope: 'Namespaced', responseKind: jsonApps.versions[0].resources.find((r: any) => r.resource === 'deployments').responseKind });
   });
 
   it('legacy discovery documents are negotiated: JSON, YAML, protobuf; 406 for anything else', async () => {

@@ -1,12 +1,12 @@
 // The last filter: routes a request to the health and discovery endpoints, or to the
 // handler of its verb on its resource. Discovery documents are built once at start-up
 // (the served catalog does not change while the server runs) and sent as the same bytes.
+import { AggregatedDiscovery } from './aggregated-discovery.js';
 import { sendDiscoveryDoc } from './discovery-response.js';
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
-import { sendBody, sendJson, sendText } from '../http/respond.js';
+import { sendJson, sendText } from '../http/respond.js';
 import { errors } from '../errors.js';
-import { createHash } from 'node:crypto';
 import type { Catalog } from './catalog.js';
 import type { Targets } from './targets.js';
 import * as discovery from './discovery.js';
@@ -96,10 +96,12 @@ export class Router implements Filter {
       }
     }
     this.openapi = new OpenApiHandler(catalog);
+    this.aggregated = new AggregatedDiscovery((which, v) => this.docs.get(`aggregated:${which}:${v}`)!.body);
     this.health = healthHandler(deps.health);
   }
 
   private openapi: OpenApiHandler;
+  private aggregated: AggregatedDiscovery;
 
   run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const info = req.requestInfo!;
@@ -148,24 +150,7 @@ export class Router implements Filter {
       sendText(res, 404, '404 page not found\n');
       return;
     }
-    if (path === '/api' || path === '/apis') {
-      const accept = req.headers['accept'] ?? '';
-      const which = path === '/api' ? 'api' : 'apis';
-      if (accept.includes('as=APIGroupDiscoveryList')) {
-        const v = /g=apidiscovery\.k8s\.io;\s*v=v2(?!beta)/.test(accept) ? 'v2' : accept.includes('v=v2beta1') ? 'v2beta1' : '';
-        if (v) {
-          const doc = this.docs.get(`aggregated:${which}:${v}`)!;
-          // kube-apiserver tags aggregated discovery with an ETag and answers a match with 304.
-          const etag = (doc.etag ??= `"${createHash('sha512').update(doc.body).digest('hex')}"`);
-          if ((req.headers['if-none-match'] ?? '').split(',').some((t) => t.trim() === etag)) {
-            res.send(304, [['Etag', etag], ['Vary', 'Accept'], ['Cache-Control', 'public']], '');
-            return;
-          }
-          sendBody(req, res, 200, doc.contentType, doc.body, [['Vary', 'Accept'], ['Etag', etag]]);
-          return;
-        }
-      }
-    }
+    if ((path === '/api' || path === '/apis') && this.aggregated.serve(req, res, path === '/api' ? 'api' : 'apis')) return;
     if (path.startsWith('/openapi/') && this.openapi.serve(req, res, path)) return;
     const doc = this.docs.get(path);
     if (doc) {
