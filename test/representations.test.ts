@@ -254,6 +254,11 @@ describe('kubectl over protobuf', () => {
     expect(JSON.parse(svc.stdout).spec.ports[0]).toMatchObject({ port: 80, targetPort: 8080, protocol: 'TCP' });
     const cj = await kubectl(s, ['create', 'cronjob', 'kc-cj', '--image=busybox', '--schedule=*/5 * * * *']);
     expect(cj.code, cj.stderr).toBe(0);
+    // an Ingress rule's http is a Go inline struct (IngressRuleValue): nested on the wire
+    const ing = await kubectl(s, ['create', 'ingress', 'kc-ing', '--class=nginx', '--rule=foo.example.com/api*=api-svc:8080']);
+    expect(ing.code, ing.stderr).toBe(0);
+    const rule = (await request(s, 'GET', '/apis/networking.k8s.io/v1/namespaces/default/ingresses/kc-ing')).json().spec.rules[0];
+    expect(rule).toEqual({ host: 'foo.example.com', http: { paths: [{ path: '/api', pathType: 'Prefix', backend: { service: { name: 'api-svc', port: { number: 8080 } } } }] } });
   });
 });
 
