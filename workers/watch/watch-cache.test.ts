@@ -114,3 +114,33 @@ describe('WatcherGroup fan-out', () => {
     expect(c.watchers.size).toBe(0);
   });
 });
+
+describe('ResourceCache namespace index', () => {
+  it('lists each namespace and all of them sorted, as a model does, under random changes read at random times', () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const model = new Map<string, number>();
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const held: Array<{ arr: unknown[]; copy: unknown[] }> = [];
+    for (let rv = 1; rv <= 3000; rv++) {
+      const key = `ns${rnd(4)}/n${rnd(60)}`;
+      if (model.has(key) && rnd(3) === 0) {
+        c.apply('DELETED', key, rv, Buffer.from(`{"rv":${rv}}`));
+        model.delete(key);
+      } else {
+        c.apply(model.has(key) ? 'MODIFIED' : 'ADDED', key, rv, Buffer.from(`{"rv":${rv}}`));
+        model.set(key, rv);
+      }
+      if (rnd(5) === 0) {
+        const ns = rnd(5) === 4 ? '' : `ns${rnd(4)}`;
+        const want = [...model].filter(([k]) => ns === '' || k.startsWith(ns + '/')).sort(([a], [b]) => (a < b ? -1 : 1));
+        const got = c.list(ns);
+        expect(got.map((e) => [e.key, e.rv])).toEqual(want);
+        expect(c.joined(ns, 0, got.length).toString()).toBe(want.map(([, v]) => `{"rv":${v}}`).join(','));
+        if (held.length < 20) held.push({ arr: got, copy: got.slice() });
+      }
+    }
+    // A list handed out earlier never changes under its reader.
+    for (const h of held) expect(h.arr).toEqual(h.copy);
+  });
+});

@@ -130,7 +130,7 @@ export function bookmarkFrame(apiVersion: string, kind: string, rv: number, init
 
 
 /**
- * The items of one list, joined by commas, memoized while the cache does not change: a list
+ * The items of one list, joined by commas, memoized while that list does not change: a list
  * response is then a small header, one slice of these bytes and a tail, with no per-item
  * work. offsets[i] is where item i starts; item i ends one byte (the comma) before item i+1.
  */
@@ -140,18 +140,50 @@ interface JoinedList {
   offsets: Int32Array;
 }
 
+/**
+ * One namespace's objects ("" holds a cluster-scoped type's). base is sorted by key and never
+ * mutated once built, so a reader may hold it across an await. A change costs O(1): it is
+ * noted in `changes` (key -> new entry, or null once deleted), and the next read merges the
+ * changes into a new sorted base in one pass. So a burst of writes pays nothing per write,
+ * and a read pays once per burst, never a re-sort of the whole type.
+ */
+interface NsIndex {
+  base: CacheEntry[];
+  changes: Map<string, CacheEntry | null>;
+  /** bumped by every change: the joined bytes are valid for one version */
+  version: number;
+  joined?: JoinedList;
+}
+
 const COMMA = 0x2c;
-/** How many namespaces' joined lists one type keeps at a time. */
-const MAX_JOINED = 8;
+const byKey = (a: CacheEntry, b: CacheEntry) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+function joinItems(arr: CacheEntry[], version: number): JoinedList {
+  let total = arr.length > 0 ? arr.length - 1 : 0;
+  for (let i = 0; i < arr.length; i++) total += arr[i].json.length;
+  const bytes = Buffer.allocUnsafe(total);
+  const offsets = new Int32Array(arr.length + 1);
+  let off = 0;
+  for (let i = 0; i < arr.length; i++) {
+    if (i > 0) bytes[off++] = COMMA;
+    offsets[i] = off;
+    const b = arr[i].json;
+    b.copy(bytes, off);
+    off += b.length;
+  }
+  offsets[arr.length] = total + 1;
+  return { version, bytes, offsets };
+}
 
 export class ResourceCache {
   readonly items = new Map<string, CacheEntry>();
-  /** bumped by every change of items: memoized views are valid for one version */
+  /** bumped by every change of items: the all-namespaces views are valid for one version */
   private version = 0;
-  private nsLists = new Map<string, { version: number; arr: CacheEntry[] }>();
-  private joinedLists = new Map<string, JoinedList>();
+  private byNs = new Map<string, NsIndex>();
+  /** the namespaces of byNs in order; null when one came or went */
+  private nsOrder: string[] | null = null;
+  private all: { version: number; arr: CacheEntry[]; joined?: JoinedList } | null = null;
   readonly watchers = new WatcherGroup();
-  private sortedItems: CacheEntry[] | null = null;
   private ring: WatchEvent[] = [];
   private ringHead = 0;
   /** every event of this type with rv > startRv is in the ring */
@@ -171,17 +203,10 @@ export class ResourceCache {
   /** Start-up load; no events, no watchers yet. */
   load(key: string, rv: number, json: Buffer): void {
     const [ns, name] = splitKey(key);
-    this.items.set(key, { key, ns, name, rv, json });
-    this.sortedItems = null;
-    this.changed();
+    const entry: CacheEntry = { key, ns, name, rv, json };
+    this.items.set(key, entry);
+    this.note(ns, key, entry);
     if (rv > this.newestRv) this.newestRv = rv;
-  }
-
-  /** Memoized views are of the old state now; stale joined bytes are let go at once. */
-  private changed(): void {
-    this.version++;
-    if (this.joinedLists.size) this.joinedLists.clear();
-    if (this.nsLists.size) this.nsLists.clear();
   }
 
   /** The newest version that touched this type: the cache is the state at any version from here on. */
@@ -196,19 +221,14 @@ export class ResourceCache {
     // The object is at hand now: read its selectable fields once, so no selector parses it later.
     if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
     if (rv > this.newestRv) this.newestRv = rv;
-    this.changed();
     if (type === 'DELETED') {
-      this.items.delete(key);
-      this.sortedItems = null;
-    } else {
-      if (!prev) this.sortedItems = null;
-      else if (this.sortedItems) {
-        // keep the sorted view valid without a re-sort: replace in place
-        const i = this.indexOf(key);
-        if (i >= 0) this.sortedItems[i] = entry;
-        else this.sortedItems = null;
+      if (prev) {
+        this.items.delete(key);
+        this.note(ns, key, null);
       }
+    } else {
       this.items.set(key, entry);
+      this.note(ns, key, entry);
     }
     const ev: WatchEvent = { rv, type, entry, prev, ts: Date.now() };
     if (this.capacity > 0) {
@@ -227,66 +247,96 @@ export class ResourceCache {
     return ev;
   }
 
-  /** Objects sorted by namespace then name, the order kube-apiserver lists in. */
-  sorted(): CacheEntry[] {
-    if (!this.sortedItems) {
-      this.sortedItems = Array.from(this.items.values()).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  private nsIndex(ns: string): NsIndex {
+    let idx = this.byNs.get(ns);
+    if (!idx) {
+      idx = { base: [], changes: new Map(), version: 0 };
+      this.byNs.set(ns, idx);
+      this.nsOrder = null;
     }
-    return this.sortedItems;
+    return idx;
   }
 
-  private indexOf(key: string): number {
-    const arr = this.sortedItems!;
-    let lo = 0;
-    let hi = arr.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const k = arr[mid].key;
-      if (k === key) return mid;
-      if (k < key) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
+  private note(ns: string, key: string, entry: CacheEntry | null): void {
+    const idx = this.nsIndex(ns);
+    idx.changes.set(key, entry);
+    idx.version++;
+    idx.joined = undefined;
+    this.version++;
   }
 
-  /** Objects of one namespace ("" = all), sorted. Memoized until the next change: never mutate it. */
-  list(ns: string): CacheEntry[] {
-    const all = this.sorted();
-    if (ns === '') return all;
-    const memo = this.nsLists.get(ns);
-    if (memo && memo.version === this.version) return memo.arr;
-    const prefix = ns + '/';
+  /** The namespace's sorted objects, with its pending changes merged in (one pass). */
+  private nsList(ns: string): CacheEntry[] {
+    const idx = this.byNs.get(ns);
+    if (!idx) return [];
+    if (idx.changes.size === 0) return idx.base;
+    const base = idx.base;
+    const added: CacheEntry[] = [];
+    for (const [key, e] of idx.changes) {
+      if (e === null) continue;
+      const i = firstKeyAtOrAfter(base, key);
+      if (i >= base.length || base[i].key !== key) added.push(e);
+    }
+    added.sort(byKey);
     const out: CacheEntry[] = [];
-    for (let i = firstKeyAtOrAfter(all, prefix); i < all.length && all[i].key.startsWith(prefix); i++) out.push(all[i]);
-    if (this.nsLists.size >= MAX_JOINED && !memo) this.nsLists.delete(this.nsLists.keys().next().value!);
-    this.nsLists.set(ns, { version: this.version, arr: out });
+    let j = 0;
+    for (let i = 0; i < base.length; i++) {
+      let cur: CacheEntry | null = base[i];
+      const ch = idx.changes.get(cur.key);
+      if (ch !== undefined) cur = ch;
+      while (j < added.length && added[j].key < base[i].key) out.push(added[j++]);
+      if (cur !== null) out.push(cur);
+    }
+    while (j < added.length) out.push(added[j++]);
+    idx.base = out;
+    idx.changes.clear();
+    if (out.length === 0) {
+      this.byNs.delete(ns);
+      this.nsOrder = null;
+    }
     return out;
+  }
+
+  /** Objects sorted by namespace then name (the order kube-apiserver lists in). */
+  sorted(): CacheEntry[] {
+    return this.list('');
+  }
+
+  /** Objects of one namespace ("" = all), sorted. Never mutate it: it is shared until the next change. */
+  list(ns: string): CacheEntry[] {
+    if (ns !== '') return this.nsList(ns);
+    if (this.all && this.all.version === this.version) return this.all.arr;
+    // Merging may drop an emptied namespace (and reset nsOrder): merge all first.
+    for (const ns of [...this.byNs.keys()]) this.nsList(ns);
+    this.nsOrder ??= [...this.byNs.keys()].sort();
+    let arr: CacheEntry[];
+    if (this.nsOrder.length === 1) arr = this.nsList(this.nsOrder[0]);
+    else {
+      arr = [];
+      for (const ns of this.nsOrder) {
+        const part = this.nsList(ns);
+        for (let i = 0; i < part.length; i++) arr.push(part[i]);
+      }
+    }
+    this.all = { version: this.version, arr };
+    return arr;
   }
 
   /**
    * The JSON of list(ns)[from, to) joined by commas, as one slice of a buffer built once per
-   * version of the cache (the first list after a change pays one copy; the rest pay nothing).
+   * version of that list (the first list after a change pays one copy; the rest pay nothing).
    */
   joined(ns: string, from: number, to: number): Buffer {
-    let j = this.joinedLists.get(ns);
-    if (!j || j.version !== this.version) {
-      const arr = this.list(ns);
-      let total = arr.length > 0 ? arr.length - 1 : 0;
-      for (let i = 0; i < arr.length; i++) total += arr[i].json.length;
-      const bytes = Buffer.allocUnsafe(total);
-      const offsets = new Int32Array(arr.length + 1);
-      let off = 0;
-      for (let i = 0; i < arr.length; i++) {
-        if (i > 0) bytes[off++] = COMMA;
-        offsets[i] = off;
-        const b = arr[i].json;
-        b.copy(bytes, off);
-        off += b.length;
-      }
-      offsets[arr.length] = total + 1;
-      if (this.joinedLists.size >= MAX_JOINED && !j) this.joinedLists.delete(this.joinedLists.keys().next().value!);
-      j = { version: this.version, bytes, offsets };
-      this.joinedLists.set(ns, j);
+    let j: JoinedList;
+    if (ns === '') {
+      const arr = this.list('');
+      const all = this.all!;
+      j = all.joined ??= joinItems(arr, this.version);
+    } else {
+      const arr = this.nsList(ns);
+      const idx = this.byNs.get(ns);
+      if (!idx) return Buffer.alloc(0);
+      j = idx.joined ??= joinItems(arr, idx.version);
     }
     if (from >= to) return j.bytes.subarray(0, 0);
     return j.bytes.subarray(j.offsets[from], j.offsets[to] - 1);
