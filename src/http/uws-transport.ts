@@ -8,6 +8,9 @@
 import uws from 'uWebSockets.js';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
+
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
+const LISTEN_EXCLUSIVE_PORT = 1;
 import { errors } from '../errors.js';
 
 /** Node ABI versions the package ships native binaries for (Node 16, 18, 20). */
@@ -326,9 +329,14 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     });
   });
   return new Promise((resolve, reject) => {
-    app.listen(opts.host, opts.port, (token) => {
+    // LIBUS_LISTEN_EXCLUSIVE_PORT: uWS sets SO_REUSEPORT by default, and two servers on one
+    // port would then split the connections between them. Like kube-apiserver, a taken
+    // port fails start-up instead.
+    // (the native listen takes host, port and options; the bundled typings lack that overload)
+    const listen = app.listen as unknown as (this: uws.TemplatedApp, host: string, port: number, options: number, cb: (t: uws.us_listen_socket | false) => void) => void;
+    listen.call(app, opts.host, opts.port, LISTEN_EXCLUSIVE_PORT, (token) => {
       if (!token) {
-        reject(new Error(`failed to listen on ${opts.host}:${opts.port}`));
+        reject(new Error(`failed to listen on ${opts.host}:${opts.port} (address already in use?)`));
         return;
       }
       resolve({
