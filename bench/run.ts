@@ -14,6 +14,7 @@ import { openWatchFleet, percentile } from './watch-load.js';
 import { table, writeReport, type Report, type ScenarioResult } from './report.js';
 import { seedAndTimeStartup } from './startup.js';
 import { rawLoad } from './raw-load.js';
+import { runRateWriter } from './rate-writer.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -214,15 +215,7 @@ async function main() {
           const startEvents = fleet.events();
           fleet.takeLatencies();
           const start = Date.now();
-          let sent = 0;
-          const dur = seconds * 1000;
-          while (Date.now() - start < dur) {
-            const due = Math.floor(((Date.now() - start) / 1000) * rate);
-            const batch: Promise<unknown>[] = [];
-            for (; sent < due; sent++) batch.push(call(t, 'POST', '/api/v1/namespaces/bench-watch/configmaps', { metadata: { generateName: 'w-', annotations: { 'bench/sent': String(Date.now()) } }, data: { v: 'x'.repeat(200) } }));
-            await Promise.all(batch);
-            await new Promise((r) => setTimeout(r, 5));
-          }
+          const sent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate, seconds, annotation: 'bench/sent' });
           const expected = sent * fleet.open();
           const drainUntil = Date.now() + 10_000;
           while (fleet.events() - startEvents < expected && Date.now() < drainUntil) await new Promise((r) => setTimeout(r, 50));

@@ -18,18 +18,25 @@ export interface WatchFleet {
   close(): void;
 }
 
-function countMarks(buf: Buffer, carry: Buffer): { n: number; carry: Buffer } {
-  const data = carry.length ? Buffer.concat([carry, buf]) : buf;
+/**
+ * Counts the event marks in a chunk without copying it: a mark split across two chunks is
+ * found by looking at the few bytes kept from the previous chunk plus the start of this
+ * one (a match there must start in the kept bytes, so nothing is counted twice).
+ */
+export function countMarks(buf: Buffer, carry: Buffer): { n: number; carry: Buffer } {
   let n = 0;
-  let i = data.indexOf(MARK);
-  let last = -1;
+  const keep = MARK.length - 1;
+  if (carry.length) {
+    const edge = Buffer.concat([carry, buf.subarray(0, keep)]);
+    if (edge.indexOf(MARK) >= 0) n++;
+  }
+  let i = buf.indexOf(MARK);
   while (i >= 0) {
     n++;
-    last = i;
-    i = data.indexOf(MARK, i + MARK.length);
+    i = buf.indexOf(MARK, i + MARK.length);
   }
-  const keepFrom = Math.max(data.length - (MARK.length - 1), last + MARK.length, 0);
-  return { n, carry: Buffer.from(data.subarray(keepFrom)) };
+  const tail = buf.length >= keep ? Buffer.from(buf.subarray(buf.length - keep)) : Buffer.concat([carry, buf]).subarray(-keep);
+  return { n, carry: tail };
 }
 
 export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent'): Promise<WatchFleet> {
