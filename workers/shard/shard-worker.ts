@@ -192,12 +192,22 @@ port.on('message', (msg: FrontToShard) => {
 
 let compactTimer: NodeJS.Timeout;
 try {
-  loadIndex();
+  // Ready first, with the high-water mark every commit writes into meta: the front then
+  // loads its cache from the same environment while this thread builds its key index, the
+  // two scans on two cores. No write is taken before the index is whole: loadIndex runs in
+  // this same turn, so the front's first write messages wait in the port until it is done.
   shared.setLastRv(data.index, maxRv);
   shared.setCompactedRv(data.index, compactedRv);
+  post({ t: 'ready', maxRv, compactedRv });
+  const metaMax = maxRv;
+  loadIndex();
+  if (maxRv > metaMax) {
+    // (a store written without the meta mark): never hand out a stored version again
+    shared.raiseRv(maxRv);
+    shared.setLastRv(data.index, maxRv);
+  }
   compactTimer = setInterval(() => compact(), data.compactIntervalMs);
   compactTimer.unref();
-  post({ t: 'ready', maxRv, compactedRv });
 } catch (err) {
   post({ t: 'fatal', message: err instanceof Error ? err.message : String(err) });
 }

@@ -149,6 +149,8 @@ interface JoinedList {
  */
 interface NsIndex {
   base: CacheEntry[];
+  /** base was given to a reader: it must not change any more */
+  handedOut: boolean;
   changes: Map<string, CacheEntry | null>;
   /** bumped by every change: the joined bytes are valid for one version */
   version: number;
@@ -205,7 +207,15 @@ export class ResourceCache {
     const [ns, name] = splitKey(key);
     const entry: CacheEntry = { key, ns, name, rv, json };
     this.items.set(key, entry);
-    this.note(ns, key, entry);
+    // Storage hands objects over in key order: appended to a namespace nobody has read
+    // yet, they need no merge (a million-object start-up builds no change map).
+    const idx = this.nsIndex(ns);
+    const base = idx.base;
+    if (!idx.handedOut && idx.changes.size === 0 && (base.length === 0 || base[base.length - 1].key < key)) {
+      base.push(entry);
+      idx.version++;
+      this.version++;
+    } else this.note(ns, key, entry);
     if (rv > this.newestRv) this.newestRv = rv;
   }
 
@@ -250,7 +260,7 @@ export class ResourceCache {
   private nsIndex(ns: string): NsIndex {
     let idx = this.byNs.get(ns);
     if (!idx) {
-      idx = { base: [], changes: new Map(), version: 0 };
+      idx = { base: [], handedOut: false, changes: new Map(), version: 0 };
       this.byNs.set(ns, idx);
       this.nsOrder = null;
     }
@@ -269,6 +279,7 @@ export class ResourceCache {
   private nsList(ns: string): CacheEntry[] {
     const idx = this.byNs.get(ns);
     if (!idx) return [];
+    idx.handedOut = true;
     if (idx.changes.size === 0) return idx.base;
     const base = idx.base;
     const added: CacheEntry[] = [];
