@@ -5,7 +5,7 @@
 // message that encodes it. The server loads this at start; it reads nothing outside the repo.
 //
 //   node scripts/gen-proto-schema.mjs [path-to-k8s-api-1.33]
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -119,6 +119,170 @@ for (const full of messages) {
 const jsonNames = Object.fromEntries([...renamed].map(([full, m]) => [full, Object.fromEntries(m)]));
 if (unresolved.length) console.warn(`fields with no JSON counterpart (left as they are):\n  ${unresolved.join('\n  ')}`);
 
+// Which zero scalars the JSON form keeps. Go's protobuf encoder writes every non-pointer
+// field, zero or not, so a zero on the wire says nothing; Go's JSON encoder writes a zero
+// only for a field without omitempty or a pointer that is set. The facts:
+//   - required in OpenAPI: no omitempty, always written (ReplicaSetStatus.replicas);
+//   - a `default` in the OpenAPI v3 definition: kube-openapi gives every non-pointer field
+//     without omitempty its zero value as default (ContainerPort.containerPort: 0), and a
+//     field with a declared default is either such a field or a pointer: written either way;
+//   - a pointer: neither the protos nor OpenAPI say which optional fields are Go pointers, so
+//     POINTER_SCALARS below lists them (by group and type, every served version), checked
+//     against the 1.33 Go types. Every other optional scalar is non-pointer with omitempty
+//     and its zero is dropped (ServiceSpec.publishNotReadyAddresses, DeploymentStatus.replicas).
+// Only GA types are listed; a beta type whose pointer is missing here loses an explicit zero.
+const POINTER_SCALARS = {
+  'authentication.TokenRequestSpec': ['expirationSeconds'],
+  'core.AzureDiskVolumeSource': ['cachingMode', 'fsType', 'readOnly', 'kind'],
+  'core.ClientIPConfig': ['timeoutSeconds'],
+  'core.ClusterTrustBundleProjection': ['name', 'signerName', 'optional'],
+  'core.ConfigMap': ['immutable'],
+  'core.Secret': ['immutable'],
+  'core.ConfigMapEnvSource': ['optional'],
+  'core.ConfigMapKeySelector': ['optional'],
+  'core.ConfigMapProjection': ['optional'],
+  'core.ConfigMapVolumeSource': ['defaultMode', 'optional'],
+  'core.SecretEnvSource': ['optional'],
+  'core.SecretKeySelector': ['optional'],
+  'core.SecretProjection': ['optional'],
+  'core.SecretVolumeSource': ['defaultMode', 'optional'],
+  'core.CSIVolumeSource': ['readOnly', 'fsType'],
+  'core.Container': ['restartPolicy'],
+  'core.EphemeralContainer': ['restartPolicy'],
+  'core.ContainerStatus': ['started', 'stopSignal'],
+  'core.Lifecycle': ['stopSignal'],
+  'core.DownwardAPIVolumeFile': ['mode'],
+  'core.DownwardAPIVolumeSource': ['defaultMode'],
+  'core.KeyToPath': ['mode'],
+  'core.ProjectedVolumeSource': ['defaultMode'],
+  'core.FCVolumeSource': ['lun'],
+  'core.GRPCAction': ['service'],
+  'core.NodeFeatures': ['supplementalGroupsPolicy'],
+  'core.NodeRuntimeHandlerFeatures': ['recursiveReadOnlyMounts', 'userNamespaces'],
+  'core.NodeSwapStatus': ['capacity'],
+  'core.PersistentVolumeClaimSpec': ['storageClassName', 'volumeMode', 'volumeAttributesClassName'],
+  'core.PersistentVolumeClaimStatus': ['currentVolumeAttributesClassName'],
+  'core.PersistentVolumeSpec': ['volumeMode', 'volumeAttributesClassName'],
+  'core.PodDNSConfigOption': ['value'],
+  'core.PodResourceClaim': ['resourceClaimName', 'resourceClaimTemplateName'],
+  'core.PodSecurityContext': ['fsGroup', 'runAsGroup', 'runAsNonRoot', 'runAsUser', 'fsGroupChangePolicy', 'supplementalGroupsPolicy', 'seLinuxChangePolicy'],
+  'core.PodSpec': ['activeDeadlineSeconds', 'automountServiceAccountToken', 'enableServiceLinks', 'hostUsers', 'priority', 'setHostnameAsFQDN', 'shareProcessNamespace', 'terminationGracePeriodSeconds', 'runtimeClassName', 'preemptionPolicy'],
+  'core.Probe': ['terminationGracePeriodSeconds'],
+  'core.SecurityContext': ['allowPrivilegeEscalation', 'privileged', 'readOnlyRootFilesystem', 'runAsGroup', 'runAsNonRoot', 'runAsUser', 'procMount'],
+  'core.SeccompProfile': ['localhostProfile'],
+  'core.AppArmorProfile': ['localhostProfile'],
+  'core.ServiceAccount': ['automountServiceAccountToken'],
+  'core.ServiceAccountTokenProjection': ['expirationSeconds'],
+  'core.ServicePort': ['appProtocol'],
+  'core.EndpointPort': ['appProtocol'],
+  'core.ServiceSpec': ['allocateLoadBalancerNodePorts', 'ipFamilyPolicy', 'loadBalancerClass', 'internalTrafficPolicy', 'trafficDistribution'],
+  'core.Toleration': ['tolerationSeconds'],
+  'core.TopologySpreadConstraint': ['minDomains', 'nodeAffinityPolicy', 'nodeTaintsPolicy'],
+  'core.TypedLocalObjectReference': ['apiGroup'],
+  'core.TypedObjectReference': ['apiGroup', 'namespace'],
+  'core.VolumeMount': ['mountPropagation', 'recursiveReadOnly'],
+  'core.VolumeMountStatus': ['recursiveReadOnly'],
+  'core.WindowsSecurityContextOptions': ['hostProcess', 'gmsaCredentialSpecName', 'gmsaCredentialSpec', 'runAsUserName'],
+  'meta.DeleteOptions': ['gracePeriodSeconds', 'ignoreStoreReadErrorWithClusterBreakingPotential', 'orphanDependents', 'propagationPolicy'],
+  'meta.ListMeta': ['remainingItemCount'],
+  'meta.ObjectMeta': ['deletionGracePeriodSeconds'],
+  'meta.OwnerReference': ['blockOwnerDeletion', 'controller'],
+  'admissionregistration.MutatingWebhook': ['timeoutSeconds', 'failurePolicy', 'matchPolicy', 'sideEffects', 'reinvocationPolicy'],
+  'admissionregistration.ValidatingWebhook': ['timeoutSeconds', 'failurePolicy', 'matchPolicy', 'sideEffects'],
+  'admissionregistration.RuleWithOperations': ['scope'],
+  'admissionregistration.ServiceReference': ['port', 'path'],
+  'admissionregistration.WebhookClientConfig': ['url'],
+  'admissionregistration.ValidatingAdmissionPolicySpec': ['failurePolicy'],
+  'admissionregistration.MatchResources': ['matchPolicy'],
+  'admissionregistration.ParamRef': ['parameterNotFoundAction'],
+  'admissionregistration.Validation': ['reason'],
+  'apiextensions.ServiceReference': ['port', 'path'],
+  'apiextensions.WebhookClientConfig': ['url'],
+  'apiextensions.JSONSchemaProps': ['maxItems', 'maxLength', 'maxProperties', 'maximum', 'minItems', 'minLength', 'minProperties', 'minimum', 'multipleOf', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-list-type', 'x-kubernetes-map-type'],
+  'apiextensions.ValidationRule': ['optionalOldSelf', 'reason'],
+  'apiregistration.ServiceReference': ['port'],
+  'apps.DaemonSetSpec': ['revisionHistoryLimit'],
+  'apps.DaemonSetStatus': ['collisionCount'],
+  'apps.DeploymentSpec': ['progressDeadlineSeconds', 'replicas', 'revisionHistoryLimit'],
+  'apps.DeploymentStatus': ['collisionCount', 'terminatingReplicas'],
+  'apps.ReplicaSetSpec': ['replicas'],
+  'apps.ReplicaSetStatus': ['terminatingReplicas'],
+  'apps.RollingUpdateStatefulSetStrategy': ['partition'],
+  'apps.StatefulSetSpec': ['replicas', 'revisionHistoryLimit'],
+  'apps.StatefulSetStatus': ['collisionCount'],
+  'autoscaling.HorizontalPodAutoscalerSpec': ['minReplicas', 'targetCPUUtilizationPercentage'],
+  'autoscaling.HorizontalPodAutoscalerStatus': ['currentCPUUtilizationPercentage', 'observedGeneration'],
+  'autoscaling.HPAScalingRules': ['stabilizationWindowSeconds', 'selectPolicy'],
+  'autoscaling.MetricTarget': ['averageUtilization'],
+  'autoscaling.MetricValueStatus': ['averageUtilization'],
+  'batch.CronJobSpec': ['failedJobsHistoryLimit', 'startingDeadlineSeconds', 'successfulJobsHistoryLimit', 'suspend', 'timeZone'],
+  'batch.JobSpec': ['activeDeadlineSeconds', 'backoffLimit', 'backoffLimitPerIndex', 'completions', 'manualSelector', 'maxFailedIndexes', 'parallelism', 'suspend', 'ttlSecondsAfterFinished', 'completionMode', 'podReplacementPolicy', 'managedBy'],
+  'batch.JobStatus': ['ready', 'terminating'],
+  'batch.SuccessPolicyRule': ['succeededCount', 'succeededIndexes'],
+  'certificates.CertificateSigningRequestSpec': ['expirationSeconds'],
+  'coordination.LeaseSpec': ['leaseDurationSeconds', 'leaseTransitions', 'holderIdentity', 'strategy', 'preferredHolder'],
+  'discovery.EndpointConditions': ['ready', 'serving', 'terminating'],
+  'discovery.EndpointPort': ['port', 'name', 'protocol', 'appProtocol'],
+  'discovery.Endpoint': ['hostname', 'nodeName', 'zone'],
+  'flowcontrol.ExemptPriorityLevelConfiguration': ['lendablePercent', 'nominalConcurrencyShares'],
+  'flowcontrol.LimitedPriorityLevelConfiguration': ['borrowingLimitPercent', 'lendablePercent', 'nominalConcurrencyShares'],
+  'networking.IngressSpec': ['ingressClassName'],
+  'networking.HTTPIngressPath': ['pathType'],
+  'networking.IngressClassParametersReference': ['apiGroup', 'scope', 'namespace'],
+  'networking.NetworkPolicyPort': ['endPort', 'protocol'],
+  'storage.CSIDriverSpec': ['attachRequired', 'nodeAllocatableUpdatePeriodSeconds', 'podInfoOnMount', 'requiresRepublish', 'seLinuxMount', 'storageCapacity', 'fsGroupPolicy'],
+  'storage.StorageClass': ['allowVolumeExpansion', 'reclaimPolicy', 'volumeBindingMode'],
+  'storage.TokenRequest': ['expirationSeconds'],
+  'storage.VolumeAttachmentSource': ['persistentVolumeName'],
+  'storage.VolumeError': ['errorCode'],
+  'storage.VolumeNodeResources': ['count'],
+};
+/** io.k8s.api.core.v1.PodSpec -> core.PodSpec; io.k8s.apimachinery.pkg.apis.meta.v1.X -> meta.X. */
+function groupType(def) {
+  const parts = def.split('.');
+  const type = parts[parts.length - 1];
+  const group = def.startsWith('io.k8s.apimachinery.pkg.apis.meta.') ? 'meta' : parts[parts.length - 3];
+  return `${group}.${type}`;
+}
+const v3defs = {};
+(function load(dir) {
+  for (const f of readdirSync(dir)) {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) load(p);
+    else if (f.endsWith('.json')) Object.assign(v3defs, JSON.parse(readFileSync(p, 'utf8')).components?.schemas ?? {});
+  }
+})(join(dataDir, 'openapi-v3'));
+const SCALAR = new Set(['bool', 'string', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float']);
+const keepZero = {};
+const pointerSeen = new Set();
+/** Records the kept zeros of one message against the definition that owns its JSON fields (its own, or for an inline struct its parent's). */
+function keepZerosOf(full, d, owner) {
+  const ptr = POINTER_SCALARS[groupType(owner)] ?? [];
+  const names = renamed.get(full);
+  for (const [name, f] of Object.entries(msgNode(full).fields)) {
+    if ((inline[full] ?? []).includes(name)) {
+      keepZerosOf(f.type.slice(1), d, owner);
+      continue;
+    }
+    if (f.rule === 'repeated' || f.keyType || !SCALAR.has(f.type)) continue;
+    const json = names?.get(name) ?? name;
+    const p = d.properties[json];
+    if (!p) continue;
+    if (ptr.includes(json)) pointerSeen.add(`${groupType(owner)}.${json}`);
+    if ((d.required ?? []).includes(json) || p.default !== undefined || ptr.includes(json)) {
+      const keep = (keepZero[full] ??= []);
+      if (!keep.includes(json)) keep.push(json);
+    }
+  }
+}
+for (const full of messages) {
+  const def = defOf(full);
+  const d = v3defs[def] ?? swagger.definitions[def];
+  if (d?.properties) keepZerosOf(full, d, def);
+}
+const unknownPointers = Object.entries(POINTER_SCALARS).flatMap(([t, fs]) => fs.map((f) => `${t}.${f}`)).filter((x) => !pointerSeen.has(x));
+if (unknownPointers.length) throw new Error(`POINTER_SCALARS names fields no message has: ${unknownPointers.join(', ')}`);
+
 const body = [
   '// Generated by scripts/gen-proto-schema.mjs from the Kubernetes 1.33 protobuf descriptors. Do not edit.',
   '/* eslint-disable */',
@@ -127,6 +291,8 @@ const body = [
   `export const protoJsonNames: Record<string, Record<string, string>> = ${JSON.stringify(jsonNames)};`,
   '/** Fields holding a Go struct embedded inline: its fields belong to the parent in JSON. */',
   `export const protoInline: Record<string, string[]> = ${JSON.stringify(inline)};`,
+  '/** Scalar fields (JSON names) whose zero value the JSON form keeps: required, defaulted or Go pointers. */',
+  `export const protoKeepZero: Record<string, string[]> = ${JSON.stringify(keepZero)};`,
   `export const protoSchema: any = ${JSON.stringify(schema)};`,
   '',
 ].join('\n');

@@ -164,6 +164,18 @@ describe('kubectl get prints kube-apiserver\'s columns', () => {
     expect(cols(out[1])[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   });
 
+  it('get hpa and quota: REFERENCE, TARGETS (formatHPAMetrics), MINPODS, MAXPODS, REPLICAS; REQUEST and LIMIT', async () => {
+    await k(['autoscale', 'deployment', 'web', '-n', NS, '--min=2', '--max=5', '--cpu-percent=60']);
+    const hpa = lines(await k(['get', 'hpa', '-n', NS]));
+    expect(cols(hpa[0])).toEqual(['NAME', 'REFERENCE', 'TARGETS', 'MINPODS', 'MAXPODS', 'REPLICAS', 'AGE']);
+    expect(cols(hpa[1]).slice(0, 6)).toEqual(['web', 'Deployment/web', 'cpu: <unknown>/60%', '2', '5', '0']);
+    await k(['create', 'quota', 'q', '-n', NS, '--hard=pods=10,limits.cpu=2']);
+    const q = lines(await k(['get', 'quota', '-n', NS]));
+    expect(cols(q[0])).toEqual(['NAME', 'AGE', 'REQUEST', 'LIMIT']);
+    expect(cols(q[1])[0]).toBe('q');
+    expect(cols(q[1]).slice(2)).toEqual([expect.stringMatching(/^pods: \d+\/10$/), expect.stringMatching(/^limits\.cpu: \S+\/2$/)]);
+  });
+
   it('get nodes -o wide and get events', async () => {
     const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'worker-1', labels: { 'node-role.kubernetes.io/worker': '' } } };
     expect((await request(s, 'POST', '/api/v1/nodes', node)).status).toBe(201);

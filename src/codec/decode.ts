@@ -1,7 +1,7 @@
 // Decoding of request bodies into objects, with kube-apiserver's errors: a body that is
 // not JSON (or YAML) is 400 "couldn't get version/kind", a metadata field of the wrong
 // type is 400 "cannot be handled as a <Kind>", an unsupported Content-Type is 415.
-import { parse as parseYaml } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { errors } from '../errors.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 import { decodeCbor } from './cbor.js';
@@ -28,7 +28,7 @@ export function parseBody(body: Buffer | null, contentType: string | undefined):
   }
   if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') {
     try {
-      return parseYaml(text);
+      return parseYaml11(text);
     } catch (e) {
       throw errors.badRequest(`couldn't get version/kind; yaml parse error: ${(e as Error).message}`);
     }
@@ -36,6 +36,61 @@ export function parseBody(body: Buffer | null, contentType: string | undefined):
   if (mt === PROTOBUF_MEDIA_TYPE) return decodeProtobufObject(body ?? Buffer.alloc(0));
   if (mt === 'application/cbor' && features.enabled('CBORServingAndStorage')) return decodeCbor(body);
   throw errors.unsupportedMediaType(decodableMediaTypes());
+}
+
+// YAML bodies are read as kube-apiserver reads them (sigs.k8s.io/yaml on go-yaml v2):
+// YAML 1.1 scalars (yes/no/on/off/y/n are booleans, 0777 is octal), but timestamps and
+// 1:20 sexagesimals stay strings (go-yaml v2 keeps a timestamp-looking plain scalar a
+// string, and has no base-60 numbers). A key given twice is not a parse error: the last
+// value wins, and the duplicate is reported by field validation (Strict 400, Warn warning,
+// Ignore nothing) in go-yaml's strict wording, `line N: key "k" already set in map`.
+const YAML_OPTIONS = {
+  version: '1.1' as const,
+  uniqueKeys: false,
+  merge: true,
+  customTags: (tags: any[]) => tags.filter((t) => t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME'),
+};
+
+/** Duplicate-key messages (possibly none) of each YAML body parseYaml11 decoded, by decoded object (read by field validation). */
+const yamlDuplicates = new WeakMap<object, string[]>();
+
+/** go-yaml v2's strict messages for the keys a YAML body repeats in one mapping, e.g. `line 7: key "replicas" already set in map`. */
+export function yamlDuplicatesOf(obj: unknown): string[] | undefined {
+  return obj !== null && typeof obj === 'object' ? yamlDuplicates.get(obj) : undefined;
+}
+
+/**
+ * Parses one YAML document the way kube-apiserver does (YAML 1.1, duplicate keys allowed,
+ * the last one winning); the duplicates are remembered for yamlDuplicatesOf. Throws the
+ * parser's error on malformed YAML.
+ */
+export function parseYaml11(text: string): unknown {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { ...YAML_OPTIONS, lineCounter: lines });
+  if (doc.errors.length) throw doc.errors[0];
+  const dups: string[] = [];
+  const walk = (n: unknown): void => {
+    if (isMap(n)) {
+      const seen = new Set<string>();
+      for (const pair of n.items) {
+        const k = pair.key as YamlNode | null;
+        const v = isScalar(k) ? k.value : k;
+        // go-yaml compares resolved keys: yes and true are one key.
+        const id = `${typeof v}:${String(v)}`;
+        if (seen.has(id)) {
+          const line = k?.range ? lines.linePos(k.range[0]).line : 0;
+          // Go's %#v of the key: a quoted string, a bare number or bool.
+          dups.push(`line ${line}: key ${typeof v === 'string' ? JSON.stringify(v) : String(v)} already set in map`);
+        }
+        seen.add(id);
+        walk(pair.value);
+      }
+    } else if (isSeq(n)) for (const x of n.items) walk(x);
+  };
+  walk(doc.contents);
+  const out = doc.toJS({ maxAliasCount: -1 });
+  if (out !== null && typeof out === 'object') yamlDuplicates.set(out, dups);
+  return out;
 }
 
 type Check = 'string' | 'map' | 'strings' | 'int' | 'array' | 'object';

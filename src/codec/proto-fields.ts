@@ -11,8 +11,7 @@
 // Thread ownership: derived lazily from the immutable schema, cached per Type on whichever
 // thread encodes or decodes; never mutated afterwards.
 import protobuf from 'protobufjs';
-import { protoInline, protoJsonNames } from './proto-schema.js';
-import { definitions } from '../api/schema.js';
+import { protoInline, protoJsonNames, protoKeepZero } from './proto-schema.js';
 
 export interface FieldMap {
   field: protobuf.Field;
@@ -21,10 +20,12 @@ export interface FieldMap {
   /** an embedded struct whose fields belong to the parent in JSON */
   inline: boolean;
   /**
-   * Required in the OpenAPI definition: a Go field without omitempty, which Go's JSON
-   * encoder writes even when zero (ReplicaSetStatus.replicas, ContainerStatus.ready).
+   * A scalar whose zero value the JSON form keeps (generated fact): a Go field without
+   * omitempty (ReplicaSetStatus.replicas, ContainerStatus.ready) or a pointer
+   * (DeploymentSpec.replicas, ServiceSpec.allocateLoadBalancerNodePorts). Other zero scalars
+   * are omitempty non-pointers, which Go's JSON encoder drops (publishNotReadyAddresses).
    */
-  required: boolean;
+  keepZero: boolean;
 }
 
 /** The OpenAPI definition name of a message: k8s.io.api.core.v1.Pod -> io.k8s.api.core.v1.Pod. */
@@ -40,11 +41,11 @@ export function fieldsOf(type: protobuf.Type): FieldMap[] {
   const full = type.fullName.slice(1);
   const names = protoJsonNames[full] ?? {};
   const inline = new Set(protoInline[full] ?? []);
-  const required = new Set(definitions[definitionNameOf(full)]?.req ?? []);
+  const keep = new Set(protoKeepZero[full] ?? []);
   out = type.fieldsArray.map((field) => {
     field.resolve();
     const json = names[field.name] ?? field.name;
-    return { field, json, inline: inline.has(field.name) && field.resolvedType instanceof protobuf.Type, required: required.has(json) };
+    return { field, json, inline: inline.has(field.name) && field.resolvedType instanceof protobuf.Type, keepZero: keep.has(json) };
   });
   cache.set(type, out);
   return out;

@@ -3,11 +3,12 @@
 // definitions of the generated schema and turned into the object's JSON form.
 //
 // Go's encoders write every non-pointer field, zero or not, while its JSON encoder omits
-// the zero ones marked omitempty. The wire does not say which fields are pointers, so zero
-// scalars are dropped except for the fields that are pointers in the API and commonly set
-// to zero on purpose (replicas: 0, automountServiceAccountToken: false, ...) and the fields
-// without omitempty (required in OpenAPI: status.replicas: 0, ready: false). Messages are
-// kept even when empty: Go writes a struct field (pointer set, or not a pointer) as {} too.
+// the zero ones marked omitempty. The wire does not say which fields are pointers, so a zero
+// scalar is kept only where the generated per-type facts (protoKeepZero, see
+// scripts/gen-proto-schema.mjs) say the JSON form keeps it: fields without omitempty
+// (status.replicas: 0, ready: false) and pointers (spec.replicas: 0,
+// automountServiceAccountToken: false). Messages are kept even when empty: Go writes a
+// struct field (pointer set, or not a pointer) as {} too.
 import protobuf from 'protobufjs';
 import { protoKinds } from './proto-schema.js';
 import { protoRoot } from './protobuf-encode.js';
@@ -21,69 +22,6 @@ const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 const root = protoRoot;
 
 const META = 'k8s.io.apimachinery.pkg.apis.meta.v1.';
-const KEEP_ZERO = new Set([
-  'replicas',
-  'backoffLimit',
-  'backoffLimitPerIndex',
-  'maxFailedIndexes',
-  'parallelism',
-  'completions',
-  'suspend',
-  'automountServiceAccountToken',
-  'terminationGracePeriodSeconds',
-  'activeDeadlineSeconds',
-  'ttlSecondsAfterFinished',
-  'successfulJobsHistoryLimit',
-  'failedJobsHistoryLimit',
-  'startingDeadlineSeconds',
-  'revisionHistoryLimit',
-  'progressDeadlineSeconds',
-  'runAsUser',
-  'runAsGroup',
-  'runAsNonRoot',
-  'privileged',
-  'allowPrivilegeEscalation',
-  'readOnlyRootFilesystem',
-  'fsGroup',
-  'defaultMode',
-  'optional',
-  'immutable',
-  'priority',
-  'enableServiceLinks',
-  'shareProcessNamespace',
-  'hostUsers',
-  'setHostnameAsFQDN',
-  'minAvailable',
-  'maxUnavailable',
-  'maxSurge',
-  'partition',
-  'gracePeriodSeconds',
-  'orphanDependents',
-  'minReplicas',
-  'allocateLoadBalancerNodePorts',
-  'publishNotReadyAddresses',
-  'ready',
-  'serving',
-  'terminating',
-  'allowVolumeExpansion',
-  'attachRequired',
-  'podInfoOnMount',
-  'requiresRepublish',
-  'storageCapacity',
-  'seLinuxMount',
-  'unschedulable',
-  // CRD schema bounds (pointers: a bound of 0 is a bound)
-  'maximum',
-  'minimum',
-  'maxLength',
-  'minLength',
-  'maxItems',
-  'minItems',
-  'maxProperties',
-  'minProperties',
-  'multipleOf',
-  'x-kubernetes-preserve-unknown-fields',
-]);
 
 function goDuration(nanos: number): string {
   if (nanos === 0) return '0s';
@@ -154,7 +92,7 @@ function toJson(type: protobuf.Type, msg: any): any {
     return msg.items ?? [];
   }
   const out: any = {};
-  for (const { field: f, json, inline, required } of fields) {
+  for (const { field: f, json, inline, keepZero } of fields) {
     const v = msg[f.name];
     if (v === undefined || v === null) continue;
     if (inline) {
@@ -172,10 +110,10 @@ function toJson(type: protobuf.Type, msg: any): any {
     } else {
       const c = conv(v);
       if (c === undefined) continue;
-      // Zero scalars: omitempty unless a pointer or a required (non-omitempty) field.
+      // Zero scalars: omitempty unless a pointer or a field without omitempty (keepZero).
       // Messages that convert to a zero value (IntOrString 0, a schema-or-bool false) are
       // Go structs or pointers: kept.
-      if (isZero(c) && !(f.resolvedType instanceof protobuf.Type) && !required && !KEEP_ZERO.has(json)) continue;
+      if (isZero(c) && !(f.resolvedType instanceof protobuf.Type) && !keepZero) continue;
       // An empty message on the wire is a struct Go's JSON encoder also writes (as {}).
       out[json] = c;
     }

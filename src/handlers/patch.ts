@@ -1,9 +1,8 @@
 // patch: JSON merge patch, JSON patch, strategic merge patch (built-in kinds only) and
 // server-side apply (spec 4.3, 4.9). Every non-apply patch records Update ownership of
 // the fields it changed; an apply owns what its configuration sets.
-import { parse as parseYaml } from 'yaml';
 import { responseRepresentation, sendObject } from './representation.js';
-import { decodeApplyPatchCbor } from '../codec/decode.js';
+import { decodeApplyPatchCbor, parseYaml11, yamlDuplicatesOf } from '../codec/decode.js';
 import { boolParam, dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
 import type { Representation } from '../codec/negotiate.js';
@@ -74,6 +73,13 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
   // The configuration is partial: types and unknown fields are checked, required fields not.
   const checked = checkFields(config, c.target.info, mode, { required: false });
   enforceFieldCheck(checked, c.target.info.kind, apiVersionOf(c.target), c.target.info.group, c.info.name, (c.req.warnings ??= []));
+  // Keys given twice (YAML or JSON text): kube re-reads the patch with go-yaml's strict
+  // decoder; Strict fails with its error, Warn warns once per duplicate, Ignore says nothing.
+  const dups = mode === 'Ignore' ? undefined : yamlDuplicatesOf(config);
+  if (dups?.length) {
+    if (mode === 'Strict') throw errors.badRequest(`error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  ${dups.join('\n  ')}`);
+    for (const d of dups) if (!c.req.warnings!.includes(d)) c.req.warnings!.push(d);
+  }
   const name = c.info.name;
   const ns = c.info.namespace;
   let plan: ApplyPlan | undefined;
@@ -110,7 +116,7 @@ function decodeApplyBody(c: HandlerContext): Record<string, any> {
   else {
     const text = c.req.body ? c.req.body.toString('utf8') : '';
     try {
-      cfg = parseYaml(text);
+      cfg = parseYaml11(text);
     } catch (e) {
       throw errors.badRequest(`error decoding YAML: ${(e as Error).message}`);
     }

@@ -23,6 +23,7 @@
 // Stateless and pure except for the in-place dropping; runs on the front thread.
 import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
 import { errors, StatusError, StatusReason } from '../errors.js';
+import { yamlDuplicatesOf } from '../codec/decode.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
@@ -61,6 +62,8 @@ export interface FieldCheckResult {
 export interface CheckOptions {
   /** Dotted paths of duplicated keys (from findDuplicateFields). */
   duplicates?: string[];
+  /** A YAML body's duplicate keys, in go-yaml's words (from yamlDuplicatesOf). */
+  yamlDuplicates?: string[];
   /** Check required fields (full objects: create, update, the result of a patch). Default true. */
   required?: boolean;
 }
@@ -299,10 +302,24 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
     return result;
   }
   result.required = w.required;
-  const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...w.unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
-  if (mode === 'Strict') result.errors = problems;
-  else if (mode === 'Warn') result.warnings = problems;
+  // A YAML body reaches kube's JSON decoder through a Go map (sigs.k8s.io/yaml), so its
+  // unknown fields are found in sorted key order.
+  const unknown = opts.yamlDuplicates !== undefined ? [...w.unknown].sort(comparePaths) : w.unknown;
+  const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
+  // A YAML body's duplicate keys are one go-yaml error, listed first; its lines are one
+  // warning each (kube's parseYAMLWarnings splits that error).
+  const yaml = opts.yamlDuplicates ?? [];
+  if (mode === 'Strict') result.errors = yaml.length ? [`yaml: unmarshal errors:\n  ${yaml.join('\n  ')}`, ...problems] : problems;
+  else if (mode === 'Warn') result.warnings = [...yaml, ...problems];
   return result;
+}
+
+/** Orders field paths as a walk of key-sorted maps would meet them: segment by segment. */
+function comparePaths(a: string, b: string): number {
+  const x = a.split('.');
+  const y = b.split('.');
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+  return x.length - y.length;
 }
 
 /**
@@ -413,7 +430,7 @@ export function validateBody(
   opts: { required?: boolean; name?: string } = {},
 ): void {
   const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : rawJson.toString('utf8')) : [];
-  const r = checkFields(obj, gvk, mode, { duplicates, required: opts.required });
+  const r = checkFields(obj, gvk, mode, { duplicates, yamlDuplicates: yamlDuplicatesOf(obj), required: opts.required });
   const apiVersion = gvk.group ? `${gvk.group}/${gvk.version}` : gvk.version;
   const name = opts.name ?? ((obj as any)?.metadata?.name as string | undefined) ?? '';
   enforceFieldCheck(r, gvk.kind, apiVersion, gvk.group, name, warnings);

@@ -5,6 +5,7 @@ import { str } from './format.js';
 import { podPrinter } from './pod.js';
 import { configMapPrinter, endpointsPrinter, eventPrinter, leasePrinter, namespacePrinter, nodePrinter, secretPrinter, serviceAccountPrinter, servicePrinter } from './core.js';
 import * as more from './more.js';
+import * as cluster from './cluster.js';
 import { cronJobPrinter, daemonSetPrinter, deploymentPrinter, jobPrinter, replicaSetPrinter, statefulSetPrinter } from './apps.js';
 
 /** RFC 3339 in UTC with whole seconds, Go's zero time for a missing timestamp. */
@@ -57,6 +58,21 @@ const PRINTERS = new Map<string, KindPrinter>([
   ['admissionregistration.k8s.io/mutatingwebhookconfigurations', more.mutatingWebhookPrinter],
   ['admissionregistration.k8s.io/validatingwebhookconfigurations', more.validatingWebhookPrinter],
   ['certificates.k8s.io/certificatesigningrequests', more.certificateSigningRequestPrinter],
+  ['autoscaling/horizontalpodautoscalers', cluster.horizontalPodAutoscalerPrinter],
+  ['/resourcequotas', cluster.resourceQuotaPrinter],
+  ['/limitranges', cluster.limitRangePrinter],
+  ['/componentstatuses', cluster.componentStatusPrinter],
+  ['apiregistration.k8s.io/apiservices', cluster.apiServicePrinter],
+  ['storage.k8s.io/csidrivers', cluster.csiDriverPrinter],
+  ['storage.k8s.io/csinodes', cluster.csiNodePrinter],
+  ['storage.k8s.io/volumeattachments', cluster.volumeAttachmentPrinter],
+  ['storage.k8s.io/csistoragecapacities', cluster.csiStorageCapacityPrinter],
+  ['flowcontrol.apiserver.k8s.io/flowschemas', cluster.flowSchemaPrinter],
+  ['flowcontrol.apiserver.k8s.io/prioritylevelconfigurations', cluster.priorityLevelConfigurationPrinter],
+  ['admissionregistration.k8s.io/validatingadmissionpolicies', cluster.validatingAdmissionPolicyPrinter],
+  ['admissionregistration.k8s.io/validatingadmissionpolicybindings', cluster.validatingAdmissionPolicyBindingPrinter],
+  ['networking.k8s.io/ipaddresses', cluster.ipAddressPrinter],
+  ['networking.k8s.io/servicecidrs', cluster.serviceCIDRPrinter],
 ]);
 
 export function printerFor(group: string, resource: string): KindPrinter {
