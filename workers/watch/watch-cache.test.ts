@@ -144,3 +144,16 @@ describe('ResourceCache namespace index', () => {
     for (const h of held) expect(h.arr).toEqual(h.copy);
   });
 });
+
+describe('ResourceCache joined pages', () => {
+  it('a small page of a large list and a large one give the same bytes as the whole list sliced', () => {
+    const c = new ResourceCache('configmaps', 0, 10, 0);
+    for (let i = 0; i < 100; i++) c.apply('ADDED', `ns/k${String(i).padStart(3, '0')}`, i + 1, Buffer.from(`{"i":${i}}`));
+    const whole = c.list('ns').map((e) => e.json.toString());
+    expect(c.joined('ns', 10, 15).toString()).toBe(whole.slice(10, 15).join(','));
+    expect(c.joined('ns', 0, 100).toString()).toBe(whole.join(','));
+    expect(c.joined('ns', 10, 15).toString()).toBe(whole.slice(10, 15).join(','));
+    expect(c.joined('', 95, 100).toString()).toBe(whole.slice(95).join(','));
+    expect(c.joined('ns', 5, 5).length).toBe(0);
+  });
+});

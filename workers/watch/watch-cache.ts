@@ -334,22 +334,21 @@ export class ResourceCache {
   }
 
   /**
-   * The JSON of list(ns)[from, to) joined by commas, as one slice of a buffer built once per
-   * version of that list (the first list after a change pays one copy; the rest pay nothing).
+   * The JSON of list(ns)[from, to) joined by commas. A whole list, or a large part of one
+   * (the chunks of a paged list), is one slice of a buffer built once per version of that
+   * list and shared by every reader; a small page of a large list (limit=50 of thousands,
+   * re-read after every change) joins only its own items instead of the whole list.
    */
   joined(ns: string, from: number, to: number): Buffer {
-    let j: JoinedList;
-    if (ns === '') {
-      const arr = this.list('');
-      const all = this.all!;
-      j = all.joined ??= joinItems(arr, this.version);
-    } else {
-      const arr = this.nsList(ns);
-      const idx = this.byNs.get(ns);
-      if (!idx) return Buffer.alloc(0);
-      j = idx.joined ??= joinItems(arr, idx.version);
+    if (from >= to) return Buffer.alloc(0);
+    const arr = this.list(ns);
+    const holder: { joined?: JoinedList } | undefined = ns === '' ? this.all! : this.byNs.get(ns);
+    if (!holder) return Buffer.alloc(0);
+    let j = holder.joined;
+    if (!j) {
+      if ((to - from) * 4 < arr.length) return joinItems(arr.slice(from, to), 0).bytes;
+      j = holder.joined = joinItems(arr, ns === '' ? this.version : this.byNs.get(ns)!.version);
     }
-    if (from >= to) return j.bytes.subarray(0, 0);
     return j.bytes.subarray(j.offsets[from], j.offsets[to] - 1);
   }
 
