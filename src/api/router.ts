@@ -27,6 +27,9 @@ import { handleScale } from '../handlers/scale.js';
 import { handleEviction } from '../handlers/eviction.js';
 import { handleBinding } from '../handlers/binding.js';
 import { handleFinalize } from '../handlers/finalize.js';
+import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
+import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
+import type { AuthContext } from '../handlers/context.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -50,6 +53,7 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   eviction: handleEviction,
   binding: handleBinding,
   finalize: handleFinalize,
+  token: handleServiceAccountToken,
 };
 
 const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -70,6 +74,9 @@ export interface RouterDeps {
   limits: ServerLimits;
   health: HealthState;
   serverAddress: string;
+  auth?: AuthContext;
+  /** non-resource GET endpoints served by another component (the service-account issuer's OIDC documents) */
+  extraPaths?: Map<string, (req: ApiRequest, res: ResponseSink) => void | Promise<void>>;
 }
 
 export class Router implements Filter {
@@ -114,7 +121,7 @@ export class Router implements Filter {
       info.namespace = '';
     }
     let verbs = target.info.verbs;
-    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets });
+    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });
     if (info.subresource) {
       const sub = target.info.subresources.find((s) => s.name === info.subresource);
       const own = sub ? SUBRESOURCE_HANDLERS[sub.name] : undefined;
@@ -125,6 +132,11 @@ export class Router implements Filter {
       }
       if (!sub || !STORE_SUBRESOURCES.has(sub.name)) throw errors.resourceNotFound();
       verbs = sub.verbs;
+    } else if (REVIEW_KINDS.has(target.gr)) {
+      // Create-only virtual kinds: nothing stored, no name; every other verb is not served.
+      if (info.verb !== 'create' || info.name) throw errors.methodNotAllowed();
+      if (target.info.namespaced && !info.namespace) throw errors.resourceNotFound();
+      return handleReview(ctx());
     } else if (target.gr === 'bindings' && info.verb === 'create') {
       if (!info.namespace) throw errors.resourceNotFound();
       return handleBinding(ctx());
@@ -142,9 +154,14 @@ export class Router implements Filter {
     return handler(ctx());
   }
 
-  private nonResource(req: ApiRequest, res: ResponseSink): void {
+  private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
     if (this.health(req, res)) return;
+    const extra = this.deps.extraPaths?.get(path);
+    if (extra) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw errors.methodNotAllowed();
+      return extra(req, res);
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (this.docs.has(path)) throw errors.methodNotAllowed();
       sendText(res, 404, '404 page not found\n');
