@@ -168,3 +168,21 @@ describe('service account tokens', () => {
     expect(jwks.json().keys.map((k: any) => k.kid)).toContain(kid);
   });
 });
+
+describe('deprecation warnings', () => {
+  it('a request to a deprecated resource carries kube\'s Warning header; kubectl prints it', async () => {
+    const cs = await request(s, 'GET', '/api/v1/componentstatuses');
+    expect(cs.headers['warning']).toBe('299 - "v1 ComponentStatus is deprecated in v1.19+"');
+    const ep = await request(s, 'GET', '/api/v1/namespaces/default/endpoints');
+    expect(ep.headers['warning']).toBe('299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"');
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps')).headers['warning']).toBeUndefined();
+    const k = await kubectl(s, ['get', 'endpoints']);
+    expect(k.stderr).toContain('Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice');
+  });
+
+  it('review kinds have no storage version hash in discovery', async () => {
+    const doc = (await request(s, 'GET', '/apis/authorization.k8s.io/v1')).json();
+    const ssar = doc.resources.find((r: any) => r.name === 'selfsubjectaccessreviews');
+    expect(ssar).toEqual({ name: 'selfsubjectaccessreviews', singularName: 'selfsubjectaccessreview', namespaced: false, kind: 'SelfSubjectAccessReview', verbs: ['create'] });
+  });
+});

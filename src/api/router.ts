@@ -56,6 +56,18 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   token: handleServiceAccountToken,
 };
 
+/**
+ * kube's deprecation warning of a resource (apiserver/pkg/endpoints/deprecation): "<gv> <Kind>
+ * is deprecated in v1.X+[, unavailable in v1.Y+][; use <gv> <Kind>]". Spec 7.5, 9.4. The
+ * apiserver_requested_deprecated_apis gauge is not set: the server has no /metrics yet.
+ */
+export function deprecationWarning(group: string, version: string, kind: string, d: { deprecated: string; removed?: string; replacement?: string }): string {
+  let msg = `${group ? `${group}/${version}` : version} ${kind} is deprecated in v${d.deprecated}+`;
+  if (d.removed) msg += `, unavailable in v${d.removed}+`;
+  if (d.replacement) msg += `; use ${d.replacement}`;
+  return msg;
+}
+
 const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
 
@@ -120,6 +132,8 @@ export class Router implements Filter {
       // /api/v1/namespaces/{name} names a cluster-scoped object: it lives in no namespace.
       info.namespace = '';
     }
+    const dep = target.info.deprecation;
+    if (dep && !info.subresource) (req.warnings ??= []).push(deprecationWarning(target.info.group, target.info.version, target.info.kind, dep));
     let verbs = target.info.verbs;
     const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });
     if (info.subresource) {
