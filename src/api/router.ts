@@ -29,6 +29,7 @@ import { handleBinding } from '../handlers/binding.js';
 import { handleFinalize } from '../handlers/finalize.js';
 import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
 import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
+import { handleLog } from '../handlers/log.js';
 import type { AuthContext } from '../handlers/context.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
@@ -45,7 +46,8 @@ const HANDLERS: Record<string, VerbHandler> = {
 };
 
 /** Subresources that are served by the generic store as views of the main object. */
-const STORE_SUBRESOURCES = new Set(['status']);
+// pods/ephemeralcontainers and pods/resize are views of the pod whose writes change one part of the spec (src/registry/pod-subresources.ts).
+const STORE_SUBRESOURCES = new Set(['status', 'ephemeralcontainers', 'resize']);
 
 /** Subresources with a handler of their own (the catalog says which verbs each allows). */
 const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
@@ -54,6 +56,7 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   binding: handleBinding,
   finalize: handleFinalize,
   token: handleServiceAccountToken,
+  log: handleLog,
 };
 
 /**
