@@ -33,6 +33,60 @@ function enabledByDefault(group, version) {
   return stabilityOf(version) === 'ga';
 }
 
+// Deprecation (kube's prerelease-lifecycle data, spec 7.5 and 9.4), as of release 1.33.
+// GA kinds are deprecated when their OpenAPI definition says so (only the release number is
+// read from it); a replacement is named where kube names one. Pre-release kinds follow
+// prerelease-lifecycle-gen: deprecated three minors after the release that introduced them
+// (the `introduced` tags below), and betas are removed three minors after that.
+const CURRENT_MINOR = 33;
+const swagger = JSON.parse(readFileSync(join(dataDir, 'openapi-v2', 'swagger.json'), 'utf8'));
+const GA_DEPRECATED = new Map();
+for (const def of Object.values(swagger.definitions)) {
+  const gvk = def['x-kubernetes-group-version-kind']?.[0];
+  const m = /deprecated in v1\.(\d+)\+/i.exec(def.description ?? '');
+  if (gvk && m && /^v\d+$/.test(gvk.version)) GA_DEPRECATED.set(`${gvk.group}/${gvk.version}/${gvk.kind}`, Number(m[1]));
+}
+const REPLACEMENT = {
+  '/v1/Endpoints': 'discovery.k8s.io/v1 EndpointSlice',
+};
+const INTRODUCED = {
+  'admissionregistration.k8s.io/v1alpha1': 32,
+  'admissionregistration.k8s.io/v1beta1': 28,
+  'certificates.k8s.io/v1alpha1': 26,
+  'certificates.k8s.io/v1beta1': 33,
+  'coordination.k8s.io/v1alpha2': 32,
+  'coordination.k8s.io/v1beta1': 33,
+  'internal.apiserver.k8s.io/v1alpha1': 20,
+  'networking.k8s.io/v1beta1': 31,
+  'resource.k8s.io/v1alpha3': 31,
+  'resource.k8s.io/v1beta1': 32,
+  'resource.k8s.io/v1beta2': 33,
+  'storage.k8s.io/v1alpha1': 29,
+  'storage.k8s.io/v1beta1': 31,
+  'storagemigration.k8s.io/v1alpha1': 30,
+};
+const INTRODUCED_KIND = {
+  'resource.k8s.io/v1alpha3/DeviceTaintRule': 33,
+};
+function deprecationOf(group, version, kind) {
+  const stability = stabilityOf(version);
+  if (stability === 'ga') {
+    const minor = GA_DEPRECATED.get(`${group}/${version}/${kind}`);
+    if (minor === undefined || minor > CURRENT_MINOR) return undefined;
+    const d = { deprecated: `1.${minor}` };
+    const r = REPLACEMENT[`${group}/${version}/${kind}`];
+    if (r) d.replacement = r;
+    return d;
+  }
+  const introduced = INTRODUCED_KIND[`${group}/${version}/${kind}`] ?? INTRODUCED[`${group}/${version}`];
+  if (introduced === undefined) throw new Error(`${group}/${version}: no prerelease-lifecycle introduced release`);
+  const deprecated = introduced + 3;
+  if (deprecated > CURRENT_MINOR) return undefined;
+  const d = { deprecated: `1.${deprecated}` };
+  if (stability === 'beta') d.removed = `1.${deprecated + 3}`;
+  return d;
+}
+
 function hashOf(group, version, kind) {
   return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
 }
@@ -74,8 +128,11 @@ for (const gv of discovery.groupVersions) {
         shortNames: [...(r.shortNames ?? [])],
         categories: [...(r.categories ?? [])],
         subresources: [],
-        storageVersionHash: r.verbs?.includes('create') || r.verbs?.includes('list') ? hashOf(group, storageVersion, r.kind) : '',
+        // Only stored kinds have a storage version: the create-only virtual ones (bindings, reviews) have none.
+        storageVersionHash: r.verbs?.includes('get') || r.verbs?.includes('list') ? hashOf(group, storageVersion, r.kind) : '',
       });
+      const dep = deprecationOf(group, version, r.kind);
+      if (dep) byName.get(r.name).deprecation = dep;
       const del = doc?.paths?.[itemPath(r)]?.delete?.responses?.['200']?.content?.['application/json']?.schema?.$ref;
       if (del && !del.endsWith('.meta.v1.Status')) byName.get(r.name).deleteReturnsObject = true;
     }

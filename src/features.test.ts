@@ -59,4 +59,13 @@ describe('feature gates', () => {
     expect((parseArgs(['--feature-gates', 'CBORServingAndStorage=true']) as any).featureGates).toBe('CBORServingAndStorage=true');
     expect(() => parseArgs(['--feature-gates=Bogus=true'])).toThrowError('invalid argument "Bogus=true" for "--feature-gates" flag: unrecognized feature gate: Bogus');
   });
+  it('knows every kube-apiserver 1.33 gate, including those that change nothing here', () => {
+    const f = new FeatureGates();
+    f.set('InPlacePodVerticalScaling=true,UserNamespacesSupport=false,DRAAdminAccess=true');
+    expect(f.enabled('InPlacePodVerticalScaling')).toBe(true);
+    expect(f.enabled('DRAAdminAccess')).toBe(true);
+    expect(new FeatureGates().enabled('InPlacePodVerticalScaling')).toBe(true);
+    expect(() => new FeatureGates().set('SidecarContainers=false')).toThrowError('cannot set feature gate SidecarContainers to false, feature is locked to true');
+    expect((parseArgs(['--feature-gates', 'InPlacePodVerticalScaling=true']) as any).featureGates).toBe('InPlacePodVerticalScaling=true');
+  });
 });

@@ -33,6 +33,18 @@ export interface ServerOptions {
   watchBookmarkIntervalSeconds: number;
   defaultNotReadyTolerationSeconds: number;
   defaultUnreachableTolerationSeconds: number;
+  /** --service-account-issuer: the first issues tokens, all are accepted */
+  serviceAccountIssuers: string[];
+  /** --service-account-signing-key-file ('' means <data-dir>/sa.key, generated at first start) */
+  serviceAccountSigningKeyFile: string;
+  /** --service-account-key-file (none means the signing key's public half) */
+  serviceAccountKeyFiles: string[];
+  /** --api-audiences (none means the issuers) */
+  apiAudiences: string[];
+  serviceAccountLookup: boolean;
+  serviceAccountMaxTokenExpirationSeconds: number;
+  serviceAccountJwksUri: string;
+  serviceAccountExtendTokenExpiration: boolean;
 }
 
 export class FlagError extends Error {}
@@ -121,6 +133,22 @@ const FLAGS: Record<string, FlagSpec> = {
     help: 'tolerationSeconds of the unreachable:NoExecute toleration added to every pod that has none. (default 300)',
     set: (o, v) => (o.defaultUnreachableTolerationSeconds = v),
   },
+  'service-account-issuer': {
+    kind: 'string',
+    help: 'Identifier of the service account token issuer (the iss claim); repeat it to also accept tokens of earlier issuers. (default https://kubernetes.default.svc.cluster.local)',
+    set: (o, v: string) => (o.serviceAccountIssuers = o.serviceAccountIssuers === DEFAULT_ISSUERS ? [v] : [...o.serviceAccountIssuers, v]),
+  },
+  'service-account-signing-key-file': { kind: 'string', help: 'PEM private key that signs service account tokens. (default <data-dir>/sa.key, generated)', set: (o, v) => (o.serviceAccountSigningKeyFile = v) },
+  'service-account-key-file': {
+    kind: 'string',
+    help: 'PEM public or private keys (or certificates) that verify service account tokens; may be repeated. (default the signing key)',
+    set: (o, v: string) => (o.serviceAccountKeyFiles = [...o.serviceAccountKeyFiles, v]),
+  },
+  'api-audiences': { kind: 'list', help: 'Audiences of the API: a service account token must name one of them. (default the issuers)', set: (o, v) => (o.apiAudiences = v) },
+  'service-account-lookup': { kind: 'bool', help: 'Check that a service account token\'s account (and bound object) still exists. (default true)', set: (o, v) => (o.serviceAccountLookup = v) },
+  'service-account-max-token-expiration': { kind: 'duration', help: 'Longest validity of an issued service account token; 0 means none. (default 0s)', set: (o, v) => (o.serviceAccountMaxTokenExpirationSeconds = v) },
+  'service-account-jwks-uri': { kind: 'string', help: 'jwks_uri of the OpenID discovery document. (default https://<advertised address>/openid/v1/jwks)', set: (o, v) => (o.serviceAccountJwksUri = v) },
+  'service-account-extend-token-expiration': { kind: 'bool', help: 'Accepted for compatibility (no kubelet here asks for the extended legacy expiry). (default true)', set: (o, v) => (o.serviceAccountExtendTokenExpiration = v) },
   'service-node-port-range': {
     kind: 'string',
     help: 'Port range for NodePort Services, inclusive. (default 30000-32767)',
@@ -131,6 +159,8 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
 };
+
+const DEFAULT_ISSUERS = ['https://kubernetes.default.svc.cluster.local'];
 
 export function defaultOptions(): ServerOptions {
   return {
@@ -162,6 +192,14 @@ export function defaultOptions(): ServerOptions {
     watchBookmarkIntervalSeconds: 60,
     defaultNotReadyTolerationSeconds: 300,
     defaultUnreachableTolerationSeconds: 300,
+    serviceAccountIssuers: DEFAULT_ISSUERS,
+    serviceAccountSigningKeyFile: '',
+    serviceAccountKeyFiles: [],
+    apiAudiences: [],
+    serviceAccountLookup: true,
+    serviceAccountMaxTokenExpirationSeconds: 0,
+    serviceAccountJwksUri: '',
+    serviceAccountExtendTokenExpiration: true,
   };
 }
 
@@ -230,5 +268,9 @@ function validate(o: ServerOptions): void {
     o.watchCacheSizes = {};
   }
   if (!(o.watchBookmarkIntervalSeconds > 0)) throw new FlagError('--watch-bookmark-interval must be positive');
+  if (o.serviceAccountMaxTokenExpirationSeconds !== 0 && o.serviceAccountMaxTokenExpirationSeconds < 3600) {
+    throw new FlagError('service-account-max-token-expiration must be between 1 hour and 2^32 seconds');
+  }
+  if (o.serviceAccountIssuers.some((i) => i === '')) throw new FlagError('service-account-issuer should not be an empty string');
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
 }

@@ -17,7 +17,12 @@ import { GarbageCollector } from './controllers/garbage-collector.js';
 import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { FilterChain } from './http/filter-chain.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
-import { authenticationFilter } from './http/filters/authentication.js';
+import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
+import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
+import { ServiceAccountsController } from './controllers/serviceaccounts.js';
+import { entryObject } from '../workers/watch/watch-cache.js';
+import { objectKey } from './registry/store.js';
+import { sendBody } from './http/respond.js';
 import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
 import { authorizationFilter } from './http/filters/authorization.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
@@ -70,6 +75,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const store = new Store(coord);
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   await namespaces.bootstrap();
+  // The default ServiceAccount of every namespace (kube's serviceaccount controller).
+  const saController = new ServiceAccountsController(store, coord, targets);
+  await saController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
@@ -78,6 +86,38 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   gc.start();
   const sweeper = new GraceSweeper(store, coord, [targets.resolve('', 'v1', 'pods')!]);
   sweeper.start();
+
+  // Service-account tokens: a signing key generated in the data dir at first start unless
+  // --service-account-signing-key-file names one; audiences default to the issuers.
+  const signingKeyFile = o.serviceAccountSigningKeyFile || join(dataDir, 'sa.key');
+  if (!o.serviceAccountSigningKeyFile) ensureSigningKey(signingKeyFile);
+  const lookupTargets = { serviceaccounts: targets.resolve('', 'v1', 'serviceaccounts')!, pods: targets.resolve('', 'v1', 'pods')!, secrets: targets.resolve('', 'v1', 'secrets')! };
+  const serviceAccounts = new ServiceAccountTokens(
+    {
+      issuers: o.serviceAccountIssuers,
+      apiAudiences: o.apiAudiences.length ? o.apiAudiences : o.serviceAccountIssuers,
+      signingKeyFile,
+      keyFiles: o.serviceAccountKeyFiles,
+      lookup: o.serviceAccountLookup,
+      maxExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds,
+    },
+    (resource, ns, name) => {
+      const e = store.cacheOf(lookupTargets[resource]).items.get(objectKey(ns, name));
+      return e ? entryObject(e) : null;
+    },
+  );
+  const authOpts = { tokens, anonymous: o.anonymousAuth, serviceAccounts };
+  const tokenAuthenticator = new TokenAuthenticator(authOpts);
+  const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
+  // The issuer's OpenID discovery documents, served when the issuer is an https URL (as kube).
+  if (/^https:\/\//.test(serviceAccounts.issuer)) {
+    const jwksUri = o.serviceAccountJwksUri || `https://${advertised}:${o.securePort}/openid/v1/jwks`;
+    const config = serviceAccounts.openidConfiguration(jwksUri);
+    const jwks = await serviceAccounts.jwks();
+    const cache: Array<[string, string]> = [['Cache-Control', 'public, max-age=3600']];
+    extraPaths.set('/.well-known/openid-configuration', (req, res) => sendBody(req, res, 200, 'application/json', config, cache));
+    extraPaths.set('/openid/v1/jwks', (req, res) => sendBody(req, res, 200, 'application/jwk-set+json', jwks, cache));
+  }
 
   const health: HealthState = { ready: false, shuttingDown: false };
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
@@ -89,10 +129,12 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     health,
     serverAddress: `${advertised}:${o.securePort}`,
     limits: { minRequestTimeoutSeconds: o.minRequestTimeout, watchMaxBufferedBytes: 16 * 1024 * 1024 },
+    auth: { authorizationModes: o.authorizationMode, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
+    extraPaths,
   });
   const chain = new FilterChain([
     requestInfoFilter,
-    authenticationFilter({ tokens, anonymous: o.anonymousAuth }),
+    authenticationFilter(authOpts, tokenAuthenticator),
     auditFilter,
     impersonationFilter,
     limiter.filter(),
@@ -121,6 +163,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
       stopping ??= (async () => {
         health.shuttingDown = true;
         gc.stop();
+        saController.stop();
         sweeper.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();

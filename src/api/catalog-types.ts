@@ -38,6 +38,15 @@ export interface ResourceInfo {
   storageVersionHash: string;
   /** DELETE answers with the deleted object, not a Status (kube's ReturnDeletedObject). */
   deleteReturnsObject?: boolean;
+  /** Set when a request to this resource gets kube's deprecation warning (prerelease-lifecycle data, as of 1.33). */
+  deprecation?: {
+    /** "1.19": the release that deprecated it */
+    deprecated: string;
+    /** "1.34": the release that stops serving it (pre-release versions) */
+    removed?: string;
+    /** "discovery.k8s.io/v1 EndpointSlice": what to use instead */
+    replacement?: string;
+  };
 }
 
 export interface GroupVersionInfo {

@@ -27,6 +27,10 @@ import { handleScale } from '../handlers/scale.js';
 import { handleEviction } from '../handlers/eviction.js';
 import { handleBinding } from '../handlers/binding.js';
 import { handleFinalize } from '../handlers/finalize.js';
+import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
+import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
+import { handleLog } from '../handlers/log.js';
+import type { AuthContext } from '../handlers/context.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -42,7 +46,8 @@ const HANDLERS: Record<string, VerbHandler> = {
 };
 
 /** Subresources that are served by the generic store as views of the main object. */
-const STORE_SUBRESOURCES = new Set(['status']);
+// pods/ephemeralcontainers and pods/resize are views of the pod whose writes change one part of the spec (src/registry/pod-subresources.ts).
+const STORE_SUBRESOURCES = new Set(['status', 'ephemeralcontainers', 'resize']);
 
 /** Subresources with a handler of their own (the catalog says which verbs each allows). */
 const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
@@ -50,7 +55,21 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   eviction: handleEviction,
   binding: handleBinding,
   finalize: handleFinalize,
+  token: handleServiceAccountToken,
+  log: handleLog,
 };
+
+/**
+ * kube's deprecation warning of a resource (apiserver/pkg/endpoints/deprecation): "<gv> <Kind>
+ * is deprecated in v1.X+[, unavailable in v1.Y+][; use <gv> <Kind>]". Spec 7.5, 9.4. The
+ * apiserver_requested_deprecated_apis gauge is not set: the server has no /metrics yet.
+ */
+export function deprecationWarning(group: string, version: string, kind: string, d: { deprecated: string; removed?: string; replacement?: string }): string {
+  let msg = `${group ? `${group}/${version}` : version} ${kind} is deprecated in v${d.deprecated}+`;
+  if (d.removed) msg += `, unavailable in v${d.removed}+`;
+  if (d.replacement) msg += `; use ${d.replacement}`;
+  return msg;
+}
 
 const AGGREGATED_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const AGGREGATED_V2BETA1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
@@ -70,6 +89,9 @@ export interface RouterDeps {
   limits: ServerLimits;
   health: HealthState;
   serverAddress: string;
+  auth?: AuthContext;
+  /** non-resource GET endpoints served by another component (the service-account issuer's OIDC documents) */
+  extraPaths?: Map<string, (req: ApiRequest, res: ResponseSink) => void | Promise<void>>;
 }
 
 export class Router implements Filter {
@@ -113,8 +135,10 @@ export class Router implements Filter {
       // /api/v1/namespaces/{name} names a cluster-scoped object: it lives in no namespace.
       info.namespace = '';
     }
+    const dep = target.info.deprecation;
+    if (dep && !info.subresource) (req.warnings ??= []).push(deprecationWarning(target.info.group, target.info.version, target.info.kind, dep));
     let verbs = target.info.verbs;
-    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets });
+    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });
     if (info.subresource) {
       const sub = target.info.subresources.find((s) => s.name === info.subresource);
       const own = sub ? SUBRESOURCE_HANDLERS[sub.name] : undefined;
@@ -125,6 +149,11 @@ export class Router implements Filter {
       }
       if (!sub || !STORE_SUBRESOURCES.has(sub.name)) throw errors.resourceNotFound();
       verbs = sub.verbs;
+    } else if (REVIEW_KINDS.has(target.gr)) {
+      // Create-only virtual kinds: nothing stored, no name; every other verb is not served.
+      if (info.verb !== 'create' || info.name) throw errors.methodNotAllowed();
+      if (target.info.namespaced && !info.namespace) throw errors.resourceNotFound();
+      return handleReview(ctx());
     } else if (target.gr === 'bindings' && info.verb === 'create') {
       if (!info.namespace) throw errors.resourceNotFound();
       return handleBinding(ctx());
@@ -142,9 +171,14 @@ export class Router implements Filter {
     return handler(ctx());
   }
 
-  private nonResource(req: ApiRequest, res: ResponseSink): void {
+  private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
     if (this.health(req, res)) return;
+    const extra = this.deps.extraPaths?.get(path);
+    if (extra) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw errors.methodNotAllowed();
+      return extra(req, res);
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (this.docs.has(path)) throw errors.methodNotAllowed();
       sendText(res, 404, '404 page not found\n');

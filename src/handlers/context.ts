@@ -4,6 +4,17 @@ import type { RequestInfo } from '../request/request-info.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { Targets } from '../api/targets.js';
+import type { TokenAuthenticator } from '../http/filters/authentication.js';
+import type { ServiceAccountTokens } from '../auth/service-account.js';
+
+/** What the review kinds and serviceaccounts/token need: the server's authenticators and authorizer. */
+export interface AuthContext {
+  authorizationModes: string[];
+  tokens: TokenAuthenticator;
+  serviceAccounts: ServiceAccountTokens;
+  /** --service-account-max-token-expiration (seconds, 0: none) */
+  maxTokenExpirationSeconds: number;
+}
 
 export interface ServerLimits {
   minRequestTimeoutSeconds: number;
@@ -20,6 +31,7 @@ export interface HandlerContext {
   limits: ServerLimits;
   /** every resource, for handlers that touch another kind (eviction reads PodDisruptionBudgets) */
   targets: Targets;
+  auth?: AuthContext;
 }
 
 export function apiVersionOf(t: ResourceTarget): string {

@@ -7,6 +7,7 @@
 // defaulted and validated here, and the shard is asked only to "put if the version is
 // still R" (kube-apiserver's GuaranteedUpdate). A lost race retries with the fresh object;
 // a stale version the client itself sent is a 409.
+import { podSubresourceView, validatePodSubresourceUpdate } from './pod-subresources.js';
 import { randomUUID, randomInt } from 'node:crypto';
 import { errors, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
@@ -603,6 +604,12 @@ export class Store {
       delete obj.metadata.resourceVersion;
       if (status === undefined) delete obj.status;
       else obj.status = status;
+    } else if (subresource === 'ephemeralcontainers' || subresource === 'resize') {
+      // pods/ephemeralcontainers and pods/resize change their part of the spec only (kube's
+      // podEphemeralContainersStrategy and podResizeStrategy); everything else stays as stored.
+      const next = podSubresourceView(subresource, obj, old);
+      for (const k of Object.keys(obj)) delete obj[k];
+      Object.assign(obj, next);
     } else if (t.hasStatus) {
       // The main resource ignores status changes.
       if (old.status === undefined) delete obj.status;
@@ -620,7 +627,8 @@ export class Store {
     }
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
-    errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
+    if (subresource === 'ephemeralcontainers' || subresource === 'resize') errs.push(...t.strategy.validate(obj, ctx), ...validatePodSubresourceUpdate(subresource, obj, old));
+    else errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
   }

@@ -1,26 +1,65 @@
-// Authentication: bearer tokens from the static token file, then the TLS client
-// certificate when the transport has one, else anonymous (when allowed). A credential
-// that is presented and wrong is 401 at once; it never falls through to anonymous.
+// Authentication: bearer tokens (the static token file, then service-account JWTs), then the
+// TLS client certificate when the transport has one, else anonymous (when allowed). A
+// credential that is presented and wrong is 401 at once; it never falls through to anonymous.
 import type { Filter } from '../filter-chain.js';
 import type { UserInfo } from '../../auth/user.js';
 import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
+import { AuthenticationError, type ServiceAccountTokens } from '../../auth/service-account.js';
 
 export interface AuthenticationOptions {
   tokens: Map<string, UserInfo>;
   anonymous: boolean;
+  serviceAccounts?: ServiceAccountTokens;
 }
 
 function withAuthenticated(u: UserInfo): UserInfo {
   return u.groups.includes('system:authenticated') ? u : { ...u, groups: [...u.groups, 'system:authenticated'] };
 }
 
-export function authenticationFilter(opts: AuthenticationOptions): Filter {
-  // Users are resolved once per token, not per request.
-  const resolved = new Map<string, UserInfo>();
-  for (const [t, u] of opts.tokens) resolved.set(t, withAuthenticated(u));
-  // Header values already seen to carry a valid token: a client sends the same header on
-  // every request, so most requests cost one map lookup. Bounded, and only valid ones enter.
+export interface TokenAuthentication {
+  authenticated: boolean;
+  user?: UserInfo;
+  audiences?: string[];
+  /** why a token that an authenticator recognised was refused */
+  error?: string;
+}
+
+/**
+ * The bearer-token authenticators in kube's order (token file, service accounts), as
+ * TokenReview and the filter use them. Synchronous for the static tokens.
+ */
+export class TokenAuthenticator {
+  private resolved = new Map<string, UserInfo>();
+  constructor(private opts: AuthenticationOptions) {
+    // Users are resolved once per token, not per request.
+    for (const [t, u] of opts.tokens) this.resolved.set(t, withAuthenticated(u));
+  }
+
+  staticUser(token: string): UserInfo | undefined {
+    return this.resolved.get(token);
+  }
+
+  async authenticate(token: string, audiences?: string[]): Promise<TokenAuthentication> {
+    const u = this.resolved.get(token);
+    if (u) return { authenticated: true, user: u, audiences: audiences ?? this.opts.serviceAccounts?.opts.apiAudiences };
+    const sa = this.opts.serviceAccounts;
+    if (!sa) return { authenticated: false };
+    try {
+      const r = await sa.authenticate(token, audiences && audiences.length ? audiences : undefined);
+      if (!r) return { authenticated: false };
+      return { authenticated: true, user: r.user, audiences: r.audiences };
+    } catch (e) {
+      if (e instanceof AuthenticationError) return { authenticated: false, error: e.message };
+      throw e;
+    }
+  }
+}
+
+export function authenticationFilter(opts: AuthenticationOptions, tokens = new TokenAuthenticator(opts)): Filter {
+  // Header values already seen to carry a valid static token: a client sends the same header
+  // on every request, so most requests cost one map lookup. Bounded, and only valid ones enter.
+  // Service-account tokens are not remembered: they expire, and their account may go.
   const byHeader = new Map<string, UserInfo>();
   return {
     name: 'authentication',
@@ -33,11 +72,18 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
           return;
         }
         const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-        const user = m ? resolved.get(m[1].trim()) : undefined;
-        if (!user) throw errors.unauthorized();
-        if (byHeader.size < 1024) byHeader.set(auth, user);
-        req.user = user;
-        return;
+        if (!m) throw errors.unauthorized();
+        const token = m[1].trim();
+        const user = tokens.staticUser(token);
+        if (user) {
+          if (byHeader.size < 1024) byHeader.set(auth, user);
+          req.user = user;
+          return;
+        }
+        return tokens.authenticate(token).then((r) => {
+          if (!r.authenticated || !r.user) throw errors.unauthorized();
+          req.user = r.user;
+        });
       }
       if (req.clientCert) {
         req.user = withAuthenticated({ name: req.clientCert.commonName, uid: '', groups: req.clientCert.organizations });

@@ -37,6 +37,38 @@ export function decide(modes: string[], _a: AuthorizationAttributes): Decision {
   return { allowed: false, reason: 'no authorizer has an opinion' };
 }
 
+export interface ResourceRule {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+}
+export interface NonResourceRule {
+  verbs: string[];
+  nonResourceURLs?: string[];
+}
+export interface Rules {
+  resourceRules: ResourceRule[];
+  nonResourceRules: NonResourceRule[];
+  incomplete: boolean;
+}
+
+/**
+ * What a user may do in a namespace (kube's RuleResolver, behind SelfSubjectRulesReview):
+ * the rules of every mode, in order. AlwaysAllow grants everything (`*` on every resource
+ * and URL); AlwaysDeny grants nothing. Both are complete, as kube's are.
+ */
+export function rulesFor(modes: string[], _user: string, _namespace: string): Rules {
+  const out: Rules = { resourceRules: [], nonResourceRules: [], incomplete: false };
+  for (const mode of modes) {
+    if (mode === 'AlwaysAllow') {
+      out.resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
+      out.nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
+    }
+  }
+  return out;
+}
+
 export function authorizationFilter(modes: string[]): Filter {
   return {
     name: 'authorization',
