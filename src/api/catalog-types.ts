@@ -38,6 +38,8 @@ export interface ResourceInfo {
   storageVersionHash: string;
   /** DELETE answers with the deleted object, not a Status (kube's ReturnDeletedObject). */
   deleteReturnsObject?: boolean;
+  /** Set for a custom resource: what its CustomResourceDefinition says (src/api/custom-resources.ts). */
+  custom?: import('./custom-resources.js').CustomVersion;
 }
 
 export interface GroupVersionInfo {

@@ -23,6 +23,8 @@
 // Stateless and pure except for the in-place dropping; runs on the front thread.
 import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
 import { errors, StatusError, StatusReason } from '../errors.js';
+import { customSchemaOf } from '../api/custom-resources.js';
+import { prune } from './crd/structural.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
@@ -281,6 +283,17 @@ function base64Error(s: string): number | undefined {
  */
 export function checkFields(obj: unknown, gvk: { group: string; version: string; kind: string }, mode: FieldValidationMode, opts: CheckOptions = {}): FieldCheckResult {
   const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
+  const custom = customSchemaOf(gvk.group, gvk.version, gvk.kind);
+  if (custom) {
+    // A custom resource: fields its schema does not name are pruned (kube's structural
+    // pruning) and reported as unknown; types and required fields are the schema
+    // validation's (422), not the decoder's.
+    const unknown = custom.schema ? prune(obj, custom.schema, mode !== 'Strict') : [];
+    const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
+    if (mode === 'Strict') result.errors = problems;
+    else if (mode === 'Warn') result.warnings = problems;
+    return result;
+  }
   const name = definitionOf(gvk.group, gvk.version, gvk.kind);
   const def = name ? definition(name) : undefined;
   if (!name || !def) return result;
