@@ -125,7 +125,12 @@ function closure(roots: Iterable<string>): string[] {
 
 function schemasOf(d: Dialect, roots: Iterable<string>): Json {
   const out: Json = {};
-  for (const n of closure(roots)) out[n] = customDefs.get(n)?.schema ?? defSchema(d, n, definition(n)!);
+  for (const n of closure(roots)) {
+    const custom = customDefs.get(n);
+    // A custom definition is kept in the v3 form; v2 documents point into #/definitions.
+    if (custom) out[n] = d === 'v3' ? custom.schema : JSON.parse(JSON.stringify(custom.schema).replaceAll('#/components/schemas/', '#/definitions/'));
+    else out[n] = defSchema(d, n, definition(n)!);
+  }
   return out;
 }
 

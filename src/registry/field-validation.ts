@@ -289,6 +289,17 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
     // pruning) and reported as unknown; types and required fields are the schema
     // validation's (422), not the decoder's.
     const unknown = custom.schema ? prune(obj, custom.schema, mode !== 'Strict') : [];
+    // metadata is an ObjectMeta like any other kind's: checked (and pruned) by its definition.
+    const o = obj as Record<string, unknown> | null;
+    if (o && typeof o === 'object' && o.metadata !== undefined) {
+      const w = new Walker(mode !== 'Strict', false);
+      w.def({ metadata: o.metadata }, { p: { metadata: { r: 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' } } }, `custom.${gvk.kind}`, gvk.kind, false);
+      if (w.typeError) {
+        result.typeError = w.typeError;
+        return result;
+      }
+      unknown.unshift(...w.unknown);
+    }
     const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
     if (mode === 'Strict') result.errors = problems;
     else if (mode === 'Warn') result.warnings = problems;
