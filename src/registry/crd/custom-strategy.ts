@@ -30,6 +30,16 @@ export class CustomResourceStrategy extends Strategy {
     this.normalize(obj);
   }
 
+  /**
+   * Objects are stored in the CRD's storage version whatever version they were written in
+   * (conversion strategy None: only apiVersion changes).
+   * TODO(crd): reads through another served version still show the storage apiVersion; the
+   * rewrite belongs to the read path's conversion (src/registry/conversion.ts, conv thread).
+   */
+  override canonicalize(obj: any): void {
+    obj.apiVersion = `${this.cv.group}/${this.cv.storageVersion}`;
+  }
+
   override validate(obj: any, _ctx: StrategyContext): FieldError[] {
     const errs = validateSchema(obj, this.cv.schema);
     const scale = this.cv.scale;
