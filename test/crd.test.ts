@@ -96,6 +96,17 @@ async function k(args: string[], input?: string): Promise<string> {
   return r.stdout;
 }
 
+/** Polls an async condition (the shared until() takes a synchronous one). */
+async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 beforeAll(async () => {
   s = await startServer();
 });
@@ -227,6 +238,15 @@ spec:
     expect(Object.keys(v3.json().paths)).toContain('apis/stable.example.com/v1');
   });
 
+  it('the garbage collector follows owner references to custom resources', async () => {
+    await k(['apply', '-f', '-'], CT.replace('my-cron', 'owner'));
+    const uid = (await k(['get', 'ct', 'owner', '-o', 'jsonpath={.metadata.uid}'])).trim();
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owned', ownerReferences: [{ apiVersion: 'stable.example.com/v1', kind: 'CronTab', name: 'owner', uid }] } };
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/configmaps', cm)).status).toBe(201);
+    await k(['delete', 'ct', 'owner']);
+    await eventually(async () => (await request(s, 'GET', '/api/v1/namespaces/default/configmaps/owned')).status === 404);
+  });
+
   it('keeps serving the CRD across a restart', async () => {
     await s.stop();
     await s.restart();
@@ -241,11 +261,11 @@ spec:
     // Created again, it starts empty.
     await k(['apply', '-f', '-'], CRD);
     await k(['wait', '--for', 'condition=established', '--timeout=20s', 'crd/crontabs.stable.example.com']);
-    const list = await until(async () => {
+    const list = await eventually(async () => {
       const r = await request(s, 'GET', '/apis/stable.example.com/v1/crontabs');
       return r.status === 200 ? r : false;
     });
-    expect((await list).json().items).toEqual([]);
+    expect(list.json().items).toEqual([]);
   });
 
   it('refuses invalid CRDs with kube\'s messages', async () => {
