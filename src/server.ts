@@ -15,6 +15,8 @@ import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
 import { ensureKubernetesService } from './registry/kubernetes-service.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { GraceSweeper } from './controllers/grace-sweeper.js';
+import { CustomResources } from './api/custom-resources.js';
+import { CrdController } from './registry/crd/crd-controller.js';
 import { FilterChain } from './http/filter-chain.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
@@ -73,6 +75,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(coord);
+  // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
+  const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
+  await crds.start();
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   await namespaces.bootstrap();
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
@@ -165,6 +170,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         gc.stop();
         saController.stop();
         sweeper.stop();
+        crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
         await coord.close();

@@ -47,6 +47,8 @@ export interface ResourceInfo {
     /** "discovery.k8s.io/v1 EndpointSlice": what to use instead */
     replacement?: string;
   };
+  /** Set for a custom resource: what its CustomResourceDefinition says (src/api/custom-resources.ts). */
+  custom?: import('./custom-resources.js').CustomVersion;
 }
 
 export interface GroupVersionInfo {

@@ -120,20 +120,44 @@ function servedData(spec: string, data: GroupVersionInfo[]): GroupVersionInfo[] 
 }
 
 export class Catalog {
+  private builtin: GroupVersionInfo[];
   private served: GroupVersionInfo[];
   private byGvr = new Map<string, ResourceInfo>();
   private preferred = new Map<string, string>();
+  /** Bumped whenever the served set changes (CRDs come and go): discovery and OpenAPI rebuild on it. */
+  generation = 0;
 
   constructor(opts: { runtimeConfig?: string } = {}) {
     const order = (g: string) => {
       const i = GROUP_ORDER.indexOf(g);
       return i < 0 ? GROUP_ORDER.length : i;
     };
-    this.served = servedData(opts.runtimeConfig ?? '', catalogData).sort((a, b) => order(a.group) - order(b.group) || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0) || compareVersions(a.version, b.version));
+    this.builtin = servedData(opts.runtimeConfig ?? '', catalogData).sort((a, b) => order(a.group) - order(b.group) || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0) || compareVersions(a.version, b.version));
+    this.served = this.builtin;
+    this.index();
+  }
+
+  private index(): void {
+    this.byGvr.clear();
+    this.preferred.clear();
     for (const gv of this.served) {
       if (!this.preferred.has(gv.group)) this.preferred.set(gv.group, gv.version);
       for (const r of gv.resources) this.byGvr.set(`${gv.group}/${gv.version}/${r.resource}`, r);
     }
+  }
+
+  /**
+   * The group-versions served for CustomResourceDefinitions (src/api/custom-resources.ts).
+   * As the aggregator orders them: after every built-in group (CRD groups have the lowest
+   * group priority), by group name, versions by kube's version priority. A group-version a
+   * built-in already serves is not taken over.
+   */
+  setCustom(gvs: GroupVersionInfo[]): void {
+    const taken = new Set(this.builtin.map((g) => g.groupVersion));
+    const custom = gvs.filter((g) => !taken.has(g.groupVersion)).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0) || compareVersions(a.version, b.version));
+    this.served = custom.length ? [...this.builtin, ...custom] : this.builtin;
+    this.index();
+    this.generation++;
   }
 
   servedGroupVersions(): GroupVersionInfo[] {

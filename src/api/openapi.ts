@@ -75,6 +75,27 @@ function defSchema(d: Dialect, name: string, def: SchemaDef): Json {
   return out;
 }
 
+/**
+ * Definitions of custom resources (their CRD's schema, as apiextensions-apiserver publishes
+ * it), by definition name ("com.example.stable.v1.CronTab"), each with the built-in
+ * definitions it refers to. Set by src/api/custom-resources.ts when the served CRDs change.
+ */
+const customDefs = new Map<string, { schema: Json; refs: string[] }>();
+const customByGvk = new Map<string, string>();
+
+export function setCustomOpenApi(defs: Array<{ gvk: [string, string, string]; name: string; schema: Json; refs: string[] }>): void {
+  customDefs.clear();
+  customByGvk.clear();
+  for (const d of defs) {
+    customDefs.set(d.name, { schema: d.schema, refs: d.refs });
+    customByGvk.set(d.gvk.join('/'), d.name);
+  }
+}
+
+function defOf(group: string, version: string, kind: string): string | undefined {
+  return definitionOf(group, version, kind) ?? customByGvk.get(`${group}/${version}/${kind}`);
+}
+
 /** Every definition reachable from the roots, sorted by name. */
 function closure(roots: Iterable<string>): string[] {
   const seen = new Set<string>();
@@ -88,6 +109,12 @@ function closure(roots: Iterable<string>): string[] {
   while (stack.length) {
     const n = stack.pop()!;
     if (seen.has(n)) continue;
+    const custom = customDefs.get(n);
+    if (custom) {
+      seen.add(n);
+      stack.push(...custom.refs);
+      continue;
+    }
     const def = definition(n);
     if (!def) continue;
     seen.add(n);
@@ -98,7 +125,12 @@ function closure(roots: Iterable<string>): string[] {
 
 function schemasOf(d: Dialect, roots: Iterable<string>): Json {
   const out: Json = {};
-  for (const n of closure(roots)) out[n] = defSchema(d, n, definition(n)!);
+  for (const n of closure(roots)) {
+    const custom = customDefs.get(n);
+    // A custom definition is kept in the v3 form; v2 documents point into #/definitions.
+    if (custom) out[n] = d === 'v3' ? custom.schema : JSON.parse(JSON.stringify(custom.schema).replaceAll('#/components/schemas/', '#/definitions/'));
+    else out[n] = defSchema(d, n, definition(n)!);
+  }
   return out;
 }
 
@@ -240,8 +272,8 @@ class PathBuilder {
     const nsParam: ParamSpec = { name: 'namespace', type: 'string', in: 'path' };
     const nameParam: ParamSpec = { name: 'name', type: 'string', in: 'path' };
     for (const r of gv.resources) {
-      const kindDef = definitionOf(r.group, r.version, r.kind);
-      const listDef = definitionOf(r.group, r.version, r.listKind);
+      const kindDef = defOf(r.group, r.version, r.kind);
+      const listDef = defOf(r.group, r.version, r.listKind);
       const gvk: [string, string, string] = [r.group, r.version, r.kind];
       const ns = r.namespaced;
       const scope = ns ? `namespaces/{namespace}/${r.resource}` : r.resource;
@@ -275,7 +307,7 @@ class PathBuilder {
         const sg = s.group ?? r.group;
         const sv = s.version ?? r.version;
         const sgvk: [string, string, string] = [sg, sv, s.kind];
-        const sdef = definitionOf(sg, sv, s.kind);
+        const sdef = defOf(sg, sv, s.kind);
         const sub = s.name.charAt(0).toUpperCase() + s.name.slice(1);
         const options = (s.options ?? []).map(([name, type]) => ({ name, type }));
         if (s.connect) {

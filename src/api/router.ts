@@ -11,6 +11,7 @@ import type { Catalog } from './catalog.js';
 import type { Targets } from './targets.js';
 import * as discovery from './discovery.js';
 import { OpenApiHandler } from './openapi-handler.js';
+import { checkCustomRequest } from './custom-requests.js';
 import type { Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { HandlerContext, ServerLimits } from '../handlers/context.js';
@@ -96,14 +97,26 @@ export interface RouterDeps {
 
 export class Router implements Filter {
   readonly name = 'handler';
-  private docs = new Map<string, Doc>();
+  private docs!: Map<string, Doc>;
   private health: (req: ApiRequest, res: ResponseSink) => boolean;
 
   constructor(private deps: RouterDeps) {
+    this.buildDocs();
+    this.health = healthHandler(deps.health);
+  }
+
+  /**
+   * The discovery documents and OpenAPI handler of the served set, built once per catalog
+   * generation: at start-up, and again when a CRD starts or stops being served (new bytes,
+   * so new ETags and OpenAPI hashes, as kube's discovery and OpenAPI controllers republish).
+   */
+  private buildDocs(): void {
     const json = (s: string): Doc => ({ body: Buffer.from(s), contentType: 'application/json' });
-    const { catalog } = deps;
+    const { catalog } = this.deps;
+    this.docsGeneration = catalog.generation;
+    this.docs = new Map();
     this.docs.set('/version', json(discovery.versionDoc()));
-    this.docs.set('/api', json(discovery.apiVersionsDoc(deps.serverAddress)));
+    this.docs.set('/api', json(discovery.apiVersionsDoc(this.deps.serverAddress)));
     this.docs.set('/apis', json(discovery.apiGroupListDoc(catalog)));
     this.docs.set('aggregated:api:v2', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'api', 'v2')), contentType: AGGREGATED_V2 });
     this.docs.set('aggregated:apis:v2', { body: Buffer.from(discovery.aggregatedDiscoveryDoc(catalog, 'apis', 'v2')), contentType: AGGREGATED_V2 });
@@ -118,18 +131,20 @@ export class Router implements Filter {
       }
     }
     this.openapi = new OpenApiHandler(catalog);
-    this.aggregated = new AggregatedDiscovery((which, v) => this.docs.get(`aggregated:${which}:${v}`)!.body);
-    this.health = healthHandler(deps.health);
+    const docs = this.docs;
+    this.aggregated = new AggregatedDiscovery((which, v) => docs.get(`aggregated:${which}:${v}`)!.body);
   }
 
-  private openapi: OpenApiHandler;
-  private aggregated: AggregatedDiscovery;
+  private docsGeneration = -1;
+  private openapi!: OpenApiHandler;
+  private aggregated!: AggregatedDiscovery;
 
   run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const info = req.requestInfo!;
     if (!info.isResourceRequest) return this.nonResource(req, res);
     const target = this.deps.targets.resolve(info.apiGroup, info.apiVersion, info.resource);
     if (!target) throw errors.resourceNotFound();
+    if (target.info.custom) checkCustomRequest(req, info, target.info.custom);
     if (!target.info.namespaced) {
       if (info.namespace && info.resource !== 'namespaces') throw errors.resourceNotFound();
       // /api/v1/namespaces/{name} names a cluster-scoped object: it lives in no namespace.
@@ -172,6 +187,7 @@ export class Router implements Filter {
   }
 
   private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {
+    if (this.docsGeneration !== this.deps.catalog.generation) this.buildDocs();
     const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
     if (this.health(req, res)) return;
     const extra = this.deps.extraPaths?.get(path);

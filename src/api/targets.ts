@@ -8,21 +8,37 @@ export function groupResourceKey(group: string, resource: string): string {
   return group ? `${resource}.${group}` : resource;
 }
 
+/** A strategy for a resource the catalog learned at run time (custom resources), or undefined. */
+export type DynamicStrategies = (group: string, version: string, resource: string) => { strategy: import('../registry/strategy.js').Strategy; nameRule: ResourceTarget['nameRule'] } | undefined;
+
 export class Targets {
   private cache = new Map<string, ResourceTarget | null>();
+  private dynamic?: DynamicStrategies;
+  private generation = -1;
   constructor(
     private catalog: Catalog,
     private strategies: StrategyRegistry,
   ) {}
 
+  /** Custom resources' strategies (src/registry/crd/crd-controller.ts). */
+  setDynamic(fn: DynamicStrategies): void {
+    this.dynamic = fn;
+    this.cache.clear();
+  }
+
   resolve(group: string, version: string, resource: string): ResourceTarget | undefined {
+    // The served set changed (a CRD came or went): resolve everything afresh.
+    if (this.generation !== this.catalog.generation) {
+      this.generation = this.catalog.generation;
+      this.cache.clear();
+    }
     const k = `${group}/${version}/${resource}`;
     let t = this.cache.get(k);
     if (t === undefined) {
       const info = this.catalog.lookup(group, version, resource);
       if (!info) t = null;
       else {
-        const { strategy, nameRule } = this.strategies.get(group, resource);
+        const { strategy, nameRule } = this.dynamic?.(group, version, resource) ?? this.strategies.get(group, resource);
         t = {
           info,
           gr: groupResourceKey(group, resource),

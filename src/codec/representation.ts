@@ -14,6 +14,7 @@ import { cborWatchFrame, encodeCbor } from './cbor.js';
 import { CBOR_MEDIA_TYPE, JSON_MEDIA_TYPE, PROTOBUF_MEDIA_TYPE, YAML_MEDIA_TYPE, type Representation } from './negotiate.js';
 import { encodeMessage, envelope, listMessage, protoTypeOf, watchFrame as protoWatchFrame } from './protobuf-encode.js';
 import { buildTable, printerFor, renderTable, type IncludeObject } from '../api/table/table.js';
+import { customPrinter } from '../api/table/custom.js';
 
 /** Anything that carries an object's stored JSON: a cache entry, or an item read from the log. */
 export interface Encodable {
@@ -90,7 +91,8 @@ function pomProtoRaw(e: Encodable): Buffer {
 
 /** A Table of the objects (src/api/table's printers), in JSON or YAML. */
 function encodeTable(entries: Encodable[], listMeta: Record<string, unknown>, ctx: EncodeContext, r: Representation, noHeaders = false): Buffer {
-  const printer = printerFor(ctx.target.info.group, ctx.target.info.resource);
+  const custom = ctx.target.info.custom;
+  const printer = custom ? customPrinter(custom.columns) : printerFor(ctx.target.info.group, ctx.target.info.resource);
   const opts = { includeObject: ctx.table?.includeObject ?? 'Metadata', noHeaders, now: Date.now(), version: r.as!.version } as const;
   if (r.mediaType === JSON_MEDIA_TYPE) return renderTable(printer, entries.map((e) => ({ obj: parsed(e), raw: e.json })), listMeta, opts);
   return encodeValue(buildTable(printer, entries.map(parsed), listMeta, opts), r.mediaType);

@@ -67,9 +67,21 @@ export class GarbageCollector {
   constructor(
     private store: Store,
     private coord: Coordinator,
-    catalog: Catalog,
-    targets: Targets,
+    private catalog: Catalog,
+    private targets: Targets,
   ) {
+    this.learnTypes();
+  }
+
+  /**
+   * Indexes the served types. Run again when the catalog changes: custom resources come and
+   * go with their CRDs (src/registry/crd/crd-controller.ts).
+   */
+  private catalogGeneration = -1;
+  private learnTypes(): void {
+    const { catalog, targets } = this;
+    if (this.catalogGeneration === catalog.generation) return;
+    this.catalogGeneration = catalog.generation;
     for (const gv of catalog.servedGroupVersions()) {
       for (const info of gv.resources) {
         const t = targets.preferred(info.group, info.resource);
@@ -100,6 +112,7 @@ export class GarbageCollector {
   }
 
   private onEvents(cache: ResourceCache, evs: WatchEvent[]): void {
+    if (!this.byGr.has(cache.gr)) this.learnTypes();
     if (!this.byGr.has(cache.gr)) return;
     for (const ev of evs) this.observe(cache.gr, ev.entry, ev.prev, ev.type, false);
   }
@@ -202,6 +215,7 @@ export class GarbageCollector {
 
   /** The state of one owner reference of an object in namespace ns. */
   private classify(ref: OwnerRef, ns: string): 'solid' | 'dangling' | 'waiting' {
+    if (!this.byKind.has(`${groupOf(ref.apiVersion ?? '')}/${ref.kind}`)) this.learnTypes();
     const t = this.byKind.get(`${groupOf(ref.apiVersion ?? '')}/${ref.kind}`);
     if (!t) return 'solid'; // a kind this server does not serve: never collect on a guess
     if (t.info.namespaced && ns === '') return 'dangling';

@@ -4,6 +4,7 @@
 import { errors } from '../errors.js';
 import { recordUpdate, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
 import { ANY, rootNode } from '../registry/schema-walk.js';
+import { customSchemaOf } from '../api/custom-resources.js';
 import type { FieldsHook, ResourceTarget } from '../registry/store.js';
 import type { FieldError } from '../registry/strategy.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
@@ -55,7 +56,9 @@ export function writeIdentity(c: HandlerContext, kind: OptionsKind): WriteIdenti
 }
 
 export function managedContext(t: ResourceTarget): ManagedContext {
-  return { root: rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY, hasStatus: t.hasStatus };
+  // Custom resources: their CRD schema's view (list types as declared, atomic otherwise).
+  const root = rootNode(t.info.group, t.info.version, t.info.kind) ?? customSchemaOf(t.info.group, t.info.version, t.info.kind)?.root ?? ANY;
+  return { root, hasStatus: t.hasStatus };
 }
 
 /** The hook that records an Update by this request's manager. */

@@ -10,6 +10,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch } from '../registry/patch.js';
 import { mapSelectorString, selectorString } from '../registry/label-selector.js';
 import type { HandlerContext } from './context.js';
+import { handleCustomScale } from './custom-scale.js';
 
 export function scaleOf(obj: any, mapSelector: boolean): any {
   const m = obj.metadata;
@@ -66,6 +67,8 @@ async function writeScale(c: HandlerContext, scale: any): Promise<void> {
 }
 
 export async function handleScale(c: HandlerContext): Promise<void> {
+  const custom = c.target.info.custom?.scale;
+  if (custom) return handleCustomScale(c, custom);
   switch (c.info.verb) {
     case 'get':
       sendJson(c.req, c.res, 200, JSON.stringify(scaleOf(await current(c), isRc(c))));

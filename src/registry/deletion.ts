@@ -93,6 +93,7 @@ export function planDelete(t: ResourceTarget, current: any, o: DeleteOptions, no
   const obj = structuredClone(current);
   const m = obj.metadata;
   delete m.resourceVersion;
+  if (!m.deletionTimestamp) t.strategy.beforeDelete(obj);
   let requested = o.gracePeriodSeconds;
   if (requested !== undefined && requested < 0) requested = 1; // negative means 1s on the delete path
   const gracefulKind = t.strategy.checkGracefulDelete(current, requested) !== undefined;

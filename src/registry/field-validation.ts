@@ -24,6 +24,8 @@
 import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
 import { errors, StatusError, StatusReason } from '../errors.js';
 import { yamlDuplicatesOf } from '../codec/decode.js';
+import { customSchemaOf } from '../api/custom-resources.js';
+import { prune } from './crd/structural.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
@@ -284,6 +286,28 @@ function base64Error(s: string): number | undefined {
  */
 export function checkFields(obj: unknown, gvk: { group: string; version: string; kind: string }, mode: FieldValidationMode, opts: CheckOptions = {}): FieldCheckResult {
   const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
+  const custom = customSchemaOf(gvk.group, gvk.version, gvk.kind);
+  if (custom) {
+    // A custom resource: fields its schema does not name are pruned (kube's structural
+    // pruning) and reported as unknown; types and required fields are the schema
+    // validation's (422), not the decoder's.
+    const unknown = custom.schema ? prune(obj, custom.schema, mode !== 'Strict') : [];
+    // metadata is an ObjectMeta like any other kind's: checked (and pruned) by its definition.
+    const o = obj as Record<string, unknown> | null;
+    if (o && typeof o === 'object' && o.metadata !== undefined) {
+      const w = new Walker(mode !== 'Strict', false);
+      w.def({ metadata: o.metadata }, { p: { metadata: { r: 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' } } }, `custom.${gvk.kind}`, gvk.kind, false);
+      if (w.typeError) {
+        result.typeError = w.typeError;
+        return result;
+      }
+      unknown.unshift(...w.unknown);
+    }
+    const problems = [...(opts.duplicates ?? []).map((p) => `duplicate field ${JSON.stringify(p)}`), ...unknown.map((p) => `unknown field ${JSON.stringify(p)}`)];
+    if (mode === 'Strict') result.errors = problems;
+    else if (mode === 'Warn') result.warnings = problems;
+    return result;
+  }
   const name = definitionOf(gvk.group, gvk.version, gvk.kind);
   const def = name ? definition(name) : undefined;
   if (!name || !def) return result;

@@ -24,6 +24,8 @@ export interface TypeNode {
   patchMergeKey?: string;
   /** a struct field Go keeps as a value, not a pointer: it always exists, so it is never "added" */
   valueStruct?: boolean;
+  /** struct fields of a schema outside the catalog (custom resources: src/registry/crd/structural.ts) */
+  fields?: (key: string) => TypeNode | undefined;
 }
 
 /** Untyped data (custom resources, RawExtension): maps granular, lists atomic. */
@@ -78,6 +80,7 @@ export function rootNode(group: string, version: string, kind: string): TypeNode
 /** The node of a struct field or map value; ANY for untyped data and unknown fields. */
 export function childNode(n: TypeNode, key: string): TypeNode {
   if (n.kind === 'map') return n.elem ?? ANY;
+  if (n.fields) return n.fields(key) ?? ANY;
   if (n.kind !== 'struct' || !n.def?.p) return ANY;
   let m = fieldCache.get(n);
   if (!m) fieldCache.set(n, (m = new Map()));
@@ -90,6 +93,7 @@ export function childNode(n: TypeNode, key: string): TypeNode {
 }
 
 export function hasField(n: TypeNode, key: string): boolean {
+  if (n.fields) return n.fields(key) !== undefined;
   return n.kind === 'struct' && !!n.def?.p && Object.prototype.hasOwnProperty.call(n.def.p, key);
 }
 

@@ -6,6 +6,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
 import * as kinds from './kind-strategies.js';
+import { CrdStrategy } from './crd/crd-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 
@@ -187,6 +188,7 @@ export class StrategyRegistry {
     if (group === 'events.k8s.io' && resource === 'events') return { strategy: new kinds.EventStrategy('events.k8s.io'), nameRule: 'subdomain' };
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
+    if (group === 'apiextensions.k8s.io' && resource === 'customresourcedefinitions') return { strategy: new CrdStrategy(), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };

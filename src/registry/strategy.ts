@@ -51,6 +51,11 @@ export class Strategy {
   beginCreate(_obj: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
   /** The same for an update (kube's BeginUpdate). */
   beginUpdate(_obj: any, _old: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
+  /**
+   * What the first delete of an object adds before the deletion is planned: finalizers and
+   * conditions of kinds whose deletion is finished by a controller (a CRD's instance cleanup).
+   */
+  beforeDelete(_obj: any): void {}
   /** After the object is gone from storage (its last state). */
   afterDelete(_obj: any): void {}
   /**
