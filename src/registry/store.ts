@@ -105,10 +105,9 @@ export function objectKey(ns: string, name: string): string {
   return `${ns}/${name}`;
 }
 
-function parseRv(s: string, field = 'resourceVersion'): number {
-  if (!/^[0-9]+$/.test(s)) {
-    throw errors.badRequest(`invalid resource version: ${JSON.stringify(s)}`, { causes: [{ reason: 'FieldValueInvalid', field }] });
-  }
+/** A resourceVersion parameter as kube's APIObjectVersioner reads it (a uint64). */
+export function parseRv(s: string): number {
+  if (!/^[0-9]+$/.test(s) || (s.length >= 20 && BigInt(s) > 0xffffffffffffffffn)) throw errors.invalidResourceVersion(s);
   return Number(s);
 }
 
