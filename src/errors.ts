@@ -138,9 +138,19 @@ export const errors = {
     new StatusError(415, StatusReason.UnsupportedMediaType,
       `the body of the request was in an unknown format - accepted media types include: ${supported.join(', ')}`),
   tooLarge: (limit: number) => new StatusError(413, StatusReason.RequestEntityTooLarge, `Request entity too large: limit is ${limit}`),
+  /** storage.NewTooLargeResourceVersionError: a NewTimeoutError, so its message starts "Timeout: " (clients match on it). */
   tooLargeResourceVersion: (requested: number, current: number) =>
-    new StatusError(504, StatusReason.Timeout, `Too large resource version: ${requested}, current: ${current}`,
+    new StatusError(504, StatusReason.Timeout, `Timeout: Too large resource version: ${requested}, current: ${current}`,
       { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+  /**
+   * A resourceVersion that is not a uint64. kube's versioner returns a storage InvalidError,
+   * which no handler converts to a Status: ErrorToAPIStatus makes it a 500 with no reason and
+   * no details (kubernetes/kubernetes#101350, still so in 1.33), and clients see exactly that.
+   */
+  invalidResourceVersion: (rv: string) => {
+    const why = /^[0-9]+$/.test(rv) ? 'value out of range' : 'invalid syntax';
+    return new StatusError(500, '', `resourceVersion: Invalid value: ${goQuote(rv)}: strconv.ParseUint: parsing ${goQuote(rv)}: ${why}`);
+  },
   timeout: (message: string) => new StatusError(504, StatusReason.Timeout, message),
   internal: (message: string) =>
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),

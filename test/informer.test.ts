@@ -38,20 +38,45 @@ interface Seen {
   rv: number;
 }
 
+/**
+ * A successful delete. Its response (a Status, as kube answers for ConfigMaps) carries no
+ * version, so it is bracketed: it deleted the object at version `after` (its precondition)
+ * and committed before `before`, the version of the same loop's next write.
+ */
+interface Deleted {
+  name: string;
+  after: number;
+  before: number;
+}
+
 /** Writes creates, updates and deletes at random names until stopped; records the versions it made. */
-function churn(written: Set<number>) {
+function churn(written: Set<number>, deleted: Deleted[]) {
   let running = true;
   const loops = Array.from({ length: 6 }, async () => {
+    let open: Deleted | null = null;
+    const wrote = (rv: number) => {
+      written.add(rv);
+      if (open) open.before = rv;
+      open = null;
+    };
     while (running) {
       const name = `o${Math.floor(Math.random() * (N + 2000))}`;
       const op = Math.random();
       try {
         let r;
         if (op < 0.5) r = await request(s, 'PATCH', `${PATH}/${name}`, { data: { v: String(Math.random()) } }, { 'content-type': 'application/merge-patch+json' });
-        else if (op < 0.75) r = await request(s, 'DELETE', `${PATH}/${name}`);
-        else r = await request(s, 'POST', PATH, { metadata: { name }, data: { v: 'new' } });
-        if (r.status < 300 && op < 0.5) written.add(Number(r.json().metadata.resourceVersion));
-        if (r.status === 201) written.add(Number(r.json().metadata.resourceVersion));
+        else if (op < 0.75) {
+          const cur = await request(s, 'GET', `${PATH}/${name}`);
+          if (cur.status !== 200) continue;
+          const after = Number(cur.json().metadata.resourceVersion);
+          r = await request(s, 'DELETE', `${PATH}/${name}`, { preconditions: { resourceVersion: String(after) } });
+          if (r.status === 200) {
+            open = { name, after, before: Infinity };
+            deleted.push(open);
+          }
+        } else r = await request(s, 'POST', PATH, { metadata: { name }, data: { v: 'new' } });
+        if (r.status < 300 && op < 0.5) wrote(Number(r.json().metadata.resourceVersion));
+        if (r.status === 201) wrote(Number(r.json().metadata.resourceVersion));
       } catch {
         await new Promise((res) => setTimeout(res, 100)); // the server is restarting
       }
@@ -97,6 +122,7 @@ describe('client-node informer', () => {
     expect(lw.list(NS).length).toBe(N);
 
     const written = new Set<number>();
+    const deleted: Deleted[] = [];
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const serverRv = async () => Number((await request(s, 'GET', `${PATH}?limit=1`)).json().metadata.resourceVersion);
     /** Waits until the informer has had an event newer than every write made so far. */
@@ -105,7 +131,7 @@ describe('client-node informer', () => {
       await until(() => lastRv > rv, 30_000);
     };
     // 1. churn with the informer connected
-    let stop = churn(written);
+    let stop = churn(written, deleted);
     await sleep(2000);
     await caughtUp();
     // 2. forced disconnect: the server goes away (with writes in flight) and comes back;
@@ -121,7 +147,7 @@ describe('client-node informer', () => {
     away = true;
     await lw.stop();
     const awayFrom = Number(lw.latestResourceVersion());
-    stop = churn(written);
+    stop = churn(written, deleted);
     await eventually(async () => {
       const w = openWatch(s, `${PATH}?watch=1&resourceVersion=${awayFrom}`);
       try {
@@ -164,6 +190,17 @@ describe('client-node informer', () => {
     const relistAt = listRvs[listRvs.length - 1];
     const missed = [...written].filter((rv) => ((rv > listRvs[0] && rv <= awayFrom) || rv > relistAt) && !got.has(rv));
     expect(missed).toEqual([]);
+    // ... and so did every delete in those spans: the next event of its name after the
+    // version it deleted is that DELETED, committed before the loop's next write
+    const byName = new Map<string, Seen[]>();
+    for (const x of [...seen].sort((a, b) => a.rv - b.rv)) byName.set(x.name, [...(byName.get(x.name) ?? []), x]);
+    const checked = deleted.filter((d) => (d.after >= listRvs[0] && d.before <= awayFrom) || d.after >= relistAt);
+    expect(checked.length).toBeGreaterThan(0);
+    const missedDeletes = checked.filter((d) => {
+      const next = byName.get(d.name)?.find((x) => x.rv > d.after);
+      return !next || next.type !== 'DELETED' || next.rv >= d.before;
+    });
+    expect(missedDeletes).toEqual([]);
     expect(awayFrom).toBeGreaterThanOrEqual(beforeGone);
   }, 150_000);
 });

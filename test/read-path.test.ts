@@ -187,6 +187,18 @@ describe('selectors', () => {
     expect(badCm.json().message).toBe('"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"');
     const badNode = await fs('/api/v1/nodes', 'metadata.namespace=x');
     expect(badNode.json().message).toBe('field label not supported: metadata.namespace');
+    const VALUE_MSG =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    const badValue = await get(`${SEL}?labelSelector=${encodeURIComponent('idx=-bad-')}`);
+    expect(badValue.status).toBe(400);
+    expect(badValue.json()).toMatchObject({ reason: 'BadRequest', message: `unable to parse requirement: values[0][idx]: Invalid value: "-bad-": ${VALUE_MSG}` });
+    const badKey = await get(`${SEL}?watch=1&labelSelector=${encodeURIComponent('-bad in (x)')}`);
+    expect(badKey.status).toBe(400);
+    expect(badKey.json().message).toMatch(/^unable to parse requirement: <nil>: Invalid value: "-bad": name part must consist of/);
+    // "in ()" is the empty value: it selects nothing here, and is no error
+    const empty = await get(`${SEL}?labelSelector=${encodeURIComponent('app in ()')}`);
+    expect(empty.status).toBe(200);
+    expect(names(empty.json())).toEqual([]);
     const badWatch = await get(`${PODS}?watch=1&fieldSelector=spec.bogus%3D1`);
     expect(badWatch.status).toBe(400);
     const secrets = await fs('/api/v1/namespaces/sel/secrets', 'type=Opaque');
@@ -232,7 +244,69 @@ describe('watch (spec 4.6, 6.1)', () => {
     expectInvalid(await get(`${W}?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=0`), 'resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
     const r = await get(`${W}?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact`);
     expect(r.json().message).toContain('resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"');
-    expect((await get(`${W}?watch=1&resourceVersion=abc`)).status).toBe(400);
+  });
+
+  it('a resourceVersion that is not a number: the reason-less 500 kube gives, for watch, get and list', async () => {
+    for (const path of [`${W}?watch=1&resourceVersion=abc`, `${W}/w0?resourceVersion=abc`, `${W}?resourceVersion=abc`, `${W}?resourceVersion=-1&limit=1`]) {
+      const r = await get(path);
+      const rv = new URLSearchParams(path.split('?')[1]).get('resourceVersion');
+      expect(r.status, path).toBe(500);
+      expect(r.json()).toEqual({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`,
+        code: 500,
+      });
+    }
+  });
+
+  it('query values as kube converts them: a bool is never refused, an integer is strconv.ParseInt', async () => {
+    // watch=abc is true (only false and 0 are false)
+    const w = openWatch(s, `${W}?watch=abc`);
+    expect(await w.status).toBe(200);
+    await until(() => w.events.length >= 1);
+    expect(w.events[0].type).toBe('ADDED');
+    w.close();
+    expect((await get(`${W}?watch=FALSE`)).json().kind).toBe('ConfigMapList');
+    expect((await get(`${W}?allowWatchBookmarks=maybe`)).status).toBe(200);
+    const bad = await get(`${W}?watch=1&timeoutSeconds=0.1s`);
+    expect(bad.status).toBe(400);
+    expect(bad.json()).toMatchObject({ reason: 'BadRequest', message: 'strconv.ParseInt: parsing "0.1s": invalid syntax' });
+    expect((await get(`${W}?limit=x`)).json().message).toBe('strconv.ParseInt: parsing "x": invalid syntax');
+  });
+
+  it('a named GET with ?watch is a plain get of the object', async () => {
+    const r = await get(`${W}/w0?watch=1`);
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ kind: 'ConfigMap', metadata: { name: 'w0' } });
+  });
+
+  it('a single-object watch whose fieldSelector names another object is 400', async () => {
+    const r = await get(`/api/v1/watch/namespaces/w/configmaps/w0?fieldSelector=metadata.name%3Dother`);
+    expect(r.status).toBe(400);
+    expect(r.json()).toMatchObject({ reason: 'BadRequest', code: 400, message: "fieldSelector metadata.name doesn't match requested name" });
+    expect((await get(`/api/v1/watch/namespaces/w/configmaps/w0?fieldSelector=metadata.name!%3Dw0`)).status).toBe(400);
+    // the same name, or other fields beside it, are fine
+    const ok = openWatch(s, `/api/v1/watch/namespaces/w/configmaps/w0?fieldSelector=metadata.name%3Dw0,metadata.namespace%3Dw`);
+    expect(await ok.status).toBe(200);
+    await until(() => ok.events.length >= 1);
+    expect(ok.events[0].object.metadata.name).toBe('w0');
+    ok.close();
+  });
+
+  it('timeoutSeconds=0 is unset: the watch stays open (a random timeout of at least --min-request-timeout)', async () => {
+    const at = (await get(W)).json().metadata.resourceVersion;
+    const w = openWatch(s, `${W}?watch=1&timeoutSeconds=0&resourceVersion=${at}`);
+    expect(await w.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 500));
+    await request(s, 'POST', W, { metadata: { name: 'after-zero' } });
+    await until(() => w.events.length >= 1);
+    expect(w.events[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'after-zero' } } });
+    expect(w.ended()).toBe(false);
+    w.close();
+    await request(s, 'DELETE', `${W}/after-zero`);
   });
 
   it('sendInitialEvents: ADDED events, a BOOKMARK marking their end, then the stream', async () => {
@@ -317,8 +391,28 @@ describe('504 and 410', () => {
     const r = await get(`${CM}/c0?resourceVersion=99999999`);
     expect(r.status).toBe(504);
     expect(r.json()).toMatchObject({ reason: 'Timeout', code: 504, details: { retryAfterSeconds: 1 } });
-    expect(r.json().message).toContain('Too large resource version');
+    expect(r.json().message).toMatch(/^Timeout: Too large resource version: \d+, current: \d+$/);
     expect(r.headers['retry-after']).toBe('1');
+  });
+  it('sendInitialEvents from a version not reached: waits, then 200 with the 504 as an ERROR event', async () => {
+    const w = openWatch(s, `${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=99999999`);
+    expect(await w.status).toBe(200);
+    await until(() => w.ended() && w.events.length >= 1, 15_000);
+    expect(w.events).toHaveLength(1);
+    const st = w.events[0].object;
+    expect(w.events[0].type).toBe('ERROR');
+    expect(st).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'Timeout', code: 504, details: { retryAfterSeconds: 1, causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] } });
+    expect(st.message).toMatch(/^Timeout: Too large resource version: 99999999, current: \d+$/);
+  });
+  it('a plain watch from a version not reached is not refused: it skips events up to it', async () => {
+    const now = Number((await get(CM)).json().metadata.resourceVersion);
+    const w = openWatch(s, `${CM}?watch=1&resourceVersion=${now + 1}`);
+    expect(await w.status).toBe(200);
+    await request(s, 'PATCH', `${CM}/c3`, { data: { v: 'skipped' } }, { 'content-type': 'application/merge-patch+json' });
+    await request(s, 'PATCH', `${CM}/c3`, { data: { v: 'seen' } }, { 'content-type': 'application/merge-patch+json' });
+    await until(() => w.events.length >= 1);
+    expect(w.events[0]).toMatchObject({ type: 'MODIFIED', object: { data: { v: 'seen' } } });
+    w.close();
   });
   it('a continue token older than 5 minutes is 410 with the inconsistent continue token', async () => {
     const first = (await get(`${CM}?limit=2`)).json();
@@ -346,7 +440,7 @@ describe('504 and 410', () => {
     for (const m of ['NotOlderThan', 'Exact']) {
       const r = await get(`${CM}?${q({ resourceVersion: 99999999, resourceVersionMatch: m })}`);
       expect(r.status).toBe(504);
-      expect(r.json().message).toContain('Too large resource version');
+      expect(r.json().message).toMatch(/^Timeout: Too large resource version: \d+, current: \d+$/);
       expect(r.headers['retry-after']).toBe('1');
     }
   });

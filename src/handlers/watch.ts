@@ -11,6 +11,15 @@
 //                          asked for), then changes
 //   sendInitialEvents=false: no synthetic events; N unset or "0" starts at the newest version
 //
+// As kube's cacher: with sendInitialEvents=true the watch waits for N (up to 3 s) and, when it
+// is not reached, answers 200 with the 504 "Timeout: Too large resource version" as an ERROR
+// event (newErrWatcher), not as an HTTP error; a plain watch from a future N is not waited
+// for and simply skips events up to N. timeoutSeconds unset or 0 picks a random timeout in
+// [--min-request-timeout, 2x). With the WatchList gate on, a watch from "" or "0" that names
+// neither sendInitialEvents nor resourceVersionMatch defaults to sendInitialEvents=true with
+// NotOlderThan (SetListOptionsDefaults); with it off we still serve sendInitialEvents, which
+// kube 1.33 would refuse with 422 (README, --feature-gates).
+//
 // Everything between choosing the start version and registering the watcher runs without
 // an await, so no committed event can slip between the replay and the live stream.
 import { randomInt } from 'node:crypto';
@@ -19,12 +28,15 @@ import { exactField } from '../request/selectors.js';
 import { validateListOptions } from '../request/list-options.js';
 import { convertFieldSelector } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
+import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
 import { initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { eventsBetween } from '../../workers/shard/reader.js';
 import { looksLikeObject } from '../coordinator/coordinator.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
-import { errors } from '../errors.js';
+import { errors, StatusError } from '../errors.js';
+import { features } from '../features.js';
+import { parseRv } from '../registry/store.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
 import { streamContentType, type Representation } from '../codec/negotiate.js';
@@ -35,32 +47,56 @@ function errorFrame(code: number, reason: string, message: string, r: Representa
   return valueFrame('ERROR', status, r);
 }
 
+/** A watch that is one ERROR event carrying err's whole Status, then ends (kube's errWatcher). */
+function endWithError(c: HandlerContext, headers: HeaderList, err: StatusError, r: Representation): void {
+  c.res.startStream(200, headers);
+  c.res.cork(() => {
+    c.res.write(valueFrame('ERROR', err.toStatus(), r));
+    c.res.end();
+  });
+}
+
 export async function handleWatch(c: HandlerContext): Promise<void> {
   const { store, target, info } = c;
   responseRepresentation(c); // kube negotiates the list's type first, then the stream's
   const repr = streamRepresentation(c);
   const frame = watchFramer(repr, encodeContextOf(c, repr));
   const opts = listOptions(c.req);
+  if (features.enabled('WatchList') && opts.sendInitialEvents === undefined && opts.resourceVersionMatch === '' && (opts.resourceVersion === '' || opts.resourceVersion === '0')) {
+    // metainternalversion.SetListOptionsDefaults, applied before validation as kube does
+    opts.sendInitialEvents = true;
+    opts.resourceVersionMatch = 'NotOlderThan';
+  }
   validateListOptions(opts, true);
   const fields = convertFieldSelector(target.gr, opts.fields);
+  if (info.name && fields) {
+    // A watch of one named object (the /watch/ path form) may narrow it further by fields,
+    // but not name another object (ListResource's hasName check).
+    if (exactField(fields, 'metadata.name') !== info.name) throw errors.badRequest("fieldSelector metadata.name doesn't match requested name");
+  }
   const cache = store.cacheOf(target);
   const shard = cache.shard;
   const coord = store.coord;
   const name = info.name || exactField(fields, 'metadata.name') || '';
   const minTimeout = c.limits.minRequestTimeoutSeconds;
-  const timeoutSeconds = timeoutSecondsParam(c.req.query) ?? minTimeout + randomInt(Math.max(1, minTimeout));
+  // 0 is "unset" for kube (a random timeout); a negative value ends the watch at once, there too.
+  const asked = timeoutSecondsParam(c.req.query);
+  const timeoutSeconds = asked !== undefined && asked !== 0 ? asked : minTimeout + randomInt(Math.max(1, minTimeout));
   const rvParam = opts.resourceVersion;
   const legacyStart = rvParam === '' || rvParam === '0';
   // Synthetic ADDED events: asked for explicitly, or implied by an unset / "0" version.
   const initial = opts.sendInitialEvents ?? legacyStart;
 
-  let startRv = 0;
-  if (!legacyStart) {
-    if (!/^[0-9]+$/.test(rvParam)) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rvParam)}`);
-    startRv = Number(rvParam);
+  const startRv = legacyStart ? 0 : parseRv(rvParam);
+  const headers = baseHeaders(c.req, streamContentType(repr.mediaType));
+  try {
+    if (rvParam === '') await store.ensureLatest(target);
+    else if (initial && !legacyStart) await store.ensureFresh(target, startRv);
+  } catch (err) {
+    // Past parsing, kube's watch reports what goes wrong inside the stream.
+    if (err instanceof StatusError && err.code === 504) return endWithError(c, headers, err, repr);
+    throw err;
   }
-  if (rvParam === '') await store.ensureLatest(target);
-  else if (initial && !legacyStart) await store.ensureFresh(target, startRv);
 
   // ---- from here on, synchronous until the watcher is registered ----
   const watcher = new Watcher({
@@ -78,7 +114,6 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     kind: target.info.kind,
     freshRv: () => coord.freshRv(shard),
   });
-  const headers = baseHeaders(c.req, streamContentType(repr.mediaType));
   if (initial) {
     const at = coord.freshRv(shard);
     for (const e of store.currentEntries(target, info.namespace, name)) {

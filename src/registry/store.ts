@@ -15,7 +15,7 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
 import { Expect, type EventType } from '../../workers/shard/protocol.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
-import { getAt, listAt } from '../../workers/shard/reader.js';
+import { countAt, getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
 import { encodeForCommit, orderedObject } from '../codec/json.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
 import { convertFieldSelector } from '../request/field-labels.js';
@@ -106,10 +106,9 @@ export function objectKey(ns: string, name: string): string {
   return `${ns}/${name}`;
 }
 
-function parseRv(s: string, field = 'resourceVersion'): number {
-  if (!/^[0-9]+$/.test(s)) {
-    throw errors.badRequest(`invalid resource version: ${JSON.stringify(s)}`, { causes: [{ reason: 'FieldValueInvalid', field }] });
-  }
+/** A resourceVersion parameter as kube's APIObjectVersioner reads it (a uint64). */
+export function parseRv(s: string): number {
+  if (!/^[0-9]+$/.test(s) || (s.length >= 20 && BigInt(s) > 0xffffffffffffffffn)) throw errors.invalidResourceVersion(s);
   return Number(s);
 }
 
@@ -263,48 +262,68 @@ export class Store {
       }
     }
 
-    let entries: CacheEntry[];
+    // The items come from the cache (an array in key order), or else from the shard's
+    // revision history (entries null), read lazily from the continue key on, so that a
+    // chunk reads only the objects it returns, as etcd's limited range does.
+    let entries: CacheEntry[] | null = null;
     let listRv: number;
     // Entries straight from the cache's current state come with their bytes pre-joined.
     let fromCache = false;
     if (atRv === null) {
       listRv = this.coord.freshRv(cache.shard);
       fromCache = this.cacheServes(cache);
-      entries = fromCache ? cache.list(ns) : this.storageList(t, ns, listRv);
+      if (fromCache) entries = cache.list(ns);
     } else {
       listRv = atRv;
-      let found: CacheEntry[] | null = null;
       if (this.cacheServes(cache)) {
         // The cache is the state at atRv when nothing of this type changed since then.
         if (cache.lastRvOfType() <= atRv) {
-          found = cache.list(ns);
+          entries = cache.list(ns);
           fromCache = true;
-        } else if (listFromCacheSnapshot()) found = cache.snapshotAt(atRv, ns, CACHE_SNAPSHOT_MS);
+        } else if (listFromCacheSnapshot()) entries = cache.snapshotAt(atRv, ns, CACHE_SNAPSHOT_MS);
       }
-      entries = found ?? this.storageList(t, ns, atRv);
     }
-    const base = start ? firstKeyAtOrAfter(entries, start) : 0;
     const items: Buffer[] = [];
     const sources: Array<{ json: Buffer; obj?: any }> = [];
     let lastKey = '';
-    let i = base;
-    for (; i < entries.length; i++) {
-      if (o.limit > 0 && items.length >= o.limit) break;
-      const e = entries[i];
+    const accept = (e: CacheEntry): void => {
       if (hasSelector) {
         const sel = selectable(e, t.gr);
-        if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) continue;
+        if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) return;
       }
       items.push(e.json);
       sources.push(e);
       lastKey = e.key;
-    }
+    };
     const res: ListResult = { rv: listRv, items, sources };
-    if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
-    if (o.limit > 0 && i < entries.length) {
-      // More may follow (with selectors, the rest may all be filtered out: kube says so too).
+    // More may follow a full chunk (with selectors, the rest may all be filtered out: kube says so too).
+    let more = false;
+    let remaining = 0;
+    if (entries) {
+      const base = start ? firstKeyAtOrAfter(entries, start) : 0;
+      let i = base;
+      for (; i < entries.length; i++) {
+        if (o.limit > 0 && items.length >= o.limit) break;
+        accept(entries[i]);
+      }
+      if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
+      more = i < entries.length;
+      remaining = entries.length - i;
+    } else {
+      const prefix = ns === '' ? '' : ns + '/';
+      for (const e of this.storageEntries(t, ns, listRv, start)) {
+        if (o.limit > 0 && items.length >= o.limit) {
+          more = true;
+          // etcd counts the rest of the range from its keys alone
+          if (!hasSelector) remaining = countAt(this.coord.envOf(cache.shard), t.gr, listRv, prefix, e.key);
+          break;
+        }
+        accept(e);
+      }
+    }
+    if (o.limit > 0 && more) {
       res.continueToken = encodeContinue(listRv, lastKey + '\u0000', listStarted);
-      if (!hasSelector) res.remainingItemCount = entries.length - i;
+      if (!hasSelector) res.remainingItemCount = remaining;
     }
     return res;
   }
@@ -336,12 +355,21 @@ export class Store {
     const env = this.coord.envOf(this.cacheOf(t).shard);
     const prefix = ns === '' ? '' : ns + '/';
     const out: CacheEntry[] = [];
-    for (const s of listAt(env, t.gr, rv, prefix)) {
-      const [ens, name] = splitKey(s.key);
-      checkStoredBytes(t, s.key, s.rv, s.json);
-      out.push({ key: s.key, ns: ens, name, rv: s.rv, json: s.json });
-    }
+    for (const s of listAt(env, t.gr, rv, prefix)) out.push(this.storedEntry(t, s));
     return out;
+  }
+
+  /** storageList from the key `from` on, lazily: only what the caller takes is read and checked. */
+  private *storageEntries(t: ResourceTarget, ns: string, rv: number, from: string): Generator<CacheEntry> {
+    const env = this.coord.envOf(this.cacheOf(t).shard);
+    const prefix = ns === '' ? '' : ns + '/';
+    for (const s of objectsAt(env, t.gr, rv, prefix, from)) yield this.storedEntry(t, s);
+  }
+
+  private storedEntry(t: ResourceTarget, s: { key: string; rv: number; json: Buffer }): CacheEntry {
+    const [ens, name] = splitKey(s.key);
+    checkStoredBytes(t, s.key, s.rv, s.json);
+    return { key: s.key, ns: ens, name, rv: s.rv, json: s.json };
   }
 
   // ---------------------------------------------------------------- writes

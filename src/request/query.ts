@@ -1,6 +1,8 @@
 // Query parameters of the verbs (spec 4.4), checked the way kube-apiserver checks them:
-// a value it cannot read is 400 BadRequest.
-import { errors } from '../errors.js';
+// a value it cannot read is 400 BadRequest with the conversion's own error text
+// (runtime.Convert_Slice_string_To_int64 is strconv.ParseInt), and a boolean is never
+// unreadable: only "false" (any case) and "0" are false, anything else, even "", is true.
+import { errors, goQuote } from '../errors.js';
 import type { ApiRequest } from '../http/types.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import type { ListOptions } from '../registry/store.js';
@@ -8,16 +10,19 @@ import type { ListOptions } from '../registry/store.js';
 function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
   if (v === null || v === '') return undefined;
-  if (!/^-?[0-9]+$/.test(v)) throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(v)}: must be an integer`);
-  return Number(v);
+  if (!/^[-+]?[0-9]+$/.test(v)) throw errors.badRequest(`strconv.ParseInt: parsing ${goQuote(v)}: invalid syntax`);
+  const n = BigInt(v);
+  if (n > 0x7fffffffffffffffn || n < -0x8000000000000000n) throw errors.badRequest(`strconv.ParseInt: parsing ${goQuote(v)}: value out of range`);
+  return Number(n);
+}
+
+/** runtime.Convert_Slice_string_To_bool on the first value (null: absent). */
+export function isTrueParam(v: string | null): boolean {
+  return v !== null && v !== '0' && v.toLowerCase() !== 'false';
 }
 
 export function boolParam(q: URLSearchParams, name: string): boolean {
-  const v = q.get(name);
-  if (v === null) return false;
-  if (v === '' || v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(v)}: must be a boolean`);
+  return isTrueParam(q.get(name));
 }
 
 /** dryRun: only a bare `?dryRun` or `dryRun=All` (spec 4.7). */
@@ -31,7 +36,11 @@ export function dryRunParam(q: URLSearchParams): boolean {
 }
 
 export function listOptions(req: ApiRequest): ListOptions {
-  const q = req.query;
+  return listOptionsOfQuery(req.query);
+}
+
+/** ListOptions from a query; throws the 400 of the first parameter that cannot be read. */
+export function listOptionsOfQuery(q: URLSearchParams): ListOptions {
   const limit = intParam(q, 'limit') ?? 0;
   return {
     resourceVersion: q.get('resourceVersion') ?? '',

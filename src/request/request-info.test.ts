@@ -27,6 +27,23 @@ describe('parseRequestInfo', () => {
     expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=1'))).toMatchObject({ verb: 'watch' });
     expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=true&fieldSelector=metadata.name%3Dx'))).toMatchObject({ verb: 'watch', name: 'x' });
   });
+  it('a named GET stays get whatever ?watch says; only false/0 (any case) turn a watch off', () => {
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps/x', q('watch=1'))).toMatchObject({ verb: 'get', name: 'x' });
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps/x', q('watch=true')).verb).toBe('get');
+    for (const v of ['abc', '', 'yes', 'TRUE']) expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q(`watch=${v}`)).verb).toBe('watch');
+    for (const v of ['false', 'FALSE', 'False', '0']) expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q(`watch=${v}`)).verb).toBe('list');
+    expect(parseRequestInfo('GET', '/api/v1/watch/namespaces/a/configmaps/x', q())).toMatchObject({ verb: 'watch', name: 'x', legacyWatch: true });
+  });
+  it('a metadata.name field selector names the object for list and watch, when the options parse', () => {
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('fieldSelector=metadata.name%3Dx'))).toMatchObject({ verb: 'list', name: 'x' });
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=1&fieldSelector=status.phase%3DRunning,metadata.name%3D%3Dx')).name).toBe('x');
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=1&fieldSelector=metadata.name!%3Dx')).name).toBe('');
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=1&limit=abc&fieldSelector=metadata.name%3Dx'))).toMatchObject({ verb: 'watch', name: '' });
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('watch=1&labelSelector=-bad&fieldSelector=metadata.name%3Dx')).name).toBe('');
+    expect(parseRequestInfo('GET', '/api/v1/namespaces/a/configmaps', q('fieldSelector=metadata.name%3D..')).name).toBe('');
+    // the /watch/ path form does not read the query for a name
+    expect(parseRequestInfo('GET', '/api/v1/watch/namespaces/a/configmaps', q('fieldSelector=metadata.name%3Dx')).name).toBe('');
+  });
   it('write verbs', () => {
     expect(parseRequestInfo('POST', '/api/v1/namespaces/a/configmaps', q()).verb).toBe('create');
     expect(parseRequestInfo('DELETE', '/api/v1/namespaces/a/configmaps', q()).verb).toBe('deletecollection');

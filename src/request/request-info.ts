@@ -6,6 +6,8 @@
 //   /apis/{group}/{version}/...  (the same shapes)
 //
 // /api/v1/namespaces/{ns}/status and /finalize are subresources of the namespace itself.
+import { isTrueParam, listOptionsOfQuery, timeoutSecondsParam } from './query.js';
+import { exactField, parseFieldSelector } from './selectors.js';
 
 export type Verb =
   | 'get'
@@ -37,8 +39,23 @@ export interface RequestInfo {
 
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 
-function isTrue(v: string | null): boolean {
-  return v !== null && v !== '' && v !== 'false' && v !== '0';
+/**
+ * The name a collection watch or list is authorized for: its fieldSelector's exact
+ * metadata.name, when the list options parse at all and the name is a valid path segment
+ * (kube's RequestInfoFactory decodes the whole ListOptions and gives up on any error).
+ */
+function selectedName(query: URLSearchParams): string {
+  const fs = query.get('fieldSelector');
+  if (!fs) return '';
+  try {
+    listOptionsOfQuery(query);
+    timeoutSecondsParam(query);
+    const name = exactField(parseFieldSelector(fs), 'metadata.name');
+    if (!name || name === '.' || name === '..' || name.includes('/') || name.includes('%')) return '';
+    return name;
+  } catch {
+    return '';
+  }
 }
 
 function decodeSegment(s: string): string {
@@ -122,15 +139,13 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
   if (parts.length >= 2) info.name = parts[1];
   if (parts.length >= 1) info.resource = parts[0];
 
-  if (info.verb === 'get' || info.verb === 'watch') {
-    if (isTrue(query.get('watch'))) info.verb = 'watch';
-    if (info.name === '' && info.verb === 'get') info.verb = 'list';
-    if (info.name === '' && info.verb === 'watch') {
-      // A watch by field selector on metadata.name is authorized as a watch of that name.
-      const fs = query.get('fieldSelector');
-      const m = fs ? /^metadata\.name==?([^,]+)$/.exec(fs) : null;
-      if (m) info.name = m[1];
-    }
+  // Only a GET without a name becomes a list or a watch by its query: a named GET stays a
+  // get whatever ?watch says (its handler answers the object), and the single-object watch
+  // is the /watch/ path form. Either way a metadata.name field selector names the object
+  // that authorization sees.
+  if (info.name === '' && info.verb === 'get') {
+    info.verb = isTrueParam(query.get('watch')) ? 'watch' : 'list';
+    info.name = selectedName(query);
   }
   if (info.verb === 'delete' && info.name === '') info.verb = 'deletecollection';
   return info;

@@ -29,6 +29,44 @@ describe('label selectors', () => {
   });
 });
 
+describe('label selectors: labels.Parse grammar and messages', () => {
+  const err = (s: string) => {
+    try {
+      parseLabelSelector(s);
+    } catch (e: any) {
+      return [e.code, e.message];
+    }
+    return null;
+  };
+  const VALUE_MSG =
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  it('"in ()" is the empty value, "key=" too', () => {
+    expect(parseLabelSelector('idx in ()')).toEqual([{ key: 'idx', op: 'in', values: [''] }]);
+    expect(matchLabels(parseLabelSelector('idx in ()'), { idx: '' })).toBe(true);
+    expect(matchLabels(parseLabelSelector('idx in ()'), { idx: 'a' })).toBe(false);
+    expect(matchLabels(parseLabelSelector('idx notin ()'), { idx: 'a' })).toBe(true);
+    expect(parseLabelSelector('x in (foo,,baz)')![0].values).toEqual(['', 'baz', 'foo']);
+    expect(parseLabelSelector('a=')![0].values).toEqual(['']);
+    expect(parseLabelSelector('in in (in)')).toEqual([{ key: 'in', op: 'in', values: ['in'] }]);
+  });
+  it('invalid values and keys: 400 with the field error, values in sorted order', () => {
+    expect(err('idx=-bad-')).toEqual([400, `unable to parse requirement: values[0][idx]: Invalid value: "-bad-": ${VALUE_MSG}`]);
+    expect(err('idx in (ok,-bad-)')).toEqual([400, `unable to parse requirement: values[0][idx]: Invalid value: "-bad-": ${VALUE_MSG}`]);
+    expect(err('-bad=x')![1]).toBe(
+      "unable to parse requirement: <nil>: Invalid value: \"-bad\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    );
+    expect(err('n>abc')![1]).toBe(`unable to parse requirement: values[0]: Invalid value: "abc": for 'Gt', 'Lt' operators, the value must be an integer`);
+  });
+  it('syntax errors with the parser\'s wording', () => {
+    expect(err('a b')![1]).toBe('unable to parse requirement: found \'b\', expected: in, notin, =, ==, !=, gt, lt');
+    expect(err('a in b')![1]).toBe("unable to parse requirement: found 'b' expected: '('");
+    expect(err('a in (b')![1]).toBe("unable to parse requirement: found '', expected: ',' or ')'");
+    expect(err('a,')![1]).toBe("found '', expected: identifier after ','");
+    expect(err(',a')![1]).toBe("found ',', expected: !, identifier, or 'end of string'");
+    expect(err('a=b=c')![1]).toBe("found '=', expected: ',' or 'end of string'");
+  });
+});
+
 describe('field selectors', () => {
   it('matches nested fields and escapes', () => {
     const obj = { metadata: { name: 'a,b' }, spec: { nodeName: 'n1' } };

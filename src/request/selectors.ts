@@ -1,6 +1,7 @@
 // Label and field selectors (k8s.io/apimachinery/pkg/labels and /fields).
 // A parse error is a 400 BadRequest, as kube-apiserver gives it.
-import { errors } from '../errors.js';
+import { errors, goQuote } from '../errors.js';
+import { labelValueErrors, qualifiedNameErrors } from '../registry/validation.js';
 
 export type LabelOp = 'exists' | '!exists' | '=' | '!=' | 'in' | 'notin' | 'gt' | 'lt';
 export interface LabelRequirement {
@@ -10,51 +11,184 @@ export interface LabelRequirement {
 }
 export type LabelSelector = LabelRequirement[];
 
-const KEY_RE = /^([a-z0-9A-Z]([-a-z0-9A-Z.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?$/;
+// ---- labels.Parse: kube's lexer and recursive-descent parser, with its error texts ----
 
-function splitTerms(s: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let cur = '';
-  for (const ch of s) {
-    if (ch === '(') depth++;
-    else if (ch === ')') depth--;
-    if (ch === ',' && depth === 0) {
-      out.push(cur);
-      cur = '';
-    } else cur += ch;
-  }
-  out.push(cur);
-  return out.map((t) => t.trim()).filter((t) => t !== '');
+type Tok = 'err' | 'eos' | ')' | ',' | '!' | '==' | '=' | '>' | 'id' | 'in' | '<' | '!=' | 'notin' | '(';
+const LITERAL_TOKENS: Record<string, Tok> = { ')': ')', ',': ',', '!': '!', '==': '==', '=': '=', '>': '>', in: 'in', '<': '<', '!=': '!=', notin: 'notin', '(': '(' };
+const BINARY_OPERATORS = 'in, notin, =, ==, !=, gt, lt';
+
+function isSpace(ch: string): boolean {
+  return ch === ' ' || ch === '\t' || ch === '\r' || ch === '\n';
+}
+function isSpecial(ch: string): boolean {
+  return ch === '=' || ch === '!' || ch === '(' || ch === ')' || ch === ',' || ch === '>' || ch === '<';
 }
 
-function badLabel(msg: string): never {
-  throw errors.badRequest(`unable to parse requirement: ${msg}`);
-}
-
-export function parseLabelSelector(s: string | null): LabelSelector | null {
-  if (s === null || s.trim() === '') return null;
-  const reqs: LabelSelector = [];
-  for (const term of splitTerms(s)) {
-    let m: RegExpExecArray | null;
-    if ((m = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term))) {
-      const values = m[3].split(',').map((v) => v.trim()).filter((v) => v !== '');
-      reqs.push({ key: m[1], op: m[2] as LabelOp, values });
-    } else if ((m = /^!\s*(\S+)$/.exec(term))) {
-      reqs.push({ key: m[1], op: '!exists', values: [] });
-    } else if ((m = /^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*([^=!<>\s]*)$/.exec(term))) {
-      const op: LabelOp = m[2] === '!=' ? '!=' : m[2] === '<' ? 'lt' : m[2] === '>' ? 'gt' : '=';
-      if ((op === 'gt' || op === 'lt') && !/^-?\d+$/.test(m[3])) badLabel(`for 'Gt', 'Lt' operators, the value must be an integer`);
-      reqs.push({ key: m[1], op, values: [m[3]] });
-    } else if ((m = /^([^=!<>\s()]+)$/.exec(term))) {
-      reqs.push({ key: m[1], op: 'exists', values: [] });
-    } else {
-      badLabel(`found '${term}', expected: identifier`);
+function lex(s: string): Array<[Tok, string]> {
+  const out: Array<[Tok, string]> = [];
+  let pos = 0;
+  for (;;) {
+    while (pos < s.length && isSpace(s[pos])) pos++;
+    if (pos >= s.length) {
+      out.push(['eos', '']);
+      return out;
     }
-    const last = reqs[reqs.length - 1];
-    if (!KEY_RE.test(last.key) || last.key.length > 317) badLabel(`invalid label key "${last.key}"`);
+    if (isSpecial(s[pos])) {
+      // the longest run of special characters that is still an operator
+      let buf = '';
+      let best: [Tok, string] | null = null;
+      while (pos < s.length && isSpecial(s[pos])) {
+        buf += s[pos];
+        const t = LITERAL_TOKENS[buf];
+        if (t) best = [t, buf];
+        else if (best) break;
+        pos++;
+      }
+      // (the character that ended a match was not consumed)
+      out.push(best ?? ['err', `error expected: keyword found '${buf}'`]);
+      continue;
+    }
+    const from = pos;
+    while (pos < s.length && !isSpecial(s[pos]) && !isSpace(s[pos])) pos++;
+    const word = s.slice(from, pos);
+    const t = LITERAL_TOKENS[word];
+    out.push([t === 'in' || t === 'notin' ? t : 'id', word]);
   }
-  return reqs;
+}
+
+/** A field.Error rendered as apimachinery prints it. */
+function fieldInvalid(path: string, value: string, detail: string): string {
+  return `${path}: Invalid value: ${goQuote(value)}: ${detail}`;
+}
+
+/** utilerrors.NewAggregate(...).Error(): one message as is, several in brackets, duplicates once. */
+function aggregate(msgs: string[]): string {
+  const uniq = [...new Set(msgs)];
+  return uniq.length === 1 ? uniq[0] : `[${uniq.join(', ')}]`;
+}
+
+function keyError(key: string): string | null {
+  const errs = qualifiedNameErrors(key);
+  // the parser's path is nil, which field.Path prints as "<nil>"
+  return errs.length ? fieldInvalid('<nil>', key, errs.join('; ')) : null;
+}
+
+const OPS: Record<string, LabelOp> = { in: 'in', notin: 'notin', '=': '=', '==': '=', '!=': '!=', '>': 'gt', '<': 'lt' };
+
+function parseRequirements(sel: string): LabelSelector {
+  const toks = lex(sel);
+  let p = 0;
+  // in "values" context the words in / notin are plain identifiers
+  const look = (values: boolean): [Tok, string] => {
+    const [t, l] = toks[p];
+    return values && (t === 'in' || t === 'notin') ? ['id', l] : [t, l];
+  };
+  const take = (values: boolean): [Tok, string] => {
+    const r = look(values);
+    p++;
+    return r;
+  };
+  const fail = (msg: string): never => {
+    throw errors.badRequest(msg);
+  };
+  const reqFail = (msg: string): never => fail(`unable to parse requirement: ${msg}`);
+
+  const requirement = (): LabelRequirement => {
+    let [t, lit] = take(true);
+    let notExists = false;
+    if (t === '!') {
+      notExists = true;
+      [t, lit] = take(true);
+    }
+    if (t !== 'id') reqFail(`found '${lit}', expected: identifier`);
+    const kErr = keyError(lit);
+    if (kErr) reqFail(kErr);
+    const key = lit;
+    const [next] = look(true);
+    if (notExists || next === 'eos' || next === ',') {
+      // a unary requirement; `!key` followed by anything else is left to the caller to reject
+      return { key, op: notExists ? '!exists' : 'exists', values: [] };
+    }
+    const [ot, olit] = take(false);
+    const op = OPS[ot];
+    if (!op || ot === '!') reqFail(`found '${olit}', expected: ${BINARY_OPERATORS}`);
+    let values: string[];
+    if (op === 'in' || op === 'notin') {
+      const [pt, plit] = take(true);
+      if (pt !== '(') reqFail(`found '${plit}' expected: '('`);
+      const [vt, vlit] = look(true);
+      const set = new Set<string>();
+      if (vt === ')') {
+        take(true);
+        set.add(''); // "()" is the empty value
+      } else if (vt === 'id' || vt === ',') {
+        for (;;) {
+          const [it, ilit] = take(true);
+          if (it === 'id') {
+            set.add(ilit);
+            const [t2, l2] = look(true);
+            if (t2 === ',') continue;
+            if (t2 === ')') break;
+            reqFail(`found '${l2}', expected: ',' or ')'`);
+          } else if (it === ',') {
+            if (set.size === 0) set.add('');
+            const [t2] = look(true);
+            if (t2 === ')') {
+              set.add('');
+              break;
+            }
+            if (t2 === ',') set.add('');
+          } else reqFail(`found '${ilit}', expected: ',', or identifier`);
+        }
+        if (take(true)[0] !== ')') reqFail(`found '${vlit}', expected: ')'`);
+      } else reqFail(`found '${vlit}', expected: ',', ')' or identifier`);
+      values = [...set];
+    } else {
+      const [vt] = look(true);
+      if (vt === 'eos' || vt === ',') values = [''];
+      else {
+        const [it, ilit] = take(true);
+        if (it !== 'id') reqFail(`found '${ilit}', expected: identifier`);
+        values = [ilit];
+      }
+    }
+    // NewRequirement's checks, over the values in sorted order (a sets.String's List())
+    values.sort();
+    const errs: string[] = [];
+    if (op === 'gt' || op === 'lt') {
+      values.forEach((v, i) => {
+        if (!/^[-+]?[0-9]+$/.test(v) || BigInt(v) > 0x7fffffffffffffffn || BigInt(v) < -0x8000000000000000n) {
+          errs.push(fieldInvalid(`values[${i}]`, v, "for 'Gt', 'Lt' operators, the value must be an integer"));
+        }
+      });
+    }
+    values.forEach((v, i) => {
+      const ve = labelValueErrors(v);
+      if (ve.length) errs.push(fieldInvalid(`values[${i}][${key}]`, v, ve.join('; ')));
+    });
+    if (errs.length) reqFail(aggregate(errs));
+    return { key, op, values };
+  };
+
+  const reqs: LabelSelector = [];
+  for (;;) {
+    const [t, lit] = look(true);
+    if (t === 'eos') return reqs;
+    if (t !== 'id' && t !== '!') fail(`found '${lit}', expected: !, identifier, or 'end of string'`);
+    reqs.push(requirement());
+    const [t2, l2] = take(true);
+    if (t2 === 'eos') return reqs;
+    if (t2 !== ',') fail(`found '${l2}', expected: ',' or 'end of string'`);
+    const [t3, l3] = look(true);
+    if (t3 !== 'id' && t3 !== '!') fail(`found '${l3}', expected: identifier after ','`);
+  }
+}
+
+/** labels.Parse; a selector it refuses is a 400 with its message, as in ListResource. */
+export function parseLabelSelector(s: string | null): LabelSelector | null {
+  if (s === null) return null;
+  const reqs = parseRequirements(s);
+  return reqs.length === 0 ? null : reqs;
 }
 
 export function matchLabels(sel: LabelSelector | null, labels: Record<string, string> | undefined): boolean {

@@ -38,25 +38,76 @@ export function* currentObjects(env: ShardEnv): Generator<{ gr: string } & Store
   if (out) yield out;
 }
 
-/** The objects of one type (keys starting with prefix) as they were at rv (etcd's "key at revision"), sorted by key. */
-export function listAt(env: ShardEnv, gr: string, rv: number, prefix = ''): StoredObject[] {
-  const out: StoredObject[] = [];
+/** The range of keys [max(prefix, from), prefix + MAX_STRING) of one type, or null when empty. */
+function keyRange(gr: string, prefix: string, from: string): { start: [string, string]; end: [string, string] } | null {
+  const lo = from > prefix ? from : prefix;
+  const hi = prefix + MAX_STRING;
+  return lo < hi ? { start: [gr, lo], end: [gr, hi] } : null;
+}
+
+/**
+ * The objects of one type (keys starting with prefix, from the key `from` on) as they were
+ * at rv (etcd's "range at revision"), sorted by key, read lazily: a caller that stops after
+ * n objects has read only the revisions of those keys (and of the next one), as a limited
+ * etcd range does. Iterate synchronously, so it stays within one read snapshot.
+ */
+export function* objectsAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = ''): Generator<StoredObject> {
+  const range = keyRange(gr, prefix, from);
+  if (!range) return;
   let curKey = '';
   let best: { rv: number; value: Buffer } | null = null;
-  const take = () => {
-    if (best && best.value[0] === FLAG_LIVE) out.push({ key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) });
-  };
-  for (const { key, value } of env.revs.getRange({ start: [gr, prefix], end: [gr, prefix + MAX_STRING] })) {
+  for (const { key, value } of env.revs.getRange(range)) {
     const [, k, r] = key;
+    // The range starts at the key's encoding; `from` (a continue key ending in NUL) is also
+    // compared as a string, which the encoding of a NUL need not honour.
+    if (k < from) continue;
     if (k !== curKey) {
-      take();
+      if (best && best.value[0] === FLAG_LIVE) yield { key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
       curKey = k;
       best = null;
     }
     if (r <= rv) best = { rv: r, value };
   }
-  take();
+  if (best && best.value[0] === FLAG_LIVE) yield { key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
+}
+
+/** objectsAt, collected: at most `limit` objects (0 = all). */
+export function listAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = '', limit = 0): StoredObject[] {
+  const out: StoredObject[] = [];
+  for (const o of objectsAt(env, gr, rv, prefix, from)) {
+    out.push(o);
+    if (limit > 0 && out.length >= limit) break;
+  }
   return out;
+}
+
+/**
+ * How many objects objectsAt would yield, as etcd counts a range's keys: from the keys
+ * alone, plus one flag byte per key (no object is copied out).
+ */
+export function countAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = ''): number {
+  const range = keyRange(gr, prefix, from);
+  if (!range) return 0;
+  let n = 0;
+  let curKey = '';
+  let bestRv = -1;
+  const settle = () => {
+    if (bestRv < 0) return;
+    const v = env.revs.getBinaryFast([gr, curKey, bestRv]);
+    if (v && v[0] === FLAG_LIVE) n++;
+  };
+  for (const key of env.revs.getKeys(range)) {
+    const [, k, r] = key as [string, string, number];
+    if (k < from) continue;
+    if (k !== curKey) {
+      settle();
+      curKey = k;
+      bestRv = -1;
+    }
+    if (r <= rv) bestRv = r;
+  }
+  settle();
+  return n;
 }
 
 /** One object as it was at rv. */
