@@ -42,7 +42,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   const frame = watchFramer(repr, encodeContextOf(c, repr));
   const opts = listOptions(c.req);
   validateListOptions(opts, true);
-  const fields = convertFieldSelector(target.gr, opts.fields);
+  const fields = convertFieldSelector(target.selectorGr ?? target.gr, opts.fields);
   const cache = store.cacheOf(target);
   const shard = cache.shard;
   const coord = store.coord;

@@ -27,6 +27,7 @@ import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
 import { checkListable, checkStoredBytes, throwIfCorrupt } from './corrupt-objects.js';
+import { convertedJson, viewOf, type Conversion } from './conversion.js';
 
 /**
  * Records field ownership on the object about to be stored (metadata.managedFields), or
@@ -44,6 +45,18 @@ export interface ResourceTarget {
   strategy: Strategy;
   nameRule: 'subdomain' | 'label' | 'dns1035' | 'path';
   hasStatus: boolean;
+  /**
+   * Set when this version is not the storage version (src/registry/conversion.ts): the
+   * store reads and writes objects in this version and converts at its edges; gr is then
+   * the storage's key, selectorGr the key of this resource's own field labels.
+   */
+  conv?: Conversion;
+  selectorGr?: string;
+}
+
+/** Stored entries as the target's version sees them (the entry itself when it is the storage version). */
+export function viewFor<E extends CacheEntry | undefined>(t: ResourceTarget, e: E): E {
+  return t.conv && e ? (viewOf(t.conv, e) as E) : e;
 }
 
 export interface WriteResult {
@@ -194,7 +207,7 @@ export class Store {
     } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
     if (!e) this.missing(t, ns, name);
-    return e;
+    return viewFor(t, e);
   }
 
   /** 404 for an object that is not there; 500 for one that is stored but cannot be decoded. */
@@ -217,7 +230,7 @@ export class Store {
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
     if (!e) this.missing(t, ns, name);
-    return e;
+    return viewFor(t, e);
   }
 
   /**
@@ -228,7 +241,7 @@ export class Store {
    */
   async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
     validateListOptions(o, false);
-    const fields = convertFieldSelector(t.gr, o.fields);
+    const fields = convertFieldSelector(t.selectorGr ?? t.gr, o.fields);
     checkListable(this.coord, t, ns);
     const cache = this.cacheOf(t);
     const hasSelector = o.labels !== null || fields !== null;
@@ -294,12 +307,13 @@ export class Store {
         const sel = selectable(e, t.gr);
         if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) continue;
       }
-      items.push(e.json);
-      sources.push(e);
+      const v = viewFor(t, e);
+      items.push(v.json);
+      sources.push(v);
       lastKey = e.key;
     }
     const res: ListResult = { rv: listRv, items, sources };
-    if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
+    if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i);
     if (o.limit > 0 && i < entries.length) {
       // More may follow (with selectors, the rest may all be filtered out: kube says so too).
       res.continueToken = encodeContinue(listRv, lastKey + '\u0000', listStarted);
@@ -381,9 +395,9 @@ export class Store {
 
   /** Commits obj as a write of `type`, with the precondition `expect`. */
   private async commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<WriteResult & { rv: number }> {
-    const { head, tail, ordered } = encodeForCommit(obj);
+    const { head, tail, ordered } = encodeForCommit(t.conv ? t.conv.toStorage(obj) : obj);
     const { rv, json } = await this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, head, tail }, ordered);
-    return { code: 200, rv, json };
+    return { code: 200, rv, json: t.conv ? convertedJson(t.conv, json) : json };
   }
 
   /**
@@ -394,7 +408,7 @@ export class Store {
   async storageUpdate(t: ResourceTarget, ns: string, name: string, dryRun: boolean, mutate: (obj: any) => void): Promise<WriteResult> {
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = this.cacheOf(t).items.get(key);
+      const cur = viewFor(t, this.cacheOf(t).items.get(key));
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
       mutate(obj);
@@ -501,7 +515,7 @@ export class Store {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = cache.items.get(key);
+      const cur = viewFor(t, cache.items.get(key));
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.coord, t, ns, name);
@@ -663,7 +677,7 @@ export class Store {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = cache.items.get(key);
+      const cur = viewFor(t, cache.items.get(key));
       if (!cur) this.missing(t, ns, name);
       const old = entryObject(cur);
       checkPreconditions(t, name, old, cur.rv, o.preconditions);
@@ -707,6 +721,7 @@ export class Store {
   /** The state of one object at an older version, from the revision history. */
   getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
     const cache = this.cacheOf(t);
-    return getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+    const json = getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+    return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }
