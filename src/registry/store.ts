@@ -413,7 +413,7 @@ export class Store {
       const obj = structuredClone(entryObject(cur));
       mutate(obj);
       delete obj.metadata.resourceVersion;
-      if (dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
+      if (dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
       try {
         const r = await this.commit(t, 'MODIFIED', ns, name, obj, cur.rv);
         return { code: 200, json: r.json };
@@ -429,7 +429,9 @@ export class Store {
    * The answer to a dry run. An update or delete answers with the version the object has
    * now (kube's dry-run storage never writes, so nothing moves it); a create has none yet.
    */
-  private renderDryRun(obj: any, currentRv?: number): Buffer {
+  private renderDryRun(t: ResourceTarget, obj: any, currentRv?: number): Buffer {
+    // What a real write would answer: the object as it reads back from its storage version.
+    if (t.conv) obj = t.conv.fromStorage(t.conv.toStorage(obj));
     if (currentRv !== undefined) obj = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(currentRv) } };
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
@@ -474,7 +476,7 @@ export class Store {
       for (let attempt = 0; ; attempt++) {
         const taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
         if (!taken) {
-          if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
+          if (opts.dryRun) return { code: 201, json: this.renderDryRun(t, obj) };
           try {
             const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
             committed = true;
@@ -548,7 +550,7 @@ export class Store {
       const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
       let committed = false;
       try {
-        if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
+        if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
         const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
         committed = true;
         if (finalizing) t.strategy.afterDelete(obj);
@@ -685,7 +687,7 @@ export class Store {
       if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };
       const type: EventType = plan.kind === 'now' ? 'DELETED' : 'MODIFIED';
       const obj = plan.obj;
-      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj, cur.rv), obj };
+      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(t, obj, cur.rv), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);
         if (type === 'DELETED') t.strategy.afterDelete(obj);
