@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conversionOf, HPA_CONDITIONS, HPA_CURRENT_METRICS, HPA_METRICS, viewOf } from './conversion.js';
+import { conversionOf, HPA_BEHAVIOR, HPA_CONDITIONS, HPA_CURRENT_METRICS, HPA_METRICS, viewOf } from './conversion.js';
 import { catalogData } from '../api/catalog-data.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 
@@ -22,6 +22,10 @@ const v2 = {
       { type: 'External', external: { metric: { name: 'queue', selector: { matchLabels: { q: 'a' } } }, target: { type: 'AverageValue', averageValue: '30' } } },
       { type: 'ContainerResource', containerResource: { name: 'memory', target: { type: 'Utilization', averageUtilization: 70 }, container: 'app' } },
     ],
+    behavior: {
+      scaleUp: { stabilizationWindowSeconds: 0, selectPolicy: 'Max', policies: [{ type: 'Pods', value: 4, periodSeconds: 15 }] },
+      scaleDown: { stabilizationWindowSeconds: 300, selectPolicy: 'Min', policies: [{ type: 'Percent', value: 10, periodSeconds: 60 }] },
+    },
   },
   status: {
     observedGeneration: 3,
@@ -47,6 +51,8 @@ describe('autoscaling v2 <-> v1 HorizontalPodAutoscaler', () => {
     ]);
     expect(JSON.parse(v1.metadata.annotations[HPA_CURRENT_METRICS])).toEqual([{ type: 'Resource', resource: { name: 'cpu', currentAverageUtilization: 40, currentAverageValue: '120m' } }]);
     expect(JSON.parse(v1.metadata.annotations[HPA_CONDITIONS])).toEqual(v2.status.conditions);
+    // the behavior as kube marshals its internal type: Go field names
+    expect(JSON.parse(v1.metadata.annotations[HPA_BEHAVIOR]).ScaleDown).toEqual({ StabilizationWindowSeconds: 300, SelectPolicy: 'Min', Policies: [{ Type: 'Percent', Value: 10, PeriodSeconds: 60 }] });
     // the input (a shared cache parse) is untouched
     expect(v2.metadata.annotations).toEqual({ keep: 'me' });
   });
@@ -57,6 +63,7 @@ describe('autoscaling v2 <-> v1 HorizontalPodAutoscaler', () => {
     expect(back.metadata).toEqual(v2.metadata);
     const others = v2.spec.metrics.filter((m) => m.type !== 'Resource');
     expect(back.spec.metrics).toEqual([...others, v2.spec.metrics[1]]);
+    expect(back.spec.behavior).toEqual(v2.spec.behavior);
     expect(back.status).toEqual(v2.status);
   });
 

@@ -202,6 +202,50 @@ function conditionOf(c: any): any {
   return pick({ ...c, lastTransitionTime: c?.lastTransitionTime ?? null }, ['type', 'status', 'lastTransitionTime', 'reason', 'message']);
 }
 
+/**
+ * spec.behavior in the behavior annotation. kube marshals its internal type there, which has
+ * no JSON tags: Go's field names (ScaleUp, StabilizationWindowSeconds, ...), read back
+ * case-insensitively as encoding/json does.
+ */
+function behaviorToAnnotation(b: any): string {
+  const rules = (r: any) =>
+    isObj(r)
+      ? {
+          StabilizationWindowSeconds: r.stabilizationWindowSeconds ?? null,
+          SelectPolicy: r.selectPolicy ?? null,
+          Policies: Array.isArray(r.policies) ? r.policies.map((p: any) => ({ Type: p?.type ?? '', Value: p?.value ?? 0, PeriodSeconds: p?.periodSeconds ?? 0 })) : null,
+        }
+      : null;
+  return JSON.stringify({ ScaleUp: rules(b.scaleUp), ScaleDown: rules(b.scaleDown) });
+}
+
+function behaviorFromAnnotation(raw: string): any | undefined {
+  let v: any;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (!isObj(v)) return undefined;
+  const get = (o: Record<string, any>, name: string) => {
+    const k = Object.keys(o).find((x) => x.toLowerCase() === name.toLowerCase());
+    return k === undefined ? undefined : o[k];
+  };
+  const rules = (r: any) => {
+    if (!isObj(r)) return undefined;
+    const policies = get(r, 'policies');
+    return pick(
+      {
+        stabilizationWindowSeconds: get(r, 'stabilizationWindowSeconds') ?? undefined,
+        selectPolicy: get(r, 'selectPolicy') ?? undefined,
+        policies: Array.isArray(policies) ? policies.map((p: any) => (isObj(p) ? { type: get(p, 'type'), value: get(p, 'value'), periodSeconds: get(p, 'periodSeconds') } : p)) : undefined,
+      },
+      ['stabilizationWindowSeconds', 'selectPolicy', 'policies'],
+    );
+  };
+  return pick({ scaleUp: rules(get(v, 'scaleUp')), scaleDown: rules(get(v, 'scaleDown')) }, ['scaleUp', 'scaleDown']);
+}
+
 const isCpuResource = (m: any) => m?.type === 'Resource' && isObj(m.resource) && m.resource.name === 'cpu';
 
 /** Stored autoscaling/v2 -> autoscaling/v1. */
@@ -216,6 +260,7 @@ function hpaV2ToV1(obj: any, apiVersion: string): any {
   const metadata = withAnnotations(obj.metadata, (a) => {
     for (const k of HPA_ROUND_TRIP) delete a[k];
     if (others.length) a[HPA_METRICS] = JSON.stringify(others);
+    if (isObj(spec.behavior)) a[HPA_BEHAVIOR] = behaviorToAnnotation(spec.behavior);
     // the whole status, even a CPU one that maps to a field: the annotation keeps its raw value too
     if (currentMetrics.length) a[HPA_CURRENT_METRICS] = JSON.stringify(currentMetrics.map(metricStatusToV1));
     if (conditions.length) a[HPA_CONDITIONS] = JSON.stringify(conditions.map(conditionOf));
@@ -261,6 +306,8 @@ function hpaV1ToV2(obj: any, apiVersion: string): any {
   if (metrics.length === 0) metrics = [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: DEFAULT_CPU_UTILIZATION } } }];
   const outSpec: any = pick(spec, ['scaleTargetRef', 'minReplicas', 'maxReplicas']);
   outSpec.metrics = metrics;
+  const behavior = a[HPA_BEHAVIOR] === undefined ? undefined : behaviorFromAnnotation(a[HPA_BEHAVIOR]);
+  if (behavior) outSpec.behavior = behavior;
   const out: any = { ...obj, apiVersion, metadata: withAnnotations(obj.metadata, (x) => HPA_ROUND_TRIP.forEach((k) => delete x[k])), spec: outSpec };
   if (status !== undefined || currentFromAnnotation || conditionsFromAnnotation) {
     const s = status ?? {};
