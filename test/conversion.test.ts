@@ -78,6 +78,11 @@ describe('HorizontalPodAutoscaler: autoscaling/v1 and v2 are one storage', () =>
     expect(c.status, c.body).toBe(201);
     expect(c.json().apiVersion).toBe('autoscaling/v1');
     expect(c.json().spec.targetCPUUtilizationPercentage).toBe(70);
+    // a dry run answers what a real write would: the v1 object as it reads back from v2
+    const dry = await request(s, 'POST', `${V1}?dryRun=All`, mk('dry'));
+    expect(dry.status, dry.body).toBe(201);
+    expect(dry.json().spec.targetCPUUtilizationPercentage).toBe(80);
+    expect((await request(s, 'GET', `${V2}/dry`)).status).toBe(404);
     const v2 = (await request(s, 'GET', `${V2}/v1-made`)).json();
     expect(v2.apiVersion).toBe('autoscaling/v2');
     expect(v2.spec.metrics).toEqual([cpu(70)]);
@@ -220,6 +225,20 @@ describe('Events: core/v1 and events.k8s.io/v1 are one storage', () => {
       expect(ev.object.message).toBeUndefined();
     } finally {
       w.close();
+    }
+    // a field selector in events.k8s.io's own labels filters the watch of the shared storage
+    const rv2 = (await request(s, 'GET', NEW_EV)).json().metadata.resourceVersion;
+    const sel = openWatch(s, `${NEW_EV}?watch=1&resourceVersion=${rv2}&fieldSelector=regarding.name%3Dapi`);
+    try {
+      expect(await sel.status).toBe(200);
+      await request(s, 'POST', CORE_EV, { ...coreEvent, metadata: { name: 'web.3' } });
+      await request(s, 'POST', CORE_EV, { ...coreEvent, metadata: { name: 'api.1' }, involvedObject: { ...coreEvent.involvedObject, name: 'api' } });
+      const ev = await until(() => sel.events.find((e) => e.type === 'ADDED'));
+      expect(ev.object.metadata.name).toBe('api.1');
+      expect(ev.object.regarding.name).toBe('api');
+      expect(sel.events.map((e) => e.object.metadata.name)).not.toContain('web.3');
+    } finally {
+      sel.close();
     }
   });
 });

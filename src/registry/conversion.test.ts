@@ -122,3 +122,26 @@ describe('views', () => {
     expect(conversionOf(info('', 'v1', 'events'))).toBeUndefined();
   });
 });
+
+describe('storage facts in the catalog', () => {
+  it('names one storage per group-resource, and every served version reports its hash', () => {
+    const v1 = info('autoscaling', 'v1', 'horizontalpodautoscalers');
+    const v2 = info('autoscaling', 'v2', 'horizontalpodautoscalers');
+    expect(v1.storageVersion).toBe('autoscaling/v2');
+    expect(v2.storageVersion).toBeUndefined();
+    expect(v1.storageVersionHash).toBe(v2.storageVersionHash);
+    const ev = info('events.k8s.io', 'v1', 'events');
+    expect([ev.storageVersion, ev.storageResource]).toEqual(['v1', 'events']);
+    expect(ev.storageVersionHash).toBe(info('', 'v1', 'events').storageVersionHash);
+    const gr = new Map<string, Set<string>>();
+    for (const g of catalogData) {
+      for (const r of g.resources) {
+        if (!r.storageVersionHash) continue;
+        const key = r.storageResource ?? (r.group ? `${r.resource}.${r.group}` : r.resource);
+        if (!gr.has(key)) gr.set(key, new Set());
+        gr.get(key)!.add(r.storageVersionHash);
+      }
+    }
+    for (const [key, hashes] of gr) expect(hashes.size, key).toBe(1);
+  });
+});
