@@ -17,7 +17,7 @@ const METRICS = 'autoscaling.alpha.kubernetes.io/metrics';
 let s: TestServer;
 beforeAll(async () => {
   // admissionregistration v1beta1 served next to v1: one storage, two versions
-  s = await startServer({ args: ['--runtime-config=admissionregistration.k8s.io/v1beta1=true'] });
+  s = await startServer({ args: ['--runtime-config=admissionregistration.k8s.io/v1beta1=true,resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true'] });
 }, 60_000);
 afterAll(async () => {
   await s?.stop();
@@ -264,5 +264,23 @@ describe('a beta version enabled by --runtime-config shares the GA storage', () 
     const d = await request(s, 'DELETE', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/p1');
     expect(d.status).toBe(200);
     expect((await request(s, 'GET', '/apis/admissionregistration.k8s.io/v1beta1/validatingadmissionpolicies/p1')).status).toBe(404);
+  });
+});
+
+describe('resource.k8s.io v1beta2 next to the stored v1beta1', () => {
+  it('a ResourceClaim written through v1beta2 reads through v1beta1 with its request flattened', async () => {
+    const claim = {
+      apiVersion: 'resource.k8s.io/v1beta2',
+      kind: 'ResourceClaim',
+      metadata: { name: 'gpu' },
+      spec: { devices: { requests: [{ name: 'r', exactly: { deviceClassName: 'gpu.example.com', allocationMode: 'ExactCount', count: 1 } }] } },
+    };
+    const c = await request(s, 'POST', '/apis/resource.k8s.io/v1beta2/namespaces/default/resourceclaims', claim);
+    expect(c.status, c.body).toBe(201);
+    expect(c.json().spec.devices.requests[0].exactly.deviceClassName).toBe('gpu.example.com');
+    const b1 = (await request(s, 'GET', '/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaims/gpu')).json();
+    expect(b1.apiVersion).toBe('resource.k8s.io/v1beta1');
+    expect(b1.spec.devices.requests[0]).toMatchObject({ name: 'r', deviceClassName: 'gpu.example.com', count: 1 });
+    expect(b1.spec.devices.requests[0].exactly).toBeUndefined();
   });
 });

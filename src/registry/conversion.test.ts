@@ -145,3 +145,34 @@ describe('storage facts in the catalog', () => {
     for (const [key, hashes] of gr) expect(hashes.size, key).toBe(1);
   });
 });
+
+describe('resource.k8s.io v1beta2 and v1alpha3 <-> stored v1beta1', () => {
+  const claimB2 = conversionOf(info('resource.k8s.io', 'v1beta2', 'resourceclaims'))!;
+  const tmplB2 = conversionOf(info('resource.k8s.io', 'v1beta2', 'resourceclaimtemplates'))!;
+  const sliceB2 = conversionOf(info('resource.k8s.io', 'v1beta2', 'resourceslices'))!;
+  const sliceA3 = conversionOf(info('resource.k8s.io', 'v1alpha3', 'resourceslices'))!;
+  const stored = {
+    kind: 'ResourceClaim',
+    apiVersion: 'resource.k8s.io/v1beta1',
+    metadata: { name: 'c' },
+    spec: { devices: { requests: [{ name: 'gpu', deviceClassName: 'gpu.example.com', allocationMode: 'ExactCount', count: 2 }, { name: 'any', firstAvailable: [{ name: 'a', deviceClassName: 'x' }] }] } },
+  };
+  it('nests a request under exactly, unless it lists firstAvailable, and round-trips', () => {
+    const b2 = claimB2.fromStorage(stored);
+    expect(b2.spec.devices.requests).toEqual([
+      { name: 'gpu', exactly: { deviceClassName: 'gpu.example.com', allocationMode: 'ExactCount', count: 2 } },
+      { name: 'any', firstAvailable: [{ name: 'a', deviceClassName: 'x' }] },
+    ]);
+    expect(claimB2.toStorage(b2)).toEqual(stored);
+    const t = { kind: 'ResourceClaimTemplate', apiVersion: 'resource.k8s.io/v1beta1', metadata: { name: 't' }, spec: { spec: stored.spec } };
+    expect(tmplB2.fromStorage(t).spec.spec.devices.requests[0].exactly.count).toBe(2);
+    expect(tmplB2.toStorage(tmplB2.fromStorage(t))).toEqual(t);
+  });
+  it('flattens a slice device for v1beta2 and unwraps capacities for v1alpha3', () => {
+    const slice = { kind: 'ResourceSlice', apiVersion: 'resource.k8s.io/v1beta1', metadata: { name: 's' }, spec: { driver: 'd', pool: { name: 'p', resourceSliceCount: 1, generation: 1 }, allNodes: true, devices: [{ name: 'g0', basic: { attributes: { model: { string: 'x' } }, capacity: { mem: { value: '8Gi' } } } }] } };
+    expect(sliceB2.fromStorage(slice).spec.devices).toEqual([{ name: 'g0', attributes: { model: { string: 'x' } }, capacity: { mem: { value: '8Gi' } } }]);
+    expect(sliceB2.toStorage(sliceB2.fromStorage(slice))).toEqual(slice);
+    expect(sliceA3.fromStorage(slice).spec.devices[0].basic.capacity).toEqual({ mem: '8Gi' });
+    expect(sliceA3.toStorage(sliceA3.fromStorage(slice))).toEqual(slice);
+  });
+});

@@ -15,8 +15,9 @@
 // are the ones whose fields differ:
 //   autoscaling/v1 <-> v2 HorizontalPodAutoscaler (pkg/apis/autoscaling/v1/conversion.go)
 //   core/v1 <-> events.k8s.io/v1 Event (pkg/apis/events/v1/conversion.go)
-// Not converted field by field (apiVersion only), though their schemas differ:
-//   resource.k8s.io v1alpha3/v1beta2 <-> v1beta1 (device requests, ResourceSlice devices).
+//   resource.k8s.io v1beta2 and v1alpha3 <-> the stored v1beta1 (pkg/apis/resource/*):
+//     v1beta2 nests a request's one-device fields under `exactly` and has no
+//     ResourceSlice device `basic` wrapper; v1alpha3's device capacities are bare quantities
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 import { orderedObject } from '../codec/json.js';
@@ -375,3 +376,76 @@ function eventsToCoreEvent(obj: any, apiVersion: string): any {
 
 HAND['v1|events.k8s.io/v1|Event'] = coreEventToEvents;
 HAND['events.k8s.io/v1|v1|Event'] = eventsToCoreEvent;
+
+// ---- resource.k8s.io v1beta2 / v1alpha3 <-> v1beta1 ---------------------------------------
+
+const EXACT_FIELDS = ['deviceClassName', 'selectors', 'allocationMode', 'count', 'adminAccess', 'tolerations'];
+const BASIC_FIELDS = ['attributes', 'capacity', 'consumesCounters', 'nodeName', 'nodeSelector', 'allNodes', 'taints'];
+
+/** Applies f to each device request of a ResourceClaimSpec (spec of a claim, spec.spec of a template). */
+function mapRequests(claimSpec: any, f: (r: any) => any): any {
+  if (!isObj(claimSpec) || !isObj(claimSpec.devices) || !Array.isArray(claimSpec.devices.requests)) return claimSpec;
+  return { ...claimSpec, devices: { ...claimSpec.devices, requests: claimSpec.devices.requests.map((r: any) => (isObj(r) ? f(r) : r)) } };
+}
+
+/** v1beta1 request -> v1beta2: the one-device fields move under `exactly`, unless the request lists firstAvailable. */
+function requestToV1beta2(r: any): any {
+  const out: any = pick(r, ['name']);
+  const hasFirst = Array.isArray(r.firstAvailable) && r.firstAvailable.length > 0;
+  if (!hasFirst) out.exactly = pick(r, EXACT_FIELDS);
+  return pick(r, ['firstAvailable'], out);
+}
+
+function requestFromV1beta2(r: any): any {
+  const out: any = pick(r, ['name']);
+  if (isObj(r.exactly)) pick(r.exactly, ['deviceClassName', 'selectors', 'allocationMode', 'count', 'adminAccess'], out);
+  pick(r, ['firstAvailable'], out);
+  if (isObj(r.exactly)) pick(r.exactly, ['tolerations'], out);
+  return out;
+}
+
+function claimConverter(toRequest: (r: any) => any, template: boolean): Convert {
+  return (obj, apiVersion) => {
+    const out: any = { ...obj, apiVersion };
+    if (template) {
+      if (isObj(obj.spec)) out.spec = { ...obj.spec, spec: mapRequests(obj.spec.spec, toRequest) };
+    } else out.spec = mapRequests(obj.spec, toRequest);
+    if (out.spec === undefined) delete out.spec;
+    return out;
+  };
+}
+
+function mapDevices(obj: any, apiVersion: string, f: (d: any) => any): any {
+  const out: any = { ...obj, apiVersion };
+  if (isObj(obj.spec) && Array.isArray(obj.spec.devices)) out.spec = { ...obj.spec, devices: obj.spec.devices.map((d: any) => (isObj(d) ? f(d) : d)) };
+  return out;
+}
+
+/** v1beta1 Device {name, basic: {...}} -> v1beta2 Device {name, ...}. */
+const deviceToV1beta2 = (d: any) => pick(isObj(d.basic) ? d.basic : {}, BASIC_FIELDS, pick(d, ['name']));
+const deviceFromV1beta2 = (d: any) => {
+  const out: any = pick(d, ['name']);
+  const basic = pick(d, BASIC_FIELDS);
+  if (Object.keys(basic).length) out.basic = basic;
+  return out;
+};
+
+/** v1beta1 capacities {value: q} <-> v1alpha3's bare quantities. */
+function mapCapacity(d: any, f: (c: any) => any): any {
+  if (!isObj(d.basic) || !isObj(d.basic.capacity)) return d;
+  const capacity: Record<string, any> = {};
+  for (const [k, c] of Object.entries(d.basic.capacity)) capacity[k] = f(c);
+  return { ...d, basic: { ...d.basic, capacity } };
+}
+
+const RB1 = 'resource.k8s.io/v1beta1';
+const RB2 = 'resource.k8s.io/v1beta2';
+const RA3 = 'resource.k8s.io/v1alpha3';
+HAND[`${RB1}|${RB2}|ResourceClaim`] = claimConverter(requestToV1beta2, false);
+HAND[`${RB2}|${RB1}|ResourceClaim`] = claimConverter(requestFromV1beta2, false);
+HAND[`${RB1}|${RB2}|ResourceClaimTemplate`] = claimConverter(requestToV1beta2, true);
+HAND[`${RB2}|${RB1}|ResourceClaimTemplate`] = claimConverter(requestFromV1beta2, true);
+HAND[`${RB1}|${RB2}|ResourceSlice`] = (obj, v) => mapDevices(obj, v, deviceToV1beta2);
+HAND[`${RB2}|${RB1}|ResourceSlice`] = (obj, v) => mapDevices(obj, v, deviceFromV1beta2);
+HAND[`${RB1}|${RA3}|ResourceSlice`] = (obj, v) => mapDevices(obj, v, (d) => mapCapacity(d, (c) => (isObj(c) ? c.value : c)));
+HAND[`${RA3}|${RB1}|ResourceSlice`] = (obj, v) => mapDevices(obj, v, (d) => mapCapacity(d, (c) => (isObj(c) ? c : { value: c })));
