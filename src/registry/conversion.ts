@@ -55,7 +55,16 @@ export function conversionOf(info: ResourceInfo): Conversion | undefined {
     apiVersion,
     storageApiVersion,
     toStorage: (obj) => orderedObject(up(obj, storageApiVersion)),
-    fromStorage: (obj) => orderedObject(down(obj, apiVersion)),
+    fromStorage: (obj) => {
+      // Bytes written before storage versions were kept (in another served version) are
+      // first brought to the storage version, as kube's storage decodes any version it knows.
+      if (obj?.apiVersion !== storageApiVersion && typeof obj?.apiVersion === 'string') {
+        if (obj.apiVersion === apiVersion) return obj;
+        const legacy = HAND[`${obj.apiVersion}|${storageApiVersion}|${info.kind}`];
+        if (legacy) obj = legacy(obj, storageApiVersion);
+      }
+      return orderedObject(down(obj, apiVersion));
+    },
   };
 }
 
