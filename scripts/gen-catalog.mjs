@@ -16,9 +16,27 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = resolve(process.argv[2] ?? process.env.KUBESHARD_API_DATA ?? join(root, '..', 'shared', 'k8s-api-1.33'));
 const discovery = JSON.parse(readFileSync(join(dataDir, 'discovery', 'derived-discovery-1.33.json'), 'utf8'));
 
-// Storage versions of kinds served in more than one version (kube-apiserver 1.33's defaults).
-const STORAGE_VERSION = {
-  'autoscaling/HorizontalPodAutoscaler': 'v2',
+// Where kube-apiserver 1.33 stores a resource served in more than one version, by
+// group/resource: [storage group, storage version, storage resource]. Every other resource
+// is stored in the one version it is served in. kube keeps one storage per group-resource
+// (its DefaultResourceEncoding, the ResourceEncodingOverrides of
+// pkg/kubeapiserver/default_storage_factory_builder.go, which keep a new version out of
+// storage for a release, and its cohabitating resources: events.k8s.io events live in the
+// core events key space, encoded as core/v1 Events).
+const STORAGE = {
+  'autoscaling/horizontalpodautoscalers': ['autoscaling', 'v2'],
+  'events.k8s.io/events': ['', 'v1', 'events'],
+  'admissionregistration.k8s.io/validatingadmissionpolicies': ['admissionregistration.k8s.io', 'v1'],
+  'admissionregistration.k8s.io/validatingadmissionpolicybindings': ['admissionregistration.k8s.io', 'v1'],
+  'coordination.k8s.io/leasecandidates': ['coordination.k8s.io', 'v1alpha2'],
+  'certificates.k8s.io/clustertrustbundles': ['certificates.k8s.io', 'v1alpha1'],
+  'networking.k8s.io/ipaddresses': ['networking.k8s.io', 'v1beta1'],
+  'networking.k8s.io/servicecidrs': ['networking.k8s.io', 'v1beta1'],
+  'resource.k8s.io/deviceclasses': ['resource.k8s.io', 'v1beta1'],
+  'resource.k8s.io/resourceclaims': ['resource.k8s.io', 'v1beta1'],
+  'resource.k8s.io/resourceclaimtemplates': ['resource.k8s.io', 'v1beta1'],
+  'resource.k8s.io/resourceslices': ['resource.k8s.io', 'v1beta1'],
+  'storage.k8s.io/volumeattributesclasses': ['storage.k8s.io', 'v1beta1'],
 };
 
 function stabilityOf(version) {
@@ -115,8 +133,8 @@ for (const gv of discovery.groupVersions) {
   const byName = new Map();
   for (const r of gv.resources) {
     if (!r.name.includes('/')) {
-      const storageVersion = STORAGE_VERSION[`${group}/${r.kind}`] ?? version;
-      byName.set(r.name, {
+      const [storageGroup, storageVersion, storageResource] = STORAGE[`${group}/${r.name}`] ?? [group, version, r.name];
+      const info = {
         group,
         version,
         resource: r.name,
@@ -129,10 +147,14 @@ for (const gv of discovery.groupVersions) {
         categories: [...(r.categories ?? [])],
         subresources: [],
         // Only stored kinds have a storage version: the create-only virtual ones (bindings, reviews) have none.
-        storageVersionHash: r.verbs?.includes('get') || r.verbs?.includes('list') ? hashOf(group, storageVersion, r.kind) : '',
-      });
+        storageVersionHash: r.verbs?.includes('get') || r.verbs?.includes('list') ? hashOf(storageGroup, storageVersion, r.kind) : '',
+      };
+      // Only where it differs from the served group-version (and resource).
+      if (storageGroup !== group || storageVersion !== version) info.storageVersion = storageGroup ? `${storageGroup}/${storageVersion}` : storageVersion;
+      if (storageGroup !== group || (storageResource ?? r.name) !== r.name) info.storageResource = storageGroup ? `${storageResource ?? r.name}.${storageGroup}` : storageResource ?? r.name;
+      byName.set(r.name, info);
       const dep = deprecationOf(group, version, r.kind);
-      if (dep) byName.get(r.name).deprecation = dep;
+      if (dep) info.deprecation = dep;
       const del = doc?.paths?.[itemPath(r)]?.delete?.responses?.['200']?.content?.['application/json']?.schema?.$ref;
       if (del && !del.endsWith('.meta.v1.Status')) byName.get(r.name).deleteReturnsObject = true;
     }

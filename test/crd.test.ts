@@ -268,6 +268,38 @@ spec:
     expect(list.json().items).toEqual([]);
   });
 
+  it('a CRD served in two versions: one storage, each read in its own apiVersion (conversion None)', async () => {
+    const schema = { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } } };
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.multi.example.com' },
+      spec: {
+        group: 'multi.example.com',
+        scope: 'Namespaced',
+        names: { plural: 'gadgets', kind: 'Gadget' },
+        versions: [
+          { name: 'v1beta1', served: true, storage: false, schema },
+          { name: 'v1', served: true, storage: true, schema },
+        ],
+      },
+    };
+    expect((await request(s, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status).toBe(201);
+    await k(['wait', '--for', 'condition=established', '--timeout=20s', 'crd/gadgets.multi.example.com']);
+    const base = (v: string) => `/apis/multi.example.com/${v}/namespaces/default/gadgets`;
+    const created = await eventually(async () => {
+      const r = await request(s, 'POST', base('v1beta1'), { apiVersion: 'multi.example.com/v1beta1', kind: 'Gadget', metadata: { name: 'g1' }, spec: { size: 3 } });
+      return r.status === 201 ? r : false;
+    });
+    expect(created.json().apiVersion).toBe('multi.example.com/v1beta1');
+    const v1 = (await request(s, 'GET', `${base('v1')}/g1`)).json();
+    expect(v1.apiVersion).toBe('multi.example.com/v1');
+    expect(v1.spec.size).toBe(3);
+    const beta = (await request(s, 'GET', base('v1beta1'))).json();
+    expect(beta.items.map((i: any) => i.apiVersion)).toEqual(['multi.example.com/v1beta1']);
+    expect(await k(['get', 'gadgets.v1beta1.multi.example.com', 'g1', '-o', 'jsonpath={.apiVersion}'])).toBe('multi.example.com/v1beta1');
+  });
+
   it('refuses invalid CRDs with kube\'s messages', async () => {
     const bad = {
       apiVersion: 'apiextensions.k8s.io/v1',

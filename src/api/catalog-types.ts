@@ -36,6 +36,10 @@ export interface ResourceInfo {
   subresources: SubresourceInfo[];
   /** base64 of the first 8 bytes of sha256("group/version/Kind") of the storage version */
   storageVersionHash: string;
+  /** apiVersion of the storage version ("autoscaling/v2", "v1"), when not this version: objects are converted on every read and write */
+  storageVersion?: string;
+  /** group-resource key of the storage ("events" for events.k8s.io events), when not this resource's own */
+  storageResource?: string;
   /** DELETE answers with the deleted object, not a Status (kube's ReturnDeletedObject). */
   deleteReturnsObject?: boolean;
   /** Set when a request to this resource gets kube's deprecation warning (prerelease-lifecycle data, as of 1.33). */

@@ -108,6 +108,9 @@ function resourceInfo(cv: CustomVersion, crd: any): ResourceInfo {
     categories: Array.isArray(names.categories) ? names.categories : [],
     subresources,
     storageVersionHash: storageVersionHash(cv.group, cv.storageVersion, cv.kind),
+    // Another served version reads and writes the storage version's objects through the
+    // generic conversion (strategy None: only apiVersion changes).
+    ...(cv.version !== cv.storageVersion ? { storageVersion: `${cv.group}/${cv.storageVersion}` } : {}),
     custom: cv,
   };
 }

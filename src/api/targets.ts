@@ -3,6 +3,7 @@
 import type { Catalog } from './catalog.js';
 import type { StrategyRegistry } from '../registry/strategies.js';
 import type { ResourceTarget } from '../registry/store.js';
+import { conversionOf } from '../registry/conversion.js';
 
 export function groupResourceKey(group: string, resource: string): string {
   return group ? `${resource}.${group}` : resource;
@@ -39,9 +40,14 @@ export class Targets {
       if (!info) t = null;
       else {
         const { strategy, nameRule } = this.dynamic?.(group, version, resource) ?? this.strategies.get(group, resource);
+        // Every version of a group-resource shares one storage (kube's storage version);
+        // a version that is not it converts at the store's edges.
+        const own = groupResourceKey(group, resource);
+        const conv = conversionOf(info);
         t = {
           info,
-          gr: groupResourceKey(group, resource),
+          gr: info.storageResource ?? own,
+          ...(conv ? { conv, selectorGr: own } : {}),
           groupResource: { group, resource },
           strategy,
           nameRule,

@@ -33,6 +33,12 @@ export interface EncodeContext {
   listKind: string;
   /** includeObject, for Table */
   table?: { includeObject: IncludeObject };
+  /**
+   * When the resource's version is not its storage version: the stored entry as this
+   * version sees it (src/registry/conversion.ts viewOf, memoized per entry and version).
+   * Watch frames then go through it, and are memoized per apiVersion too.
+   */
+  view?: (e: Encodable) => Encodable;
 }
 
 export function parsed(e: Encodable): any {
@@ -246,7 +252,10 @@ function memoFrame(ev: FrameSource, key: string, make: () => Buffer): Buffer {
  * same representation; a Table watcher's first frame carries the column definitions.
  */
 export function watchFramer(r: Representation, ctx: EncodeContext): ((ev: FrameSource, type: string) => Buffer) | undefined {
-  if (!r.as && r.mediaType === JSON_MEDIA_TYPE) return undefined;
+  if (!r.as && r.mediaType === JSON_MEDIA_TYPE && !ctx.view) return undefined;
+  const view = ctx.view ?? ((e: Encodable) => e);
+  // Frames of a converted version differ from the stored version's: keyed by apiVersion too.
+  const suffix = ctx.view ? `|${ctx.apiVersion}` : '';
   if (r.as?.kind === 'PartialObjectMetadataList') {
     throw notAcceptable(`you requested PartialObjectMetadataList, but the requested object is not a list (${goTypeName(ctx.apiVersion, ctx.kind)})`);
   }
@@ -255,8 +264,8 @@ export function watchFramer(r: Representation, ctx: EncodeContext): ((ev: FrameS
     return (ev, type) => {
       const headers = first;
       first = false;
-      return memoFrame(ev, frameKey(type, r) + (headers ? '|h' : ''), () => tableFrame(type, ev.entry, r, ctx, headers));
+      return memoFrame(ev, frameKey(type, r) + suffix + (headers ? '|h' : ''), () => tableFrame(type, view(ev.entry), r, ctx, headers));
     };
   }
-  return (ev, type) => memoFrame(ev, frameKey(type, r), () => entryFrame(type, ev.entry, r, ctx));
+  return (ev, type) => memoFrame(ev, frameKey(type, r) + suffix, () => entryFrame(type, view(ev.entry), r, ctx));
 }

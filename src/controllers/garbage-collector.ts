@@ -86,7 +86,8 @@ export class GarbageCollector {
       for (const info of gv.resources) {
         const t = targets.preferred(info.group, info.resource);
         if (!t) continue;
-        this.byGr.set(t.gr, t);
+        // Versions that share a storage (core and events.k8s.io events) are one type: the one read without conversion stands for it.
+        if (!this.byGr.has(t.gr) || !t.conv) this.byGr.set(t.gr, t);
         if (!this.byKind.has(`${info.group}/${info.kind}`)) this.byKind.set(`${info.group}/${info.kind}`, t);
       }
     }

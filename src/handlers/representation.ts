@@ -6,9 +6,13 @@ import { parseIncludeObject } from '../api/table/table.js';
 import { errors } from '../errors.js';
 import { sendBody } from '../http/respond.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
+import { viewOf } from '../registry/conversion.js';
+import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 
 export function encodeContextOf(c: HandlerContext, r: Representation): EncodeContext {
   const ctx: EncodeContext = { target: c.target, apiVersion: apiVersionOf(c.target), kind: c.target.info.kind, listKind: c.target.info.listKind };
+  const conv = c.target.conv;
+  if (conv) ctx.view = (e) => viewOf(conv, e as CacheEntry);
   if (r.as?.kind === 'Table') {
     const inc = parseIncludeObject(c.req.query.get('includeObject'));
     if (typeof inc === 'object') throw errors.badRequest(inc.error);

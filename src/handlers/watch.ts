@@ -68,7 +68,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     opts.resourceVersionMatch = 'NotOlderThan';
   }
   validateListOptions(opts, true);
-  const fields = convertFieldSelector(target.gr, opts.fields);
+  const fields = convertFieldSelector(target.selectorGr ?? target.gr, opts.fields);
   if (info.name && fields) {
     // A watch of one named object (the /watch/ path form) may narrow it further by fields,
     // but not name another object (ListResource's hasName check).

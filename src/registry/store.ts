@@ -28,6 +28,7 @@ import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
 import { checkListable, checkStoredBytes, throwIfCorrupt } from './corrupt-objects.js';
+import { convertedJson, viewOf, type Conversion } from './conversion.js';
 
 /**
  * Records field ownership on the object about to be stored (metadata.managedFields), or
@@ -45,6 +46,18 @@ export interface ResourceTarget {
   strategy: Strategy;
   nameRule: 'subdomain' | 'label' | 'dns1035' | 'path';
   hasStatus: boolean;
+  /**
+   * Set when this version is not the storage version (src/registry/conversion.ts): the
+   * store reads and writes objects in this version and converts at its edges; gr is then
+   * the storage's key, selectorGr the key of this resource's own field labels.
+   */
+  conv?: Conversion;
+  selectorGr?: string;
+}
+
+/** Stored entries as the target's version sees them (the entry itself when it is the storage version). */
+export function viewFor<E extends CacheEntry | undefined>(t: ResourceTarget, e: E): E {
+  return t.conv && e ? (viewOf(t.conv, e) as E) : e;
 }
 
 export interface WriteResult {
@@ -194,7 +207,7 @@ export class Store {
     } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
     if (!e) this.missing(t, ns, name);
-    return e;
+    return viewFor(t, e);
   }
 
   /** 404 for an object that is not there; 500 for one that is stored but cannot be decoded. */
@@ -217,7 +230,7 @@ export class Store {
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
     if (!e) this.missing(t, ns, name);
-    return e;
+    return viewFor(t, e);
   }
 
   /**
@@ -228,7 +241,7 @@ export class Store {
    */
   async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
     validateListOptions(o, false);
-    const fields = convertFieldSelector(t.gr, o.fields);
+    const fields = convertFieldSelector(t.selectorGr ?? t.gr, o.fields);
     checkListable(this.coord, t, ns);
     const cache = this.cacheOf(t);
     const hasSelector = o.labels !== null || fields !== null;
@@ -291,8 +304,9 @@ export class Store {
         const sel = selectable(e, t.gr);
         if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) return;
       }
-      items.push(e.json);
-      sources.push(e);
+      const v = viewFor(t, e);
+      items.push(v.json);
+      sources.push(v);
       lastKey = e.key;
     };
     const res: ListResult = { rv: listRv, items, sources };
@@ -306,7 +320,7 @@ export class Store {
         if (o.limit > 0 && items.length >= o.limit) break;
         accept(entries[i]);
       }
-      if (fromCache && !hasSelector) res.joined = cache.joined(ns, base, i);
+      if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i);
       more = i < entries.length;
       remaining = entries.length - i;
     } else {
@@ -410,9 +424,9 @@ export class Store {
 
   /** Commits obj as a write of `type`, with the precondition `expect`. */
   private async commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<WriteResult & { rv: number }> {
-    const { head, tail, ordered } = encodeForCommit(obj);
+    const { head, tail, ordered } = encodeForCommit(t.conv ? t.conv.toStorage(obj) : obj);
     const { rv, json } = await this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, head, tail }, ordered);
-    return { code: 200, rv, json };
+    return { code: 200, rv, json: t.conv ? convertedJson(t.conv, json) : json };
   }
 
   /**
@@ -423,12 +437,12 @@ export class Store {
   async storageUpdate(t: ResourceTarget, ns: string, name: string, dryRun: boolean, mutate: (obj: any) => void): Promise<WriteResult> {
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = this.cacheOf(t).items.get(key);
+      const cur = viewFor(t, this.cacheOf(t).items.get(key));
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
       mutate(obj);
       delete obj.metadata.resourceVersion;
-      if (dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
+      if (dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
       try {
         const r = await this.commit(t, 'MODIFIED', ns, name, obj, cur.rv);
         return { code: 200, json: r.json };
@@ -444,7 +458,9 @@ export class Store {
    * The answer to a dry run. An update or delete answers with the version the object has
    * now (kube's dry-run storage never writes, so nothing moves it); a create has none yet.
    */
-  private renderDryRun(obj: any, currentRv?: number): Buffer {
+  private renderDryRun(t: ResourceTarget, obj: any, currentRv?: number): Buffer {
+    // What a real write would answer: the object as it reads back from its storage version.
+    if (t.conv) obj = t.conv.fromStorage(t.conv.toStorage(obj));
     if (currentRv !== undefined) obj = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(currentRv) } };
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
@@ -489,7 +505,7 @@ export class Store {
       for (let attempt = 0; ; attempt++) {
         const taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
         if (!taken) {
-          if (opts.dryRun) return { code: 201, json: this.renderDryRun(obj) };
+          if (opts.dryRun) return { code: 201, json: this.renderDryRun(t, obj) };
           try {
             const r = await this.commit(t, 'ADDED', ns, m.name, obj, Expect.Absent);
             committed = true;
@@ -530,7 +546,7 @@ export class Store {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = cache.items.get(key);
+      const cur = viewFor(t, cache.items.get(key));
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.coord, t, ns, name);
@@ -563,7 +579,7 @@ export class Store {
       const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
       let committed = false;
       try {
-        if (opts.dryRun) return { code: 200, json: this.renderDryRun(obj, cur.rv) };
+        if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
         const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
         committed = true;
         if (finalizing) t.strategy.afterDelete(obj);
@@ -699,7 +715,7 @@ export class Store {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = cache.items.get(key);
+      const cur = viewFor(t, cache.items.get(key));
       if (!cur) this.missing(t, ns, name);
       const old = entryObject(cur);
       checkPreconditions(t, name, old, cur.rv, o.preconditions);
@@ -707,7 +723,7 @@ export class Store {
       if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };
       const type: EventType = plan.kind === 'now' ? 'DELETED' : 'MODIFIED';
       const obj = plan.obj;
-      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(obj, cur.rv), obj };
+      if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(t, obj, cur.rv), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);
         if (type === 'DELETED') t.strategy.afterDelete(obj);
@@ -743,6 +759,7 @@ export class Store {
   /** The state of one object at an older version, from the revision history. */
   getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
     const cache = this.cacheOf(t);
-    return getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+    const json = getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+    return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }

@@ -1,5 +1,6 @@
 // The per-kind strategies. Kinds not named here use the generic Strategy (or SpecStrategy
 // for the workload groups, whose objects carry a generation).
+import { HorizontalPodAutoscalerStrategy } from './autoscaling-strategy.js';
 import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
@@ -184,6 +185,7 @@ export class StrategyRegistry {
     }
     if (group === 'batch' && resource === 'jobs') return { strategy: new kinds.JobStrategy(), nameRule: 'subdomain' };
     if (group === 'batch' && resource === 'cronjobs') return { strategy: new kinds.CronJobStrategy(), nameRule: 'subdomain' };
+    if (group === 'autoscaling' && resource === 'horizontalpodautoscalers') return { strategy: new HorizontalPodAutoscalerStrategy(), nameRule: 'subdomain' };
     if (group === 'coordination.k8s.io' && resource === 'leases') return { strategy: new kinds.LeaseStrategy(), nameRule: 'subdomain' };
     if (group === 'events.k8s.io' && resource === 'events') return { strategy: new kinds.EventStrategy('events.k8s.io'), nameRule: 'subdomain' };
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };

@@ -118,6 +118,8 @@ const KINDS: Record<string, KindFields> = {
         'regarding.resourceVersion': 'involvedObject.resourceVersion',
         'regarding.fieldPath': 'involvedObject.fieldPath',
         reportingController: 'reportingComponent',
+        // kube's mapping still takes it, though events.k8s.io/v1 has no source field
+        source: 'source',
       },
     },
   ),

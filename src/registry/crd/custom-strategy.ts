@@ -32,9 +32,8 @@ export class CustomResourceStrategy extends Strategy {
 
   /**
    * Objects are stored in the CRD's storage version whatever version they were written in
-   * (conversion strategy None: only apiVersion changes).
-   * TODO(crd): reads through another served version still show the storage apiVersion; the
-   * rewrite belongs to the read path's conversion (src/registry/conversion.ts, conv thread).
+   * (conversion strategy None: only apiVersion changes); reads through another served
+   * version are converted back by src/registry/conversion.ts.
    */
   override canonicalize(obj: any): void {
     obj.apiVersion = `${this.cv.group}/${this.cv.storageVersion}`;
