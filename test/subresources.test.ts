@@ -79,6 +79,68 @@ describe('scale', () => {
     expect(neg.json().message).toBe('Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0');
   });
 
+  it('kubectl scale takes spec.replicas from the applier: a re-apply without replicas keeps the scaled count', async () => {
+    const manifest = (replicas?: number) =>
+      [
+        'apiVersion: apps/v1',
+        'kind: Deployment',
+        'metadata: {name: owned}',
+        'spec:',
+        ...(replicas === undefined ? [] : [`  replicas: ${replicas}`]),
+        '  selector: {matchLabels: {app: owned}}',
+        '  template:',
+        '    metadata: {labels: {app: owned}}',
+        '    spec: {containers: [{name: c, image: x}]}',
+      ].join('\n');
+    const a = await kubectl(s, ['apply', '--server-side', '-f', '-'], { input: manifest(2) });
+    expect(a.stderr).toBe('');
+    const sc = await kubectl(s, ['scale', 'deployment', 'owned', '--replicas=6']);
+    expect(sc.code).toBe(0);
+    const mf = (await request(s, 'GET', `${DEP}/owned`)).json().metadata.managedFields;
+    const scaler = mf.find((e: any) => e.subresource === 'scale');
+    expect(scaler).toMatchObject({ manager: 'kubectl', operation: 'Update', apiVersion: 'apps/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:replicas': {} } } });
+    expect(scaler.time).toBeUndefined();
+    const applier = mf.find((e: any) => e.operation === 'Apply');
+    expect(applier.fieldsV1['f:spec']['f:replicas']).toBeUndefined();
+    expect(applier.fieldsV1['f:spec']['f:selector']).toBeDefined();
+    const again = await kubectl(s, ['apply', '--server-side', '-f', '-'], { input: manifest() });
+    expect(again.stderr).toBe('');
+    expect((await request(s, 'GET', `${DEP}/owned`)).json().spec.replicas).toBe(6);
+    // Applying replicas again conflicts with the scaler, as on kube-apiserver.
+    const conflict = await kubectl(s, ['apply', '--server-side', '-f', '-'], { input: manifest(3) });
+    expect(conflict.code).not.toBe(0);
+    expect(conflict.stderr).toContain('conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas');
+  });
+
+  it('server-side apply on /scale owns spec.replicas and conflicts with another manager', async () => {
+    await request(s, 'POST', DEP, deployment('ssa', 1));
+    const APPLY = { 'content-type': 'application/apply-patch+yaml' };
+    const cfg = (n: number) => `apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: ssa}\nspec: {replicas: ${n}}\n`;
+    // The creator (an Update) owns spec.replicas: taking it needs force.
+    const first = await request(s, 'PATCH', `${DEP}/ssa/scale?fieldManager=hpa`, cfg(4), APPLY);
+    expect(first.status).toBe(409);
+    expect(first.json().details.causes).toEqual([expect.objectContaining({ reason: 'FieldManagerConflict', field: '.spec.replicas' })]);
+    expect(first.json().message).toMatch(/^Apply failed with 1 conflict: conflict with ".*" using autoscaling\/v1: \.spec\.replicas$/);
+    const r = await request(s, 'PATCH', `${DEP}/ssa/scale?fieldManager=hpa&force=true`, cfg(4), APPLY);
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ kind: 'Scale', spec: { replicas: 4 } });
+    const d = (await request(s, 'GET', `${DEP}/ssa`)).json();
+    expect(d.spec.replicas).toBe(4);
+    const hpa = d.metadata.managedFields.find((e: any) => e.manager === 'hpa');
+    expect(hpa).toMatchObject({ operation: 'Apply', apiVersion: 'apps/v1', subresource: 'scale', fieldsV1: { 'f:spec': { 'f:replicas': {} } } });
+    // the creator lost spec.replicas to the applier
+    const creator = d.metadata.managedFields.find((e: any) => e.operation === 'Update' && !e.subresource);
+    expect(creator.fieldsV1['f:spec']['f:replicas']).toBeUndefined();
+    const other = await request(s, 'PATCH', `${DEP}/ssa/scale?fieldManager=other`, cfg(5), APPLY);
+    expect(other.status).toBe(409);
+    expect(other.json().message).toBe('Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas');
+    const forced = await request(s, 'PATCH', `${DEP}/ssa/scale?fieldManager=other&force=true`, cfg(5), APPLY);
+    expect(forced.status).toBe(200);
+    expect((await request(s, 'GET', `${DEP}/ssa`)).json().spec.replicas).toBe(5);
+    const wrongKind = await request(s, 'PATCH', `${DEP}/ssa/scale?fieldManager=hpa`, 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ssa}\n', APPLY);
+    expect(wrongKind.status).toBe(400);
+  });
+
   it('replicationcontrollers print their map selector', async () => {
     await request(s, 'POST', '/api/v1/namespaces/default/replicationcontrollers', {
       metadata: { name: 'rc' },

@@ -29,7 +29,7 @@ function nowTimestamp(): string {
   return stamp;
 }
 
-interface Managed {
+export interface Managed {
   manager: string;
   operation: Operation;
   apiVersion: string;
@@ -49,7 +49,7 @@ export interface WriteIdentity {
 export const MAX_UPDATE_MANAGERS = 10;
 const ANCIENT = 'ancient-changes';
 
-function keyOf(m: { manager: string; operation: Operation; apiVersion: string; subresource: string }): string {
+export function keyOf(m: { manager: string; operation: Operation; apiVersion: string; subresource: string }): string {
   // Appliers are one entry whatever version they spoke; updaters one per version.
   return JSON.stringify([m.manager, m.operation, m.operation === 'Apply' ? '' : m.apiVersion, m.subresource]);
 }
@@ -63,7 +63,7 @@ export function isReset(mf: unknown): boolean {
   return Array.isArray(mf) && mf.length > 0 && mf.every((e) => isObj(e) && Object.keys(e).length === 0);
 }
 
-function decode(mf: unknown): Map<string, Managed> | undefined {
+export function decodeManaged(mf: unknown): Map<string, Managed> | undefined {
   if (!Array.isArray(mf)) return undefined;
   const out = new Map<string, Managed>();
   for (const e of mf) {
@@ -86,7 +86,7 @@ function decode(mf: unknown): Map<string, Managed> | undefined {
   return out;
 }
 
-function encode(managed: Map<string, Managed>): any[] | undefined {
+export function encodeManaged(managed: Map<string, Managed>): any[] | undefined {
   const entries = [...managed.values()].filter((m) => !m.set.empty());
   if (entries.length === 0) return undefined;
   entries.sort((p, q) => {
@@ -175,8 +175,8 @@ export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: 
   let managed: Map<string, Managed>;
   if (isReset(sent)) managed = new Map();
   else {
-    const fromReq = id.subresource ? undefined : decode(sent);
-    managed = fromReq && fromReq.size > 0 ? fromReq : (decode(old?.metadata?.managedFields) ?? new Map());
+    const fromReq = id.subresource ? undefined : decodeManaged(sent);
+    managed = fromReq && fromReq.size > 0 ? fromReq : (decodeManaged(old?.metadata?.managedFields) ?? new Map());
   }
   const c = compare(old ? stripManaged(old) : {}, stripManaged(obj), ctx.root);
   // (a create modifies nothing: its added fields need no union, withoutIgnored copies them)
@@ -195,7 +195,7 @@ export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: 
     managed.set(k, me);
   }
   capUpdaters(managed);
-  const out = encode(managed);
+  const out = encodeManaged(managed);
   if (out) obj.metadata.managedFields = out;
   else delete obj.metadata.managedFields;
 }
@@ -225,7 +225,7 @@ const KUBECTL = 'kubectl';
  */
 export function planApply(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
   const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
-  let managed = decode(live?.metadata?.managedFields) ?? new Map<string, Managed>();
+  let managed = decodeManaged(live?.metadata?.managedFields) ?? new Map<string, Managed>();
   const liveObj = live ? stripManaged(live) : null;
   if (live && managed.size === 0) {
     // An object nobody manages yet: what it holds belongs to "before-first-apply".
@@ -296,7 +296,7 @@ export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: Wri
   const me = plan.managed.get(plan.key)!;
   if (plan.setChanged || !deepEqual(stripManaged(live ?? {}), stripManaged(obj)) || !me.time) me.time = nowTimestamp();
   capUpdaters(plan.managed);
-  const out = encode(plan.managed);
+  const out = encodeManaged(plan.managed);
   if (out) obj.metadata.managedFields = out;
   else delete obj.metadata.managedFields;
 }
