@@ -155,7 +155,8 @@ describe('eviction', () => {
   const evict = (name: string) => request(s, 'POST', `${PODS}/${name}/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name } });
   async function runningPod(name: string): Promise<void> {
     await request(s, 'POST', PODS, pod(name, { app: 'guarded' }));
-    const st = await request(s, 'PATCH', `${PODS}/${name}/status`, { status: { phase: 'Running' } }, MERGE);
+    // Ready: an unready pod may go without the budget (IfHealthyBudget)
+    const st = await request(s, 'PATCH', `${PODS}/${name}/status`, { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } }, MERGE);
     expect(st.json().status.phase).toBe('Running');
   }
 
@@ -188,6 +189,67 @@ describe('eviction', () => {
     expect((await evict('free')).status).toBe(201);
     expect((await request(s, 'GET', `${PODS}/free`)).status).toBe(404);
     expect((await evict('missing')).status).toBe(404);
+  });
+});
+
+describe('eviction: readiness, unhealthyPodEvictionPolicy and DisruptionTarget', () => {
+  const evict = (name: string) => request(s, 'POST', `${PODS}/${name}/eviction`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name } });
+  async function podIn(name: string, app: string, ready: boolean, finalizer = false): Promise<void> {
+    const p = pod(name, { app });
+    expect((await request(s, 'POST', PODS, finalizer ? { ...p, metadata: { ...p.metadata, finalizers: ['example.com/hold'] } } : p)).status).toBe(201);
+    const conditions = [{ type: 'Ready', status: ready ? 'True' : 'False' }];
+    expect((await request(s, 'PATCH', `${PODS}/${name}/status`, { status: { phase: 'Running', conditions } }, MERGE)).status).toBe(200);
+  }
+  async function budget(name: string, app: string, status: Record<string, number>, policy?: string): Promise<void> {
+    const spec: any = { minAvailable: 1, selector: { matchLabels: { app } } };
+    if (policy) spec.unhealthyPodEvictionPolicy = policy;
+    expect((await request(s, 'POST', PDB, { metadata: { name }, spec })).status).toBe(201);
+    const st = await request(s, 'PATCH', `${PDB}/${name}/status`, { status: { observedGeneration: 1, expectedPods: 2, ...status } }, MERGE);
+    expect(st.status).toBe(200);
+  }
+
+  it('an unready pod goes without using the budget while the application is healthy (IfHealthyBudget)', async () => {
+    await podIn('u1', 'unready-ok', false);
+    await budget('b-ok', 'unready-ok', { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1 });
+    expect((await evict('u1')).status).toBe(201);
+    expect((await request(s, 'GET', `${PODS}/u1`)).status).toBe(404);
+    expect((await request(s, 'GET', `${PDB}/b-ok`)).json().status.disruptionsAllowed).toBe(0);
+  });
+
+  it('an unready pod of an unhealthy application needs the budget, unless the policy is AlwaysAllow', async () => {
+    await podIn('u2', 'unready-bad', false);
+    await budget('b-bad', 'unready-bad', { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1 });
+    const no = await evict('u2');
+    expect(no.status).toBe(429);
+    expect(no.json().details.causes[0].message).toBe('The disruption budget b-bad needs 1 healthy pods and has 0 currently');
+    await podIn('u3', 'unready-always', false);
+    await budget('b-always', 'unready-always', { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1 }, 'AlwaysAllow');
+    expect((await evict('u3')).status).toBe(201);
+    expect((await request(s, 'GET', `${PODS}/u3`)).status).toBe(404);
+  });
+
+  it('marks the pod with DisruptionTarget before deleting it, and a used-up budget reports DisruptionAllowed False', async () => {
+    await podIn('r1', 'ready', true, true);
+    await budget('b-ready', 'ready', { disruptionsAllowed: 1, currentHealthy: 2, desiredHealthy: 1 });
+    expect((await evict('r1')).status).toBe(201);
+    const p = (await request(s, 'GET', `${PODS}/r1`)).json();
+    expect(p.metadata.deletionTimestamp).toBeDefined();
+    const dt = p.status.conditions.find((c: any) => c.type === 'DisruptionTarget');
+    expect(dt).toMatchObject({ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' });
+    expect(dt.lastTransitionTime).toBeDefined();
+    const b = (await request(s, 'GET', `${PDB}/b-ready`)).json();
+    expect(b.status.disruptionsAllowed).toBe(0);
+    expect(b.status.disruptedPods.r1).toBeDefined();
+    expect(b.status.conditions).toEqual([expect.objectContaining({ type: 'DisruptionAllowed', status: 'False', reason: 'InsufficientPods', observedGeneration: 1 })]);
+    await request(s, 'PATCH', `${PODS}/r1`, { metadata: { finalizers: null } }, MERGE);
+  });
+
+  it('a dry run neither marks nor deletes the pod', async () => {
+    await podIn('dr', 'dry', true);
+    const r = await request(s, 'POST', `${PODS}/dr/eviction?dryRun=All`, { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'dr' } });
+    expect(r.status).toBe(201);
+    const p = (await request(s, 'GET', `${PODS}/dr`)).json();
+    expect(p.status.conditions.some((c: any) => c.type === 'DisruptionTarget')).toBe(false);
   });
 });
 
