@@ -101,6 +101,28 @@ describe('service allocation', () => {
     expect(take.status).toBe(201);
   });
 
+  it('NodePort to ClusterIP while changing the ports drops the node ports (the old ones cover the new)', async () => {
+    const created = await request(s, 'POST', SVC, svc('reshape', { type: 'NodePort', ports: [{ name: 'a', port: 80 }, { name: 'b', port: 81 }] }));
+    expect(created.status).toBe(201);
+    const [pa] = created.json().spec.ports.map((p: any) => p.nodePort);
+    // One port removed, one changed, the kept node port sent back: allowed, and cleared.
+    const cur = (await request(s, 'GET', `${SVC}/reshape`)).json();
+    cur.spec.type = 'ClusterIP';
+    cur.spec.ports = [{ name: 'a', port: 8080, targetPort: 80, protocol: 'TCP', nodePort: pa }];
+    const put = await request(s, 'PUT', `${SVC}/reshape`, cur);
+    expect(put.status).toBe(200);
+    expect(put.json().spec.ports).toEqual([{ name: 'a', port: 8080, targetPort: 80, protocol: 'TCP' }]);
+    expect(put.json().spec.externalTrafficPolicy).toBeUndefined();
+    // A node port the service did not have is refused on a ClusterIP service.
+    const np = await request(s, 'POST', SVC, svc('reshape2', { type: 'NodePort', ports: [{ port: 80 }] }));
+    const cur2 = np.json();
+    cur2.spec.type = 'ClusterIP';
+    cur2.spec.ports = [{ port: 80, targetPort: 80, protocol: 'TCP', nodePort: 30299 === cur2.spec.ports[0].nodePort ? 30298 : 30299 }];
+    const bad = await request(s, 'PUT', `${SVC}/reshape2`, cur2);
+    expect(bad.status).toBe(422);
+    expect(bad.json().message).toContain('spec.ports[0].nodePort: Forbidden: may not be used when `type` is \'ClusterIP\'');
+  });
+
   it('allocations survive a restart', async () => {
     await s.stop();
     await s.restart();
