@@ -47,6 +47,36 @@ describe('status', () => {
   });
 });
 
+describe('status writes and metadata (per-kind status strategies)', () => {
+  it('keep label and annotation changes, reset the spec; the status writer owns the labels it set', async () => {
+    const RS = '/apis/apps/v1/namespaces/default/replicasets';
+    const rs = { metadata: { name: 'meta-rs', labels: { a: '1' } }, spec: { replicas: 1, selector: { matchLabels: { app: 'm' } }, template: { metadata: { labels: { app: 'm' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } } };
+    expect((await request(s, 'POST', RS, rs)).status).toBe(201);
+    const r = await request(s, 'PATCH', `${RS}/meta-rs/status?fieldManager=ctl`, { metadata: { labels: { b: '2' }, annotations: { note: 'x' } }, spec: { replicas: 9 }, status: { replicas: 1 } }, MERGE);
+    expect(r.status).toBe(200);
+    const o = r.json();
+    expect(o.metadata.labels).toEqual({ a: '1', b: '2' });
+    expect(o.metadata.annotations).toEqual({ note: 'x' });
+    expect(o.spec.replicas).toBe(1);
+    expect(o.status.replicas).toBe(1);
+    const ctl = o.metadata.managedFields.find((e: any) => e.manager === 'ctl');
+    expect(ctl).toMatchObject({ subresource: 'status', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:b': {} }, 'f:annotations': { 'f:note': {} } }, 'f:status': { 'f:replicas': {} } } });
+  });
+
+  it('deployments/status keeps the stored labels; pods/status the stored owner references', async () => {
+    await request(s, 'POST', DEP, { ...deployment('meta-dep'), metadata: { name: 'meta-dep', labels: { a: '1' } } });
+    const d = await request(s, 'PATCH', `${DEP}/meta-dep/status`, { metadata: { labels: { b: '2' }, annotations: { note: 'x' } } }, MERGE);
+    expect(d.json().metadata.labels).toEqual({ a: '1' });
+    expect(d.json().metadata.annotations).toEqual({ note: 'x' });
+    await request(s, 'POST', PODS, pod('meta-pod'));
+    const owner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: '6a1f0b1e-0000-4000-8000-000000000001' };
+    const p = await request(s, 'PATCH', `${PODS}/meta-pod/status`, { metadata: { labels: { b: '2' }, ownerReferences: [owner] } }, MERGE);
+    expect(p.status).toBe(200);
+    expect(p.json().metadata.labels).toEqual({ b: '2' });
+    expect(p.json().metadata.ownerReferences).toBeUndefined();
+  });
+});
+
 describe('scale', () => {
   it('is an autoscaling/v1 Scale view with the selector as a string', async () => {
     await request(s, 'POST', DEP, deployment('web', 2));

@@ -55,7 +55,7 @@ export function writeIdentity(c: HandlerContext, kind: OptionsKind): WriteIdenti
 }
 
 export function managedContext(t: ResourceTarget): ManagedContext {
-  return { root: rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY, hasStatus: t.hasStatus };
+  return { root: rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY, hasStatus: t.hasStatus, statusReset: t.strategy.statusResetFields };
 }
 
 /** The hook that records an Update by this request's manager. */

@@ -110,13 +110,19 @@ export function encodeManaged(managed: Map<string, Managed>): any[] | undefined 
 
 const IGNORED_META = ['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion'];
 const IGNORED_COMMON: string[][] = [['f:apiVersion'], ['f:kind'], ...IGNORED_META.map((m) => ['f:metadata', 'f:' + m])];
-// The three possible lists, built once: every write consults one.
-const IGNORED_STATUS_WRITE = [...IGNORED_COMMON, ['f:spec'], ['f:metadata', 'f:labels']];
+// Built once (per kind's status reset list): every write consults one.
+const IGNORED_STATUS_WRITE = [...IGNORED_COMMON, ['f:spec']];
 const IGNORED_MAIN_WITH_STATUS = [...IGNORED_COMMON, ['f:status']];
+const ignoredForStatus = new WeakMap<string[][], string[][]>();
 
 /** Fields no manager owns: the object's identity and server-set metadata, and what the target resets. Shared: never mutate. */
-function ignoredPaths(subresource: string, hasStatus: boolean): string[][] {
-  if (subresource === 'status') return IGNORED_STATUS_WRITE;
+function ignoredPaths(subresource: string, hasStatus: boolean, statusReset?: string[][]): string[][] {
+  if (subresource === 'status') {
+    if (!statusReset) return IGNORED_STATUS_WRITE;
+    let l = ignoredForStatus.get(statusReset);
+    if (!l) ignoredForStatus.set(statusReset, (l = [...IGNORED_COMMON, ...statusReset]));
+    return l;
+  }
   return hasStatus ? IGNORED_MAIN_WITH_STATUS : IGNORED_COMMON;
 }
 
@@ -161,6 +167,8 @@ function capUpdaters(managed: Map<string, Managed>): void {
 export interface ManagedContext {
   root: TypeNode;
   hasStatus: boolean;
+  /** what a status write of this kind resets (kube's status ResetFields); spec when absent */
+  statusReset?: string[][];
 }
 
 /**
@@ -168,7 +176,7 @@ export interface ManagedContext {
  * old is the live object (null on create); obj is the object about to be stored.
  */
 export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: ManagedContext): void {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   // The request's own managedFields win (a client may edit them), unless it sends the reset
   // form (drop everything), sends none, or writes a subresource.
   const sent = obj.metadata?.managedFields;
@@ -224,7 +232,7 @@ const KUBECTL = 'kubectl';
  * Returns the new object (without managedFields) and the plan for finishApply.
  */
 export function planApply(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   let managed = decodeManaged(live?.metadata?.managedFields) ?? new Map<string, Managed>();
   const liveObj = live ? stripManaged(live) : null;
   if (live && managed.size === 0) {
@@ -271,7 +279,7 @@ export function planApply(live: any | null, config: any, id: WriteIdentity, ctx:
  * unless forced.
  */
 export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: WriteIdentity, opts: ApplyOptions, ctx: ManagedContext): void {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   const after = stripManaged(obj);
   if (plan.lastApplied) {
     // The synced annotation is bookkeeping, not a change anyone owns.

@@ -3,7 +3,7 @@
 // kube's decoder does (on create and on update alike), adds what a new object gets
 // (status, admission defaults), validates, and checks what may not change on update.
 // Stateless: one instance per kind, shared by every request on the front thread.
-import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
+import { Strategy, SpecStrategy, keepOldMeta, type FieldError, type StrategyContext } from './strategy.js';
 import { admitNewPod, defaultPod, defaultPodTemplate, podQosClass, type PodAdmissionOptions } from './defaults/pod.js';
 import { defaultDaemonSet, defaultDeployment, defaultReplicaSet, defaultStatefulSet } from './defaults/apps.js';
 import { defaultCronJob, defaultJob } from './defaults/batch.js';
@@ -53,6 +53,14 @@ export class PodStrategy extends Strategy {
   override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
     defaultPod(obj, ctx.info);
   }
+  // pods/status may not touch owner references (old kubelets corrupted them); the QoS class
+  // is set at creation and backfilled when a writer dropped it.
+  override statusResetFields = [['f:spec'], ['f:metadata', 'f:deletionTimestamp'], ['f:metadata', 'f:ownerReferences']];
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    keepOldMeta(obj, old, 'ownerReferences');
+    if (obj.status && typeof obj.status === 'object' && !obj.status.qosClass && old.status?.qosClass) obj.status.qosClass = old.status.qosClass;
+  }
   override validate(obj: any): FieldError[] {
     return validatePodSpec(obj.spec, 'spec', true);
   }
@@ -92,6 +100,12 @@ abstract class WorkloadStrategy extends SpecStrategy {
 }
 
 export class DeploymentStrategy extends WorkloadStrategy {
+  // deployments/status keeps the stored labels too.
+  override statusResetFields = [['f:spec'], ['f:metadata', 'f:labels']];
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    keepOldMeta(obj, old, 'labels');
+  }
   protected defaults(obj: any, ctx: StrategyContext): void {
     defaultDeployment(obj, ctx.info);
   }

@@ -596,13 +596,9 @@ export class Store {
     delete m.resourceVersion;
     delete m.selfLink;
     if (subresource === 'status') {
-      // A status write changes status only.
-      const status = obj.status;
-      for (const k of Object.keys(obj)) delete obj[k];
-      Object.assign(obj, structuredClone(old));
-      delete obj.metadata.resourceVersion;
-      if (status === undefined) delete obj.status;
-      else obj.status = status;
+      // A status write changes status and what the kind's status strategy lets through of
+      // the metadata (labels and annotations, for most kinds).
+      t.strategy.prepareForStatusUpdate(obj, old);
     } else if (t.hasStatus) {
       // The main resource ignores status changes.
       if (old.status === undefined) delete obj.status;

@@ -9,6 +9,14 @@ import * as kinds from './kind-strategies.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 
+/** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
+const STATUS_RESETS_METADATA = new Set([
+  'validatingadmissionpolicies.admissionregistration.k8s.io',
+  'mutatingadmissionpolicies.admissionregistration.k8s.io',
+  'resourceclaims.resource.k8s.io',
+  'storageversions.internal.apiserver.k8s.io',
+]);
+
 class NamespaceStrategy extends Strategy {
   override prepareForCreate(obj: any): void {
     obj.spec = { ...(obj.spec ?? {}), finalizers: ['kubernetes'] };
@@ -135,6 +143,7 @@ export class StrategyRegistry {
     if (s) return s;
     s = this.make(group, resource);
     if (CREATE_ON_UPDATE.has(key)) s.strategy.allowCreateOnUpdate = true;
+    if (STATUS_RESETS_METADATA.has(key)) s.strategy.statusResetsMetadata = true;
     this.cache.set(key, s);
     return s;
   }
