@@ -77,6 +77,43 @@ describe('status writes and metadata (per-kind status strategies)', () => {
   });
 });
 
+describe('status validation', () => {
+  const JOBS = '/apis/batch/v1/namespaces/default/jobs';
+  const job = (name: string) => ({ metadata: { name }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } } });
+
+  it('jobs/status: negative counts, Complete without its prerequisites, as ValidateJobStatusUpdate', async () => {
+    expect((await request(s, 'POST', JOBS, job('sv'))).status).toBe(201);
+    const neg = await request(s, 'PATCH', `${JOBS}/sv/status`, { status: { active: -1, succeeded: -2 } }, MERGE);
+    expect(neg.status).toBe(422);
+    expect(neg.json().message).toBe('Job.batch "sv" is invalid: [status.active: Invalid value: -1: must be greater than or equal to 0, status.succeeded: Invalid value: -2: must be greater than or equal to 0, status.succeeded: Invalid value: -2: cannot decrease the succeeded counter]');
+    const complete = await request(s, 'PATCH', `${JOBS}/sv/status`, { status: { conditions: [{ type: 'Complete', status: 'True' }] } }, MERGE);
+    expect(complete.status).toBe(422);
+    expect(complete.json().message).toBe(
+      'Job.batch "sv" is invalid: [status.completionTime: Required value: completionTime is required for Complete jobs, status.conditions: Invalid value: cannot set Complete=True condition without the SuccessCriteriaMet=true condition, status.startTime: Required value: startTime is required for finished job]',
+    );
+    const t = '2026-01-01T00:00:00Z';
+    const ok = await request(
+      s,
+      'PATCH',
+      `${JOBS}/sv/status`,
+      { status: { startTime: t, completionTime: t, succeeded: 1, conditions: [{ type: 'SuccessCriteriaMet', status: 'True' }, { type: 'Complete', status: 'True' }] } },
+      MERGE,
+    );
+    expect(ok.status).toBe(200);
+    const back = await request(s, 'PATCH', `${JOBS}/sv/status`, { status: { succeeded: 0 } }, MERGE);
+    expect(back.status).toBe(422);
+    expect(back.json().message).toBe('Job.batch "sv" is invalid: status.succeeded: Invalid value: 0: cannot decrease the succeeded counter');
+  });
+
+  it('namespaces/status: Terminating only with a deletionTimestamp', async () => {
+    expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: 'ns-status' } })).status).toBe(201);
+    const r = await request(s, 'PATCH', '/api/v1/namespaces/ns-status/status', { status: { phase: 'Terminating' } }, MERGE);
+    expect(r.status).toBe(422);
+    expect(r.json().message).toBe('Namespace "ns-status" is invalid: status.Phase: Invalid value: "Terminating": may only be \'Active\' if `deletionTimestamp` is empty');
+    expect((await request(s, 'PATCH', '/api/v1/namespaces/ns-status/status', { status: { conditions: [] } }, MERGE)).status).toBe(200);
+  });
+});
+
 describe('scale', () => {
   it('is an autoscaling/v1 Scale view with the selector as a string', async () => {
     await request(s, 'POST', DEP, deployment('web', 2));

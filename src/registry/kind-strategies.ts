@@ -21,7 +21,7 @@ import {
   validateReplicationController,
   validateReplicationControllerUpdate,
 } from './validation/apps.js';
-import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate } from './validation/batch.js';
+import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate, validateJobStatusUpdate } from './validation/batch.js';
 import {
   validateConfigMap,
   validateConfigMapUpdate,
@@ -165,6 +165,9 @@ export class JobStrategy extends SpecStrategy {
     generateJobSelector(obj);
     if (copyLabels) obj.metadata.labels = { ...obj.spec.template.metadata.labels };
     obj.status = {};
+  }
+  override validateStatusUpdate(obj: any, old: any): FieldError[] {
+    return validateJobStatusUpdate(obj, old);
   }
   override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
     if (defaultJob(obj, ctx.info)) obj.metadata.labels = { ...obj.spec.template.metadata.labels };

@@ -617,6 +617,7 @@ export class Store {
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
+    if (subresource === 'status') errs.push(...t.strategy.validateStatusUpdate(obj, old, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
   }

@@ -30,6 +30,21 @@ class NamespaceStrategy extends Strategy {
   override canonicalize(obj: any): void {
     obj.metadata.labels = { ...(obj.metadata.labels ?? {}), 'kubernetes.io/metadata.name': obj.metadata.name };
   }
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    // SetDefaults_NamespaceStatus: an empty phase decodes as Active.
+    if (obj.status && typeof obj.status === 'object' && !obj.status.phase) obj.status.phase = 'Active';
+  }
+  /** kube's ValidateNamespaceStatusUpdate (its field path is spelled status.Phase). */
+  override validateStatusUpdate(obj: any): FieldError[] {
+    const phase = obj.status?.phase ?? '';
+    if (!obj.metadata.deletionTimestamp) {
+      if (phase !== 'Active') return [{ field: 'status.Phase', type: 'FieldValueInvalid', value: phase, detail: "may only be 'Active' if `deletionTimestamp` is empty" }];
+    } else if (phase !== 'Terminating') {
+      return [{ field: 'status.Phase', type: 'FieldValueInvalid', value: phase, detail: "may only be 'Terminating' if `deletionTimestamp` is not empty" }];
+    }
+    return [];
+  }
 }
 
 /** Services: defaults here; ClusterIPs and NodePorts come from the allocator (src/registry/allocators). */

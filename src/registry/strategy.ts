@@ -62,6 +62,10 @@ export class Strategy {
   validateUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
     return [];
   }
+  /** The status strategy's own checks of a status write (kube's Validate*StatusUpdate), besides the above. */
+  validateStatusUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
+    return [];
+  }
   /**
    * Reserves what the object needs from a shared allocator, after validation and before
    * the commit (kube's BeginCreate). The store calls the returned function once with the
