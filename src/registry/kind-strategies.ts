@@ -47,6 +47,9 @@ export class PodStrategy extends Strategy {
   }
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultPod(obj, ctx.info);
+  }
+  /** Admission (service account, priority, default tolerations) and the status at birth: owned by no manager. */
+  override admitCreate(obj: any): void {
     admitNewPod(obj, this.admission);
     obj.status = { phase: 'Pending', qosClass: podQosClass(obj.spec) };
   }
@@ -159,11 +162,21 @@ export class DaemonSetStrategy extends WorkloadStrategy {
 export class JobStrategy extends SpecStrategy {
   override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultJob(obj, ctx.info);
+  }
+  override admitCreate(obj: any): void {
     // kube's defaulter points the job's labels at the template's label map, which the
-    // selector generation then extends: so the job carries the generated labels too.
-    const copyLabels = defaultJob(obj, ctx.info);
+    // selector generation then extends: so the job carries the generated labels too. A
+    // template without labels gets its map from the selector generation, and the job's
+    // labels come from it when the stored job is next decoded (defaulted again): so kube
+    // shows them on every read, the create response included. Done here, once. The
+    // generated selector and labels belong to no manager.
     generateJobSelector(obj);
-    if (copyLabels) obj.metadata.labels = { ...obj.spec.template.metadata.labels };
+    const tl = obj.spec?.template?.metadata?.labels;
+    const ml = obj.metadata.labels;
+    if (tl && typeof tl === 'object' && !Array.isArray(tl) && Object.keys(tl).length > 0 && (!ml || typeof ml !== 'object' || Object.keys(ml).length === 0)) {
+      obj.metadata.labels = { ...tl };
+    }
     obj.status = {};
   }
   override validateStatusUpdate(obj: any, old: any): FieldError[] {

@@ -445,12 +445,15 @@ export class Store {
     else delete m.generation;
     const ctx = this.ctxOf(t);
     t.strategy.prepareForCreate(obj, ctx);
+    // Ownership of what the request set and its defaults; not of what admission and the
+    // kind's preparation add next (kube's create handler order).
+    opts.fields?.(null, obj);
+    t.strategy.admitCreate(obj, ctx);
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
-    opts.fields?.(null, obj);
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);

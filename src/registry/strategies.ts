@@ -61,13 +61,17 @@ class ServiceStrategy extends Strategy {
     const spec = (obj.spec ??= {});
     spec.type ??= 'ClusterIP';
     spec.sessionAffinity ??= 'None';
-    defaultServiceFamilies(obj);
     if (spec.type !== 'ExternalName') spec.internalTrafficPolicy ??= 'Cluster';
     for (const p of spec.ports ?? []) {
       p.protocol ??= 'TCP';
       if (p.targetPort === undefined && spec.type !== 'ExternalName') p.targetPort = p.port;
     }
     if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') spec.externalTrafficPolicy ??= 'Cluster';
+  }
+
+  /** IP families are the service storage's (kube's beforeCreate), not the request's: no manager owns them. */
+  override admitCreate(obj: any): void {
+    defaultServiceFamilies(obj);
     obj.status = { loadBalancer: {} };
   }
 

@@ -54,6 +54,13 @@ export class Strategy {
   }
   /** Set for kinds whose status strategy calls kube's ResetObjectMetaForStatus (status writes change no metadata). */
   statusResetsMetadata = false;
+  /**
+   * The part of a create that happens after field management has recorded what the request
+   * set (kube runs the field manager on the decoded, defaulted object, before mutating
+   * admission and the storage's own preparation): fields filled here belong to no manager.
+   * Mutates obj.
+   */
+  admitCreate(_obj: any, _ctx: StrategyContext): void {}
   /** Carries over fields the client may not change on update. Mutates obj. */
   prepareForUpdate(_obj: any, _old: any, _ctx: StrategyContext): void {}
   validate(_obj: any, _ctx: StrategyContext): FieldError[] {
