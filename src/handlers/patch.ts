@@ -85,6 +85,7 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       dryRun,
       subresource: c.info.subresource,
       alwaysCreate: true,
+      rejectResourceVersion: true,
       // Apply to a missing object creates it.
       createIfMissing: () => {
         const p = planApply(null, structuredClone(config), id, ctx);
