@@ -49,6 +49,12 @@ describe('service allocation', () => {
     expect(npOut.status).toBe(422);
     expect(npOut.json().message).toContain('provided port is not in the valid range. The range of valid ports is 30000-30299');
     // The failed create of ask-port3 did not keep the address it was given.
+    // IP and port both taken: only the IP error, as kube allocates IPs first and stops.
+    const both = await request(s, 'POST', SVC, svc('ask-both', { clusterIP: '10.96.0.10', type: 'NodePort', ports: [{ port: 80, nodePort: 30290 }] }));
+    expect(both.status).toBe(422);
+    expect(both.json().message).toBe(
+      'Service "ask-both" is invalid: spec.clusterIPs: Invalid value: []string{"10.96.0.10"}: failed to allocate IP 10.96.0.10: provided IP is already allocated',
+    );
   });
 
   it('200 concurrent creates get 200 distinct ClusterIPs; NodePorts unique and in range', async () => {
