@@ -178,6 +178,9 @@ export class GoValue {
   constructor(readonly text: string) {}
 }
 
+/** field.OmitValueType: the error prints no value ("Invalid value: <detail>"). */
+export const OMIT_VALUE = new GoValue('');
+
 /** A value in a field error: apimachinery prints a string quoted, a number or bool plainly, anything else as JSON. */
 export function renderBadValue(v: unknown): string {
   if (v instanceof GoValue) return v.text;
@@ -220,7 +223,7 @@ function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }):
         FieldValueInvalid: 'Invalid value',
         FieldValueTypeInvalid: 'Invalid value',
       };
-      s = `${label[c.type] ?? 'Invalid value'}: ${renderBadValue(c.value)}`;
+      s = c.value === OMIT_VALUE ? (label[c.type] ?? 'Invalid value') : `${label[c.type] ?? 'Invalid value'}: ${renderBadValue(c.value)}`;
     }
   }
   return c.detail ? `${s}: ${c.detail}` : s;

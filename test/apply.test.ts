@@ -237,3 +237,23 @@ describe('update', () => {
     expect(r.json().message).toContain('application/apply-patch+yaml');
   });
 });
+
+describe('strategic merge patch errors through kubectl patch', () => {
+  it('an item without its merge key is the plain error kube gives back; $retainKeys that leave out a set field is a 400', async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'smp-err' }, spec: { containers: [{ name: 'c', image: 'x' }] } };
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', pod)).status).toBe(201);
+    const r = await kubectl(s, ['patch', 'pod', 'smp-err', '-p', '{"spec":{"containers":[{"image":"y"}]}}']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim()).toBe('Error from server: map: map[image:y] does not contain declared merge key: name');
+    const dep = {
+      metadata: { name: 'smp-rk' },
+      spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+    };
+    expect((await request(s, 'POST', '/apis/apps/v1/namespaces/default/deployments', dep)).status).toBe(201);
+    const rk = await request(s, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/smp-rk', { spec: { strategy: { $retainKeys: ['type'], type: 'Recreate', rollingUpdate: { maxSurge: 2 } } } }, {
+      'content-type': 'application/strategic-merge-patch+json',
+    });
+    expect(rk.status).toBe(400);
+    expect(rk.json()).toMatchObject({ reason: 'BadRequest', message: 'invalid patch format of retainKeys' });
+  });
+});

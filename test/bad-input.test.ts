@@ -93,3 +93,20 @@ describe('bad input', () => {
     expectStatus(await request(s, 'DELETE', '/api/v1/namespaces'), 405, 'MethodNotAllowed');
   });
 });
+
+describe('create with a resourceVersion', () => {
+  it('is a 500 without a reason, after validation and not on a dry run, as kube storage answers; "0" and unparseable versions are ignored', async () => {
+    const r = await request(s, 'POST', CM, { metadata: { name: 'with-rv', resourceVersion: '12' }, data: { a: '1' } });
+    expect(r.status).toBe(500);
+    expect(r.json()).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'resourceVersion should not be set on objects to be created', code: 500 });
+    expect((await request(s, 'GET', `${CM}/with-rv`)).status).toBe(404);
+    const invalid = await request(s, 'POST', CM, { metadata: { name: 'Bad_Name', resourceVersion: '12' } });
+    expect(invalid.status).toBe(422);
+    expect((await request(s, 'POST', `${CM}?dryRun=All`, { metadata: { name: 'with-rv', resourceVersion: '12' } })).status).toBe(201);
+    expect((await request(s, 'POST', CM, { metadata: { name: 'rv-zero', resourceVersion: '0' } })).status).toBe(201);
+    expect((await request(s, 'POST', CM, { metadata: { name: 'rv-odd', resourceVersion: '-1' } })).status).toBe(201);
+    const apply = await request(s, 'PATCH', `${CM}/with-rv?fieldManager=m`, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: with-rv, resourceVersion: "12"}\n', { 'content-type': 'application/apply-patch+yaml' });
+    expect(apply.status).toBe(500);
+    expect(apply.json().message).toBe('resourceVersion should not be set on objects to be created');
+  });
+});

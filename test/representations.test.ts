@@ -264,7 +264,8 @@ describe('kubectl over protobuf', () => {
 
 describe('YAML', () => {
   it('serves lists and takes YAML bodies', async () => {
-    const body = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-cm\ndata:\n  "on": "yes"\n  n: "1"\n';
+    // (quoted keys: YAML 1.1, which kube reads bodies as, takes a bare n or on for a boolean)
+    const body = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-cm\ndata:\n  "on": "yes"\n  "n": "1"\n';
     const c = await request(s, 'POST', `${NS}/configmaps`, body, { 'content-type': 'application/yaml', accept: 'application/yaml' });
     expect(c.status).toBe(201);
     expect(parseYaml(c.body).data).toEqual({ on: 'yes', n: '1' });

@@ -49,6 +49,12 @@ describe('service allocation', () => {
     expect(npOut.status).toBe(422);
     expect(npOut.json().message).toContain('provided port is not in the valid range. The range of valid ports is 30000-30299');
     // The failed create of ask-port3 did not keep the address it was given.
+    // IP and port both taken: only the IP error, as kube allocates IPs first and stops.
+    const both = await request(s, 'POST', SVC, svc('ask-both', { clusterIP: '10.96.0.10', type: 'NodePort', ports: [{ port: 80, nodePort: 30290 }] }));
+    expect(both.status).toBe(422);
+    expect(both.json().message).toBe(
+      'Service "ask-both" is invalid: spec.clusterIPs: Invalid value: []string{"10.96.0.10"}: failed to allocate IP 10.96.0.10: provided IP is already allocated',
+    );
   });
 
   it('200 concurrent creates get 200 distinct ClusterIPs; NodePorts unique and in range', async () => {
@@ -99,6 +105,28 @@ describe('service allocation', () => {
     expect(down.json().spec.ports[0].nodePort).toBeUndefined();
     const take = await request(s, 'POST', SVC, svc('take', { type: 'NodePort', ports: [{ port: 80, nodePort: port }] }));
     expect(take.status).toBe(201);
+  });
+
+  it('NodePort to ClusterIP while changing the ports drops the node ports (the old ones cover the new)', async () => {
+    const created = await request(s, 'POST', SVC, svc('reshape', { type: 'NodePort', ports: [{ name: 'a', port: 80 }, { name: 'b', port: 81 }] }));
+    expect(created.status).toBe(201);
+    const [pa] = created.json().spec.ports.map((p: any) => p.nodePort);
+    // One port removed, one changed, the kept node port sent back: allowed, and cleared.
+    const cur = (await request(s, 'GET', `${SVC}/reshape`)).json();
+    cur.spec.type = 'ClusterIP';
+    cur.spec.ports = [{ name: 'a', port: 8080, targetPort: 80, protocol: 'TCP', nodePort: pa }];
+    const put = await request(s, 'PUT', `${SVC}/reshape`, cur);
+    expect(put.status).toBe(200);
+    expect(put.json().spec.ports).toEqual([{ name: 'a', port: 8080, targetPort: 80, protocol: 'TCP' }]);
+    expect(put.json().spec.externalTrafficPolicy).toBeUndefined();
+    // A node port the service did not have is refused on a ClusterIP service.
+    const np = await request(s, 'POST', SVC, svc('reshape2', { type: 'NodePort', ports: [{ port: 80 }] }));
+    const cur2 = np.json();
+    cur2.spec.type = 'ClusterIP';
+    cur2.spec.ports = [{ port: 80, targetPort: 80, protocol: 'TCP', nodePort: 30299 === cur2.spec.ports[0].nodePort ? 30298 : 30299 }];
+    const bad = await request(s, 'PUT', `${SVC}/reshape2`, cur2);
+    expect(bad.status).toBe(422);
+    expect(bad.json().message).toContain('spec.ports[0].nodePort: Forbidden: may not be used when `type` is \'ClusterIP\'');
   });
 
   it('allocations survive a restart', async () => {

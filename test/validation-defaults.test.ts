@@ -372,6 +372,40 @@ describe('kubectl', () => {
   });
 });
 
+describe('kubectl create: generated fields and ownership', () => {
+  it('kubectl create job: the job carries the generated labels, so -l job-name= finds it; the creator owns neither them nor the selector', async () => {
+    expect((await kubectl(s, ['create', 'job', 'j3', '--image=busybox'])).code).toBe(0);
+    const got = await kubectl(s, ['get', 'job', '-l', 'job-name=j3', '-o', 'name']);
+    expect(got.stdout.trim()).toBe('job.batch/j3');
+    const j = (await request(s, 'GET', '/apis/batch/v1/namespaces/default/jobs/j3')).json();
+    expect(Object.keys(j.metadata.labels).sort()).toEqual(['batch.kubernetes.io/controller-uid', 'batch.kubernetes.io/job-name', 'controller-uid', 'job-name']);
+    expect(j.metadata.labels['job-name']).toBe('j3');
+    const mf = j.metadata.managedFields.find((e: any) => e.manager === 'kubectl-create');
+    expect(mf.fieldsV1['f:spec']['f:selector']).toBeUndefined();
+    expect(mf.fieldsV1['f:metadata']).toBeUndefined();
+    expect(mf.fieldsV1['f:spec']['f:backoffLimit']).toEqual({});
+  });
+
+  it('kubectl run owns what it sent and the defaults, not what admission added', async () => {
+    expect((await kubectl(s, ['run', 'owned-pod', '--image=busybox:1.36'])).code).toBe(0);
+    const p = (await request(s, 'GET', '/api/v1/namespaces/default/pods/owned-pod')).json();
+    expect(p.spec.priority).toBe(0);
+    expect(p.spec.tolerations).toHaveLength(2);
+    const spec = p.metadata.managedFields.find((e: any) => e.manager === 'kubectl-run').fieldsV1['f:spec'];
+    for (const k of ['f:priority', 'f:preemptionPolicy', 'f:serviceAccountName', 'f:serviceAccount', 'f:tolerations']) expect(spec[k]).toBeUndefined();
+    for (const k of ['f:dnsPolicy', 'f:restartPolicy', 'f:schedulerName', 'f:terminationGracePeriodSeconds', 'f:containers']) expect(spec[k]).toBeDefined();
+  });
+
+  it('kubectl create service owns its defaults but not the IP family fields', async () => {
+    expect((await kubectl(s, ['create', 'service', 'clusterip', 'owned-svc', '--tcp=80:8080'])).code).toBe(0);
+    const v = (await request(s, 'GET', '/api/v1/namespaces/default/services/owned-svc')).json();
+    expect(v.spec.ipFamilyPolicy).toBe('SingleStack');
+    const spec = v.metadata.managedFields.find((e: any) => e.manager === 'kubectl-create').fieldsV1['f:spec'];
+    for (const k of ['f:internalTrafficPolicy', 'f:ports', 'f:selector', 'f:sessionAffinity', 'f:type']) expect(spec[k]).toBeDefined();
+    for (const k of ['f:ipFamilyPolicy', 'f:ipFamilies', 'f:clusterIP', 'f:clusterIPs']) expect(spec[k]).toBeUndefined();
+  });
+});
+
 describe('every write path defaults and validates', () => {
   const causes = (r: any) => r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
 

@@ -58,7 +58,7 @@ export function writeIdentity(c: HandlerContext, kind: OptionsKind): WriteIdenti
 export function managedContext(t: ResourceTarget): ManagedContext {
   // Custom resources: their CRD schema's view (list types as declared, atomic otherwise).
   const root = rootNode(t.info.group, t.info.version, t.info.kind) ?? customSchemaOf(t.info.group, t.info.version, t.info.kind)?.root ?? ANY;
-  return { root, hasStatus: t.hasStatus };
+  return { root, hasStatus: t.hasStatus, statusReset: t.strategy.statusResetFields };
 }
 
 /** The hook that records an Update by this request's manager. */

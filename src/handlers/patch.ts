@@ -91,6 +91,7 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       dryRun,
       subresource: c.info.subresource,
       alwaysCreate: true,
+      rejectResourceVersion: true,
       // Apply to a missing object creates it.
       createIfMissing: () => {
         const p = planApply(null, structuredClone(config), id, ctx);
@@ -109,8 +110,11 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
   sendObject(c, repr, r.code, r.json);
 }
 
-/** The apply configuration: YAML (or JSON), a whole object of the target's kind, without managedFields. */
-function decodeApplyBody(c: HandlerContext): Record<string, any> {
+/**
+ * The apply configuration: YAML (or JSON), a whole object of the target's kind (or of the
+ * subresource's: /scale applies an autoscaling/v1 Scale), without managedFields.
+ */
+export function decodeApplyBody(c: HandlerContext, apiVersion = apiVersionOf(c.target), kind = c.target.info.kind, version = c.target.info.version): Record<string, any> {
   let cfg: unknown;
   if (mediaTypeOf(c.req.headers['content-type']) === APPLY_CBOR) cfg = decodeApplyPatchCbor(c.req.body);
   else {
@@ -122,15 +126,13 @@ function decodeApplyBody(c: HandlerContext): Record<string, any> {
     }
   }
   if (!isObj(cfg)) throw errors.badRequest(`error decoding YAML: the apply configuration must be an object, not ${cfg === null ? 'null' : Array.isArray(cfg) ? 'a list' : typeof cfg}`);
-  const apiVersion = apiVersionOf(c.target);
-  const kind = c.target.info.kind;
   if (typeof cfg.kind !== 'string' || cfg.kind === '') throw errors.badRequest(`Object 'Kind' is missing in '${JSON.stringify(cfg)}'`);
   if (typeof cfg.apiVersion !== 'string' || cfg.apiVersion === '') throw errors.badRequest(`Object 'apiVersion' is missing in '${JSON.stringify(cfg)}'`);
   if (cfg.apiVersion !== apiVersion || cfg.kind !== kind) {
     throw errors.badRequest(`the apply configuration's apiVersion and kind (${cfg.apiVersion}, Kind=${cfg.kind}) do not match the request (${apiVersion}, Kind=${kind})`);
   }
   if (cfg.metadata === undefined || cfg.metadata === null) cfg.metadata = {};
-  if (!isObj(cfg.metadata)) throw errors.badRequest(`${kind} in version "${c.target.info.version}" cannot be handled as a ${kind}: metadata must be an object`);
+  if (!isObj(cfg.metadata)) throw errors.badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: metadata must be an object`);
   const m = cfg.metadata;
   if (m.managedFields !== undefined && m.managedFields !== null) {
     throw errors.badRequest('metadata.managedFields must be nil');

@@ -1,6 +1,8 @@
 // The scale subresource (autoscaling/v1 Scale) of deployments, replicasets, statefulsets
-// and replicationcontrollers: get, update and patch, as views of the parent's
-// spec.replicas, status.replicas and selector.
+// and replicationcontrollers: get, update, patch and apply, as views of the parent's
+// spec.replicas, status.replicas and selector. Field ownership follows kube's ScaleHandler
+// (src/registry/scale-fields.ts): the write is managed as a write to the Scale, and
+// spec.replicas ownership is mapped back onto the parent's replicas field.
 import { sendJson } from '../http/respond.js';
 import { errors } from '../errors.js';
 import { dryRunParam } from '../request/query.js';
@@ -8,6 +10,15 @@ import { mediaTypeOf, parseBody } from '../codec/decode.js';
 import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch } from '../registry/patch.js';
+import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
+import { finishApply, planApply, recordUpdate, type ApplyPlan, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
+import { ANY, rootNode } from '../registry/schema-walk.js';
+import { parentManagedFields, scaleManagedFields, SCALE_API_VERSION } from '../registry/scale-fields.js';
+import { boolParam } from '../request/query.js';
+import { features } from '../features.js';
+import { validateFieldManager, writeIdentity, type OptionsKind } from './field-manager.js';
+import { apiVersionOf } from './context.js';
+import { decodeApplyBody } from './patch.js';
 import { mapSelectorString, selectorString } from '../registry/label-selector.js';
 import type { HandlerContext } from './context.js';
 import { handleCustomScale } from './custom-scale.js';
@@ -41,10 +52,28 @@ async function current(c: HandlerContext): Promise<any> {
   return entryObject(e);
 }
 
-/** Writes a new Scale to the parent: spec.replicas only, pinned to the Scale's resourceVersion if it has one. */
-async function writeScale(c: HandlerContext, scale: any): Promise<void> {
+/** How a Scale write builds the new Scale from the current one, and records its field ownership on it. */
+interface ScaleWrite {
+  build: (oldScale: any) => any;
+  fields: (oldScale: any, newScale: any) => void;
+}
+
+function scaleContext(): ManagedContext {
+  return { root: rootNode('autoscaling', 'v1', 'Scale') ?? ANY, hasStatus: true };
+}
+
+function scaleIdentity(c: HandlerContext, kind: OptionsKind): WriteIdentity {
+  return { ...writeIdentity(c, kind), apiVersion: SCALE_API_VERSION, subresource: 'scale' };
+}
+
+function updateFields(c: HandlerContext, kind: OptionsKind): ScaleWrite['fields'] {
+  const id = scaleIdentity(c, kind);
+  const ctx = scaleContext();
+  return (oldScale, newScale) => recordUpdate(oldScale, newScale, id, ctx);
+}
+
+function checkScale(scale: any, name: string): number {
   if (scale === null || typeof scale !== 'object' || Array.isArray(scale)) throw errors.badRequest('the body must be a Scale object');
-  const name = c.info.name;
   if (scale.metadata?.name !== undefined && scale.metadata.name !== name) {
     throw errors.badRequest(`the name of the object (${scale.metadata.name}) does not match the name on the URL (${name})`);
   }
@@ -56,14 +85,80 @@ async function writeScale(c: HandlerContext, scale: any): Promise<void> {
         : { field: 'spec.replicas', type: 'FieldValueInvalid', value: replicas, detail: 'must be an integer' },
     ]);
   }
-  const rv: string = scale.metadata?.resourceVersion ?? '';
-  const r = await c.store.guaranteedUpdate(c.target, c.info.namespace, name, { dryRun: dryRunParam(c.req.query), subresource: '' }, (obj) => {
-    if (rv) obj.metadata.resourceVersion = rv;
-    else delete obj.metadata.resourceVersion;
-    obj.spec = { ...(obj.spec ?? {}), replicas };
-    return obj;
-  });
+  return replicas;
+}
+
+/**
+ * Writes a new Scale to the parent: spec.replicas only, pinned to the Scale's
+ * resourceVersion if it has one, with the Scale's field ownership mapped onto the parent's.
+ * Runs again from the fresh parent when a race is lost.
+ */
+async function writeScale(c: HandlerContext, w: ScaleWrite): Promise<void> {
+  const name = c.info.name;
+  const gr = c.target.gr;
+  const parentVersion = apiVersionOf(c.target);
+  let oldScale: any;
+  let newScale: any;
+  const r = await c.store.guaranteedUpdate(
+    c.target,
+    c.info.namespace,
+    name,
+    {
+      dryRun: dryRunParam(c.req.query),
+      subresource: '',
+      fields: (old, obj) => {
+        w.fields(oldScale, newScale);
+        const mf = parentManagedFields(gr, parentVersion, old?.metadata?.managedFields, newScale.metadata?.managedFields);
+        if (mf) obj.metadata.managedFields = mf;
+        else delete obj.metadata.managedFields;
+      },
+    },
+    (obj) => {
+      oldScale = scaleOf(obj, isRc(c));
+      const mf = scaleManagedFields(gr, obj.metadata.managedFields);
+      if (mf) oldScale.metadata.managedFields = mf;
+      newScale = w.build(structuredClone(oldScale));
+      const replicas = checkScale(newScale, name);
+      if (newScale.metadata === null || typeof newScale.metadata !== 'object') newScale.metadata = {};
+      const rv: string = newScale.metadata.resourceVersion ?? '';
+      if (rv) obj.metadata.resourceVersion = rv;
+      else delete obj.metadata.resourceVersion;
+      obj.spec = { ...(obj.spec ?? {}), replicas };
+      return obj;
+    },
+  );
   sendJson(c.req, c.res, 200, JSON.stringify(scaleOf(JSON.parse(r.json.toString('utf8')), isRc(c))));
+}
+
+const PATCH_TYPES: Record<string, 'merge' | 'json' | 'apply'> = {
+  'application/json-patch+json': 'json',
+  'application/merge-patch+json': 'merge',
+  'application/strategic-merge-patch+json': 'merge', // a Scale has no lists: strategic is merge
+  'application/apply-patch+yaml': 'apply',
+  'application/apply-patch+cbor': 'apply',
+};
+
+/** Server-side apply of a Scale: the configuration owns spec.replicas, with conflicts against the parent's replicas owners. */
+function applyWrite(c: HandlerContext): ScaleWrite {
+  const fm = c.req.query.get('fieldManager') ?? '';
+  validateFieldManager('PatchOptions', fm, fm === '' ? [{ field: 'fieldManager', type: 'FieldValueRequired', detail: 'is required for apply patch' }] : []);
+  const force = boolParam(c.req.query, 'force');
+  const id = scaleIdentity(c, 'PatchOptions');
+  const ctx = scaleContext();
+  const config = decodeApplyBody(c, SCALE_API_VERSION, 'Scale', 'v1');
+  delete config.metadata.namespace; // the Scale's namespace is the parent's
+  const checked = checkFields(config, { group: 'autoscaling', version: 'v1', kind: 'Scale' }, fieldValidationMode(c.req.query, 'patch'), { required: false });
+  enforceFieldCheck(checked, 'Scale', SCALE_API_VERSION, 'autoscaling', c.info.name, (c.req.warnings ??= []));
+  let plan: ApplyPlan | undefined;
+  return {
+    build: (oldScale) => {
+      delete oldScale.metadata.resourceVersion;
+      const p = planApply(oldScale, structuredClone(config), id, ctx);
+      plan = p.plan;
+      return p.obj;
+    },
+    fields: (oldScale, newScale) => finishApply(oldScale, newScale, plan!, id, { force }, ctx),
+  };
 }
 
 export async function handleScale(c: HandlerContext): Promise<void> {
@@ -77,29 +172,39 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const body = parseBody(c.req.body, c.req.headers['content-type']);
       const json = mediaTypeOf(c.req.headers['content-type']) === 'application/json';
       validateSubresourceBody(c.target, 'scale', 'update', c.req.query, body, json ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
-      await writeScale(c, body);
+      checkScale(body, c.info.name);
+      await writeScale(c, { build: () => structuredClone(body), fields: updateFields(c, 'UpdateOptions') });
       return;
     }
     case 'patch': {
       const mt = mediaTypeOf(c.req.headers['content-type']);
-      const kinds: Record<string, 'merge' | 'json'> = {
-        'application/merge-patch+json': 'merge',
-        'application/strategic-merge-patch+json': 'merge', // a Scale has no lists: strategic is merge
-        'application/json-patch+json': 'json',
-      };
-      const kind = kinds[mt];
-      if (!kind) throw errors.unsupportedMediaType(Object.keys(kinds));
+      const accepted = Object.keys(PATCH_TYPES).filter((t) => t !== 'application/apply-patch+cbor' || features.enabled('CBORServingAndStorage'));
+      const kind = PATCH_TYPES[mt];
+      if (!kind || !accepted.includes(mt)) throw errors.unsupportedMediaType(accepted);
+      if (kind === 'apply') {
+        await writeScale(c, applyWrite(c));
+        return;
+      }
+      if (c.req.query.has('force')) {
+        validateFieldManager('PatchOptions', '', [{ field: 'force', type: 'FieldValueForbidden', detail: 'may not be specified for non-apply patch' }]);
+      }
+      const fields = updateFields(c, 'PatchOptions');
       let patch: unknown;
       try {
         patch = JSON.parse(c.req.body ? c.req.body.toString('utf8') : '');
       } catch (e) {
         throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
       }
-      const scale = scaleOf(await current(c), isRc(c));
-      delete scale.metadata.resourceVersion;
-      const out = kind === 'merge' ? mergePatch(scale, patch) : jsonPatch(scale, patch);
-      validateSubresourceBody(c.target, 'scale', 'patch', c.req.query, out, kind === 'merge' ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
-      await writeScale(c, out);
+      await writeScale(c, {
+        build: (scale) => {
+          // The patch pins a version only when it names one.
+          delete scale.metadata.resourceVersion;
+          const out = kind === 'merge' ? mergePatch(scale, patch) : jsonPatch(scale, patch);
+          validateSubresourceBody(c.target, 'scale', 'patch', c.req.query, out, kind === 'merge' ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
+          return out;
+        },
+        fields,
+      });
       return;
     }
     default:

@@ -29,7 +29,7 @@ function nowTimestamp(): string {
   return stamp;
 }
 
-interface Managed {
+export interface Managed {
   manager: string;
   operation: Operation;
   apiVersion: string;
@@ -49,7 +49,7 @@ export interface WriteIdentity {
 export const MAX_UPDATE_MANAGERS = 10;
 const ANCIENT = 'ancient-changes';
 
-function keyOf(m: { manager: string; operation: Operation; apiVersion: string; subresource: string }): string {
+export function keyOf(m: { manager: string; operation: Operation; apiVersion: string; subresource: string }): string {
   // Appliers are one entry whatever version they spoke; updaters one per version.
   return JSON.stringify([m.manager, m.operation, m.operation === 'Apply' ? '' : m.apiVersion, m.subresource]);
 }
@@ -63,7 +63,7 @@ export function isReset(mf: unknown): boolean {
   return Array.isArray(mf) && mf.length > 0 && mf.every((e) => isObj(e) && Object.keys(e).length === 0);
 }
 
-function decode(mf: unknown): Map<string, Managed> | undefined {
+export function decodeManaged(mf: unknown): Map<string, Managed> | undefined {
   if (!Array.isArray(mf)) return undefined;
   const out = new Map<string, Managed>();
   for (const e of mf) {
@@ -86,7 +86,7 @@ function decode(mf: unknown): Map<string, Managed> | undefined {
   return out;
 }
 
-function encode(managed: Map<string, Managed>): any[] | undefined {
+export function encodeManaged(managed: Map<string, Managed>): any[] | undefined {
   const entries = [...managed.values()].filter((m) => !m.set.empty());
   if (entries.length === 0) return undefined;
   entries.sort((p, q) => {
@@ -110,13 +110,19 @@ function encode(managed: Map<string, Managed>): any[] | undefined {
 
 const IGNORED_META = ['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'generation', 'managedFields', 'resourceVersion'];
 const IGNORED_COMMON: string[][] = [['f:apiVersion'], ['f:kind'], ...IGNORED_META.map((m) => ['f:metadata', 'f:' + m])];
-// The three possible lists, built once: every write consults one.
-const IGNORED_STATUS_WRITE = [...IGNORED_COMMON, ['f:spec'], ['f:metadata', 'f:labels']];
+// Built once (per kind's status reset list): every write consults one.
+const IGNORED_STATUS_WRITE = [...IGNORED_COMMON, ['f:spec']];
 const IGNORED_MAIN_WITH_STATUS = [...IGNORED_COMMON, ['f:status']];
+const ignoredForStatus = new WeakMap<string[][], string[][]>();
 
 /** Fields no manager owns: the object's identity and server-set metadata, and what the target resets. Shared: never mutate. */
-function ignoredPaths(subresource: string, hasStatus: boolean): string[][] {
-  if (subresource === 'status') return IGNORED_STATUS_WRITE;
+function ignoredPaths(subresource: string, hasStatus: boolean, statusReset?: string[][]): string[][] {
+  if (subresource === 'status') {
+    if (!statusReset) return IGNORED_STATUS_WRITE;
+    let l = ignoredForStatus.get(statusReset);
+    if (!l) ignoredForStatus.set(statusReset, (l = [...IGNORED_COMMON, ...statusReset]));
+    return l;
+  }
   return hasStatus ? IGNORED_MAIN_WITH_STATUS : IGNORED_COMMON;
 }
 
@@ -161,6 +167,8 @@ function capUpdaters(managed: Map<string, Managed>): void {
 export interface ManagedContext {
   root: TypeNode;
   hasStatus: boolean;
+  /** what a status write of this kind resets (kube's status ResetFields); spec when absent */
+  statusReset?: string[][];
 }
 
 /**
@@ -168,15 +176,15 @@ export interface ManagedContext {
  * old is the live object (null on create); obj is the object about to be stored.
  */
 export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: ManagedContext): void {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   // The request's own managedFields win (a client may edit them), unless it sends the reset
   // form (drop everything), sends none, or writes a subresource.
   const sent = obj.metadata?.managedFields;
   let managed: Map<string, Managed>;
   if (isReset(sent)) managed = new Map();
   else {
-    const fromReq = id.subresource ? undefined : decode(sent);
-    managed = fromReq && fromReq.size > 0 ? fromReq : (decode(old?.metadata?.managedFields) ?? new Map());
+    const fromReq = id.subresource ? undefined : decodeManaged(sent);
+    managed = fromReq && fromReq.size > 0 ? fromReq : (decodeManaged(old?.metadata?.managedFields) ?? new Map());
   }
   const c = compare(old ? stripManaged(old) : {}, stripManaged(obj), ctx.root);
   // (a create modifies nothing: its added fields need no union, withoutIgnored copies them)
@@ -195,7 +203,7 @@ export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: 
     managed.set(k, me);
   }
   capUpdaters(managed);
-  const out = encode(managed);
+  const out = encodeManaged(managed);
   if (out) obj.metadata.managedFields = out;
   else delete obj.metadata.managedFields;
 }
@@ -224,8 +232,8 @@ const KUBECTL = 'kubectl';
  * Returns the new object (without managedFields) and the plan for finishApply.
  */
 export function planApply(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
-  let managed = decode(live?.metadata?.managedFields) ?? new Map<string, Managed>();
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
+  let managed = decodeManaged(live?.metadata?.managedFields) ?? new Map<string, Managed>();
   const liveObj = live ? stripManaged(live) : null;
   if (live && managed.size === 0) {
     // An object nobody manages yet: what it holds belongs to "before-first-apply".
@@ -271,7 +279,7 @@ export function planApply(live: any | null, config: any, id: WriteIdentity, ctx:
  * unless forced.
  */
 export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: WriteIdentity, opts: ApplyOptions, ctx: ManagedContext): void {
-  const ignored = ignoredPaths(id.subresource, ctx.hasStatus);
+  const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   const after = stripManaged(obj);
   if (plan.lastApplied) {
     // The synced annotation is bookkeeping, not a change anyone owns.
@@ -296,7 +304,7 @@ export function finishApply(live: any | null, obj: any, plan: ApplyPlan, id: Wri
   const me = plan.managed.get(plan.key)!;
   if (plan.setChanged || !deepEqual(stripManaged(live ?? {}), stripManaged(obj)) || !me.time) me.time = nowTimestamp();
   capUpdaters(plan.managed);
-  const out = encode(plan.managed);
+  const out = encodeManaged(plan.managed);
   if (out) obj.metadata.managedFields = out;
   else delete obj.metadata.managedFields;
 }

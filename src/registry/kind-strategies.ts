@@ -3,7 +3,7 @@
 // kube's decoder does (on create and on update alike), adds what a new object gets
 // (status, admission defaults), validates, and checks what may not change on update.
 // Stateless: one instance per kind, shared by every request on the front thread.
-import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
+import { Strategy, SpecStrategy, keepOldMeta, type FieldError, type StrategyContext } from './strategy.js';
 import { admitNewPod, defaultPod, defaultPodTemplate, podQosClass, type PodAdmissionOptions } from './defaults/pod.js';
 import { defaultDaemonSet, defaultDeployment, defaultReplicaSet, defaultStatefulSet } from './defaults/apps.js';
 import { defaultCronJob, defaultJob } from './defaults/batch.js';
@@ -21,7 +21,7 @@ import {
   validateReplicationController,
   validateReplicationControllerUpdate,
 } from './validation/apps.js';
-import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate } from './validation/batch.js';
+import { generateJobSelector, validateCronJob, validateJob, validateJobUpdate, validateJobStatusUpdate } from './validation/batch.js';
 import {
   validateConfigMap,
   validateConfigMapUpdate,
@@ -47,11 +47,22 @@ export class PodStrategy extends Strategy {
   }
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultPod(obj, ctx.info);
+  }
+  /** Admission (service account, priority, default tolerations) and the status at birth: owned by no manager. */
+  override admitCreate(obj: any): void {
     admitNewPod(obj, this.admission);
     obj.status = { phase: 'Pending', qosClass: podQosClass(obj.spec) };
   }
   override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
     defaultPod(obj, ctx.info);
+  }
+  // pods/status may not touch owner references (old kubelets corrupted them); the QoS class
+  // is set at creation and backfilled when a writer dropped it.
+  override statusResetFields = [['f:spec'], ['f:metadata', 'f:deletionTimestamp'], ['f:metadata', 'f:ownerReferences']];
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    keepOldMeta(obj, old, 'ownerReferences');
+    if (obj.status && typeof obj.status === 'object' && !obj.status.qosClass && old.status?.qosClass) obj.status.qosClass = old.status.qosClass;
   }
   override validate(obj: any): FieldError[] {
     return validatePodSpec(obj.spec, 'spec', true);
@@ -92,6 +103,12 @@ abstract class WorkloadStrategy extends SpecStrategy {
 }
 
 export class DeploymentStrategy extends WorkloadStrategy {
+  // deployments/status keeps the stored labels too.
+  override statusResetFields = [['f:spec'], ['f:metadata', 'f:labels']];
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    keepOldMeta(obj, old, 'labels');
+  }
   protected defaults(obj: any, ctx: StrategyContext): void {
     defaultDeployment(obj, ctx.info);
   }
@@ -145,12 +162,25 @@ export class DaemonSetStrategy extends WorkloadStrategy {
 export class JobStrategy extends SpecStrategy {
   override handlesRequired = true;
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
+    defaultJob(obj, ctx.info);
+  }
+  override admitCreate(obj: any): void {
     // kube's defaulter points the job's labels at the template's label map, which the
-    // selector generation then extends: so the job carries the generated labels too.
-    const copyLabels = defaultJob(obj, ctx.info);
+    // selector generation then extends: so the job carries the generated labels too. A
+    // template without labels gets its map from the selector generation, and the job's
+    // labels come from it when the stored job is next decoded (defaulted again): so kube
+    // shows them on every read, the create response included. Done here, once. The
+    // generated selector and labels belong to no manager.
     generateJobSelector(obj);
-    if (copyLabels) obj.metadata.labels = { ...obj.spec.template.metadata.labels };
+    const tl = obj.spec?.template?.metadata?.labels;
+    const ml = obj.metadata.labels;
+    if (tl && typeof tl === 'object' && !Array.isArray(tl) && Object.keys(tl).length > 0 && (!ml || typeof ml !== 'object' || Object.keys(ml).length === 0)) {
+      obj.metadata.labels = { ...tl };
+    }
     obj.status = {};
+  }
+  override validateStatusUpdate(obj: any, old: any): FieldError[] {
+    return validateJobStatusUpdate(obj, old);
   }
   override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {
     if (defaultJob(obj, ctx.info)) obj.metadata.labels = { ...obj.spec.template.metadata.labels };

@@ -156,6 +156,19 @@ function decodeContinue(s: string): ContinueToken {
   return tok;
 }
 
+/**
+ * kube's storage refuses to create an object that names a resourceVersion (a parseable,
+ * non-zero one: anything else is ignored): a 500 without a reason, from etcd3's Create.
+ * Checked where kube's storage checks it: after validation, not on a dry run. POST and an
+ * apply that creates ask for it; a PUT that creates does not (its update path clears the
+ * version).
+ */
+function checkNoResourceVersionOnCreate(rv: unknown): void {
+  if (typeof rv === 'string' && /^[0-9]{1,20}$/.test(rv) && BigInt(rv) !== 0n && BigInt(rv) <= 0xffffffffffffffffn) {
+    throw new StatusError(500, '', 'resourceVersion should not be set on objects to be created');
+  }
+}
+
 /** Whether a patch names metadata.resourceVersion (a conditional patch). */
 function patchPinsVersion(patchType: string, patch: any): boolean {
   if (patchType === 'json') return Array.isArray(patch) && patch.some((op) => op && typeof op === 'object' && op.path === '/metadata/resourceVersion');
@@ -465,8 +478,9 @@ export class Store {
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
 
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook }): Promise<WriteResult> {
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean }): Promise<WriteResult> {
     const m = obj.metadata;
+    const sentRv: unknown = m.resourceVersion;
     if (t.info.namespaced) {
       if (m.namespace && m.namespace !== ns) {
         throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
@@ -490,12 +504,16 @@ export class Store {
     else delete m.generation;
     const ctx = this.ctxOf(t);
     t.strategy.prepareForCreate(obj, ctx);
+    // Ownership of what the request set and its defaults; not of what admission and the
+    // kind's preparation add next (kube's create handler order).
+    opts.fields?.(null, obj);
+    t.strategy.admitCreate(obj, ctx);
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
-    opts.fields?.(null, obj);
+    if (opts.rejectResourceVersion && !opts.dryRun) checkNoResourceVersionOnCreate(sentRv);
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
@@ -537,6 +555,8 @@ export class Store {
       /** the object to create when none exists (PUT where the kind allows it; apply always) */
       createIfMissing?: () => any;
       alwaysCreate?: boolean;
+      /** the create refuses a resourceVersion (apply's; a PUT's create ignores it) */
+      rejectResourceVersion?: boolean;
       fields?: FieldsHook;
       /** a uid the client pinned (PUT with metadata.uid): 409 when it is not the object's */
       uid?: string;
@@ -550,7 +570,7 @@ export class Store {
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.coord, t, ns, name);
-          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields });
+          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion });
         }
         this.missing(t, ns, name);
       }
@@ -641,13 +661,9 @@ export class Store {
     delete m.resourceVersion;
     delete m.selfLink;
     if (subresource === 'status') {
-      // A status write changes status only.
-      const status = obj.status;
-      for (const k of Object.keys(obj)) delete obj[k];
-      Object.assign(obj, structuredClone(old));
-      delete obj.metadata.resourceVersion;
-      if (status === undefined) delete obj.status;
-      else obj.status = status;
+      // A status write changes status and what the kind's status strategy lets through of
+      // the metadata (labels and annotations, for most kinds).
+      t.strategy.prepareForStatusUpdate(obj, old);
     } else if (subresource === 'ephemeralcontainers' || subresource === 'resize') {
       // pods/ephemeralcontainers and pods/resize change their part of the spec only (kube's
       // podEphemeralContainersStrategy and podResizeStrategy); everything else stays as stored.
@@ -673,6 +689,7 @@ export class Store {
     this.validateCommon(t, obj, errs);
     if (subresource === 'ephemeralcontainers' || subresource === 'resize') errs.push(...t.strategy.validate(obj, ctx), ...validatePodSubresourceUpdate(subresource, obj, old));
     else errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
+    if (subresource === 'status') errs.push(...t.strategy.validateStatusUpdate(obj, old, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
     t.strategy.canonicalize(obj);
   }

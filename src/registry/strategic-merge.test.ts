@@ -111,12 +111,46 @@ describe('strategic merge patch', () => {
     expect(s.spec.ports.map((p: any) => p.port)).toEqual([80, 443]);
   });
 
-  it('an item without its merge key is a 422', () => {
+  it('an item without its merge key is the plain error of kube: a 500 without a reason, the map in Go form', () => {
     try {
-      strategicMergePatch(podWith({ containers: [{ name: 'a' }] }), { spec: { containers: [{ image: 'x' }] } }, pod);
+      strategicMergePatch(podWith({ containers: [{ name: 'a' }] }), { spec: { containers: [{ image: 'x', ports: [{ containerPort: 80 }] }] } }, pod);
       expect.unreachable();
     } catch (e) {
-      expect((e as StatusError).code).toBe(422);
+      expect((e as StatusError).code).toBe(500);
+      expect((e as StatusError).toStatus()).toEqual({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'map: map[image:x ports:[map[containerPort:80]]] does not contain declared merge key: name',
+        code: 500,
+      });
+    }
+    // a delete directive without the key too
+    expect(() => strategicMergePatch(podWith({ containers: [{ name: 'a' }] }), { spec: { containers: [{ $patch: 'delete', image: 'x' }] } }, pod)).toThrow(
+      'map: map[$patch:delete image:x] does not contain declared merge key: name',
+    );
+  });
+
+  it('$retainKeys that leave out a field the patch sets: 400 invalid patch format of retainKeys', () => {
+    const dep = rootNode('apps', 'v1', 'Deployment')!;
+    const orig = { spec: { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1 } } } };
+    try {
+      strategicMergePatch(orig, { spec: { strategy: { $retainKeys: ['type'], type: 'Recreate', rollingUpdate: { maxSurge: 2 } } } }, dep);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as StatusError).toStatus()).toMatchObject({ code: 400, reason: 'BadRequest', message: 'invalid patch format of retainKeys' });
+    }
+    const ok = strategicMergePatch(orig, { spec: { strategy: { $retainKeys: ['type'], type: 'Recreate', rollingUpdate: null } } }, dep);
+    expect(ok.spec.strategy).toEqual({ type: 'Recreate' });
+  });
+
+  it('lists of lists: the generic 422 (its text dropped)', () => {
+    try {
+      strategicMergePatch({ metadata: { finalizers: ['a'] } }, { metadata: { finalizers: [['b']] } }, pod);
+      expect.unreachable();
+    } catch (e) {
+      expect((e as StatusError).toStatus()).toMatchObject({ code: 422, reason: 'Invalid', message: 'the server rejected our request due to an error in our request', details: {} });
     }
   });
 

@@ -34,6 +34,33 @@ function unprocessable(message: string): StatusError {
   return new StatusError(422, StatusReason.Invalid, message, { causes: [{ reason: 'FieldValueInvalid', message }] });
 }
 
+/**
+ * kube maps ErrNoListOfLists and ErrPatchContentNotMatchRetainKeys to
+ * NewGenericServerResponse(422): the error's own text is dropped.
+ */
+function genericUnprocessable(): StatusError {
+  return new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {});
+}
+
+/** mergepatch.ErrBadPatchFormatForRetainKeys: a 400. */
+const badRetainKeys = () => badPatch('invalid patch format of retainKeys');
+
+/** Go's %v of a decoded JSON value: map[k:v ...] with sorted keys, [a b], <nil>. */
+function goFormat(v: unknown): string {
+  if (v === null || v === undefined) return '<nil>';
+  if (Array.isArray(v)) return `[${v.map(goFormat).join(' ')}]`;
+  if (isObj(v)) return `map[${Object.keys(v).sort().map((k) => `${k}:${goFormat(v[k])}`).join(' ')}]`;
+  return String(v);
+}
+
+/**
+ * mergepatch.ErrNoMergeKey is a plain error, not a Status: kube answers it as an unknown
+ * error, a 500 without a reason carrying the error's text.
+ */
+function noMergeKey(item: Obj, mergeKey: string): StatusError {
+  return new StatusError(500, '', `map: ${goFormat(item)} does not contain declared merge key: ${mergeKey}`);
+}
+
 /** Applies a strategic merge patch to original (not modified) and returns the result. */
 export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode): Obj {
   if (!isObj(patch)) throw badPatch('strategic merge patch must be a JSON object');
@@ -82,13 +109,14 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
   // $retainKeys: the original keeps only the named keys.
   if (RETAIN_KEYS in patch) {
     const keys = patch[RETAIN_KEYS];
-    if (!Array.isArray(keys)) throw badPatch('invalid patch: $retainKeys must be a list of strings');
-    const keep = new Set(keys.map(String));
-    for (const k of Object.keys(patch)) {
-      if (k.startsWith('$')) continue;
-      if (!keep.has(k) && patch[k] !== null) throw unprocessable(`the patch has key "${k}" not present in the $retainKeys list`);
-    }
+    if (!Array.isArray(keys)) throw badRetainKeys();
     delete patch[RETAIN_KEYS];
+    const keep = new Set(keys.map(String));
+    // Every field the patch sets must be retained (deletions and the list directives aside).
+    for (const k of Object.keys(patch)) {
+      if (patch[k] === null || k.startsWith(DELETE_PRIMITIVE) || k.startsWith(SET_ORDER)) continue;
+      if (!keep.has(k)) throw badRetainKeys();
+    }
     for (const k of Object.keys(original)) if (!keep.has(k)) delete original[k];
   }
 
@@ -189,7 +217,7 @@ function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: st
   const item = itemNode(n);
   const scalar = patch.every((x) => !isObj(x)) && original.every((x) => !isObj(x));
   if (scalar) {
-    if (patch.some(Array.isArray)) throw unprocessable('lists of lists are not supported');
+    if (patch.some(Array.isArray)) throw genericUnprocessable();
     const seen = new Set<string>();
     const out: any[] = [];
     for (const x of [...original, ...patch]) {
@@ -208,16 +236,11 @@ function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: st
     if (!isObj(p)) throw unprocessable(`unable to merge a list of maps with a non-map item: ${JSON.stringify(p)}`);
     const d = directiveOf(p);
     if (d === 'delete') {
-      if (p[mergeKey] === undefined) {
-        // A bare delete item with no key: delete the items that equal the rest of it.
-        const rest = JSON.stringify(stripDirective(p));
-        out = out.filter((x) => JSON.stringify(x) !== rest);
-      } else {
-        out = out.filter((x) => keyOf(x) !== keyOf(p));
-      }
+      if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
+      out = out.filter((x) => keyOf(x) !== keyOf(p));
       continue;
     }
-    if (p[mergeKey] === undefined) throw unprocessable(`map: ${JSON.stringify(p)} does not contain declared merge key: ${mergeKey}`);
+    if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
     const i = out.findIndex((x) => isObj(x) && keyOf(x) === keyOf(p));
     if (i >= 0) out[i] = mergeMap(out[i], p, item);
     else out.push(clean(p, item));

@@ -11,6 +11,14 @@ import { CrdStrategy } from './crd/crd-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 
+/** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
+const STATUS_RESETS_METADATA = new Set([
+  'validatingadmissionpolicies.admissionregistration.k8s.io',
+  'mutatingadmissionpolicies.admissionregistration.k8s.io',
+  'resourceclaims.resource.k8s.io',
+  'storageversions.internal.apiserver.k8s.io',
+]);
+
 class NamespaceStrategy extends Strategy {
   override prepareForCreate(obj: any): void {
     obj.spec = { ...(obj.spec ?? {}), finalizers: ['kubernetes'] };
@@ -23,6 +31,21 @@ class NamespaceStrategy extends Strategy {
   }
   override canonicalize(obj: any): void {
     obj.metadata.labels = { ...(obj.metadata.labels ?? {}), 'kubernetes.io/metadata.name': obj.metadata.name };
+  }
+  override prepareForStatusUpdate(obj: any, old: any): void {
+    super.prepareForStatusUpdate(obj, old);
+    // SetDefaults_NamespaceStatus: an empty phase decodes as Active.
+    if (obj.status && typeof obj.status === 'object' && !obj.status.phase) obj.status.phase = 'Active';
+  }
+  /** kube's ValidateNamespaceStatusUpdate (its field path is spelled status.Phase). */
+  override validateStatusUpdate(obj: any): FieldError[] {
+    const phase = obj.status?.phase ?? '';
+    if (!obj.metadata.deletionTimestamp) {
+      if (phase !== 'Active') return [{ field: 'status.Phase', type: 'FieldValueInvalid', value: phase, detail: "may only be 'Active' if `deletionTimestamp` is empty" }];
+    } else if (phase !== 'Terminating') {
+      return [{ field: 'status.Phase', type: 'FieldValueInvalid', value: phase, detail: "may only be 'Terminating' if `deletionTimestamp` is not empty" }];
+    }
+    return [];
   }
 }
 
@@ -40,13 +63,17 @@ class ServiceStrategy extends Strategy {
     const spec = (obj.spec ??= {});
     spec.type ??= 'ClusterIP';
     spec.sessionAffinity ??= 'None';
-    defaultServiceFamilies(obj);
     if (spec.type !== 'ExternalName') spec.internalTrafficPolicy ??= 'Cluster';
     for (const p of spec.ports ?? []) {
       p.protocol ??= 'TCP';
       if (p.targetPort === undefined && spec.type !== 'ExternalName') p.targetPort = p.port;
     }
     if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') spec.externalTrafficPolicy ??= 'Cluster';
+  }
+
+  /** IP families are the service storage's (kube's beforeCreate), not the request's: no manager owns them. */
+  override admitCreate(obj: any): void {
+    defaultServiceFamilies(obj);
     obj.status = { loadBalancer: {} };
   }
 
@@ -137,6 +164,7 @@ export class StrategyRegistry {
     if (s) return s;
     s = this.make(group, resource);
     if (CREATE_ON_UPDATE.has(key)) s.strategy.allowCreateOnUpdate = true;
+    if (STATUS_RESETS_METADATA.has(key)) s.strategy.statusResetsMetadata = true;
     this.cache.set(key, s);
     return s;
   }

@@ -35,12 +35,42 @@ export class Strategy {
 
   /** Clears or sets fields on create (e.g. status, defaults). Mutates obj. */
   prepareForCreate(_obj: any, _ctx: StrategyContext): void {}
+  /**
+   * Paths (FieldsV1 elements) a status write resets, which field management credits to no
+   * one (kube's status strategies' ResetFields): the spec by default.
+   */
+  statusResetFields: string[][] = [['f:spec']];
+  /**
+   * What a status write may not change, as kube's status strategies' PrepareForUpdate: by
+   * default everything outside status and metadata comes back from the stored object; label,
+   * annotation, finalizer and owner changes stay (the store keeps system metadata). Kinds
+   * override it to reset more. Mutates obj.
+   */
+  prepareForStatusUpdate(obj: any, old: any): void {
+    for (const k of Object.keys(obj)) if (k !== 'metadata' && k !== 'status') delete obj[k];
+    for (const k of Object.keys(old)) if (k !== 'metadata' && k !== 'status') obj[k] = structuredClone(old[k]);
+    if (!obj.metadata || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) obj.metadata = {};
+    if (this.statusResetsMetadata) resetObjectMetaForStatus(obj, old);
+  }
+  /** Set for kinds whose status strategy calls kube's ResetObjectMetaForStatus (status writes change no metadata). */
+  statusResetsMetadata = false;
+  /**
+   * The part of a create that happens after field management has recorded what the request
+   * set (kube runs the field manager on the decoded, defaulted object, before mutating
+   * admission and the storage's own preparation): fields filled here belong to no manager.
+   * Mutates obj.
+   */
+  admitCreate(_obj: any, _ctx: StrategyContext): void {}
   /** Carries over fields the client may not change on update. Mutates obj. */
   prepareForUpdate(_obj: any, _old: any, _ctx: StrategyContext): void {}
   validate(_obj: any, _ctx: StrategyContext): FieldError[] {
     return [];
   }
   validateUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
+    return [];
+  }
+  /** The status strategy's own checks of a status write (kube's Validate*StatusUpdate), besides the above. */
+  validateStatusUpdate(_obj: any, _old: any, _ctx: StrategyContext): FieldError[] {
     return [];
   }
   /**
@@ -79,4 +109,16 @@ export class Strategy {
 /** Kinds whose objects carry a spec, and so a generation that moves when the spec changes. */
 export class SpecStrategy extends Strategy {
   override tracksGeneration = true;
+}
+
+/** Keeps one metadata field as stored (absent when the stored object has none). */
+export function keepOldMeta(obj: any, old: any, key: string): void {
+  const v = old.metadata?.[key];
+  if (v === undefined) delete obj.metadata[key];
+  else obj.metadata[key] = structuredClone(v);
+}
+
+/** kube's metav1.ResetObjectMetaForStatus: labels, annotations, finalizers and owners as stored. */
+export function resetObjectMetaForStatus(obj: any, old: any): void {
+  for (const k of ['labels', 'annotations', 'finalizers', 'ownerReferences']) keepOldMeta(obj, old, k);
 }

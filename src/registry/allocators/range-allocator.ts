@@ -42,13 +42,25 @@ class IntRange {
     return 'ok';
   }
 
-  /** A free value, or null when the range is full: a random probe, then a scan from it. */
-  next(): number | null {
+  /**
+   * A free value, or null when the range is full. The first `offset` values are the static
+   * band, kept for clients that ask for a value: a random probe and a scan from it in the
+   * dynamic band above it first, then the same in the static band (kube's
+   * randomScanStrategyWithOffset).
+   */
+  next(offset = 0): number | null {
     const span = this.last - this.first + 1;
     if (this.used.size >= span) return null;
+    const lowSpan = offset > 0 && offset < span ? offset : 0;
+    return this.scan(this.first + lowSpan, this.last) ?? (lowSpan > 0 ? this.scan(this.first, this.first + lowSpan - 1) : null);
+  }
+
+  private scan(lo: number, hi: number): number | null {
+    const span = hi - lo + 1;
+    if (span <= 0) return null;
     const start = randomInt(span);
     for (let i = 0; i < span; i++) {
-      const n = this.first + ((start + i) % span);
+      const n = lo + ((start + i) % span);
       if (!this.used.has(n)) {
         this.used.add(n);
         return n;
@@ -67,10 +79,23 @@ class IntRange {
  * (as kube's bitmap allocator); the first usable address belongs to the `kubernetes`
  * Service, which start-up creates with it.
  */
+/**
+ * The size of the static band at the bottom of a range: min(max(min, size/step), max), or
+ * 0 for a range too small to have one (kube's calculateRangeOffset, one for IPs and one for
+ * ports, with their own constants).
+ */
+export function rangeOffset(size: number, min: number, max: number, step: number): number {
+  if (size <= min) return 0;
+  const offset = Math.floor(size / step);
+  return offset < min ? min : offset > max ? max : offset;
+}
+
 export class IpAllocator {
   readonly cidr: string;
   private range: IntRange;
   readonly firstUsable: string;
+  /** the static band: the first addresses after the network address */
+  readonly offset: number;
 
   constructor(cidr: string) {
     const [ip, bitsText] = cidr.split('/');
@@ -82,6 +107,7 @@ export class IpAllocator {
     this.cidr = `${intToIp(base)}/${bits}`;
     this.range = new IntRange(base + 1, base + size - 2);
     this.firstUsable = intToIp(base + 1);
+    this.offset = rangeOffset(size, 16, 256, 16);
   }
 
   contains(ip: string): boolean {
@@ -95,7 +121,7 @@ export class IpAllocator {
   }
 
   allocateNext(): string | null {
-    const n = this.range.next();
+    const n = this.range.next(this.offset);
     return n === null ? null : intToIp(n);
   }
 
@@ -113,8 +139,11 @@ export class IpAllocator {
 /** NodePorts of --service-node-port-range, inclusive at both ends. */
 export class PortAllocator {
   private range: IntRange;
+  /** the static band: the lowest ports of the range */
+  readonly offset: number;
   constructor(readonly min: number, readonly max: number) {
     this.range = new IntRange(min, max);
+    this.offset = rangeOffset(max - min + 1, 16, 128, 32);
   }
 
   get rangeText(): string {
@@ -126,7 +155,7 @@ export class PortAllocator {
   }
 
   allocateNext(): number | null {
-    return this.range.next();
+    return this.range.next(this.offset);
   }
 
   release(port: number): void {

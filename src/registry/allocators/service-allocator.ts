@@ -124,6 +124,8 @@ export class ServiceAllocator {
         spec.clusterIP = newIp;
         if (!Array.isArray(spec.clusterIPs) || spec.clusterIPs.length === 0 || !spec.clusterIPs[0]) spec.clusterIPs = [newIp];
       }
+      // kube allocates the IPs first and stops at their error: node ports are not looked at.
+      if (errs.length) fail(errors.invalid('Service', '', name, errs));
     } else if (svcType(spec) === 'ExternalName') {
       // An ExternalName Service has no address: one it had is given back.
       if (oldIp && (spec.clusterIP === oldIp || spec.clusterIP === undefined)) {

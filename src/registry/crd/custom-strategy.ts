@@ -9,6 +9,8 @@ import type { CustomVersion } from '../../api/custom-resources.js';
 
 export class CustomResourceStrategy extends Strategy {
   override tracksGeneration = true;
+  /** A status write takes the stored object whole and sets its status (customResourceStatusStrategy): no metadata change gets through. */
+  override statusResetsMetadata = true;
 
   constructor(readonly cv: CustomVersion) {
     super();

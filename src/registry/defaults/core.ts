@@ -124,7 +124,7 @@ const needsNodePort = (s: any) => s?.type === 'NodePort' || s?.type === 'LoadBal
 /**
  * The service strategy's dropTypeDependentFields: when an update changes the type, fields
  * the new type cannot have and the client left as they were are cleared before validation
- * (NodePort to ClusterIP drops the node ports). ClusterIPs are the allocator's.
+ * (NodePort to ClusterIP drops the node ports unless the update adds one). ClusterIPs are the allocator's.
  */
 export function dropServiceTypeDependentFields(obj: any, old: any): void {
   const spec = obj?.spec;
@@ -132,8 +132,11 @@ export function dropServiceTypeDependentFields(obj: any, old: any): void {
   if (!isObj(spec) || !isObj(was) || spec.type === was.type) return;
   const same = (k: string) => JSON.stringify(spec[k] ?? null) === JSON.stringify(was[k] ?? null);
   if (needsNodePort(was) && !needsNodePort(spec)) {
-    const np = (s: any) => JSON.stringify(arr(s.ports).map((p: any) => p?.nodePort ?? 0));
-    if (np(spec) === np(was)) for (const p of arr(spec.ports)) if (isObj(p)) delete p.nodePort;
+    // kube's sameNodePorts: ports may be added, removed or changed as long as no node port
+    // is new (the old ones are a superset of the new ones); then they all go.
+    const nodePorts = (s: any) => new Set(arr(s.ports).map((p: any) => p?.nodePort ?? 0).filter((n: number) => n !== 0));
+    const before = nodePorts(was);
+    if ([...nodePorts(spec)].every((n) => before.has(n))) for (const p of arr(spec.ports)) if (isObj(p)) delete p.nodePort;
     if (same('externalTrafficPolicy')) delete spec.externalTrafficPolicy;
   }
   if (was.type === 'LoadBalancer' && spec.type !== 'LoadBalancer') {

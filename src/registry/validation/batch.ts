@@ -1,6 +1,7 @@
 // batch/v1 validation: Job (ValidateJob, ValidateJobSpecUpdate) and CronJob
 // (ValidateCronJobCreate/Update, with the schedule parsed as kube's cron library does).
 import type { FieldError } from '../strategy.js';
+import { GoValue, OMIT_VALUE } from '../../errors.js';
 import { immutable, invalid, nonNegative, notSupported, required, sameValue } from './field.js';
 import { labelsValue, selectorMatches, selectorValue, validateLabelSelector } from './selector.js';
 import { validatePodTemplate } from './pod.js';
@@ -136,3 +137,124 @@ export function validateCronJob(obj: any, old?: any): FieldError[] {
   return errs;
 }
 
+
+// ---------------------------------------------------------------- jobs/status
+
+const condTrue = (st: any, type: string) => Array.isArray(st?.conditions) && st.conditions.some((c: any) => c?.type === type && c?.status === 'True');
+const isComplete = (st: any) => condTrue(st, 'Complete');
+const isFailed = (st: any) => condTrue(st, 'Failed');
+const isFinished = (st: any) => isComplete(st) || isFailed(st);
+const timeOf = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : NaN);
+const sameTime = (a: unknown, b: unknown) => (a == null && b == null) || (a != null && b != null && timeOf(a) === timeOf(b));
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/** A *metav1.Time in a field error prints as Go's time.Time String(). */
+function goTime(v: unknown): GoValue {
+  const t = new Date(timeOf(v));
+  if (isNaN(t.getTime())) return new GoValue(String(v));
+  const iso = t.toISOString();
+  return new GoValue(`${iso.slice(0, 10)} ${iso.slice(11, 19)} +0000 UTC`);
+}
+
+const omit = (field: string, detail: string): FieldError => ({ field, type: 'FieldValueInvalid', value: OMIT_VALUE, detail });
+
+/**
+ * kube 1.33's ValidateJobUpdateStatus, with the options its job status strategy derives from
+ * the change (JobManagedBy and JobPodReplacementPolicy on): counters non-negative, and the
+ * terminal-state rules checked when the fields they concern change. Indexed-job index
+ * formats are not checked here.
+ */
+export function validateJobStatusUpdate(obj: any, old: any): FieldError[] {
+  const st = isObj(obj.status) ? obj.status : {};
+  const os = isObj(old.status) ? old.status : {};
+  const spec = isObj(obj.spec) ? obj.spec : {};
+  const errs: FieldError[] = [];
+  for (const k of ['active', 'succeeded', 'failed', 'ready', 'terminating']) errs.push(...nonNegative(st[k], `status.${k}`));
+  const changed = (f: (s: any) => unknown) => !sameJson(f(st), f(os));
+  const finishedChanged = isFinished(st) !== isFinished(os);
+  const completeChanged = isComplete(st) !== isComplete(os);
+  const failedChanged = isFailed(st) !== isFailed(os);
+  const failureTargetChanged = condTrue(st, 'FailureTarget') !== condTrue(os, 'FailureTarget');
+  const successMetChanged = condTrue(st, 'SuccessCriteriaMet') !== condTrue(os, 'SuccessCriteriaMet');
+  const activeChanged = (st.active ?? 0) !== (os.active ?? 0);
+  const startChanged = !sameTime(st.startTime, os.startTime);
+  const completionChanged = !sameTime(st.completionTime, os.completionTime);
+  const readyChanged = changed((s) => s.ready);
+  const terminatingChanged = changed((s) => s.terminating);
+  const uncountedChanged = changed((s) => s.uncountedTerminatedPods);
+  const complete = isComplete(st);
+  const finished = isFinished(st);
+
+  if ((completeChanged || failedChanged) && complete && isFailed(st)) errs.push(omit('status.conditions', 'cannot set Complete=True and Failed=true conditions'));
+  if ((completeChanged || failureTargetChanged) && complete && condTrue(st, 'FailureTarget')) {
+    errs.push(omit('status.conditions', 'cannot set Complete=True and FailureTarget=true conditions'));
+  }
+  if ((completeChanged || completionChanged) && st.completionTime != null && !complete) {
+    errs.push({ field: 'status.completionTime', type: 'FieldValueInvalid', value: goTime(st.completionTime), detail: 'cannot set completionTime when there is no Complete=True condition' });
+  }
+  if ((completeChanged || completionChanged) && st.completionTime == null && complete) {
+    errs.push({ field: 'status.completionTime', type: 'FieldValueRequired', detail: 'completionTime is required for Complete jobs' });
+  }
+  if ((startChanged || completionChanged) && st.startTime != null && st.completionTime != null && timeOf(st.completionTime) < timeOf(st.startTime)) {
+    errs.push({ field: 'status.completionTime', type: 'FieldValueInvalid', value: goTime(st.completionTime), detail: 'completionTime cannot be set before startTime' });
+  }
+  if ((failedChanged || changed((s) => s.failedIndexes)) && isFailed(st) && !condTrue(st, 'FailureTarget')) {
+    errs.push(omit('status.conditions', 'cannot set Failed=True condition without the FailureTarget=true condition'));
+  }
+  if ((completeChanged || successMetChanged) && complete && !condTrue(st, 'SuccessCriteriaMet')) {
+    errs.push(omit('status.conditions', 'cannot set Complete=True condition without the SuccessCriteriaMet=true condition'));
+  }
+  if ((finishedChanged || activeChanged) && (st.active ?? 0) > 0 && finished) {
+    errs.push({ field: 'status.active', type: 'FieldValueInvalid', value: st.active, detail: 'active>0 is invalid for finished job' });
+  }
+  if ((finishedChanged || startChanged) && st.startTime == null && finished) {
+    errs.push({ field: 'status.startTime', type: 'FieldValueRequired', detail: 'startTime is required for finished job' });
+  }
+  const u = st.uncountedTerminatedPods;
+  if ((finishedChanged || uncountedChanged) && finished && isObj(u) && (arrLen(u.failed) + arrLen(u.succeeded)) > 0) {
+    errs.push({ field: 'status.uncountedTerminatedPods', type: 'FieldValueInvalid', value: u, detail: 'uncountedTerminatedPods needs to be empty for finished job' });
+  }
+  const indexed = spec.completionMode === 'Indexed';
+  if (changed((s) => s.completedIndexes) && typeof st.completedIndexes === 'string' && st.completedIndexes !== '' && !indexed) {
+    errs.push({ field: 'status.completedIndexes', type: 'FieldValueInvalid', value: st.completedIndexes, detail: 'cannot set non-empty completedIndexes when non-indexed completion mode' });
+  }
+  if (changed((s) => s.failedIndexes) && spec.backoffLimitPerIndex == null && st.failedIndexes != null) {
+    errs.push({ field: 'status.failedIndexes', type: 'FieldValueInvalid', value: st.failedIndexes, detail: 'cannot set non-null failedIndexes when backoffLimitPerIndex is null' });
+  }
+  if ((finishedChanged || terminatingChanged) && (st.terminating ?? 0) > 0 && finished) {
+    errs.push({ field: 'status.terminating', type: 'FieldValueInvalid', value: st.terminating, detail: 'terminating>0 is invalid for finished job' });
+  }
+  if ((readyChanged || activeChanged) && st.ready != null && st.ready > (st.active ?? 0)) {
+    errs.push({ field: 'status.ready', type: 'FieldValueInvalid', value: st.ready, detail: 'cannot set more ready pods than active' });
+  }
+  const met = condTrue(st, 'SuccessCriteriaMet');
+  if (met && isFailed(st)) errs.push(omit('status.conditions', 'cannot set SuccessCriteriaMet=True and Failed=true conditions'));
+  if (met && condTrue(st, 'FailureTarget')) errs.push(omit('status.conditions', 'cannot set SuccessCriteriaMet=True and FailureTarget=true conditions'));
+  if (spec.successPolicy != null && !met && complete) {
+    errs.push(omit('status.conditions', 'cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True'));
+  }
+  // ValidateJobStatusUpdate's transition rules.
+  for (const type of ['Failed', 'Complete', 'FailureTarget']) {
+    if (condTrue(os, type) && !condTrue(st, type)) errs.push(omit('status.conditions', `cannot disable the terminal ${type}=True condition`));
+  }
+  if ((st.failed ?? 0) < (os.failed ?? 0)) errs.push({ field: 'status.failed', type: 'FieldValueInvalid', value: st.failed ?? 0, detail: 'cannot decrease the failed counter' });
+  const mayDecreaseSucceeded = indexed && sameJson(spec.completions, spec.parallelism);
+  if (!mayDecreaseSucceeded && (st.succeeded ?? 0) < (os.succeeded ?? 0)) {
+    errs.push({ field: 'status.succeeded', type: 'FieldValueInvalid', value: st.succeeded ?? 0, detail: 'cannot decrease the succeeded counter' });
+  }
+  if (st.completionTime != null && os.completionTime != null && !sameTime(st.completionTime, os.completionTime)) {
+    errs.push({ field: 'status.completionTime', type: 'FieldValueInvalid', value: goTime(st.completionTime), detail: 'completionTime cannot be mutated' });
+  }
+  if (startChanged && os.startTime != null && spec.suspend !== true) {
+    errs.push({ field: 'status.startTime', type: 'FieldValueRequired', detail: 'startTime cannot be removed for unsuspended job' });
+  }
+  if (condTrue(os, 'SuccessCriteriaMet') && !met) errs.push(omit('status.conditions', 'cannot disable the SuccessCriteriaMet=True condition'));
+  if (isComplete(os) && !condTrue(os, 'SuccessCriteriaMet') && met) {
+    errs.push(omit('status.conditions', 'cannot set SuccessCriteriaMet=True for Job already has Complete=true conditions'));
+  }
+  return errs;
+}
+
+function arrLen(v: unknown): number {
+  return Array.isArray(v) ? v.length : 0;
+}
