@@ -187,6 +187,12 @@ export class StrategyRegistry {
     if (group === 'events.k8s.io' && resource === 'events') return { strategy: new kinds.EventStrategy('events.k8s.io'), nameRule: 'subdomain' };
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ingresses') return { strategy: kinds.ingressStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ingressclasses') return { strategy: kinds.ingressClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
+    if (group === 'autoscaling' && resource === 'horizontalpodautoscalers') return { strategy: kinds.horizontalPodAutoscalerStrategy(), nameRule: 'subdomain' };
+    if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };

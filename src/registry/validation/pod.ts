@@ -4,7 +4,7 @@
 import type { FieldError } from '../strategy.js';
 import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
-import { qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
+import { labelValueErrors, qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors as dns1123SubdomainOf,
@@ -199,6 +199,45 @@ function validateVolumes(volumes: unknown, path: string): { errs: FieldError[]; 
   return { errs, names };
 }
 
+const TOLERATION_OPERATORS = ['Equal', 'Exists'];
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** The internal core.Toleration a field error prints (Go field names: the internal type has no JSON tags). */
+function internalToleration(t: any): unknown {
+  return { Key: t.key ?? '', Operator: t.operator ?? '', Value: t.value ?? '', Effect: t.effect ?? '', TolerationSeconds: t.tolerationSeconds ?? null };
+}
+
+/**
+ * ValidateTolerations, with kube's paths: a bad Equal value and a value given with Exists are
+ * both reported against `operator`, as kube does.
+ */
+export function validateTolerations(tolerations: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  list(tolerations).forEach((t, i) => {
+    const ip = `${path}[${i}]`;
+    if (!isObj(t)) return;
+    const key = typeof t.key === 'string' ? t.key : '';
+    const op = typeof t.operator === 'string' ? t.operator : '';
+    const value = typeof t.value === 'string' ? t.value : '';
+    const effect = typeof t.effect === 'string' ? t.effect : '';
+    if (key) errs.push(...qualifiedNameErrors(key).map((m) => invalid(`${ip}.key`, key, m)));
+    if (!key && op !== 'Exists') {
+      errs.push(invalid(`${ip}.operator`, op, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'));
+    }
+    if (t.tolerationSeconds != null && effect !== 'NoExecute') {
+      errs.push(invalid(`${ip}.effect`, effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+    }
+    if (op === '' || op === 'Equal') {
+      const msgs = labelValueErrors(value);
+      if (msgs.length) errs.push(invalid(`${ip}.operator`, value, msgs.join(';')));
+    } else if (op === 'Exists') {
+      if (value) errs.push(invalid(`${ip}.operator`, internalToleration(t), "value must be empty when `operator` is 'Exists'"));
+    } else errs.push(notSupported(`${ip}.operator`, op, TOLERATION_OPERATORS));
+    if (effect && !TAINT_EFFECTS.includes(effect)) errs.push(notSupported(`${ip}.effect`, effect, TAINT_EFFECTS));
+  });
+  return errs;
+}
+
 /** ValidatePodSpec (the common subset). `path` is e.g. "spec" or "spec.template.spec". */
 /** ValidatePodSpec; `isPod` adds the checks kube makes of a Pod and not of a template. */
 export function validatePodSpec(spec: any, path: string, isPod = false): FieldError[] {
@@ -245,6 +284,7 @@ export function validatePodSpec(spec: any, path: string, isPod = false): FieldEr
   if (spec.serviceAccountName) {
     for (const m of dns1123SubdomainOf(spec.serviceAccountName)) errs.push(invalid(`${path}.serviceAccountName`, spec.serviceAccountName, m));
   }
+  errs.push(...validateTolerations(spec.tolerations, `${path}.tolerations`));
   if (spec.hostname) for (const m of dns1123LabelErrors(String(spec.hostname))) errs.push(invalid(`${path}.hostname`, spec.hostname, m));
   if (spec.nodeName) for (const m of dns1123SubdomainOf(spec.nodeName)) errs.push(invalid(`${path}.nodeName`, spec.nodeName, m));
   return errs;
