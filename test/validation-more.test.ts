@@ -62,6 +62,18 @@ describe('Pod tolerations', () => {
     });
     expect(ok.status).toBe(201);
   });
+
+  it('an update may add tolerations and change tolerationSeconds, not drop or modify one', async () => {
+    const pod = (await request(s, 'GET', `${NS}/pods/tolok`)).json();
+    const tols = pod.spec.tolerations;
+    const drop = await request(s, 'PATCH', `${NS}/pods/tolok`, { spec: { tolerations: tols.slice(1) } }, MERGE);
+    expect(drop.status).toBe(422);
+    expect(drop.json().message).toBe('Pod "tolok" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds');
+    const seconds = tols.map((t: any) => (t.tolerationSeconds ? { ...t, tolerationSeconds: 1 } : t));
+    const add = await request(s, 'PATCH', `${NS}/pods/tolok`, { spec: { tolerations: [...seconds, { key: 'extra', operator: 'Exists' }] } }, MERGE);
+    expect(add.status).toBe(200);
+    expect(add.json().spec.tolerations).toHaveLength(tols.length + 1);
+  });
 });
 
 describe('PersistentVolumeClaim', () => {

@@ -310,6 +310,7 @@ export function validatePodSpecUpdate(spec: any, old: any): FieldError[] {
     return c;
   };
   const errs: FieldError[] = [];
+  errs.push(...validateOnlyAddedTolerations(spec.tolerations, old.tolerations));
   if (JSON.stringify(sortDeep(strip(spec))) !== JSON.stringify(sortDeep(strip(old)))) {
     errs.push(
       forbidden(
@@ -319,6 +320,23 @@ export function validatePodSpecUpdate(spec: any, old: any): FieldError[] {
     );
   }
   return errs;
+}
+
+/**
+ * validateOnlyAddedTolerations: every toleration the pod had must still be there, with at
+ * most its tolerationSeconds changed; then the new list is validated again (as kube does, so
+ * a bad toleration is reported twice among the causes of an update).
+ */
+function validateOnlyAddedTolerations(now: unknown, before: unknown): FieldError[] {
+  const norm = (t: any, seconds: unknown) =>
+    JSON.stringify([t?.key ?? '', t?.operator ?? '', t?.value ?? '', t?.effect ?? '', seconds ?? null]);
+  const next = list(now);
+  for (const o of list(before)) {
+    if (!next.some((n) => norm(o, n?.tolerationSeconds) === norm(n, n?.tolerationSeconds))) {
+      return [forbidden('spec.tolerations', 'existing toleration can not be modified except its tolerationSeconds')];
+    }
+  }
+  return validateTolerations(now, 'spec.tolerations');
 }
 
 function sortDeep(v: any): any {
