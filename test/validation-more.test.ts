@@ -99,6 +99,15 @@ describe('PersistentVolumeClaim', () => {
     ]);
   });
 
+  it('an ephemeral volume\'s claim template is checked as a claim', async () => {
+    const r = await request(s, 'POST', `${NS}/pods`, {
+      metadata: { name: 'eph' },
+      spec: podSpec({ volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { resources: { requests: { storage: '1Gi' } } } } } }] }),
+    });
+    expect(r.status).toBe(422);
+    expect(causes(r)).toEqual(['spec.volumes[0].ephemeral.volumeClaimTemplate.spec.accessModes: Required value: at least 1 access mode is required']);
+  });
+
   it('the spec is immutable except the storage request of a bound claim, which may not shrink to its capacity', async () => {
     const c = await request(s, 'POST', pvcs, { metadata: { name: 'c1' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
     expect(c.status).toBe(201);
@@ -250,6 +259,13 @@ describe('Ingress and IngressClass', () => {
       },
     });
     expect(ok.status).toBe(201);
+    const cls = await request(s, 'POST', ings, {
+      metadata: { name: 'cls', annotations: { 'kubernetes.io/ingress.class': 'nginx' } },
+      spec: { ingressClassName: 'traefik', defaultBackend: { service: { name: 'web', port: { number: 80 } } } },
+    });
+    expect(cls.json().message).toBe(
+      'Ingress.networking.k8s.io "cls" is invalid: annotations.kubernetes.io/ingress.class: Invalid value: "nginx": must match `ingressClassName` when both are specified',
+    );
   });
 
   it('kubectl create ingress with a bad rule gets kube\'s error', async () => {

@@ -33,7 +33,7 @@ import {
 import { validatePv, validatePvc, validatePvcUpdate, validatePvUpdate, defaultStorageClass, validateStorageClass, validateStorageClassUpdate } from './validation/storage.js';
 import { defaultPriorityClass, validatePdb, validatePriorityClass, validatePriorityClassUpdate } from './validation/policy.js';
 import { validateHpa } from './validation/autoscaling.js';
-import { defaultIngressClass, validateIngress, validateIngressClass, validateIngressClassUpdate, validateNetworkPolicy } from './validation/network.js';
+import { defaultIngressClass, validateIngress, validateIngressCreate, validateIngressClass, validateIngressClassUpdate, validateNetworkPolicy } from './validation/network.js';
 
 export class PodStrategy extends Strategy {
   override handlesRequired = true;
@@ -367,7 +367,7 @@ class ValidatedStrategy extends SpecStrategy {
 export const podDisruptionBudgetStrategy = () => new ValidatedStrategy(validatePdb);
 /** HPA validation differs on update (a stored minReplicas of 0 stays allowed). */
 export const horizontalPodAutoscalerStrategy = () => new ValidatedStrategy(validateHpa);
-export const ingressStrategy = () => new ValidatedStrategy(validateIngress);
+export const ingressStrategy = () => new ValidatedStrategy((obj, old) => (old ? validateIngress(obj) : validateIngressCreate(obj)));
 export const ingressClassStrategy = () => new ValidatedStrategy(validateIngressClass, validateIngressClassUpdate, defaultIngressClass);
 export const storageClassStrategy = () => new ValidatedStrategy(validateStorageClass, validateStorageClassUpdate, defaultStorageClass, false);
 export const priorityClassStrategy = () => new ValidatedStrategy(validatePriorityClass, validatePriorityClassUpdate, defaultPriorityClass, false);

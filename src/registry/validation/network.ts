@@ -188,6 +188,19 @@ export function validateIngress(obj: any): FieldError[] {
   return errs;
 }
 
+/** ValidateIngressCreate: the legacy class annotation, when given beside ingressClassName, must agree with it. */
+export function validateIngressCreate(obj: any): FieldError[] {
+  const errs = validateIngress(obj);
+  const ANN = 'kubernetes.io/ingress.class';
+  const anns = isObj(obj.metadata?.annotations) ? obj.metadata.annotations : {};
+  const cls = obj.spec?.ingressClassName;
+  if (Object.prototype.hasOwnProperty.call(anns, ANN) && present(cls) && anns[ANN] !== cls) {
+    // kube's path has no metadata prefix here.
+    errs.push(invalid(`annotations.${ANN}`, anns[ANN], 'must match `ingressClassName` when both are specified'));
+  }
+  return errs;
+}
+
 // ---- IngressClass ----
 
 const PARAMETER_SCOPES = ['Cluster', 'Namespace'];

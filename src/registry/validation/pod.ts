@@ -4,6 +4,7 @@
 import type { FieldError } from '../strategy.js';
 import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
+import { validatePvcSpec } from './storage.js';
 import { labelValueErrors, qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
 import {
   dns1123LabelErrors,
@@ -195,6 +196,12 @@ function validateVolumes(volumes: unknown, path: string): { errs: FieldError[]; 
     if (isObj(v.configMap) && !v.configMap.name) errs.push(required(`${ip}.configMap.name`));
     if (isObj(v.secret) && !v.secret.secretName) errs.push(required(`${ip}.secret.secretName`));
     if (isObj(v.hostPath) && !v.hostPath.path) errs.push(required(`${ip}.hostPath.path`));
+    if (isObj(v.ephemeral)) {
+      // ValidatePersistentVolumeClaimTemplate: the claim's spec as a claim's.
+      const t = v.ephemeral.volumeClaimTemplate;
+      if (!isObj(t)) errs.push(required(`${ip}.ephemeral.volumeClaimTemplate`));
+      else errs.push(...validatePvcSpec(t.spec, `${ip}.ephemeral.volumeClaimTemplate.spec`));
+    }
   });
   return { errs, names };
 }
