@@ -29,6 +29,7 @@ export const KNOWN_GATES: Record<string, GateSpec> = {
   StorageVersionHash: { stage: 'BETA', default: true },
   // writes and validation
   AllowUnsafeMalformedObjectDeletion: { stage: 'ALPHA', default: false },
+  HPAScaleToZero: { stage: 'ALPHA', default: false },
   DeclarativeValidation: { stage: 'BETA', default: true },
   DeclarativeValidationTakeover: { stage: 'BETA', default: false },
   RetryGenerateName: { stage: 'GA', default: true, locked: true },

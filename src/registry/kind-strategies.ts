@@ -30,6 +30,9 @@ import {
   validateSecret,
   validateSecretUpdate,
 } from './validation/core.js';
+import { validatePv, validatePvc, validatePvcUpdate, validatePvUpdate, defaultStorageClass, validateStorageClass, validateStorageClassUpdate } from './validation/storage.js';
+import { defaultPriorityClass, validatePdb, validatePriorityClass, validatePriorityClassUpdate } from './validation/policy.js';
+import { defaultIngressClass, validateIngress, validateIngressCreate, validateIngressClass, validateIngressClassUpdate, validateNetworkPolicy } from './validation/network.js';
 
 export class PodStrategy extends Strategy {
   override handlesRequired = true;
@@ -282,6 +285,12 @@ export class PvcStrategy extends Strategy {
   override prepareForUpdate(obj: any): void {
     defaultPvc(obj);
   }
+  override validate(obj: any): FieldError[] {
+    return validatePvc(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validatePvcUpdate(obj, old);
+  }
 }
 
 export class PvStrategy extends Strategy {
@@ -292,6 +301,12 @@ export class PvStrategy extends Strategy {
   }
   override prepareForUpdate(obj: any): void {
     defaultPv(obj);
+  }
+  override validate(obj: any): FieldError[] {
+    return validatePv(obj);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return validatePvUpdate(obj, old);
   }
 }
 
@@ -333,4 +348,53 @@ export class DefaultingStrategy extends Strategy {
 
 export const endpointsStrategy = () => new DefaultingStrategy(defaultEndpoints);
 export const endpointSliceStrategy = () => new DefaultingStrategy(defaultEndpointSlice);
-export const networkPolicyStrategy = () => new DefaultingStrategy(defaultNetworkPolicy, true);
+/** NetworkPolicy: ports and policy types defaulted, then kube's ValidateNetworkPolicy. */
+export class NetworkPolicyStrategy extends DefaultingStrategy {
+  override handlesRequired = true;
+  constructor() {
+    // podSelector is a plain struct in kube: absent, it is the empty selector (and printed so).
+    super((obj) => {
+      if (isObj(obj.spec) && !isObj(obj.spec.podSelector)) obj.spec.podSelector = {};
+      defaultNetworkPolicy(obj);
+    }, true);
+  }
+  override validate(obj: any): FieldError[] {
+    return validateNetworkPolicy(obj);
+  }
+}
+
+export const networkPolicyStrategy = () => new NetworkPolicyStrategy();
+
+/** A kind whose validation is kube's hand-written validator (which reports missing fields itself). */
+class ValidatedStrategy extends SpecStrategy {
+  override handlesRequired = true;
+  constructor(
+    private readonly check: (obj: any, old?: any) => FieldError[],
+    private readonly checkUpdate: (obj: any, old: any) => FieldError[] = () => [],
+    private readonly defaults: (obj: any) => void = () => {},
+    tracksGeneration = true,
+  ) {
+    super();
+    this.tracksGeneration = tracksGeneration;
+  }
+  private olds = new WeakMap<object, any>();
+  override prepareForCreate(obj: any): void {
+    this.defaults(obj);
+  }
+  override prepareForUpdate(obj: any, old: any): void {
+    this.defaults(obj);
+    this.olds.set(obj, old);
+  }
+  override validate(obj: any): FieldError[] {
+    return this.check(obj, this.olds.get(obj));
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return this.checkUpdate(obj, old);
+  }
+}
+
+export const podDisruptionBudgetStrategy = () => new ValidatedStrategy(validatePdb);
+export const ingressStrategy = () => new ValidatedStrategy((obj, old) => (old ? validateIngress(obj) : validateIngressCreate(obj)));
+export const ingressClassStrategy = () => new ValidatedStrategy(validateIngressClass, validateIngressClassUpdate, defaultIngressClass);
+export const storageClassStrategy = () => new ValidatedStrategy(validateStorageClass, validateStorageClassUpdate, defaultStorageClass, false);
+export const priorityClassStrategy = () => new ValidatedStrategy(validatePriorityClass, validatePriorityClassUpdate, defaultPriorityClass, false);

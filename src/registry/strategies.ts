@@ -219,6 +219,11 @@ export class StrategyRegistry {
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
     if (group === 'apiextensions.k8s.io' && resource === 'customresourcedefinitions') return { strategy: new CrdStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ingresses') return { strategy: kinds.ingressStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ingressclasses') return { strategy: kinds.ingressClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
+    if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };

@@ -12,7 +12,7 @@ const PERCENT_MSG =
   "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
 /** ValidatePositiveIntOrPercent */
-function intOrPercent(v: unknown, path: string): FieldError[] {
+export function intOrPercent(v: unknown, path: string): FieldError[] {
   if (typeof v === 'string') return /^[0-9]+%$/.test(v) ? [] : [invalid(path, v, PERCENT_MSG)];
   return nonNegative(v, path);
 }
@@ -23,7 +23,7 @@ function intOrPercentValue(v: unknown): number {
   return 0;
 }
 
-function notOver100(v: unknown, path: string): FieldError[] {
+export function notOver100(v: unknown, path: string): FieldError[] {
   return typeof v === 'string' && /^[0-9]+%$/.test(v) && Number(v.slice(0, -1)) > 100 ? [invalid(path, v, 'must not be greater than 100%')] : [];
 }
 

@@ -4,7 +4,8 @@
 import type { FieldError } from '../strategy.js';
 import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
-import { qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
+import { validatePvcSpec } from './storage.js';
+import { labelValueErrors, qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors as dns1123SubdomainOf,
@@ -195,8 +196,53 @@ function validateVolumes(volumes: unknown, path: string): { errs: FieldError[]; 
     if (isObj(v.configMap) && !v.configMap.name) errs.push(required(`${ip}.configMap.name`));
     if (isObj(v.secret) && !v.secret.secretName) errs.push(required(`${ip}.secret.secretName`));
     if (isObj(v.hostPath) && !v.hostPath.path) errs.push(required(`${ip}.hostPath.path`));
+    if (isObj(v.ephemeral)) {
+      // ValidatePersistentVolumeClaimTemplate: the claim's spec as a claim's.
+      const t = v.ephemeral.volumeClaimTemplate;
+      if (!isObj(t)) errs.push(required(`${ip}.ephemeral.volumeClaimTemplate`));
+      else errs.push(...validatePvcSpec(t.spec, `${ip}.ephemeral.volumeClaimTemplate.spec`));
+    }
   });
   return { errs, names };
+}
+
+const TOLERATION_OPERATORS = ['Equal', 'Exists'];
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** The internal core.Toleration a field error prints (Go field names: the internal type has no JSON tags). */
+function internalToleration(t: any): unknown {
+  return { Key: t.key ?? '', Operator: t.operator ?? '', Value: t.value ?? '', Effect: t.effect ?? '', TolerationSeconds: t.tolerationSeconds ?? null };
+}
+
+/**
+ * ValidateTolerations, with kube's paths: a bad Equal value and a value given with Exists are
+ * both reported against `operator`, as kube does.
+ */
+export function validateTolerations(tolerations: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  list(tolerations).forEach((t, i) => {
+    const ip = `${path}[${i}]`;
+    if (!isObj(t)) return;
+    const key = typeof t.key === 'string' ? t.key : '';
+    const op = typeof t.operator === 'string' ? t.operator : '';
+    const value = typeof t.value === 'string' ? t.value : '';
+    const effect = typeof t.effect === 'string' ? t.effect : '';
+    if (key) errs.push(...qualifiedNameErrors(key).map((m) => invalid(`${ip}.key`, key, m)));
+    if (!key && op !== 'Exists') {
+      errs.push(invalid(`${ip}.operator`, op, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'));
+    }
+    if (t.tolerationSeconds != null && effect !== 'NoExecute') {
+      errs.push(invalid(`${ip}.effect`, effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+    }
+    if (op === '' || op === 'Equal') {
+      const msgs = labelValueErrors(value);
+      if (msgs.length) errs.push(invalid(`${ip}.operator`, value, msgs.join(';')));
+    } else if (op === 'Exists') {
+      if (value) errs.push(invalid(`${ip}.operator`, internalToleration(t), "value must be empty when `operator` is 'Exists'"));
+    } else errs.push(notSupported(`${ip}.operator`, op, TOLERATION_OPERATORS));
+    if (effect && !TAINT_EFFECTS.includes(effect)) errs.push(notSupported(`${ip}.effect`, effect, TAINT_EFFECTS));
+  });
+  return errs;
 }
 
 /** ValidatePodSpec (the common subset). `path` is e.g. "spec" or "spec.template.spec". */
@@ -245,6 +291,7 @@ export function validatePodSpec(spec: any, path: string, isPod = false): FieldEr
   if (spec.serviceAccountName) {
     for (const m of dns1123SubdomainOf(spec.serviceAccountName)) errs.push(invalid(`${path}.serviceAccountName`, spec.serviceAccountName, m));
   }
+  errs.push(...validateTolerations(spec.tolerations, `${path}.tolerations`));
   if (spec.hostname) for (const m of dns1123LabelErrors(String(spec.hostname))) errs.push(invalid(`${path}.hostname`, spec.hostname, m));
   if (spec.nodeName) for (const m of dns1123SubdomainOf(spec.nodeName)) errs.push(invalid(`${path}.nodeName`, spec.nodeName, m));
   return errs;
@@ -270,6 +317,7 @@ export function validatePodSpecUpdate(spec: any, old: any): FieldError[] {
     return c;
   };
   const errs: FieldError[] = [];
+  errs.push(...validateOnlyAddedTolerations(spec.tolerations, old.tolerations));
   if (JSON.stringify(sortDeep(strip(spec))) !== JSON.stringify(sortDeep(strip(old)))) {
     errs.push(
       forbidden(
@@ -279,6 +327,23 @@ export function validatePodSpecUpdate(spec: any, old: any): FieldError[] {
     );
   }
   return errs;
+}
+
+/**
+ * validateOnlyAddedTolerations: every toleration the pod had must still be there, with at
+ * most its tolerationSeconds changed; then the new list is validated again (as kube does, so
+ * a bad toleration is reported twice among the causes of an update).
+ */
+function validateOnlyAddedTolerations(now: unknown, before: unknown): FieldError[] {
+  const norm = (t: any, seconds: unknown) =>
+    JSON.stringify([t?.key ?? '', t?.operator ?? '', t?.value ?? '', t?.effect ?? '', seconds ?? null]);
+  const next = list(now);
+  for (const o of list(before)) {
+    if (!next.some((n) => norm(o, n?.tolerationSeconds) === norm(n, n?.tolerationSeconds))) {
+      return [forbidden('spec.tolerations', 'existing toleration can not be modified except its tolerationSeconds')];
+    }
+  }
+  return validateTolerations(now, 'spec.tolerations');
 }
 
 function sortDeep(v: any): any {
