@@ -210,6 +210,14 @@ spec:
     expect(await k(['scale', 'ct', 'my-cron', '--replicas=5'])).toContain('scaled');
     const scale = await request(s, 'GET', '/apis/stable.example.com/v1/namespaces/default/crontabs/my-cron/scale');
     expect(scale.json()).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 5 }, status: { replicas: 2, selector: 'app=cron' } });
+    // kube's ScaleHandler: the scaler owns the replicas field at specReplicasPath, through the scale subresource
+    const mf = JSON.parse(await k(['get', 'ct', 'my-cron', '-o', 'json', '--show-managed-fields'])).metadata.managedFields as any[];
+    const scaler = mf.find((e) => e.subresource === 'scale');
+    expect(scaler).toMatchObject({ manager: 'kubectl', operation: 'Update', apiVersion: 'stable.example.com/v1', fieldsV1: { 'f:spec': { 'f:replicas': {} } } });
+    // and the scale subresource takes server-side apply
+    const applied = await request(s, 'PATCH', '/apis/stable.example.com/v1/namespaces/default/crontabs/my-cron/scale?fieldManager=hpa&force=true', { apiVersion: 'autoscaling/v1', kind: 'Scale', spec: { replicas: 5 } }, { 'content-type': 'application/apply-patch+yaml' });
+    expect(applied.status).toBe(200);
+    expect(applied.json().spec.replicas).toBe(5);
   });
 
   it('watch with kubectl get -w', async () => {

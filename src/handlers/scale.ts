@@ -1,8 +1,9 @@
-// The scale subresource (autoscaling/v1 Scale) of deployments, replicasets, statefulsets
-// and replicationcontrollers: get, update, patch and apply, as views of the parent's
-// spec.replicas, status.replicas and selector. Field ownership follows kube's ScaleHandler
-// (src/registry/scale-fields.ts): the write is managed as a write to the Scale, and
-// spec.replicas ownership is mapped back onto the parent's replicas field.
+// The scale subresource (autoscaling/v1 Scale): get, update, patch and apply, as a view of
+// the parent's replicas, status replicas and selector. The parent is a deployment, replica
+// set, stateful set or replication controller, or a custom resource whose CRD declares
+// subresources.scale (its paths say where the three live). Field ownership follows kube's
+// ScaleHandler (src/registry/scale-fields.ts): the write is managed as a write to the Scale,
+// and spec.replicas ownership is mapped back onto the parent's replicas field.
 import { sendJson } from '../http/respond.js';
 import { errors } from '../errors.js';
 import { dryRunParam } from '../request/query.js';
@@ -13,7 +14,7 @@ import { jsonPatch, mergePatch } from '../registry/patch.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
 import { finishApply, planApply, recordUpdate, type ApplyPlan, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
 import { ANY, rootNode } from '../registry/schema-walk.js';
-import { parentManagedFields, scaleManagedFields, SCALE_API_VERSION } from '../registry/scale-fields.js';
+import { builtinReplicasPaths, parentManagedFields, scaleManagedFields, SCALE_API_VERSION, type ReplicasPaths } from '../registry/scale-fields.js';
 import { boolParam } from '../request/query.js';
 import { features } from '../features.js';
 import { validateFieldManager, writeIdentity, type OptionsKind } from './field-manager.js';
@@ -21,7 +22,7 @@ import { apiVersionOf } from './context.js';
 import { decodeApplyBody } from './patch.js';
 import { mapSelectorString, selectorString } from '../registry/label-selector.js';
 import type { HandlerContext } from './context.js';
-import { handleCustomScale } from './custom-scale.js';
+import { customScaleAdapter } from './custom-scale.js';
 
 export function scaleOf(obj: any, mapSelector: boolean): any {
   const m = obj.metadata;
@@ -43,8 +44,25 @@ export function scaleOf(obj: any, mapSelector: boolean): any {
   };
 }
 
-function isRc(c: HandlerContext): boolean {
-  return c.target.gr === 'replicationcontrollers';
+/** What the handler needs to know of a scalable parent kind. */
+export interface ScaleAdapter {
+  /** the Scale view of a parent object */
+  view(obj: any): any;
+  /** sets the parent's desired replicas. Mutates obj. */
+  setReplicas(obj: any, replicas: number): void;
+  /** where the parent's replicas field is in its managed fields */
+  replicasPaths: ReplicasPaths;
+}
+
+function adapterOf(c: HandlerContext): ScaleAdapter {
+  const custom = c.target.info.custom;
+  if (custom?.scale) return customScaleAdapter(custom, custom.scale);
+  const rc = c.target.gr === 'replicationcontrollers';
+  return {
+    view: (obj) => scaleOf(obj, rc),
+    setReplicas: (obj, replicas) => (obj.spec = { ...(obj.spec ?? {}), replicas }),
+    replicasPaths: builtinReplicasPaths(c.target.gr),
+  };
 }
 
 async function current(c: HandlerContext): Promise<any> {
@@ -93,9 +111,8 @@ function checkScale(scale: any, name: string): number {
  * resourceVersion if it has one, with the Scale's field ownership mapped onto the parent's.
  * Runs again from the fresh parent when a race is lost.
  */
-async function writeScale(c: HandlerContext, w: ScaleWrite): Promise<void> {
+async function writeScale(c: HandlerContext, a: ScaleAdapter, w: ScaleWrite): Promise<void> {
   const name = c.info.name;
-  const gr = c.target.gr;
   const parentVersion = apiVersionOf(c.target);
   let oldScale: any;
   let newScale: any;
@@ -108,14 +125,14 @@ async function writeScale(c: HandlerContext, w: ScaleWrite): Promise<void> {
       subresource: '',
       fields: (old, obj) => {
         w.fields(oldScale, newScale);
-        const mf = parentManagedFields(gr, parentVersion, old?.metadata?.managedFields, newScale.metadata?.managedFields);
+        const mf = parentManagedFields(a.replicasPaths, parentVersion, old?.metadata?.managedFields, newScale.metadata?.managedFields);
         if (mf) obj.metadata.managedFields = mf;
         else delete obj.metadata.managedFields;
       },
     },
     (obj) => {
-      oldScale = scaleOf(obj, isRc(c));
-      const mf = scaleManagedFields(gr, obj.metadata.managedFields);
+      oldScale = a.view(obj);
+      const mf = scaleManagedFields(a.replicasPaths, obj.metadata.managedFields);
       if (mf) oldScale.metadata.managedFields = mf;
       newScale = w.build(structuredClone(oldScale));
       const replicas = checkScale(newScale, name);
@@ -123,11 +140,11 @@ async function writeScale(c: HandlerContext, w: ScaleWrite): Promise<void> {
       const rv: string = newScale.metadata.resourceVersion ?? '';
       if (rv) obj.metadata.resourceVersion = rv;
       else delete obj.metadata.resourceVersion;
-      obj.spec = { ...(obj.spec ?? {}), replicas };
+      a.setReplicas(obj, replicas);
       return obj;
     },
   );
-  sendJson(c.req, c.res, 200, JSON.stringify(scaleOf(JSON.parse(r.json.toString('utf8')), isRc(c))));
+  sendJson(c.req, c.res, 200, JSON.stringify(a.view(JSON.parse(r.json.toString('utf8')))));
 }
 
 const PATCH_TYPES: Record<string, 'merge' | 'json' | 'apply'> = {
@@ -162,18 +179,17 @@ function applyWrite(c: HandlerContext): ScaleWrite {
 }
 
 export async function handleScale(c: HandlerContext): Promise<void> {
-  const custom = c.target.info.custom?.scale;
-  if (custom) return handleCustomScale(c, custom);
+  const a = adapterOf(c);
   switch (c.info.verb) {
     case 'get':
-      sendJson(c.req, c.res, 200, JSON.stringify(scaleOf(await current(c), isRc(c))));
+      sendJson(c.req, c.res, 200, JSON.stringify(a.view(await current(c))));
       return;
     case 'update': {
       const body = parseBody(c.req.body, c.req.headers['content-type']);
       const json = mediaTypeOf(c.req.headers['content-type']) === 'application/json';
       validateSubresourceBody(c.target, 'scale', 'update', c.req.query, body, json ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
       checkScale(body, c.info.name);
-      await writeScale(c, { build: () => structuredClone(body), fields: updateFields(c, 'UpdateOptions') });
+      await writeScale(c, a, { build: () => structuredClone(body), fields: updateFields(c, 'UpdateOptions') });
       return;
     }
     case 'patch': {
@@ -182,7 +198,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const kind = PATCH_TYPES[mt];
       if (!kind || !accepted.includes(mt)) throw errors.unsupportedMediaType(accepted);
       if (kind === 'apply') {
-        await writeScale(c, applyWrite(c));
+        await writeScale(c, a, applyWrite(c));
         return;
       }
       if (c.req.query.has('force')) {
@@ -195,7 +211,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       } catch (e) {
         throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
       }
-      await writeScale(c, {
+      await writeScale(c, a, {
         build: (scale) => {
           // The patch pins a version only when it names one.
           delete scale.metadata.resourceVersion;

@@ -24,8 +24,13 @@ const REPLICAS_PATHS: Record<string, Record<string, string[]>> = {
   replicationcontrollers: { v1: ['f:spec', 'f:replicas'] },
 };
 
-function pathsOf(gr: string): Record<string, string[]> {
-  return REPLICAS_PATHS[gr] ?? { 'apps/v1': ['f:spec', 'f:replicas'], v1: ['f:spec', 'f:replicas'] };
+/** Where a parent's replicas field sits in its managed fields, per apiVersion of an entry (undefined: not understood). */
+export type ReplicasPaths = (apiVersion: string) => string[] | undefined;
+
+/** The built-in scalable kinds' paths, by group-resource. */
+export function builtinReplicasPaths(gr: string): ReplicasPaths {
+  const paths = REPLICAS_PATHS[gr] ?? { 'apps/v1': ['f:spec', 'f:replicas'], v1: ['f:spec', 'f:replicas'] };
+  return (v) => paths[v];
 }
 
 function only(path: string[]): FieldSet {
@@ -35,12 +40,11 @@ function only(path: string[]): FieldSet {
 }
 
 /** The Scale's managedFields, derived from the parent's (kube's ToSubresource). */
-export function scaleManagedFields(gr: string, parentEntries: unknown): any[] | undefined {
-  const paths = pathsOf(gr);
+export function scaleManagedFields(pathOf: ReplicasPaths, parentEntries: unknown): any[] | undefined {
   const parent = decodeManaged(parentEntries) ?? new Map<string, Managed>();
   const out = new Map<string, Managed>();
   for (const [k, m] of parent) {
-    const p = paths[m.apiVersion];
+    const p = pathOf(m.apiVersion);
     if (!p || !m.set.has(p)) continue;
     out.set(k, { ...m, apiVersion: SCALE_API_VERSION, set: only(REPLICAS_IN_SCALE) });
   }
@@ -49,13 +53,12 @@ export function scaleManagedFields(gr: string, parentEntries: unknown): any[] | 
 }
 
 /** The parent's managedFields after a Scale write (kube's ToParent). parentVersion: the parent's storage group/version. */
-export function parentManagedFields(gr: string, parentVersion: string, parentEntries: unknown, scaleEntries: unknown): any[] | undefined {
-  const paths = pathsOf(gr);
+export function parentManagedFields(pathOf: ReplicasPaths, parentVersion: string, parentEntries: unknown, scaleEntries: unknown): any[] | undefined {
   const parent = decodeManaged(parentEntries) ?? new Map<string, Managed>();
   const scale = decodeManaged(scaleEntries) ?? new Map<string, Managed>();
   const out = new Map<string, Managed>();
   for (const [k, m] of parent) {
-    const p = paths[m.apiVersion];
+    const p = pathOf(m.apiVersion);
     if (!p) continue; // a version without a mapping is dropped
     if (!m.set.has(p)) {
       out.set(k, m);
@@ -71,7 +74,7 @@ export function parentManagedFields(gr: string, parentVersion: string, parentEnt
     const rest = m.set.difference(only(p));
     if (!rest.empty()) out.set(k, { ...m, set: rest });
   }
-  const target = paths[parentVersion] ?? ['f:spec', 'f:replicas'];
+  const target = pathOf(parentVersion) ?? ['f:spec', 'f:replicas'];
   for (const [k, m] of scale) {
     if (!m.set.has(REPLICAS_IN_SCALE)) continue;
     out.set(k, { ...m, apiVersion: parentVersion, set: only(target), time: parent.get(k)?.time });
