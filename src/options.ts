@@ -205,7 +205,9 @@ export function defaultOptions(): ServerOptions {
 
 export function usage(): string {
   const lines = ['Usage: kubeshard [flags]', '', 'Flags:'];
-  for (const [name, f] of Object.entries(FLAGS)) lines.push(`      --${name} ${f.kind === 'bool' ? '' : f.kind}`.padEnd(44) + f.help);
+  const heads = Object.entries(FLAGS).map(([name, f]) => [`      --${name} ${f.kind === 'bool' ? '' : f.kind}`.trimEnd(), f.help]);
+  const width = Math.max(...heads.map(([h]) => h.length)) + 2;
+  for (const [head, help] of heads) lines.push(head.padEnd(width) + help);
   return lines.join('\n');
 }
 
