@@ -159,6 +159,18 @@ spec:
     });
     const b = (await getJson(['validatingadmissionpolicybinding', 'vapb'])).spec;
     expect(b.matchResources).toEqual({ matchPolicy: 'Equivalent', namespaceSelector: {}, objectSelector: {} });
+    const bad = await request(s, 'POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', {
+      metadata: { name: 'bad' },
+      spec: { failurePolicy: 'Never', matchConstraints: { excludeResourceRules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], resourceNames: ['a/b'] }] } },
+    });
+    expect(bad.status).toBe(422);
+    expect(causes(bad)).toEqual([
+      'spec.failurePolicy: Unsupported value: "Never": supported values: "Fail", "Ignore"',
+      `spec.matchConstraints.excludeResourceRules[0].resourceNames[0]: Invalid value: "a/b": may not contain '/'`,
+      'spec.matchConstraints.resourceRules: Required value',
+      'spec.validations: Required value: validations or auditAnnotations must contain at least one item',
+      'spec.auditAnnotations: Required value: validations or auditAnnotations must contain at least one item',
+    ]);
   });
 });
 

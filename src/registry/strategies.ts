@@ -18,7 +18,7 @@ import {
 } from './defaults/admission.js';
 import { defaultBinding } from './defaults/rbac.js';
 import { defaultCsiDriver, defaultFlowSchema, defaultLimitRange, defaultPriorityLevelConfiguration } from './defaults/other.js';
-import { validateMutatingWebhookConfiguration, validateValidatingWebhookConfiguration } from './validation/admission.js';
+import { validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
 import { validateBinding, validateBindingUpdate, validateRole } from './validation/rbac.js';
 
 /** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
@@ -265,7 +265,7 @@ export class StrategyRegistry {
         case 'mutatingwebhookconfigurations':
           return { strategy: kinds.validatedStrategy(validateMutatingWebhookConfiguration, undefined, defaultMutatingWebhookConfiguration), nameRule: 'subdomain' };
         case 'validatingadmissionpolicies':
-          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicy, true), nameRule: 'subdomain' };
+          return { strategy: kinds.validatedStrategy(validateValidatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };
         case 'validatingadmissionpolicybindings':
           return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
       }

@@ -248,3 +248,55 @@ export function validateValidatingWebhookConfiguration(obj: any, old?: any): Fie
 export function validateMutatingWebhookConfiguration(obj: any, old?: any): FieldError[] {
   return validateConfiguration(obj, true, old ? updateOptions(old) : STRICT);
 }
+
+/** validateMatchResources of a policy or binding (selectors and match policy are defaulted first). */
+function validateMatchResources(m: any, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!isObj(m)) return errs;
+  if (!present(m.matchPolicy)) errs.push(required(`${path}.matchPolicy`));
+  else if (!MATCH_POLICIES.includes(String(m.matchPolicy))) errs.push(notSupported(`${path}.matchPolicy`, m.matchPolicy, MATCH_POLICIES));
+  if (isObj(m.namespaceSelector)) errs.push(...validateLabelSelector(m.namespaceSelector, `${path}.namespaceSelector`));
+  if (isObj(m.objectSelector)) errs.push(...validateLabelSelector(m.objectSelector, `${path}.objectSelector`));
+  for (const key of ['resourceRules', 'excludeResourceRules']) {
+    list(m[key]).forEach((r, i) => {
+      const rp = `${path}.${key}[${i}]`;
+      const seen = new Set<string>();
+      list(r?.resourceNames).forEach((n, j) => {
+        const np = `${rp}.resourceNames[${j}]`;
+        const name = String(n);
+        if (name === '.' || name === '..') errs.push(invalid(np, name, `may not be '${name}'`));
+        for (const c of ['/', '%']) if (name.includes(c)) errs.push(invalid(np, name, `may not contain '${c}'`));
+        if (seen.has(name)) errs.push(duplicate(np, name));
+        seen.add(name);
+      });
+      errs.push(...validateRuleWithOperations(r, rp));
+    });
+  }
+  return errs;
+}
+
+/**
+ * ValidatingAdmissionPolicy without its CEL: failure policy, match constraints (with at least
+ * one resource rule), and at least one validation or audit annotation, each with an expression.
+ * Expressions are not compiled here.
+ */
+export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = isObj(obj?.spec) ? obj.spec : {};
+  if (!present(spec.failurePolicy)) errs.push(required('spec.failurePolicy'));
+  else if (!FAILURE_POLICIES.includes(String(spec.failurePolicy))) errs.push(notSupported('spec.failurePolicy', spec.failurePolicy, FAILURE_POLICIES));
+  if (!isObj(spec.matchConstraints)) errs.push(required('spec.matchConstraints'));
+  else {
+    errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
+    if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
+  }
+  if (list(spec.validations).length === 0 && list(spec.auditAnnotations).length === 0) {
+    const why = 'validations or auditAnnotations must contain at least one item';
+    errs.push(required('spec.validations', why), required('spec.auditAnnotations', why));
+  } else {
+    list(spec.validations).forEach((v, i) => {
+      if (!isObj(v) || String(v.expression ?? '').trim() === '') errs.push(required(`spec.validations[${i}].expression`, 'expression is not specified'));
+    });
+  }
+  return errs;
+}
