@@ -393,6 +393,9 @@ class ValidatedStrategy extends SpecStrategy {
   }
 }
 
+/** A kind with kube's hand-written validator (and optionally its defaulter), tracking generation. */
+export const validatedStrategy = (check: (obj: any, old?: any) => FieldError[], checkUpdate?: (obj: any, old: any) => FieldError[], defaults?: (obj: any) => void) =>
+  new ValidatedStrategy(check, checkUpdate, defaults);
 export const podDisruptionBudgetStrategy = () => new ValidatedStrategy(validatePdb);
 export const ingressStrategy = () => new ValidatedStrategy((obj, old) => (old ? validateIngress(obj) : validateIngressCreate(obj)));
 export const ingressClassStrategy = () => new ValidatedStrategy(validateIngressClass, validateIngressClassUpdate, defaultIngressClass);

@@ -10,6 +10,16 @@ import * as kinds from './kind-strategies.js';
 import { CrdStrategy } from './crd/crd-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
+import {
+  defaultMutatingWebhookConfiguration,
+  defaultValidatingAdmissionPolicy,
+  defaultValidatingAdmissionPolicyBinding,
+  defaultValidatingWebhookConfiguration,
+} from './defaults/admission.js';
+import { defaultBinding } from './defaults/rbac.js';
+import { defaultCsiDriver, defaultFlowSchema, defaultLimitRange, defaultPriorityLevelConfiguration } from './defaults/other.js';
+import { validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
+import { validateBinding, validateBindingUpdate, validateRole } from './validation/rbac.js';
 
 /** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
 const STATUS_RESETS_METADATA = new Set([
@@ -112,8 +122,31 @@ class ServiceStrategy extends Strategy {
   }
 }
 
-class CreateOnUpdateStrategy extends Strategy {
-  override allowCreateOnUpdate = true;
+/** RBAC kinds: bindings defaulted (roleRef and subject groups) and validated as kube's rbac validation. */
+class RbacStrategy extends Strategy {
+  override handlesRequired = true;
+  constructor(
+    private readonly binding: boolean,
+    private readonly namespaced: boolean,
+  ) {
+    super();
+  }
+  override prepareForCreate(obj: any): void {
+    if (this.binding) defaultBinding(obj);
+  }
+  override prepareForUpdate(obj: any): void {
+    if (this.binding) defaultBinding(obj);
+  }
+  override validate(obj: any): FieldError[] {
+    return this.binding ? validateBinding(obj, this.namespaced) : validateRole(obj, this.namespaced);
+  }
+  override validateUpdate(obj: any, old: any): FieldError[] {
+    return this.binding ? validateBindingUpdate(obj, old) : [];
+  }
+}
+
+function rbacStrategy(resource: string): Strategy {
+  return new RbacStrategy(resource.endsWith('bindings'), !resource.startsWith('cluster'));
 }
 
 const SPEC_GROUPS = new Set(['apps', 'batch', 'networking.k8s.io', 'policy', 'autoscaling', 'storage.k8s.io', 'admissionregistration.k8s.io', 'flowcontrol.apiserver.k8s.io']);
@@ -194,7 +227,7 @@ export class StrategyRegistry {
         case 'endpoints':
           return { strategy: kinds.endpointsStrategy(), nameRule: 'subdomain' };
         case 'limitranges':
-          return { strategy: new CreateOnUpdateStrategy(), nameRule: 'subdomain' };
+          return { strategy: new kinds.DefaultingStrategy(defaultLimitRange), nameRule: 'subdomain' };
         case 'replicationcontrollers':
           return { strategy: new kinds.ReplicationControllerStrategy(), nameRule: 'subdomain' };
       }
@@ -224,7 +257,24 @@ export class StrategyRegistry {
     if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
     if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
     if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
-    if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
+    if (group === 'rbac.authorization.k8s.io') return { strategy: rbacStrategy(resource), nameRule: 'path' };
+    if (group === 'admissionregistration.k8s.io') {
+      switch (resource) {
+        case 'validatingwebhookconfigurations':
+          return { strategy: kinds.validatedStrategy(validateValidatingWebhookConfiguration, undefined, defaultValidatingWebhookConfiguration), nameRule: 'subdomain' };
+        case 'mutatingwebhookconfigurations':
+          return { strategy: kinds.validatedStrategy(validateMutatingWebhookConfiguration, undefined, defaultMutatingWebhookConfiguration), nameRule: 'subdomain' };
+        case 'validatingadmissionpolicies':
+          return { strategy: kinds.validatedStrategy(validateValidatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };
+        case 'validatingadmissionpolicybindings':
+          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
+      }
+    }
+    if (group === 'storage.k8s.io' && resource === 'csidrivers') return { strategy: new kinds.DefaultingStrategy(defaultCsiDriver, true), nameRule: 'subdomain' };
+    if (group === 'flowcontrol.apiserver.k8s.io' && resource === 'flowschemas') return { strategy: new kinds.DefaultingStrategy(defaultFlowSchema, true), nameRule: 'subdomain' };
+    if (group === 'flowcontrol.apiserver.k8s.io' && resource === 'prioritylevelconfigurations') {
+      return { strategy: new kinds.DefaultingStrategy(defaultPriorityLevelConfiguration, true), nameRule: 'subdomain' };
+    }
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };
   }
