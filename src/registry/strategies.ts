@@ -6,6 +6,7 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
+import { IpAddressStrategy, ServiceCidrStrategy } from './service-cidr-strategies.js';
 import * as kinds from './kind-strategies.js';
 import { CrdStrategy } from './crd/crd-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
@@ -99,16 +100,16 @@ class ServiceStrategy extends Strategy {
     return [];
   }
 
-  override beginCreate(obj: any): (committed: boolean) => void {
-    return this.allocator.allocateCreate(obj);
+  override beginCreate(obj: any, ctx: StrategyContext): (committed: boolean) => void | Promise<void> {
+    return this.allocator.allocateCreate(obj, ctx.dryRun);
   }
 
-  override beginUpdate(obj: any, old: any): (committed: boolean) => void {
-    return this.allocator.allocateUpdate(obj, old);
+  override beginUpdate(obj: any, old: any, ctx: StrategyContext): (committed: boolean) => void | Promise<void> {
+    return this.allocator.allocateUpdate(obj, old, ctx.dryRun);
   }
 
-  override afterDelete(obj: any): void {
-    this.allocator.release(obj);
+  override afterDelete(obj: any): Promise<void> {
+    return this.allocator.release(obj);
   }
 }
 
@@ -224,6 +225,8 @@ export class StrategyRegistry {
     if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
     if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
     if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ipaddresses') return { strategy: new IpAddressStrategy(this.serviceAllocator), nameRule: 'path' };
+    if (group === 'networking.k8s.io' && resource === 'servicecidrs') return { strategy: new ServiceCidrStrategy(), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };
