@@ -114,6 +114,27 @@ describe('ServiceCIDR and IPAddress objects', () => {
     expect((await request(s, 'POST', SVC, svc('steal', { clusterIP: ip }))).status).toBe(422);
   });
 
+  it('ClusterIP to ExternalName drops the address fields and releases the address; back to ClusterIP allocates anew', async () => {
+    const c = (await request(s, 'POST', SVC, svc('switch', { selector: { app: 'x' } }))).json();
+    const ip = c.spec.clusterIP;
+    const merge = { 'content-type': 'application/merge-patch+json' };
+    const toExt = await request(s, 'PATCH', `${SVC}/switch`, { spec: { type: 'ExternalName', externalName: 'a.example.com' } }, merge);
+    expect(toExt.status).toBe(200);
+    const ext = toExt.json().spec;
+    expect(ext.clusterIP).toBeUndefined();
+    expect(ext.clusterIPs).toBeUndefined();
+    expect(ext.ipFamilies).toBeUndefined();
+    expect(ext.ipFamilyPolicy).toBeUndefined();
+    expect((await request(s, 'GET', `${IPS}/${ip}`)).status).toBe(404);
+    const back = await request(s, 'PATCH', `${SVC}/switch`, { spec: { type: 'ClusterIP', externalName: null } }, merge);
+    expect(back.status).toBe(200);
+    const spec = back.json().spec;
+    expect(spec.clusterIP).toMatch(/^10\.128\./);
+    expect(spec.ipFamilies).toEqual(['IPv4']);
+    expect(spec.ipFamilyPolicy).toBe('SingleStack');
+    expect((await request(s, 'GET', `${IPS}/${spec.clusterIP}`)).json().spec.parentRef.name).toBe('switch');
+  });
+
   it('IPAddress validation: names are canonical IPs; parentRef is required and immutable', async () => {
     const bad = await request(s, 'POST', IPS, { metadata: { name: 'not-an-ip' }, spec: { parentRef: { resource: 'things', name: 'x' } } });
     expect(bad.status).toBe(422);

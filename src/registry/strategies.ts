@@ -82,11 +82,17 @@ class ServiceStrategy extends Strategy {
     defaultService(obj);
     dropServiceTypeDependentFields(obj, old);
     const spec = (obj.spec ??= {});
-    if (!spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
-    if (!spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;
+    // Allocated values a client left out are kept only while both need an address (kube's
+    // patchAllocatedValues); a switch to ExternalName gives them up.
+    const keepAddress = spec.type !== 'ExternalName' && old.spec?.type !== 'ExternalName';
+    if (keepAddress && !spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
+    if (keepAddress && !spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;
     for (const k of ['ipFamilies', 'ipFamilyPolicy', 'internalTrafficPolicy', 'sessionAffinity', 'type']) {
+      if (!keepAddress && (k === 'ipFamilies' || k === 'ipFamilyPolicy')) continue;
       if (spec[k] === undefined && old.spec?.[k] !== undefined) spec[k] = old.spec[k];
     }
+    // Leaving ExternalName: the families are initialized as on create (kube's initIPFamilyFields).
+    if (old.spec?.type === 'ExternalName' && spec.type !== 'ExternalName') defaultServiceFamilies(obj);
   }
 
   override validate(obj: any): FieldError[] {
