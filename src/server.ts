@@ -88,7 +88,11 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
   // objects of the allocated ClusterIPs (repaired after a crash), then the kubernetes Service.
-  await ensureDefaultServiceCidr(store, targets, [strategies.serviceAllocator.ips.cidr]);
+  const serviceCidrs = [strategies.serviceAllocator.ips.cidr];
+  await ensureDefaultServiceCidr(store, targets, serviceCidrs);
+  strategies.onDefaultServiceCidrDeleted = () => {
+    ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
+  };
   strategies.serviceAllocator.objects.attach(store, targets);
   await strategies.serviceAllocator.repair();
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);

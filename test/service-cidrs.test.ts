@@ -49,6 +49,20 @@ describe('ServiceCIDR and IPAddress objects', () => {
     expect(none.json().message).toBe('ServiceCIDR.networking.k8s.io "none" is invalid: spec.cidrs: Required value: at least one CIDR required');
   });
 
+  it('the default ServiceCIDR comes back when deleted, as kube\'s controller recreates it', async () => {
+    const uid = (await request(s, 'GET', `${CIDRS}/kubernetes`)).json().metadata.uid;
+    expect((await request(s, 'DELETE', `${CIDRS}/kubernetes`)).status).toBe(200);
+    let back: any;
+    for (let i = 0; i < 100 && !back; i++) {
+      const r = await request(s, 'GET', `${CIDRS}/kubernetes`);
+      if (r.status === 200 && r.json().status?.conditions?.length) back = r.json();
+      else await new Promise((ok) => setTimeout(ok, 50));
+    }
+    expect(back.metadata.uid).not.toBe(uid);
+    expect(back.spec.cidrs).toEqual(['10.128.0.0/16']);
+    expect(back.status.conditions[0]).toMatchObject({ type: 'Ready', status: 'True' });
+  });
+
   it('the kubernetes Service has its IPAddress', async () => {
     const ip = (await request(s, 'GET', `${IPS}/10.128.0.1`)).json();
     expect(ip.metadata.labels).toEqual({ 'ipaddress.kubernetes.io/ip-family': 'IPv4', 'ipaddress.kubernetes.io/managed-by': 'ipallocator.k8s.io' });

@@ -179,6 +179,15 @@ function isV6Cidr(s: string): boolean {
 }
 
 export class ServiceCidrStrategy extends Strategy {
+  /** Called when the default ServiceCIDR is gone: kube's default ServiceCIDR controller recreates it. */
+  constructor(readonly onDefaultDeleted: () => void = () => {}) {
+    super();
+  }
+
+  override afterDelete(obj: any): void {
+    if (obj.metadata?.name === 'kubernetes') setImmediate(this.onDefaultDeleted);
+  }
+
   override validate(obj: any): FieldError[] {
     const cidrs = obj.spec?.cidrs;
     if (!Array.isArray(cidrs) || cidrs.length === 0) return [{ field: 'spec.cidrs', type: 'FieldValueRequired', detail: 'at least one CIDR required' }];

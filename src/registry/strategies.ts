@@ -152,6 +152,8 @@ export class StrategyRegistry {
   private cache = new Map<string, { strategy: Strategy; nameRule: NameRule }>();
   private service: ServiceStrategy;
   readonly serviceAllocator: ServiceAllocator;
+  /** Set by the server: recreates the default ServiceCIDR after it is deleted. */
+  onDefaultServiceCidrDeleted: () => void = () => {};
   private pods: kinds.PodStrategy;
 
   constructor(coord: Coordinator, opts: StrategyOptions) {
@@ -232,7 +234,7 @@ export class StrategyRegistry {
     if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
     if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'ipaddresses') return { strategy: new IpAddressStrategy(this.serviceAllocator), nameRule: 'path' };
-    if (group === 'networking.k8s.io' && resource === 'servicecidrs') return { strategy: new ServiceCidrStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'servicecidrs') return { strategy: new ServiceCidrStrategy(() => this.onDefaultServiceCidrDeleted()), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: new Strategy(), nameRule: 'path' };
     if (SPEC_GROUPS.has(group)) return { strategy: new SpecStrategy(), nameRule: 'subdomain' };
     return { strategy: new Strategy(), nameRule: 'subdomain' };
