@@ -140,6 +140,8 @@ async function main() {
     const tracer = args.includes('--strace') ? spawn('strace', ['-f', '-c', '-p', String(pid)], { stdio: ['ignore', 'inherit', 'inherit'] }) : null;
     if (tracer) await new Promise((r) => setTimeout(r, 500));
     const before = threadTicks(pid);
+    // the load generator's own CPU (this process): on 2 cores it competes with the server
+    let clientCpu = process.cpuUsage();
     const start = performance.now();
     let count = 0;
     let extra = '';
@@ -149,6 +151,7 @@ async function main() {
       const fleet = await openWatchFleet(t, '/api/v1/namespaces/cpu/configmaps?watch=1', watchers, 0);
       const t0 = threadTicks(pid);
       for (const [k, v] of t0) before.set(k, v);
+      clientCpu = process.cpuUsage();
       const e0 = fleet.events();
       const rate = Number(opt('rate', '200'));
       const end = Date.now() + seconds * 1000;
@@ -173,6 +176,8 @@ async function main() {
     }
     const wall = (performance.now() - start) / 1000;
     const after = threadTicks(pid);
+    const c = process.cpuUsage(clientCpu);
+    const clientUs = (c.user + c.system) / Math.max(1, count);
     if (tracer) {
       tracer.kill('SIGINT');
       await new Promise((r) => tracer.once('exit', r));
@@ -185,7 +190,7 @@ async function main() {
       if (d > 0) perThread.push(`${tid === pid ? 'main' : a.name}:${((d * 1e4) / Math.max(1, count)).toFixed(1)}`);
     }
     const us = (total * 1e4) / Math.max(1, count);
-    console.log(`${scenario}: ${count} ${unit}s in ${wall.toFixed(1)} s; server CPU ${(total / 100).toFixed(2)} s = ${us.toFixed(1)} µs per ${unit} (${perThread.join(' ')}); idle rss ${idleRss.toFixed(0)}MB${extra}`);
+    console.log(`${scenario}: ${count} ${unit}s in ${wall.toFixed(1)} s; server CPU ${(total / 100).toFixed(2)} s = ${us.toFixed(1)} µs per ${unit} (${perThread.join(' ')}); idle rss ${idleRss.toFixed(0)}MB; client CPU ${clientUs.toFixed(1)} µs per ${unit}${extra}`);
   } finally {
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));

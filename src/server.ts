@@ -13,6 +13,7 @@ import { Store } from './registry/store.js';
 import { StrategyRegistry } from './registry/strategies.js';
 import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
 import { ensureKubernetesService } from './registry/kubernetes-service.js';
+import { ensureDefaultServiceCidr } from './registry/allocators/ip-address-objects.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { CustomResources } from './api/custom-resources.js';
@@ -85,6 +86,15 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   await saController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
+  // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
+  // objects of the allocated ClusterIPs (repaired after a crash), then the kubernetes Service.
+  const serviceCidrs = [strategies.serviceAllocator.ips.cidr];
+  await ensureDefaultServiceCidr(store, targets, serviceCidrs);
+  strategies.onDefaultServiceCidrDeleted = () => {
+    ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
+  };
+  strategies.serviceAllocator.objects.attach(store, targets);
+  await strategies.serviceAllocator.repair();
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
   const gc = new GarbageCollector(store, coord, catalog, targets);

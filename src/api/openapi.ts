@@ -164,6 +164,12 @@ const WATCH_TYPES = [...READ_TYPES, 'application/json;stream=watch', 'applicatio
 // deletecollection takes the delete options and the list options but the watch ones
 const DELETE_COLLECTION = [...DELETE, ...LIST.filter((p) => p.name !== 'watch' && p.name !== 'allowWatchBookmarks')].sort((a, b) => (a.name < b.name ? -1 : 1));
 const PATCH_TYPES = ['application/apply-patch+yaml', 'application/apply-patch+cbor', 'application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'];
+/**
+ * Custom resources take no strategic merge patch (apiextensions-apiserver's patch types), and
+ * their documents say so: kubectl's client-side apply picks SMP only where the PATCH
+ * operation consumes it, and otherwise sends a JSON merge patch.
+ */
+const CUSTOM_PATCH_TYPES = PATCH_TYPES.filter((t) => t !== 'application/strategic-merge-patch+json');
 
 function param(d: Dialect, p: ParamSpec): Json {
   const where = p.in ?? 'query';
@@ -290,7 +296,7 @@ class PathBuilder {
       if (r.verbs.includes('create')) c.post = this.op(tag, 'post', opId('create', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201', '202']);
       if (r.verbs.includes('delete')) i.delete = this.op(tag, 'delete', opId('delete', r, '', ns), gvk, DELETE, r.deleteReturnsObject ? kindDef : META + 'Status', deleteBody, ['200', '202']);
       if (r.verbs.includes('get')) i.get = this.op(tag, 'get', opId('read', r, '', ns), gvk, [], kindDef);
-      if (r.verbs.includes('patch')) i.patch = this.op(tag, 'patch', opId('patch', r, '', ns), gvk, PATCH, kindDef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+      if (r.verbs.includes('patch')) i.patch = this.op(tag, 'patch', opId('patch', r, '', ns), gvk, PATCH, kindDef, { def: META + 'Patch', types: r.custom ? CUSTOM_PATCH_TYPES : PATCH_TYPES }, ['200', '201']);
       if (r.verbs.includes('update')) i.put = this.op(tag, 'put', opId('replace', r, '', ns), gvk, WRITE, kindDef, write, ['200', '201']);
       this.path(coll, c, collParams);
       this.path(item, i, itemParams);
@@ -331,7 +337,7 @@ class PathBuilder {
           continue;
         }
         if (s.verbs.includes('get')) p.get = this.op(tag, 'get', opId('read', r, sub, ns), sgvk, [], sdef);
-        if (s.verbs.includes('patch')) p.patch = this.op(tag, 'patch', opId('patch', r, sub, ns), sgvk, PATCH, sdef, { def: META + 'Patch', types: PATCH_TYPES }, ['200', '201']);
+        if (s.verbs.includes('patch')) p.patch = this.op(tag, 'patch', opId('patch', r, sub, ns), sgvk, PATCH, sdef, { def: META + 'Patch', types: r.custom ? CUSTOM_PATCH_TYPES : PATCH_TYPES }, ['200', '201']);
         if (s.verbs.includes('create')) p.post = this.op(tag, 'post', opId('create', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201', '202']);
         if (s.verbs.includes('update')) p.put = this.op(tag, 'put', opId('replace', r, sub, ns), sgvk, WRITE, sdef, { def: sdef, types: ['*/*'] }, ['200', '201']);
         this.path(`${item}/${s.name}`, p, itemParams);

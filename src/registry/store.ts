@@ -517,7 +517,7 @@ export class Store {
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
-    const finish = t.strategy.beginCreate(obj, ctx);
+    const finish = t.strategy.beginCreate(obj, { ...ctx, dryRun: opts.dryRun });
     let committed = false;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -536,7 +536,7 @@ export class Store {
         m.name = generateName(m.generateName);
       }
     } finally {
-      finish?.(committed);
+      await finish?.(committed);
     }
   }
 
@@ -596,13 +596,13 @@ export class Store {
       if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) return { code: 200, json: cur.json };
       // The last finalizer gone from an object marked for deletion (and not still in a grace period) deletes it.
       const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0) && !(obj.metadata.deletionGracePeriodSeconds > 0);
-      const finish = t.strategy.beginUpdate(obj, old, this.ctxOf(t));
+      const finish = t.strategy.beginUpdate(obj, old, { ...this.ctxOf(t), dryRun: opts.dryRun });
       let committed = false;
       try {
         if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
         const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
         committed = true;
-        if (finalizing) t.strategy.afterDelete(obj);
+        if (finalizing) await t.strategy.afterDelete(obj);
         return { code: 200, json: r.json };
       } catch (e) {
         if (e instanceof WriteRejected) {
@@ -612,7 +612,7 @@ export class Store {
         }
         throw e;
       } finally {
-        finish?.(committed);
+        await finish?.(committed);
       }
     }
   }
@@ -743,7 +743,7 @@ export class Store {
       if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(t, obj, cur.rv), obj };
       try {
         const r = await this.commit(t, type, ns, name, obj, cur.rv);
-        if (type === 'DELETED') t.strategy.afterDelete(obj);
+        if (type === 'DELETED') await t.strategy.afterDelete(obj);
         return { deleted: type === 'DELETED', json: r.json, obj };
       } catch (e) {
         if (e instanceof WriteRejected) {

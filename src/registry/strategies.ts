@@ -6,6 +6,7 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
+import { IpAddressStrategy, ServiceCidrStrategy } from './service-cidr-strategies.js';
 import * as kinds from './kind-strategies.js';
 import { CrdStrategy } from './crd/crd-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
@@ -91,11 +92,17 @@ class ServiceStrategy extends Strategy {
     defaultService(obj);
     dropServiceTypeDependentFields(obj, old);
     const spec = (obj.spec ??= {});
-    if (!spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
-    if (!spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;
+    // Allocated values a client left out are kept only while both need an address (kube's
+    // patchAllocatedValues); a switch to ExternalName gives them up.
+    const keepAddress = spec.type !== 'ExternalName' && old.spec?.type !== 'ExternalName';
+    if (keepAddress && !spec.clusterIP && old.spec?.clusterIP) spec.clusterIP = old.spec.clusterIP;
+    if (keepAddress && !spec.clusterIPs && old.spec?.clusterIPs) spec.clusterIPs = old.spec.clusterIPs;
     for (const k of ['ipFamilies', 'ipFamilyPolicy', 'internalTrafficPolicy', 'sessionAffinity', 'type']) {
+      if (!keepAddress && (k === 'ipFamilies' || k === 'ipFamilyPolicy')) continue;
       if (spec[k] === undefined && old.spec?.[k] !== undefined) spec[k] = old.spec[k];
     }
+    // Leaving ExternalName: the families are initialized as on create (kube's initIPFamilyFields).
+    if (old.spec?.type === 'ExternalName' && spec.type !== 'ExternalName') defaultServiceFamilies(obj);
   }
 
   override validate(obj: any): FieldError[] {
@@ -109,16 +116,16 @@ class ServiceStrategy extends Strategy {
     return [];
   }
 
-  override beginCreate(obj: any): (committed: boolean) => void {
-    return this.allocator.allocateCreate(obj);
+  override beginCreate(obj: any, ctx: StrategyContext): (committed: boolean) => void | Promise<void> {
+    return this.allocator.allocateCreate(obj, ctx.dryRun);
   }
 
-  override beginUpdate(obj: any, old: any): (committed: boolean) => void {
-    return this.allocator.allocateUpdate(obj, old);
+  override beginUpdate(obj: any, old: any, ctx: StrategyContext): (committed: boolean) => void | Promise<void> {
+    return this.allocator.allocateUpdate(obj, old, ctx.dryRun);
   }
 
-  override afterDelete(obj: any): void {
-    this.allocator.release(obj);
+  override afterDelete(obj: any): Promise<void> {
+    return this.allocator.release(obj);
   }
 }
 
@@ -178,6 +185,8 @@ export class StrategyRegistry {
   private cache = new Map<string, { strategy: Strategy; nameRule: NameRule }>();
   private service: ServiceStrategy;
   readonly serviceAllocator: ServiceAllocator;
+  /** Set by the server: recreates the default ServiceCIDR after it is deleted. */
+  onDefaultServiceCidrDeleted: () => void = () => {};
   private pods: kinds.PodStrategy;
 
   constructor(coord: Coordinator, opts: StrategyOptions) {
@@ -257,6 +266,8 @@ export class StrategyRegistry {
     if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
     if (group === 'storage.k8s.io' && resource === 'storageclasses') return { strategy: kinds.storageClassStrategy(), nameRule: 'subdomain' };
     if (group === 'scheduling.k8s.io' && resource === 'priorityclasses') return { strategy: kinds.priorityClassStrategy(), nameRule: 'subdomain' };
+    if (group === 'networking.k8s.io' && resource === 'ipaddresses') return { strategy: new IpAddressStrategy(this.serviceAllocator), nameRule: 'path' };
+    if (group === 'networking.k8s.io' && resource === 'servicecidrs') return { strategy: new ServiceCidrStrategy(() => this.onDefaultServiceCidrDeleted()), nameRule: 'subdomain' };
     if (group === 'rbac.authorization.k8s.io') return { strategy: rbacStrategy(resource), nameRule: 'path' };
     if (group === 'admissionregistration.k8s.io') {
       switch (resource) {

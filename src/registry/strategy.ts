@@ -15,6 +15,8 @@ export interface StrategyContext {
   info: ResourceInfo;
   /** true when the kind has a status subresource: the main resource then ignores status */
   hasStatus: boolean;
+  /** set for beginCreate and beginUpdate: the write is a dry run (allocators reserve nothing) */
+  dryRun?: boolean;
 }
 
 export class Strategy {
@@ -78,16 +80,16 @@ export class Strategy {
    * the commit (kube's BeginCreate). The store calls the returned function once with the
    * outcome: true when committed, false when the write failed or was a dry run.
    */
-  beginCreate(_obj: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
+  beginCreate(_obj: any, _ctx: StrategyContext): ((committed: boolean) => void | Promise<void>) | void {}
   /** The same for an update (kube's BeginUpdate). */
-  beginUpdate(_obj: any, _old: any, _ctx: StrategyContext): ((committed: boolean) => void) | void {}
+  beginUpdate(_obj: any, _old: any, _ctx: StrategyContext): ((committed: boolean) => void | Promise<void>) | void {}
   /**
    * What the first delete of an object adds before the deletion is planned: finalizers and
    * conditions of kinds whose deletion is finished by a controller (a CRD's instance cleanup).
    */
   beforeDelete(_obj: any): void {}
-  /** After the object is gone from storage (its last state). */
-  afterDelete(_obj: any): void {}
+  /** After the object is gone from storage (its last state); the delete answers once it settles. */
+  afterDelete(_obj: any): void | Promise<void> {}
   /**
    * kube's RESTGracefulDeleteStrategy: the grace period (seconds) a delete of obj gets, given
    * the one the client asked for; undefined for kinds that are never deleted gracefully.

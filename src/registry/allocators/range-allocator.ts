@@ -94,8 +94,12 @@ export class IpAllocator {
   readonly cidr: string;
   private range: IntRange;
   readonly firstUsable: string;
+  /** the network address, which a dry run is answered with (kube's dry-run AllocateNext) */
+  readonly network: string;
   /** the static band: the first addresses after the network address */
   readonly offset: number;
+  private base: number;
+  private size: number;
 
   constructor(cidr: string) {
     const [ip, bitsText] = cidr.split('/');
@@ -107,7 +111,16 @@ export class IpAllocator {
     this.cidr = `${intToIp(base)}/${bits}`;
     this.range = new IntRange(base + 1, base + size - 2);
     this.firstUsable = intToIp(base + 1);
+    this.network = intToIp(base);
+    this.base = base;
+    this.size = size;
     this.offset = rangeOffset(size, 16, 256, 16);
+  }
+
+  /** Whether ip is in the CIDR at all (network and broadcast addresses included). */
+  inCidr(ip: string): boolean {
+    const n = ipToInt(ip);
+    return n !== null && n >= this.base && n < this.base + this.size;
   }
 
   contains(ip: string): boolean {

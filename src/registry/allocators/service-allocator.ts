@@ -8,9 +8,14 @@
 import { errors, GoValue, StatusError } from '../../errors.js';
 import type { FieldError } from '../strategy.js';
 import { IpAllocator, PortAllocator } from './range-allocator.js';
+import { IpAddressObjects, LABEL_MANAGED_BY, IPALLOCATOR_NAME, type ServiceRef } from './ip-address-objects.js';
 
 /** Called once the write's outcome is known: true when it was committed. */
-export type Finish = (committed: boolean) => void;
+export type Finish = (committed: boolean) => void | Promise<void>;
+
+function refOf(svc: any): ServiceRef {
+  return { namespace: svc?.metadata?.namespace ?? '', name: svc?.metadata?.name ?? '' };
+}
 
 function svcType(spec: any): string {
   return spec?.type || 'ClusterIP';
@@ -51,6 +56,10 @@ function heldIp(spec: any): string | undefined {
 export class ServiceAllocator {
   readonly ips: IpAllocator;
   readonly ports: PortAllocator;
+  /** The IPAddress objects that mirror the addresses (attached once the store exists). */
+  readonly objects = new IpAddressObjects();
+  /** Which Service holds each allocated address. */
+  readonly owners = new Map<string, ServiceRef>();
 
   constructor(cidr: string, nodePorts: { min: number; max: number }) {
     this.ips = new IpAllocator(cidr);
@@ -61,29 +70,68 @@ export class ServiceAllocator {
   load(services: Iterable<any>): void {
     for (const svc of services) {
       const ip = heldIp(svc?.spec);
-      if (ip) this.ips.allocate(ip);
+      if (ip) {
+        this.ips.allocate(ip);
+        this.owners.set(ip, refOf(svc));
+      }
       for (const p of heldPorts(svc?.spec)) this.ports.allocate(p);
     }
   }
 
-  /** Releases everything a deleted Service held. */
-  release(svc: any): void {
-    const ip = heldIp(svc?.spec);
-    if (ip) this.ips.release(ip);
+  /**
+   * Start-up, once the store is attached (kube's repair loops): an address a Service holds
+   * without its IPAddress gets one; an IPAddress the allocator manages whose Service no
+   * longer holds it is deleted; any other IPAddress in the range keeps its address taken.
+   */
+  async repair(): Promise<void> {
+    const stored = this.objects.stored();
+    for (const [ip, o] of stored) {
+      const owner = this.owners.get(ip);
+      if (owner) continue;
+      if (o.metadata?.labels?.[LABEL_MANAGED_BY] === IPALLOCATOR_NAME && o.spec?.parentRef?.resource === 'services' && (o.spec.parentRef.group ?? '') === '') {
+        await this.objects.remove(ip);
+      } else if (this.ips.contains(ip)) {
+        this.ips.allocate(ip);
+      }
+    }
+    for (const [ip, owner] of this.owners) if (!stored.has(ip)) await this.objects.create(ip, owner);
+  }
+
+  /** Releases everything a deleted Service held; its IPAddress goes before the address is free. */
+  async release(svc: any): Promise<void> {
     for (const p of heldPorts(svc?.spec)) this.ports.release(p);
+    const ip = heldIp(svc?.spec);
+    if (ip) await this.releaseIp(ip);
+  }
+
+  private async releaseIp(ip: string): Promise<void> {
+    this.owners.delete(ip);
+    await this.objects.remove(ip);
+    // A user's IPAddress made in the meantime keeps it (its create found it taken, so none can be).
+    this.ips.release(ip);
   }
 
   /** Reserves the ClusterIP and NodePorts of a new Service, filling in what it did not ask for. */
-  allocateCreate(svc: any): Finish {
-    return this.allocate(svc, undefined);
+  allocateCreate(svc: any, dryRun = false): Finish {
+    return this.allocate(svc, undefined, dryRun);
   }
 
   /** Reserves what an update adds; what it drops is released once the update is committed. */
-  allocateUpdate(svc: any, old: any): Finish {
-    return this.allocate(svc, old);
+  allocateUpdate(svc: any, old: any, dryRun = false): Finish {
+    return this.allocate(svc, old, dryRun);
   }
 
-  private allocate(svc: any, old: any | undefined): Finish {
+  /**
+   * Why an address cannot be asked for: outside every ServiceCIDR (kube's MetaAllocator finds
+   * no allocator for it), or the network or broadcast address of ours (ErrNotInRange).
+   */
+  private outOfRange(ip: string): string {
+    return this.ips.inCidr(ip)
+      ? `the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${this.ips.cidr}`
+      : 'the provided network does not match the current range';
+  }
+
+  private allocate(svc: any, old: any | undefined, dryRun: boolean): Finish {
     const spec = (svc.spec ??= {});
     const name: string = svc.metadata?.name ?? '';
     const taken: Array<() => void> = []; // undo of each new reservation
@@ -101,18 +149,22 @@ export class ServiceAllocator {
     let newIp: string | undefined;
     if (needsClusterIp(spec)) {
       const asked = heldIp(spec);
+      const refuse = (why: string) =>
+        errs.push({ field: 'spec.clusterIPs', type: 'FieldValueInvalid', value: new GoValue(`[]string{${JSON.stringify(asked)}}`), detail: `failed to allocate IP ${asked}: ${why}` });
       if (oldIp && (!asked || asked === oldIp)) {
         newIp = oldIp;
+      } else if (dryRun) {
+        // kube's dry-run allocators check the range only, and answer a dynamic request with
+        // the network address rather than look for a free one.
+        if (asked && !this.ips.contains(asked)) refuse(this.outOfRange(asked));
+        else newIp = asked ?? this.ips.network;
       } else if (asked) {
         const r = this.ips.allocate(asked);
         if (r === 'ok') {
           newIp = asked;
           taken.push(() => this.ips.release(asked));
         } else {
-          const why = r === 'taken'
-            ? 'provided IP is already allocated'
-            : `the provided IP (${asked}) is not in the valid range. The range of valid IPs is ${this.ips.cidr}`;
-          errs.push({ field: 'spec.clusterIPs', type: 'FieldValueInvalid', value: new GoValue(`[]string{${JSON.stringify(asked)}}`), detail: `failed to allocate IP ${asked}: ${why}` });
+          refuse(r === 'taken' ? 'provided IP is already allocated' : this.outOfRange(asked));
         }
       } else {
         const ip = this.ips.allocateNext();
@@ -193,11 +245,17 @@ export class ServiceAllocator {
     }
     if (errs.length) fail(errors.invalid('Service', '', name, errs));
 
-    return (committed) => {
+    return async (committed) => {
       if (!committed) return undo();
-      // Committed: what the old object held and the new one does not is free again.
-      if (oldIp && oldIp !== newIp) this.ips.release(oldIp);
+      // Committed: what the old object held and the new one does not is free again; a new
+      // address gets its IPAddress object (once the Service is stored, as its parent).
       for (const p of oldPorts) if (!mine.has(p)) this.ports.release(p);
+      if (newIp && newIp !== oldIp) {
+        const ref = refOf(svc);
+        this.owners.set(newIp, ref);
+        await this.objects.create(newIp, ref);
+      }
+      if (oldIp && oldIp !== newIp) await this.releaseIp(oldIp);
     };
   }
 }

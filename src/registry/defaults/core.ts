@@ -131,6 +131,16 @@ export function dropServiceTypeDependentFields(obj: any, old: any): void {
   const was = old?.spec;
   if (!isObj(spec) || !isObj(was) || spec.type === was.type) return;
   const same = (k: string) => JSON.stringify(spec[k] ?? null) === JSON.stringify(was[k] ?? null);
+  // Switching to ExternalName: the address fields go unless the client changed them (the
+  // allocator then releases the address), as kube's dropTypeDependentFields.
+  if (was.type !== 'ExternalName' && spec.type === 'ExternalName') {
+    if ((spec.clusterIP ?? '') === (was.clusterIP ?? '') && same('clusterIPs')) {
+      delete spec.clusterIP;
+      delete spec.clusterIPs;
+    }
+    if (same('ipFamilies')) delete spec.ipFamilies;
+    if (same('ipFamilyPolicy')) delete spec.ipFamilyPolicy;
+  }
   if (needsNodePort(was) && !needsNodePort(spec)) {
     // kube's sameNodePorts: ports may be added, removed or changed as long as no node port
     // is new (the old ones are a superset of the new ones); then they all go.
