@@ -193,7 +193,13 @@ export class Store {
 
   /** Waits until the cache is at least as new as rv, or throws 504 "Too large resource version". */
   async ensureFresh(t: ResourceTarget, rv: number): Promise<number> {
-    const shard = this.cacheOf(t).shard;
+    const cache = this.cacheOf(t);
+    const shard = cache.shard;
+    // Without a watch cache kube reads etcd, which refuses a version it has not reached at
+    // once (validateMinimumResourceVersion), with no retry hint; only the cacher waits.
+    if (!this.cacheServes(cache) && rv > this.coord.committedRv(shard)) {
+      throw errors.tooLargeResourceVersion(rv, this.coord.committedRv(shard), 0);
+    }
     if (!(await this.coord.waitFresh(shard, rv, TOO_LARGE_RV_WAIT_MS))) {
       throw errors.tooLargeResourceVersion(rv, this.coord.freshRv(shard));
     }

@@ -44,6 +44,8 @@ export function listOptions(req: ApiRequest): ListOptions {
 /** ListOptions from a query; throws the 400 of the first parameter that cannot be read. */
 export function listOptionsOfQuery(q: URLSearchParams): ListOptions {
   const limit = intParam(q, 'limit') ?? 0;
+  // part of ListOptions for every list-shaped verb, so unreadable there too
+  intParam(q, 'timeoutSeconds');
   return {
     resourceVersion: q.get('resourceVersion') ?? '',
     resourceVersionMatch: q.get('resourceVersionMatch') ?? '',
