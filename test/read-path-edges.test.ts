@@ -62,6 +62,11 @@ describe('query parameters', () => {
       expect(r.status, p).toBe(400);
       expect(r.json()).toMatchObject({ kind: 'Status', reason: 'BadRequest', code: 400, message: 'strconv.ParseInt: parsing "": invalid syntax' });
     }
+    // read in kube's order: timeoutSeconds before limit, both before the selectors
+    const both = await get(`${CM}?limit=x&timeoutSeconds=y&labelSelector=a%3D%3D%3D`);
+    expect(both.json().message).toBe('strconv.ParseInt: parsing "y": invalid syntax');
+    const sel = await get(`${CM}?fieldSelector=x&labelSelector=a%3D%3D%3D`);
+    expect(sel.json().message).toMatch(/^unable to parse requirement|^found/);
     // an empty selector is everything
     expect(names((await get(`${CM}?fieldSelector=&labelSelector=`)).json())).toEqual(['c0', 'c1', 'c2', 'c3']);
   });

@@ -43,9 +43,11 @@ export function listOptions(req: ApiRequest): ListOptions {
 
 /** ListOptions from a query; throws the 400 of the first parameter that cannot be read. */
 export function listOptionsOfQuery(q: URLSearchParams): ListOptions {
-  const limit = intParam(q, 'limit') ?? 0;
-  // part of ListOptions for every list-shaped verb, so unreadable there too
+  // In the order kube's generated url.Values conversion reads them: the numbers first
+  // (timeoutSeconds, then limit), then the label and field selectors. timeoutSeconds is part
+  // of ListOptions for every list-shaped verb, so an unreadable one fails those too.
   intParam(q, 'timeoutSeconds');
+  const limit = intParam(q, 'limit') ?? 0;
   return {
     resourceVersion: q.get('resourceVersion') ?? '',
     resourceVersionMatch: q.get('resourceVersionMatch') ?? '',
