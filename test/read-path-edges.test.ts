@@ -249,6 +249,32 @@ describe('converted versions', () => {
   });
 });
 
+describe('a client-node informer on events.k8s.io/v1 with a regarding.name selector', () => {
+  it('follows core writes in and out of its selector and ends with the server’s filtered state', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(s.kubeconfigPath);
+    const sel = 'regarding.name=api';
+    const lister = async () => (await get(`${NEW_EV}?fieldSelector=${encodeURIComponent(sel)}`)).json();
+    const inf = new ListWatch<KubernetesObject & { regarding?: any }>(NEW_EV, new Watch(kc), lister as any, false, undefined, sel);
+    const events: string[] = [];
+    inf.on('add', (o) => events.push(`add ${o.metadata!.name}`));
+    inf.on('delete', (o) => events.push(`delete ${o.metadata!.name} ${o.regarding.name}`));
+    await inf.start();
+    try {
+      expect((await request(s, 'POST', CORE_EV, coreEvent('a1', 'api'))).status).toBe(201);
+      expect((await request(s, 'POST', CORE_EV, coreEvent('a2', 'web'))).status).toBe(201);
+      expect((await request(s, 'PATCH', `${CORE_EV}/a1`, { involvedObject: { name: 'web' } }, MERGE)).status).toBe(200);
+      expect((await request(s, 'PATCH', `${CORE_EV}/a2`, { involvedObject: { name: 'api' } }, MERGE)).status).toBe(200);
+      await until(() => events.length >= 3);
+      expect(events).toEqual(['add a1', 'delete a1 api', 'add a2']);
+      expect(inf.list().map((o) => o.metadata!.name)).toEqual(names(await lister()));
+      expect(inf.list().map((o) => (o as any).apiVersion)).toEqual(['events.k8s.io/v1']);
+    } finally {
+      await inf.stop();
+    }
+  });
+});
+
 describe('kubectl', () => {
   it('get --watch-only prints only changes; get -w -o json prints each object as JSON', async () => {
     const only = kubectlStream(s, ['get', 'cm', '-n', NS, '--watch-only', '--request-timeout=0']);
