@@ -136,6 +136,12 @@ describe('a resource with its watch cache off (--watch-cache-sizes=secrets#0)', 
       expect(r.headers['retry-after']).toBeUndefined();
     }
     expect(Date.now() - t0).toBeLessThan(2_500);
+    // a version reached by another resource (on whichever shard) is reached for secrets too
+    const cm = await request(s, 'POST', CM, { metadata: { name: 'later' } });
+    const at = cm.json().metadata.resourceVersion;
+    expect((await get(`${SECRETS}/s0?resourceVersion=${at}`)).status).toBe(200);
+    expect((await get(`${SECRETS}?resourceVersion=${at}&resourceVersionMatch=NotOlderThan`)).status).toBe(200);
+    expect((await request(s, 'DELETE', `${CM}/later`)).status).toBe(200);
     // the cached kind still waits, then hints a retry
     const c = await get(`${CM}/c0?resourceVersion=99999999`);
     expect(c.status).toBe(504);

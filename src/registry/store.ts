@@ -197,8 +197,9 @@ export class Store {
     const shard = cache.shard;
     // Without a watch cache kube reads etcd, which refuses a version it has not reached at
     // once (validateMinimumResourceVersion), with no retry hint; only the cacher waits.
-    if (!this.cacheServes(cache) && rv > this.coord.committedRv(shard)) {
-      throw errors.tooLargeResourceVersion(rv, this.coord.committedRv(shard), 0);
+    // (Versions are global: one not handed out yet by any shard is the one not reached.)
+    if (!this.cacheServes(cache) && rv > this.coord.shared.currentRv()) {
+      throw errors.tooLargeResourceVersion(rv, this.coord.shared.currentRv(), 0);
     }
     if (!(await this.coord.waitFresh(shard, rv, TOO_LARGE_RV_WAIT_MS))) {
       throw errors.tooLargeResourceVersion(rv, this.coord.freshRv(shard));
