@@ -94,6 +94,22 @@ describe('query parameters', () => {
   });
 });
 
+describe('single-object watches', () => {
+  it('the /watch/ path with a name not there is a 200 stream that sees it created, with bookmarks when asked', async () => {
+    const from = await rvOf(CM);
+    const w = openWatch(s, `/api/v1/watch/namespaces/${NS}/configmaps/ghost?resourceVersion=${from}&allowWatchBookmarks=true`);
+    expect(await w.status).toBe(200);
+    expect((await request(s, 'POST', CM, { metadata: { name: 'ghost' } })).status).toBe(201);
+    expect((await request(s, 'POST', CM, { metadata: { name: 'ghost2' } })).status).toBe(201);
+    await until(() => w.events.some((e) => e.type === 'ADDED'));
+    const bm = await until(() => w.events.find((e) => e.type === 'BOOKMARK'), 5_000);
+    expect(bm.object).toMatchObject({ kind: 'ConfigMap', apiVersion: 'v1' });
+    expect(w.events.filter((e) => e.type !== 'BOOKMARK').map((e) => e.object.metadata.name)).toEqual(['ghost']);
+    w.close();
+    for (const n of ['ghost', 'ghost2']) expect((await request(s, 'DELETE', `${CM}/${n}`)).status).toBe(200);
+  });
+});
+
 describe('a resource with its watch cache off (--watch-cache-sizes=secrets#0)', () => {
   it('a watch from a compacted version ends with etcd’s 410 wording', async () => {
     const w = openWatch(s, `${SECRETS}?watch=1&resourceVersion=${compactedSecret}`);
