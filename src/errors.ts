@@ -139,9 +139,14 @@ export const errors = {
       `the body of the request was in an unknown format - accepted media types include: ${supported.join(', ')}`),
   tooLarge: (limit: number) => new StatusError(413, StatusReason.RequestEntityTooLarge, `Request entity too large: limit is ${limit}`),
   /** storage.NewTooLargeResourceVersionError: a NewTimeoutError, so its message starts "Timeout: " (clients match on it). */
-  tooLargeResourceVersion: (requested: number, current: number) =>
+  // retryAfter 0 (etcd's validateMinimumResourceVersion, a resource without a watch cache):
+  // neither retryAfterSeconds nor a Retry-After header.
+  tooLargeResourceVersion: (requested: number, current: number, retryAfter = 1) =>
     new StatusError(504, StatusReason.Timeout, `Timeout: Too large resource version: ${requested}, current: ${current}`,
-      { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+      retryAfter > 0
+        ? { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: retryAfter }
+        : { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] },
+      retryAfter > 0 ? { 'Retry-After': String(retryAfter) } : undefined),
   /**
    * A resourceVersion that is not a uint64. kube's versioner returns a storage InvalidError,
    * which no handler converts to a Status: ErrorToAPIStatus makes it a 500 with no reason and

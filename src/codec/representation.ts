@@ -235,6 +235,13 @@ export interface FrameSource {
   encFrames?: Map<string, Buffer>;
 }
 
+/**
+ * What a frame of `type` encodes: by default the event's entry. The watch handler passes
+ * the cache's entryAs, so that an update leaving a watcher's selector is a DELETED of the
+ * state it last matched in every representation and version, as the JSON fast path sends it.
+ */
+export type EntryOf = (ev: FrameSource, type: string) => Encodable;
+
 function memoFrame(ev: FrameSource, key: string, make: () => Buffer): Buffer {
   let m = ev.encFrames;
   if (!m) m = ev.encFrames = new Map();
@@ -251,7 +258,7 @@ function memoFrame(ev: FrameSource, key: string, make: () => Buffer): Buffer {
  * cache's own frameOf). Frames are memoized on the event, shared by every watcher with the
  * same representation; a Table watcher's first frame carries the column definitions.
  */
-export function watchFramer(r: Representation, ctx: EncodeContext): ((ev: FrameSource, type: string) => Buffer) | undefined {
+export function watchFramer(r: Representation, ctx: EncodeContext, entryOf: EntryOf = (ev) => ev.entry): ((ev: FrameSource, type: string) => Buffer) | undefined {
   if (!r.as && r.mediaType === JSON_MEDIA_TYPE && !ctx.view) return undefined;
   const view = ctx.view ?? ((e: Encodable) => e);
   // Frames of a converted version differ from the stored version's: keyed by apiVersion too.
@@ -264,8 +271,8 @@ export function watchFramer(r: Representation, ctx: EncodeContext): ((ev: FrameS
     return (ev, type) => {
       const headers = first;
       first = false;
-      return memoFrame(ev, frameKey(type, r) + suffix + (headers ? '|h' : ''), () => tableFrame(type, view(ev.entry), r, ctx, headers));
+      return memoFrame(ev, frameKey(type, r) + suffix + (headers ? '|h' : ''), () => tableFrame(type, view(entryOf(ev, type)), r, ctx, headers));
     };
   }
-  return (ev, type) => memoFrame(ev, frameKey(type, r) + suffix, () => entryFrame(type, view(ev.entry), r, ctx));
+  return (ev, type) => memoFrame(ev, frameKey(type, r) + suffix, () => entryFrame(type, view(entryOf(ev, type)), r, ctx));
 }

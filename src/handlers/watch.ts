@@ -30,7 +30,7 @@ import { convertFieldSelector } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
 import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
-import { initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { entryAs, initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { eventsBetween } from '../../workers/shard/reader.js';
 import { looksLikeObject } from '../coordinator/coordinator.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
@@ -40,7 +40,7 @@ import { parseRv } from '../registry/store.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
 import { streamContentType, type Representation } from '../codec/negotiate.js';
-import { valueFrame, watchFramer } from '../codec/representation.js';
+import { valueFrame, watchFramer, type EntryOf } from '../codec/representation.js';
 
 function errorFrame(code: number, reason: string, message: string, r: Representation): Buffer {
   const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
@@ -60,7 +60,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   const { store, target, info } = c;
   responseRepresentation(c); // kube negotiates the list's type first, then the stream's
   const repr = streamRepresentation(c);
-  const frame = watchFramer(repr, encodeContextOf(c, repr));
+  // the frames are made from cache events: a DELETED by selector carries the state it left
+  const frame = watchFramer(repr, encodeContextOf(c, repr), ((ev, type) => entryAs(ev as WatchEvent, type)) as EntryOf);
   const opts = listOptions(c.req);
   if (features.enabled('WatchList') && opts.sendInitialEvents === undefined && opts.resourceVersionMatch === '' && (opts.resourceVersion === '' || opts.resourceVersion === '0')) {
     // metainternalversion.SetListOptionsDefaults, applied before validation as kube does
@@ -130,7 +131,10 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     if (startRv < compacted) {
       c.res.startStream(200, headers);
       c.res.cork(() => {
-        c.res.write(errorFrame(410, 'Expired', `too old resource version: ${startRv} (${compacted})`, repr));
+        // The cacher words it with both versions; with the resource's cache off kube's watch
+        // comes from etcd, whose compaction error reads differently.
+        const message = cache.capacity > 0 ? `too old resource version: ${startRv} (${compacted})` : 'The resourceVersion for the provided watch is too old.';
+        c.res.write(errorFrame(410, 'Expired', message, repr));
         c.res.end();
       });
       return;

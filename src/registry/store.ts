@@ -193,7 +193,14 @@ export class Store {
 
   /** Waits until the cache is at least as new as rv, or throws 504 "Too large resource version". */
   async ensureFresh(t: ResourceTarget, rv: number): Promise<number> {
-    const shard = this.cacheOf(t).shard;
+    const cache = this.cacheOf(t);
+    const shard = cache.shard;
+    // Without a watch cache kube reads etcd, which refuses a version it has not reached at
+    // once (validateMinimumResourceVersion), with no retry hint; only the cacher waits.
+    // (Versions are global: one not handed out yet by any shard is the one not reached.)
+    if (!this.cacheServes(cache) && rv > this.coord.shared.currentRv()) {
+      throw errors.tooLargeResourceVersion(rv, this.coord.shared.currentRv(), 0);
+    }
     if (!(await this.coord.waitFresh(shard, rv, TOO_LARGE_RV_WAIT_MS))) {
       throw errors.tooLargeResourceVersion(rv, this.coord.freshRv(shard));
     }

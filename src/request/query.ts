@@ -7,9 +7,11 @@ import type { ApiRequest } from '../http/types.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import type { ListOptions } from '../registry/store.js';
 
+// A parameter given empty (`limit=`) is still converted, and strconv.ParseInt("") fails:
+// kube-apiserver answers 400 for it, as for any other unreadable number.
 function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
-  if (v === null || v === '') return undefined;
+  if (v === null) return undefined;
   if (!/^[-+]?[0-9]+$/.test(v)) throw errors.badRequest(`strconv.ParseInt: parsing ${goQuote(v)}: invalid syntax`);
   const n = BigInt(v);
   if (n > 0x7fffffffffffffffn || n < -0x8000000000000000n) throw errors.badRequest(`strconv.ParseInt: parsing ${goQuote(v)}: value out of range`);
@@ -41,6 +43,10 @@ export function listOptions(req: ApiRequest): ListOptions {
 
 /** ListOptions from a query; throws the 400 of the first parameter that cannot be read. */
 export function listOptionsOfQuery(q: URLSearchParams): ListOptions {
+  // In the order kube's generated url.Values conversion reads them: the numbers first
+  // (timeoutSeconds, then limit), then the label and field selectors. timeoutSeconds is part
+  // of ListOptions for every list-shaped verb, so an unreadable one fails those too.
+  intParam(q, 'timeoutSeconds');
   const limit = intParam(q, 'limit') ?? 0;
   return {
     resourceVersion: q.get('resourceVersion') ?? '',

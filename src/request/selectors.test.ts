@@ -78,3 +78,41 @@ describe('field selectors', () => {
     expect(() => parseFieldSelector('metadata.name')).toThrowError(/invalid selector/);
   });
 });
+
+describe('field selectors as fields.ParseSelector', () => {
+  const msg = (s: string) => {
+    try {
+      parseFieldSelector(s);
+    } catch (e: any) {
+      expect(e.code).toBe(400);
+      return e.message as string;
+    }
+    return 'parsed';
+  };
+  it('=, == and != with escaped values; empty is everything', () => {
+    expect(parseFieldSelector('metadata.name==a\\,b\\=c\\\\d')).toEqual([{ field: 'metadata.name', op: '=', value: 'a,b=c\\d' }]);
+    expect(parseFieldSelector('b!=x,a=y')).toEqual([
+      { field: 'a', op: '=', value: 'y' },
+      { field: 'b', op: '!=', value: 'x' },
+    ]);
+    expect(parseFieldSelector('')).toBeNull();
+    expect(parseFieldSelector(',')).toBeNull();
+    expect(parseFieldSelector('=')).toBeNull();
+    expect(parseFieldSelector('metadata.name=')).toEqual([{ field: 'metadata.name', op: '=', value: '' }]);
+  });
+  it('nothing is trimmed: spaces stay in the label and value', () => {
+    expect(parseFieldSelector('metadata.name = x')).toEqual([{ field: 'metadata.name ', op: '=', value: ' x' }]);
+    expect(msg(' ')).toBe("invalid selector: ' '; can't understand ' '");
+  });
+  it("kube's errors: the first bad term in sorted order, escapes, bare = in a value", () => {
+    expect(msg('b,a')).toBe("invalid selector: 'b,a'; can't understand 'a'");
+    expect(msg('metadata.name=a\\x')).toBe('invalid field selector: invalid escape sequence: \\x');
+    expect(msg('metadata.name=a\\')).toBe('invalid field selector: invalid escape sequence: \\');
+    expect(msg('metadata.name=a=b')).toBe('invalid field selector: unescaped character in value: 61');
+    expect(msg('metadata.name!==b')).toBe('invalid field selector: unescaped character in value: 61');
+    expect(msg('metadata.name===b')).toBe('invalid field selector: unescaped character in value: 61');
+  });
+  it('matches', () => {
+    expect(matchFields(parseFieldSelector('metadata.name!=a'), { metadata: { name: 'b' } })).toBe(true);
+  });
+});

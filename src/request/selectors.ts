@@ -235,23 +235,74 @@ export interface FieldRequirement {
 }
 export type FieldSelector = FieldRequirement[];
 
-function unescapeField(s: string): string {
-  return s.replace(/\\(.)/g, '$1');
+/** fields.UnescapeValue: only \\, \, and \= are escapes; a bare , or = in a value is refused. */
+function unescapeFieldValue(s: string): string {
+  if (!/[\\,=]/.test(s)) return s;
+  let out = '';
+  let inSlash = false;
+  for (const c of s) {
+    if (inSlash) {
+      if (c !== '\\' && c !== ',' && c !== '=') throw errors.badRequest(`invalid field selector: invalid escape sequence: \\${c}`);
+      out += c;
+      inSlash = false;
+    } else if (c === '\\') inSlash = true;
+    else if (c === ',' || c === '=') {
+      // Go prints the rune with %v: its code point, not the character
+      throw errors.badRequest(`invalid field selector: unescaped character in value: ${c.codePointAt(0)}`);
+    } else out += c;
+  }
+  if (inSlash) throw errors.badRequest('invalid field selector: invalid escape sequence: \\');
+  return out;
 }
 
-export function parseFieldSelector(s: string | null): FieldSelector | null {
-  if (s === null || s.trim() === '') return null;
-  const reqs: FieldSelector = [];
-  // split on unescaped commas
-  const terms = s.split(/(?<!\\),/);
-  for (const raw of terms) {
-    const term = raw.trim();
-    if (term === '') continue;
-    const m = /^([^=!]+?)(==|=|!=)(.*)$/.exec(term);
-    if (!m) throw errors.badRequest(`invalid selector: '${s}'; can't understand '${term}'`);
-    reqs.push({ field: m[1].trim(), op: m[2] === '!=' ? '!=' : '=', value: unescapeField(m[3]) });
+/** fields.splitTerms: commas not preceded by a backslash escape end a term. */
+function splitFieldTerms(s: string): string[] {
+  const terms: string[] = [];
+  let from = 0;
+  let inSlash = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (inSlash) inSlash = false;
+    else if (c === '\\') inSlash = true;
+    else if (c === ',') {
+      terms.push(s.slice(from, i));
+      from = i + 1;
+    }
   }
-  return reqs;
+  terms.push(s.slice(from));
+  return terms;
+}
+
+/**
+ * fields.ParseSelector, as the ListOptions conversion runs it: terms sorted (so the first
+ * bad term in sorted order is the one reported), split at the first "!=", "==" or "=" with
+ * nothing trimmed (a spaced label is an unknown label later), values unescaped. A term with
+ * neither field nor value ("=") selects everything, as its Transform does.
+ */
+export function parseFieldSelector(s: string | null): FieldSelector | null {
+  if (s === null || s === '') return null;
+  const reqs: FieldSelector = [];
+  const terms = splitFieldTerms(s).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const term of terms) {
+    if (term === '') continue;
+    let at = -1;
+    let op = '';
+    for (let i = 0; i < term.length && at < 0; i++) {
+      for (const o of ['!=', '==', '=']) {
+        if (term.startsWith(o, i)) {
+          at = i;
+          op = o;
+          break;
+        }
+      }
+    }
+    if (at < 0) throw errors.badRequest(`invalid selector: '${s}'; can't understand '${term}'`);
+    const field = term.slice(0, at);
+    const value = unescapeFieldValue(term.slice(at + op.length));
+    if (field === '' && value === '') continue;
+    reqs.push({ field, op: op === '!=' ? '!=' : '=', value });
+  }
+  return reqs.length ? reqs : null;
 }
 
 /** If the selector pins one field to one value (e.g. metadata.name=x), that value. */

@@ -75,6 +75,8 @@ export interface WatchEvent {
   entry: CacheEntry;
   /** the object before the event, when there was one */
   prev?: CacheEntry;
+  /** the previous state at this event's version: what a watcher it leaves is sent (entryAs) */
+  leftAs?: CacheEntry;
   /** memoized frames, one per event type it is sent as */
   frames?: Partial<Record<EventType, Buffer>>;
   /** memoized frames in other representations, by src/codec/representation.ts frameKey */
@@ -107,11 +109,22 @@ export function frameOf(ev: WatchEvent, as: EventType = ev.type): Buffer {
  * at the update's version (as kube-apiserver's cache watchers send it).
  */
 function objectAs(ev: WatchEvent, as: EventType): Buffer {
-  if (as !== 'DELETED' || ev.type === 'DELETED' || !ev.prev) return ev.entry.json;
-  const from = Buffer.from(`"resourceVersion":"${ev.prev.rv}"`);
-  const i = ev.prev.json.indexOf(from);
-  if (i < 0) return ev.entry.json;
-  return Buffer.concat([ev.prev.json.subarray(0, i), Buffer.from(`"resourceVersion":"${ev.rv}"`), ev.prev.json.subarray(i + from.length)]);
+  return entryAs(ev, as).json;
+}
+
+/**
+ * The entry an event carries when a watcher sees it as `as` (see objectAs); memoized on the
+ * event, so every other representation and converted version of that DELETED shares it.
+ */
+export function entryAs(ev: WatchEvent, as: EventType | string): CacheEntry {
+  if (as !== 'DELETED' || ev.type === 'DELETED' || !ev.prev) return ev.entry;
+  if (ev.leftAs) return ev.leftAs;
+  const prev = ev.prev;
+  const from = Buffer.from(`"resourceVersion":"${prev.rv}"`);
+  const i = prev.json.indexOf(from);
+  if (i < 0) return ev.entry;
+  const json = Buffer.concat([prev.json.subarray(0, i), Buffer.from(`"resourceVersion":"${ev.rv}"`), prev.json.subarray(i + from.length)]);
+  return (ev.leftAs = { key: prev.key, ns: prev.ns, name: prev.name, rv: ev.rv, json });
 }
 
 /** Appends the ADDED frame of a current object (a synthetic initial event) as its parts, with no copy. */
