@@ -2,12 +2,20 @@
 // pkg/apis/admissionregistration/validation checks them (and k8s.io/apiserver's webhook URL and
 // service checks). matchConditions are CEL and are not compiled here.
 import type { FieldError } from '../strategy.js';
-import { dns1035LabelErrors, dns1123SubdomainErrors, duplicate, invalid, isInt, notSupported, required } from './field.js';
+import {
+  dns1035LabelErrors,
+  dns1123SubdomainErrors,
+  duplicate,
+  invalid,
+  isInt,
+  isObj,
+  list,
+  notSupported,
+  required,
+} from './field.js';
 import { validateLabelSelector } from './selector.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const present = (v: unknown) => v !== undefined && v !== null;
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 
 const FAILURE_POLICIES = ['Fail', 'Ignore'];
 const MATCH_POLICIES = ['Equivalent', 'Exact'];

@@ -2,11 +2,21 @@
 // ValidateDeploymentSpec, ValidateReplicaSetSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec
 // and the apps/v1 strategies' update rules), with kube's paths, order and wording.
 import type { FieldError } from '../strategy.js';
-import { forbidden, immutable, invalid, isInt, nonNegative, notSupported, required, sameValue, sortedKeys } from './field.js';
+import {
+  forbidden,
+  immutable,
+  invalid,
+  isInt,
+  isObj,
+  nonNegative,
+  notSupported,
+  required,
+  sameValue,
+  sortedKeys,
+} from './field.js';
 import { labelsValue, selectorEmpty, selectorMatches, selectorValue, validateLabelSelector } from './selector.js';
 import { validatePodTemplate } from './pod.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const PERCENT_MSG =
   "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";

@@ -5,10 +5,18 @@
 import type { FieldError } from '../strategy.js';
 import { parseQuantity } from '../quantity.js';
 import { features } from '../../features.js';
-import { dns1123LabelErrors, each, forbidden, invalid, isInt, notSupported, required } from './field.js';
+import {
+  dns1123LabelErrors,
+  each,
+  forbidden,
+  invalid,
+  isInt,
+  isObj,
+  list,
+  notSupported,
+  required,
+} from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 const present = (v: unknown) => v !== undefined && v !== null;
 
 const MAX_PERIOD_SECONDS = 1800;

@@ -2,14 +2,21 @@
 // (ValidateCronJobCreate/Update, with the schedule parsed as kube's cron library does).
 import type { FieldError } from '../strategy.js';
 import { GoValue, OMIT_VALUE } from '../../errors.js';
-import { immutable, invalid, nonNegative, notSupported, required, sameValue } from './field.js';
+import {
+  immutable,
+  invalid,
+  isObj,
+  nonNegative,
+  notSupported,
+  required,
+  sameValue,
+} from './field.js';
 import { labelsValue, selectorMatches, selectorValue, validateLabelSelector } from './selector.js';
 import { validatePodTemplate } from './pod.js';
 import { validateTemplateMeta } from '../validation.js';
 import { cronError, knownTimeZone } from './cron.js';
 import { dns1123LabelErrors } from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** validateJobSpec: what a Job and a CronJob's jobTemplate share. `p` is the spec's path. */
 function validateJobSpecCommon(spec: any, p: string): FieldError[] {

@@ -13,17 +13,17 @@ import {
   immutable,
   invalid,
   isInt,
+  isObj,
+  list,
   notSupported,
-  portNameErrors,
   PORT_RANGE_MSG,
+  portNameErrors,
   required,
   sameValue,
   tooLong,
   validPort,
 } from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 
 const PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
 const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];

@@ -3,6 +3,11 @@
 // into one cause of a 422 Invalid (errors.invalid renders the message as kube does).
 import type { FieldError } from '../strategy.js';
 
+/** A JSON object (not null, not an array). */
+export const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
+/** The items of a JSON array, or none when it is not one. */
+export const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
+
 export type Errs = FieldError[];
 
 export const required = (field: string, detail = ''): FieldError => ({ field, type: 'FieldValueRequired', ...(detail ? { detail } : {}) });

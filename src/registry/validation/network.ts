@@ -4,8 +4,8 @@ import type { FieldError } from '../strategy.js';
 import { pathSegmentErrors } from './autoscaling.js';
 import { validateLabelSelector } from './selector.js';
 import {
-  DNS1123_SUBDOMAIN_RE,
   dns1035LabelErrors,
+  DNS1123_SUBDOMAIN_RE,
   dns1123LabelErrors,
   dns1123SubdomainErrors,
   each,
@@ -13,16 +13,16 @@ import {
   immutable,
   invalid,
   isInt,
+  isObj,
+  list,
   notSupported,
-  portNameErrors,
   PORT_RANGE_MSG,
+  portNameErrors,
   required,
   tooLong,
   validPort,
 } from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 const present = (v: unknown) => v !== undefined && v !== null;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 

@@ -14,10 +14,12 @@ import {
   forbidden,
   invalid,
   isInt,
+  isObj,
+  list,
   notFound,
   notSupported,
-  portNameErrors,
   PORT_RANGE_MSG,
+  portNameErrors,
   required,
   validPort,
 } from './field.js';
@@ -28,8 +30,6 @@ const TERMINATION_MESSAGE_POLICIES = ['FallbackToLogsOnError', 'File'];
 const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
 const DNS_POLICIES = ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'];
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 
 function validatePorts(ports: unknown, path: string): FieldError[] {
   const errs: FieldError[] = [];

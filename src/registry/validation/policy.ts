@@ -1,11 +1,16 @@
 // policy/v1 PodDisruptionBudget and scheduling.k8s.io/v1 PriorityClass, as kube 1.33's
 // pkg/apis/policy/validation and pkg/apis/scheduling/validation check them.
 import type { FieldError } from '../strategy.js';
-import { forbidden, immutable, invalid, notSupported } from './field.js';
+import {
+  forbidden,
+  immutable,
+  invalid,
+  isObj,
+  notSupported,
+} from './field.js';
 import { intOrPercent, notOver100 } from './apps.js';
 import { selectorValue, validateLabelSelector } from './selector.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const present = (v: unknown) => v !== undefined && v !== null;
 const UNHEALTHY_POLICIES = ['AlwaysAllow', 'IfHealthyBudget'];
 

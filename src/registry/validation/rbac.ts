@@ -2,10 +2,15 @@
 // checks them. Names are path segments only (checked by the store).
 import type { FieldError } from '../strategy.js';
 import { nameErrors } from '../validation.js';
-import { invalid, notSupported, required, sameValue } from './field.js';
+import {
+  invalid,
+  isObj,
+  list,
+  notSupported,
+  required,
+  sameValue,
+} from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 const RBAC = 'rbac.authorization.k8s.io';
 
 function validatePolicyRule(rule: any, namespaced: boolean, path: string): FieldError[] {

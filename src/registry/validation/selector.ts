@@ -2,9 +2,13 @@
 // field error prints it in (field order and omitempty as the Go struct).
 import type { FieldError } from '../strategy.js';
 import { qualifiedNameErrors, validateLabels } from '../validation.js';
-import { invalid, required, sortedKeys } from './field.js';
+import {
+  invalid,
+  isObj,
+  required,
+  sortedKeys,
+} from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
 
 export function selectorValue(sel: any): unknown {

@@ -6,10 +6,22 @@ import type { FieldError } from '../strategy.js';
 import { canonicalQuantity, compareQuantity, parseQuantity, type Quantity } from '../quantity.js';
 import { qualifiedNameErrors } from '../validation.js';
 import { validateLabelSelector } from './selector.js';
-import { dns1123SubdomainErrors, each, forbidden, IMMUTABLE, immutable, invalid, notSupported, required, sameValue, sortedKeys, tooLong } from './field.js';
+import {
+  dns1123SubdomainErrors,
+  each,
+  forbidden,
+  immutable,
+  IMMUTABLE,
+  invalid,
+  isObj,
+  list,
+  notSupported,
+  required,
+  sameValue,
+  sortedKeys,
+  tooLong,
+} from './field.js';
 
-const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 
 /** supportedAccessModes, as sets.List prints them (sorted). */
 const ACCESS_MODES = ['ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOnce', 'ReadWriteOncePod'];
