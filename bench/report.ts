@@ -88,6 +88,8 @@ export function html(r: Report): string {
   for (const s of r.results) {
     if (s.metrics.p50 !== undefined) lat.push([`${s.scenario} p50`, s.metrics.p50]);
     if (s.metrics.p99 !== undefined) lat.push([`${s.scenario} p99`, s.metrics.p99]);
+    if (s.metrics.calmP50 !== undefined) lat.push([`${s.scenario} p50 at 25% load`, s.metrics.calmP50]);
+    if (s.metrics.calmP99 !== undefined) lat.push([`${s.scenario} p99 at 25% load`, s.metrics.calmP99]);
   }
   const listMs = r.results.filter((s) => s.metrics.ms !== undefined).map((s): [string, number] => [s.scenario, s.metrics.ms]);
   const watch = r.results.filter((s) => s.scenario.startsWith('watch ')).map((s): [number, number] => [s.metrics.watchers, s.metrics.eventsPerSec]);
