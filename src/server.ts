@@ -22,6 +22,9 @@ import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
+import { RootCaPublisher } from './controllers/root-ca-publisher.js';
+import { StorageProtectionController } from './controllers/storage-protection.js';
+import { defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -75,6 +78,14 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(coord);
+  // The built-in admission plugins read other objects from the front thread's caches.
+  store.admission = defaultAdmissionChain({
+    get: (gr, ns, name) => {
+      const e = coord.cache(gr).items.get(objectKey(ns, name));
+      return e ? entryObject(e) : undefined;
+    },
+    list: (gr, ns) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
+  });
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
   await crds.start();
@@ -83,6 +94,12 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   const saController = new ServiceAccountsController(store, coord, targets);
   await saController.start();
+  // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
+  const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
+  await rootCa.start();
+  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
+  const storageProtection = new StorageProtectionController(store, coord, targets);
+  storageProtection.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
@@ -169,6 +186,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         health.shuttingDown = true;
         gc.stop();
         saController.stop();
+        rootCa.stop();
+        storageProtection.stop();
         sweeper.stop();
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.

@@ -1,0 +1,21 @@
+// The default admission chain of kube-apiserver 1.33, in its order, as far as kubeshard
+// implements it. NamespaceLifecycle lives in the store (src/registry/namespace-lifecycle.ts);
+// Priority and DefaultTolerationSeconds in the pod strategy's admitCreate
+// (src/registry/defaults/pod.ts), which runs after this chain's mutating steps.
+import { AdmissionChain, type ObjectSource } from './plugin.js';
+import { LimitRanger } from './limit-ranger.js';
+import { ServiceAccountAdmission } from './service-account.js';
+import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
+import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
+
+export function defaultAdmissionChain(objects: ObjectSource): AdmissionChain {
+  return new AdmissionChain([
+    new LimitRanger(objects),
+    new ServiceAccountAdmission(objects),
+    new DefaultStorageClass(objects),
+    new StorageObjectInUseProtection(objects),
+    new DefaultIngressClass(objects),
+  ]);
+}
+
+export { AdmissionChain, type ObjectSource } from './plugin.js';
