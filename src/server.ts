@@ -24,7 +24,7 @@ import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.j
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
-import { defaultAdmissionChain } from './admission/index.js';
+import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -85,7 +85,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
       return e ? entryObject(e) : undefined;
     },
     list: (gr, ns) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
-  });
+  }, o.disableAdmissionPlugins);
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
   await crds.start();
@@ -96,9 +96,12 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   await saController.start();
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
-  await rootCa.start();
+  if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
   // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
-  const storageProtection = new StorageProtectionController(store, coord, targets);
+  const storageProtection = new StorageProtectionController(store, coord, targets, {
+    claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
+    volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+  });
   storageProtection.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;

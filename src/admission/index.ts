@@ -8,14 +8,22 @@ import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 
-export function defaultAdmissionChain(objects: ObjectSource): AdmissionChain {
-  return new AdmissionChain([
+/** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
+export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
+  const all = [
     new LimitRanger(objects),
     new ServiceAccountAdmission(objects),
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
-  ]);
+  ];
+  return new AdmissionChain(all.filter((p) => !disabled.includes(p.name)));
+}
+
+/** kube-controller-manager's --controllers rule: '-name' off, 'name' on, otherwise on when '*' is listed. */
+export function controllerEnabled(list: string[], name: string): boolean {
+  if (list.includes(`-${name}`)) return false;
+  return list.includes(name) || list.includes('*');
 }
 
 export { AdmissionChain, type ObjectSource } from './plugin.js';

@@ -45,6 +45,7 @@ export class StorageProtectionController {
     private store: Store,
     private coord: Coordinator,
     targets: Targets,
+    private enabled = { claims: true, volumes: true },
   ) {
     this.pvcT = targets.resolve('', 'v1', 'persistentvolumeclaims')!;
     this.pvT = targets.resolve('', 'v1', 'persistentvolumes')!;
@@ -82,6 +83,7 @@ export class StorageProtectionController {
   }
 
   private checkClaim(ns: string, name: string): void {
+    if (!this.enabled.claims) return;
     const e = this.store.cacheOf(this.pvcT).items.get(objectKey(ns, name));
     if (!this.terminatingWith(e, PVC_PROTECTION_FINALIZER)) return;
     const used = this.store
@@ -92,6 +94,7 @@ export class StorageProtectionController {
   }
 
   private checkVolume(name: string): void {
+    if (!this.enabled.volumes) return;
     const e = this.store.cacheOf(this.pvT).items.get(objectKey('', name));
     if (!this.terminatingWith(e, PV_PROTECTION_FINALIZER)) return;
     if (entryObject(e!)?.status?.phase === 'Bound') return;
