@@ -24,6 +24,7 @@ import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.j
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
+import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
@@ -79,13 +80,14 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const targets = new Targets(catalog, strategies);
   const store = new Store(coord);
   // The built-in admission plugins read other objects from the front thread's caches.
-  store.admission = defaultAdmissionChain({
-    get: (gr, ns, name) => {
+  const cachedObjects = {
+    get: (gr: string, ns: string, name: string) => {
       const e = coord.cache(gr).items.get(objectKey(ns, name));
       return e ? entryObject(e) : undefined;
     },
-    list: (gr, ns) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
-  }, o.disableAdmissionPlugins);
+    list: (gr: string, ns: string) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
+  };
+  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
   await crds.start();
@@ -103,6 +105,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
   });
   storageProtection.start();
+  // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
+  const quotaController = new ResourceQuotaController(store, coord, targets, cachedObjects);
+  if (controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
@@ -191,6 +196,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         saController.stop();
         rootCa.stop();
         storageProtection.stop();
+        quotaController.stop();
         sweeper.stop();
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.

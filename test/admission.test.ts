@@ -3,7 +3,7 @@
 // volume), kube-root-ca.crt, StorageObjectInUseProtection with its in-process controllers,
 // DefaultStorageClass, DefaultIngressClass and LimitRanger.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, until, type TestServer } from './helpers/server.js';
+import { request, startServer, type TestServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -21,6 +21,16 @@ const pod = (name: string, spec: any = {}, metadata: any = {}) => ({
   metadata: { name, ...metadata },
   spec: { containers: [{ name: 'c', image: 'busybox' }], ...spec },
 });
+/** Polls an async check until it gives a truthy value (the shared until() is synchronous). */
+async function eventually<T>(fn: () => Promise<T | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 const yaml = (s: string) => s.replace(/^ {4}/gm, '');
 
 describe('ServiceAccount admission', () => {
@@ -101,7 +111,7 @@ describe('ServiceAccount admission', () => {
   });
 
   it('every namespace has kube-root-ca.crt holding the serving CA; it comes back when deleted', async () => {
-    const cm = await until(async () => {
+    const cm = await eventually(async () => {
       const r = await request(s, 'GET', `${NS}/adm-fresh/configmaps/kube-root-ca.crt`);
       return r.status === 200 && r.json();
     });
@@ -109,7 +119,7 @@ describe('ServiceAccount admission', () => {
     const all = await kubectl(s, ['get', 'configmaps', '-A', '--field-selector', 'metadata.name=kube-root-ca.crt', '-o', 'name']);
     expect(all.stdout.trim().split('\n').length).toBeGreaterThanOrEqual(5);
     expect((await request(s, 'DELETE', `${NS}/default/configmaps/kube-root-ca.crt`)).status).toBe(200);
-    await until(async () => (await request(s, 'GET', `${NS}/default/configmaps/kube-root-ca.crt`)).status === 200);
+    await eventually(async () => (await request(s, 'GET', `${NS}/default/configmaps/kube-root-ca.crt`)).status === 200);
   });
 });
 
@@ -158,7 +168,7 @@ describe('storage admission and protection', () => {
     expect(held.status).toBe(200);
     expect(held.json().metadata.deletionTimestamp).toBeDefined();
     expect((await request(s, 'DELETE', `${NS}/default/pods/holder`, { gracePeriodSeconds: 0 })).status).toBe(200);
-    await until(async () => (await request(s, 'GET', `${NS}/default/persistentvolumeclaims/held`)).status === 404);
+    await eventually(async () => (await request(s, 'GET', `${NS}/default/persistentvolumeclaims/held`)).status === 404);
   });
 
   it('a new PV gets pv-protection and, not bound, is deleted', async () => {
@@ -234,5 +244,29 @@ describe('LimitRanger', () => {
     `),
     });
     expect(r.stderr).toContain('persistentvolumeclaims "big" is forbidden: maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi');
+  });
+});
+
+describe('ResourceQuota', () => {
+  it('refuses creates over hard limits with kube\'s messages and keeps status.used current', async () => {
+    expect((await kubectl(s, ['create', 'ns', 'quota'])).code).toBe(0);
+    expect((await kubectl(s, ['-n', 'quota', 'create', 'quota', 'compute', '--hard=pods=2,requests.cpu=1,count/configmaps=2'])).code).toBe(0);
+    const missing = await kubectl(s, ['-n', 'quota', 'run', 'a', '--image=nginx']);
+    expect(missing.stderr).toContain('Error from server (Forbidden): pods "a" is forbidden: failed quota: compute: must specify requests.cpu');
+    const cpu = (n: string) => JSON.stringify({ spec: { containers: [{ name: n, image: 'nginx', resources: { requests: { cpu: '600m' } } }] } });
+    expect((await kubectl(s, ['-n', 'quota', 'run', 'b', '--image=nginx', '--overrides', cpu('b')])).code).toBe(0);
+    const over = await kubectl(s, ['-n', 'quota', 'run', 'c', '--image=nginx', '--overrides', cpu('c')]);
+    expect(over.stderr).toContain('pods "c" is forbidden: exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1');
+    // kube-root-ca.crt counts too, as in kube.
+    await eventually(async () => (await request(s, 'GET', `${NS}/quota/configmaps/kube-root-ca.crt`)).status === 200);
+    expect((await kubectl(s, ['-n', 'quota', 'create', 'cm', 'x1'])).code).toBe(0);
+    const cm = await kubectl(s, ['-n', 'quota', 'create', 'cm', 'x2']);
+    expect(cm.stderr).toContain('configmaps "x2" is forbidden: exceeded quota: compute, requested: count/configmaps=1, used: count/configmaps=2, limited: count/configmaps=2');
+    const status = await eventually(async () => {
+      const q = (await request(s, 'GET', `${NS}/quota/resourcequotas/compute`)).json();
+      return q.status?.used?.pods === '1' && q.status?.used?.['count/configmaps'] === '2' && q.status;
+    });
+    expect((await status).used).toEqual({ 'count/configmaps': '2', pods: '1', 'requests.cpu': '600m' });
+    expect((await status).hard).toEqual({ 'count/configmaps': '2', pods: '2', 'requests.cpu': '1' });
   });
 });

@@ -7,6 +7,7 @@ import { LimitRanger } from './limit-ranger.js';
 import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
+import { ResourceQuotaAdmission } from './resource-quota.js';
 
 /** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
 export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
@@ -16,6 +17,8 @@ export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] 
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
+    // kube runs the quota check last, after every other validation.
+    new ResourceQuotaAdmission(objects),
   ];
   return new AdmissionChain(all.filter((p) => !disabled.includes(p.name)));
 }
