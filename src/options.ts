@@ -45,6 +45,10 @@ export interface ServerOptions {
   serviceAccountMaxTokenExpirationSeconds: number;
   serviceAccountJwksUri: string;
   serviceAccountExtendTokenExpiration: boolean;
+  /** --disable-admission-plugins: built-in admission plugins switched off, by kube's names */
+  disableAdmissionPlugins: string[];
+  /** --controllers: kube-controller-manager's list of the in-process controllers ('*', 'name', '-name') */
+  controllers: string[];
 }
 
 export class FlagError extends Error {}
@@ -108,6 +112,16 @@ const FLAGS: Record<string, FlagSpec> = {
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
   'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
   'watch-bookmark-interval': { kind: 'duration', help: 'How often watchers that allow bookmarks get a BOOKMARK event. (default 1m0s)', set: (o, v) => (o.watchBookmarkIntervalSeconds = v) },
+  'disable-admission-plugins': {
+    kind: 'list',
+    help: 'Built-in admission plugins to switch off: LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass.',
+    set: (o, v) => (o.disableAdmissionPlugins = v),
+  },
+  controllers: {
+    kind: 'list',
+    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller). (default *)",
+    set: (o, v) => (o.controllers = v),
+  },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
   'feature-gates': {
     kind: 'string',
@@ -190,6 +204,8 @@ export function defaultOptions(): ServerOptions {
     watchFanoutTickMs: 5,
     featureGates: '',
     watchBookmarkIntervalSeconds: 60,
+    disableAdmissionPlugins: [],
+    controllers: ['*'],
     defaultNotReadyTolerationSeconds: 300,
     defaultUnreachableTolerationSeconds: 300,
     serviceAccountIssuers: DEFAULT_ISSUERS,

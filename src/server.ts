@@ -23,6 +23,10 @@ import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
+import { RootCaPublisher } from './controllers/root-ca-publisher.js';
+import { StorageProtectionController } from './controllers/storage-protection.js';
+import { ResourceQuotaController } from './controllers/resource-quota.js';
+import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -76,6 +80,15 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(coord);
+  // The built-in admission plugins read other objects from the front thread's caches.
+  const cachedObjects = {
+    get: (gr: string, ns: string, name: string) => {
+      const e = coord.cache(gr).items.get(objectKey(ns, name));
+      return e ? entryObject(e) : undefined;
+    },
+    list: (gr: string, ns: string) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
+  };
+  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
   await crds.start();
@@ -84,6 +97,18 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   const saController = new ServiceAccountsController(store, coord, targets);
   await saController.start();
+  // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
+  const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
+  if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
+  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
+  const storageProtection = new StorageProtectionController(store, coord, targets, {
+    claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
+    volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+  });
+  storageProtection.start();
+  // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
+  const quotaController = new ResourceQuotaController(store, coord, targets, cachedObjects);
+  if (controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
@@ -179,6 +204,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         health.shuttingDown = true;
         gc.stop();
         saController.stop();
+        rootCa.stop();
+        storageProtection.stop();
+        quotaController.stop();
         sweeper.stop();
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.

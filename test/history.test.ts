@@ -8,7 +8,7 @@ const CM = '/api/v1/namespaces/default/configmaps';
 
 beforeAll(async () => {
   // a short retention so that compaction can be observed within the test
-  s = await startServer({ args: ['--history-retention=3s', '--default-watch-cache-size=4'] });
+  s = await startServer({ args: ['--history-retention=3s', '--default-watch-cache-size=4', '--controllers=*,-root-ca-certificate-publisher-controller'] });
 });
 afterAll(async () => {
   await s?.stop();

@@ -14,7 +14,7 @@ const RETENTION_S = 4;
 let s: TestServer;
 
 beforeAll(async () => {
-  s = await startServer({ args: [`--history-retention=${RETENTION_S}s`] });
+  s = await startServer({ args: [`--history-retention=${RETENTION_S}s`, '--controllers=*,-root-ca-certificate-publisher-controller'] });
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: NS } })).status).toBe(201);
   let next = 0;
   await Promise.all(

@@ -11,7 +11,7 @@ const N = 600;
 const name = (i: number) => `cm-${String(i).padStart(4, '0')}`;
 
 beforeAll(async () => {
-  s = await startServer();
+  s = await startServer({ args: ['--controllers=*,-root-ca-certificate-publisher-controller'] }); // only the fixtures' config maps
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: NS } })).status).toBe(201);
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: 'other' } })).status).toBe(201);
   await request(s, 'POST', '/api/v1/namespaces/other/configmaps', { metadata: { name: 'elsewhere' } });

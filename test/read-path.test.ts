@@ -20,7 +20,8 @@ const q = (params: Record<string, string | number | undefined>) =>
     .join('&');
 
 beforeAll(async () => {
-  s = await startServer({ args: ['--history-retention=8s', '--watch-bookmark-interval=1s'] });
+  // Without kube-root-ca.crt: the lists below hold exactly the fixtures.
+  s = await startServer({ args: ['--history-retention=8s', '--watch-bookmark-interval=1s', '--controllers=*,-root-ca-certificate-publisher-controller'] });
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: NS } })).status).toBe(201);
   for (let i = 0; i < 3; i++) await request(s, 'POST', CM, { metadata: { name: `c${i}` }, data: { v: '1' } });
   old = (await get(`${CM}/c2`)).json().metadata.resourceVersion;

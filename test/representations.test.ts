@@ -131,7 +131,7 @@ describe('protobuf', () => {
 
   it('a watch streams length-prefixed WatchEvents holding enveloped objects', async () => {
     // Binary watches send their headers with the first event: do not wait for them first.
-    const w = openRawWatch(s, `${NS}/configmaps?watch=1&resourceVersion=0`, PB);
+    const w = openRawWatch(s, `${NS}/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dpb-cm`, PB);
     await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'pb-cm' }, data: { a: '1' } });
     expect(await w.status).toBe(200);
     expect(w.headers()['content-type']).toBe(`${PB};stream=watch`);
@@ -398,7 +398,7 @@ describe('CBOR behind its gate (and compression with its gate off)', () => {
   it('reads and writes application/cbor, watches as application/cbor-seq', async () => {
     const { encode, decode, decodeMultiple } = await import('cbor-x');
     const body = Buffer.concat([Buffer.from([0xd9, 0xd9, 0xf7]), Buffer.from(encode({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cb' }, data: { k: 'v' } }))]);
-    const w = openRawWatch(c, `${NS}/configmaps?watch=1&resourceVersion=0`, 'application/cbor');
+    const w = openRawWatch(c, `${NS}/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dcb`, 'application/cbor');
     const r = await request(c, 'POST', `${NS}/configmaps`, body, { 'content-type': 'application/cbor', accept: 'application/cbor' });
     expect(await w.status).toBe(200);
     expect(w.headers()['content-type']).toBe('application/cbor-seq');

@@ -64,7 +64,7 @@ const cols = (line: string) => line.trim().split(/\s{2,}/);
 
 beforeAll(async () => {
   kubectlPath();
-  s = await startServer();
+  s = await startServer({ args: ['--disable-admission-plugins=ResourceQuota'] }); // its quota is there to be printed
   await k(['create', 'ns', NS]);
   await k(['apply', '-f', '-'], MANIFEST);
 });

@@ -17,7 +17,7 @@ const SECRETS = `/api/v1/namespaces/${NS}/secrets`;
 const MERGE = { 'content-type': 'application/merge-patch+json' };
 
 beforeAll(async () => {
-  s = await startServer({ args: ['--min-request-timeout=1', '--watch-cache-sizes=secrets#0'] });
+  s = await startServer({ args: ['--min-request-timeout=1', '--watch-cache-sizes=secrets#0', '--controllers=*,-root-ca-certificate-publisher-controller'] });
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: NS } })).status).toBe(201);
 });
 afterAll(async () => {
@@ -210,7 +210,7 @@ describe('watch cache switches', () => {
     await sameReads(s, '/api/v1/namespaces/lim2/configmaps');
   });
   it('--watch-cache=false: every type is read from storage, with the same results', async () => {
-    const s2 = await startServer({ args: ['--watch-cache=false'] });
+    const s2 = await startServer({ args: ['--watch-cache=false', '--controllers=*,-root-ca-certificate-publisher-controller'] });
     try {
       await sameReads(s2, '/api/v1/namespaces/default/configmaps');
     } finally {

@@ -37,6 +37,7 @@ import { convertedJson, viewOf, type Conversion } from './conversion.js';
  */
 export type FieldsHook = (old: any | null, obj: any) => void;
 import { checkPreconditions, planDelete, type DeleteOptions } from './deletion.js';
+import type { AdmissionChain, Attributes as AdmissionAttributes } from '../admission/plugin.js';
 
 export interface ResourceTarget {
   info: ResourceInfo;
@@ -179,7 +180,18 @@ function patchPinsVersion(patchType: string, patch: any): boolean {
 export const CACHE_SNAPSHOT_MS = 75_000;
 
 export class Store {
+  /**
+   * The built-in admission plugins (src/admission), set by the server. Creates go through
+   * them (the server's own too, as kube's controllers' do); updates only when a client
+   * writes (the server's own finishing writes, e.g. finalizer removal, skip them).
+   */
+  admission?: AdmissionChain;
+
   constructor(readonly coord: Coordinator) {}
+
+  private admissionAttrs(t: ResourceTarget, operation: 'CREATE' | 'UPDATE', subresource: string, ns: string, obj: any, old: any, dryRun: boolean, warnings?: string[]): AdmissionAttributes {
+    return { operation, info: t.info, groupResource: t.groupResource, subresource, namespace: ns, name: obj.metadata.name, obj, old, dryRun, warnings };
+  }
 
   ctxOf(t: ResourceTarget): StrategyContext {
     return { info: t.info, hasStatus: t.hasStatus };
@@ -514,11 +526,15 @@ export class Store {
     // Ownership of what the request set and its defaults; not of what admission and the
     // kind's preparation add next (kube's create handler order).
     opts.fields?.(null, obj);
+    // Mutating admission, then the kind's own preparation (kube's order: admission before BeforeCreate).
+    const attrs = this.admission ? this.admissionAttrs(t, 'CREATE', '', ns, obj, null, opts.dryRun, opts.warnings) : undefined;
+    if (attrs) await this.admission!.admit(attrs);
     t.strategy.admitCreate(obj, ctx);
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
+    if (attrs) await this.admission!.validate(attrs);
     t.strategy.canonicalize(obj);
     if (opts.rejectResourceVersion && !opts.dryRun) checkNoResourceVersionOnCreate(sentRv);
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
@@ -598,6 +614,11 @@ export class Store {
       // lifecycle) do not, and may set what a client may not.
       this.prepareUpdate(t, obj, old, opts.subresource, opts.fields !== undefined);
       opts.fields?.(old, obj);
+      if (this.admission && opts.fields) {
+        const attrs = this.admissionAttrs(t, 'UPDATE', opts.subresource, ns, obj, old, opts.dryRun);
+        await this.admission.admit(attrs);
+        await this.admission.validate(attrs);
+      }
       // A write that changes nothing is not written; the client gets the current object.
       // Compared as values: the key order a client sends is not a change.
       if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) return { code: 200, json: cur.json };

@@ -1,0 +1,84 @@
+// The built-in admission chain, as kube-apiserver 1.33 runs its default plugins: every
+// mutating step of every plugin in order, then every validating step in order. The store
+// calls admit() after field management has recorded what the request set (so what a plugin
+// fills belongs to no manager) and validate() after the kind's own validation (kube's
+// createValidation / updateValidation), for creates and updates of the main resource and
+// its subresources (plugins skip what they do not handle).
+//
+// Thread ownership: the front thread. Plugins read other objects from the front thread's
+// caches (kube's informers), synchronously; a plugin may wait (e.g. for a namespace's
+// default ServiceAccount that its controller is about to create), so the steps are async.
+import { errors, qualifiedResource, StatusError, type GroupResource } from '../errors.js';
+import type { ResourceInfo } from '../api/catalog-types.js';
+
+export type Operation = 'CREATE' | 'UPDATE';
+
+export interface Attributes {
+  operation: Operation;
+  info: ResourceInfo;
+  groupResource: GroupResource;
+  subresource: string;
+  namespace: string;
+  name: string;
+  /** the object being written; mutating steps change it in place */
+  obj: any;
+  /** the stored object (updates) */
+  old: any | null;
+  dryRun: boolean;
+  /** warnings for the client (Warning headers) */
+  warnings?: string[];
+}
+
+/** What plugins may read: other objects, from the caches, by group-resource key ("pods", "storageclasses.storage.k8s.io"). */
+export interface ObjectSource {
+  get(gr: string, ns: string, name: string): any | undefined;
+  list(gr: string, ns: string): any[];
+}
+
+export abstract class AdmissionPlugin {
+  abstract readonly name: string;
+  constructor(protected readonly objects: ObjectSource) {}
+  /** Whether the plugin looks at this request at all. */
+  abstract handles(a: Attributes): boolean;
+  /** The mutating step (kube's MutationInterface.Admit). */
+  admit(_a: Attributes): void | Promise<void> {}
+  /** The validating step (kube's ValidationInterface.Validate). */
+  validate(_a: Attributes): void | Promise<void> {}
+  /** Whether the plugin has a validating step (a cheap check to skip the others). */
+  get validates(): boolean {
+    return this.validate !== AdmissionPlugin.prototype.validate;
+  }
+  get mutates(): boolean {
+    return this.admit !== AdmissionPlugin.prototype.admit;
+  }
+}
+
+/** kube's admission.NewForbidden: `<resource> "<name>" is forbidden: <why>` (a 403 already shaped is passed through). */
+export function forbidden(a: Attributes, why: string | Error): StatusError {
+  if (why instanceof StatusError && why.code === 403) return why;
+  const msg = typeof why === 'string' ? why : why.message;
+  const name = a.name || a.obj?.metadata?.name || 'Unknown';
+  const gr = a.groupResource;
+  const q = qualifiedResource(gr);
+  return errors.forbidden(gr, name, `${q} "${name}" is forbidden: ${msg}`);
+}
+
+/** utilerrors.NewAggregate(...).Error(): one message alone, several in brackets. */
+export function aggregate(msgs: string[]): string {
+  return msgs.length === 1 ? msgs[0] : `[${msgs.join(', ')}]`;
+}
+
+export class AdmissionChain {
+  constructor(readonly plugins: AdmissionPlugin[]) {}
+
+  async admit(a: Attributes): Promise<void> {
+    for (const p of this.plugins) if (p.mutates && p.handles(a)) await p.admit(a);
+  }
+
+  async validate(a: Attributes): Promise<void> {
+    for (const p of this.plugins) if (p.validates && p.handles(a)) await p.validate(a);
+  }
+}
+
+export const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
+export const arr = (v: unknown): any[] => (Array.isArray(v) ? v : []);
