@@ -37,7 +37,7 @@ const hpa = (name: string) => ({
 });
 
 beforeAll(async () => {
-  s = await startServer({ args: ['--history-retention=3s', '--watch-bookmark-interval=1s', '--watch-cache-sizes=secrets#0', '--feature-gates=CBORServingAndStorage=true'] });
+  s = await startServer({ args: ['--history-retention=3s', '--watch-bookmark-interval=1s', '--watch-cache-sizes=secrets#0', '--feature-gates=CBORServingAndStorage=true', '--controllers=*,-root-ca-certificate-publisher-controller'] });
   expect((await request(s, 'POST', '/api/v1/namespaces', { metadata: { name: NS } })).status).toBe(201);
   for (let i = 0; i < 3; i++) {
     const c = await request(s, 'POST', CM, { metadata: { name: `c${i}` } });
