@@ -374,3 +374,65 @@ describe('robustness sweep', () => {
     expect(s.proc.exitCode).toBe(null);
   }, 120_000);
 });
+
+describe('the answers the sweep found wrong, as kube-apiserver gives them', () => {
+  const CMS = `/api/v1/namespaces/${NS}/configmaps`;
+  const status = (r: Reply) => ({ code: r.status, reason: r.json().reason, message: r.json().message });
+
+  it('a DELETE body that does not decode as DeleteOptions fails and deletes nothing', async () => {
+    expect((await request(s, 'POST', CMS, { metadata: { name: 'del-keep' } })).status).toBe(201);
+    expect(status(await request(s, 'DELETE', `${CMS}/del-keep`, '{"gracePeriodSeconds":"x"}'))).toEqual({
+      code: 500, reason: undefined, message: 'json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64',
+    });
+    expect(status(await request(s, 'DELETE', `${CMS}/del-keep`, { apiVersion: 'v1', kind: 'Pod' }))).toEqual({ code: 500, reason: undefined, message: 'decoded object cannot be converted to DeleteOptions' });
+    expect((await request(s, 'GET', `${CMS}/del-keep`)).status).toBe(200);
+    expect((await request(s, 'DELETE', `${CMS}/del-keep`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 })).status).toBe(200);
+  });
+
+  it('a body nested deeper than 10000 is 400 exceeded max depth, on create and on patch', async () => {
+    const deep = `{"metadata":{"name":"deep"},"data":${'{"a":'.repeat(10001)}1${'}'.repeat(10001)}}`;
+    expect(status(await request(s, 'POST', CMS, deep))).toEqual({ code: 400, reason: 'BadRequest', message: "couldn't get version/kind; json parse error: exceeded max depth" });
+    const r = await request(s, 'PATCH', `${CMS}/rcm`, `{"data":${'['.repeat(10001)}${']'.repeat(10001)}}`, MP);
+    expect(status(r)).toEqual({ code: 400, reason: 'BadRequest', message: 'error decoding patch: exceeded max depth' });
+    // 10000 levels still decode (the unknown field is dropped with a warning).
+    const ok = `{"metadata":{"name":"deep-ok"},"spec":${'{"a":'.repeat(9990)}1${'}'.repeat(9990)}}`;
+    expect((await request(s, 'POST', CMS, ok)).status).toBe(201);
+  });
+
+  it('YAML that is mostly alias expansion is refused; ordinary aliases decode', async () => {
+    const bomb = ['a: &a [x,x,x,x,x,x,x,x,x]', ...'bcdefgh'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill('*' + 'abcdefgh'[i]).join(',')}]`)].join('\n');
+    const r = await request(s, 'POST', CMS, `metadata: {name: bomb}\n${bomb}\n`, { 'content-type': 'application/yaml' });
+    expect(status(r)).toEqual({ code: 400, reason: 'BadRequest', message: "couldn't get version/kind; yaml parse error: yaml: document contains excessive aliasing" });
+    const fine = await request(s, 'POST', CMS, 'metadata: {name: aliased, labels: &l {a: b}, annotations: *l}\ndata: {k: v}\n', { 'content-type': 'application/yaml' });
+    expect(fine.status).toBe(201);
+    expect(fine.json().metadata.annotations).toEqual({ a: 'b' });
+  });
+
+  it('namespaces/finalize takes only a Namespace', async () => {
+    expect((await request(s, 'PUT', `/api/v1/namespaces/${NS}/finalize`, '[1,2]')).status).toBe(400);
+    expect((await request(s, 'PUT', `/api/v1/namespaces/${NS}/finalize`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: NS } })).status).toBe(400);
+  });
+
+  it('pods/log checks its options before the pod: 400 for a value that does not convert, 422 on PodLogOptions', async () => {
+    const log = `/api/v1/namespaces/${NS}/pods/rp/log`;
+    expect(status(await request(s, 'GET', `${log}?tailLines=x`))).toEqual({ code: 400, reason: 'BadRequest', message: 'strconv.ParseInt: parsing "x": invalid syntax' });
+    expect(status(await request(s, 'GET', `${log}?sinceSeconds=-1`))).toEqual({ code: 422, reason: 'Invalid', message: 'PodLogOptions "rp" is invalid: sinceSeconds: Invalid value: -1: must be greater than 0' });
+    expect(status(await request(s, 'GET', `${log}?limitBytes=0`))).toEqual({ code: 422, reason: 'Invalid', message: 'PodLogOptions "rp" is invalid: limitBytes: Invalid value: 0: must be greater than 0' });
+    expect((await request(s, 'GET', `${log}?sinceSeconds=5&sinceTime=2020-01-01T00:00:00Z`)).status).toBe(422);
+    expect((await request(s, 'GET', `${log}?sinceTime=yesterday`)).status).toBe(400);
+    expect((await request(s, 'GET', `${log}?sinceTime=2020-01-01T00:00:00Z&tailLines=3&limitBytes=10`)).status).toBe(200);
+  });
+
+  it('a strategic merge patch of a scale checks its directives', async () => {
+    const r = await request(s, 'PATCH', `/apis/apps/v1/namespaces/${NS}/deployments/rd/scale`, { spec: { $patch: 'bogus' } }, SMP);
+    expect(r.status).toBe(400);
+    const ok = await request(s, 'PATCH', `/apis/apps/v1/namespaces/${NS}/deployments/rd/scale?dryRun=All`, { spec: { replicas: 4 } }, SMP);
+    expect(ok.status).toBe(200);
+    expect(ok.json().spec.replicas).toBe(4);
+  });
+
+  it('review kinds check CreateOptions', async () => {
+    expect((await request(s, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews?dryRun=Maybe', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' })).status).toBe(400);
+    expect((await request(s, 'POST', `/apis/authentication.k8s.io/v1/selfsubjectreviews?fieldManager=${'m'.repeat(129)}`, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' })).status).toBe(422);
+  });
+});
