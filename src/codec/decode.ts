@@ -15,20 +15,58 @@ export function mediaTypeOf(contentType: string | undefined): string {
   return contentType.split(/[;,]/)[0].trim().toLowerCase();
 }
 
+/** Go's encoding/json (and so kube-apiserver's decoder) refuses input nested deeper than this. */
+export const MAX_JSON_DEPTH = 10000;
+
+/**
+ * JSON.parse, but refusing input nested deeper than kube's decoder takes, with Go's
+ * "exceeded max depth": a deeper body would otherwise parse and then overflow the stack of a
+ * recursive walk (merge, prune, validation) into a 500. The scan is one pass over the text.
+ */
+export function parseJson(text: string): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw new Error('exceeded max depth');
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return JSON.parse(text);
+}
+
+/** The nesting depth of a decoded value (YAML, CBOR), without recursion. */
+function tooDeep(v: unknown): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d > MAX_JSON_DEPTH) return true;
+    for (const y of Object.values(x as object)) if (y !== null && typeof y === 'object') stack.push([y, d + 1]);
+  }
+  return false;
+}
+
 /** Parses a body as JSON or YAML per Content-Type. Throws 400/415 StatusErrors. */
 export function parseBody(body: Buffer | null, contentType: string | undefined): unknown {
   const mt = mediaTypeOf(contentType);
   const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : body.toString('utf8');
   if (mt === 'application/json' || mt === '*/*') {
     try {
-      return JSON.parse(text);
+      return parseJson(text);
     } catch (e) {
       throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
     }
   }
   if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') {
     try {
-      return parseYaml11(text);
+      const v = parseYaml11(text);
+      if (tooDeep(v)) throw new Error('exceeded max depth');
+      return v;
     } catch (e) {
       throw errors.badRequest(`couldn't get version/kind; yaml parse error: ${(e as Error).message}`);
     }
@@ -88,9 +126,46 @@ export function parseYaml11(text: string): unknown {
     } else if (isSeq(n)) for (const x of n.items) walk(x);
   };
   walk(doc.contents);
+  // Aliases come out as shared references; go-yaml v2 expands them and gives up on a
+  // document that is mostly alias expansion (the billion-laughs guard), so do we.
   const out = doc.toJS({ maxAliasCount: -1 });
+  if (excessiveAliasing(out)) throw new Error('yaml: document contains excessive aliasing');
   if (out !== null && typeof out === 'object') yamlDuplicates.set(out, dups);
   return out;
+}
+
+/** go-yaml v2's share of a document's decoded nodes that may come from alias expansion. */
+function allowedAliasRatio(decodeCount: number): number {
+  if (decodeCount <= 400_000) return 0.99;
+  if (decodeCount >= 4_000_000) return 0.1;
+  return 0.99 - 0.89 * ((decodeCount - 400_000) / 3_600_000);
+}
+
+/**
+ * Walks the decoded value as go-yaml would decode it (a shared reference, i.e. an alias, is
+ * expanded again each time) and applies go-yaml v2's excessive-aliasing rule; stops as soon
+ * as the rule trips, so a bomb costs little.
+ */
+function excessiveAliasing(root: unknown): boolean {
+  if (root === null || typeof root !== 'object') return false;
+  const seen = new Set<object>();
+  const stack: [unknown, boolean][] = [[root, false]];
+  let decoded = 0;
+  let aliased = 0;
+  while (stack.length) {
+    const [v, inAlias] = stack.pop()!;
+    decoded++;
+    if (v === null || typeof v !== 'object') {
+      if (inAlias) aliased++;
+      continue;
+    }
+    const again = inAlias || seen.has(v);
+    seen.add(v);
+    if (again) aliased++;
+    if (aliased > 100 && decoded > 1000 && aliased / decoded > allowedAliasRatio(decoded)) return true;
+    for (const x of Object.values(v)) stack.push([x, again]);
+  }
+  return false;
 }
 
 type Check = 'string' | 'map' | 'strings' | 'int' | 'array' | 'object';

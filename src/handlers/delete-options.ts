@@ -2,14 +2,56 @@
 // as kube-apiserver reads them; then checked as kube's ValidateDeleteOptions (422 Invalid
 // on DeleteOptions.meta.k8s.io).
 import type { ApiRequest } from '../http/types.js';
-import { errors } from '../errors.js';
+import { errors, StatusError } from '../errors.js';
 import { decodeProtobufObject, isProtobufBody } from '../codec/protobuf.js';
 import { boolParam, dryRunParam, gracePeriodParam } from '../request/query.js';
 import type { DeleteOptions } from '../registry/store.js';
 import type { FieldError } from '../registry/strategy.js';
 import { features } from '../features.js';
+import { parseJson } from '../codec/decode.js';
 
 const POLICIES = new Set(['Orphan', 'Background', 'Foreground']);
+
+/** Go's name for a JSON value's type, as encoding/json words an unmarshal error. */
+function goJsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'boolean') return 'bool';
+  return typeof v; // 'string' | 'number' | 'object'
+}
+
+const FIELD_TYPES: Record<string, [string, (v: unknown) => boolean]> = {
+  apiVersion: ['string', (v) => typeof v === 'string'],
+  kind: ['string', (v) => typeof v === 'string'],
+  gracePeriodSeconds: ['int64', (v) => typeof v === 'number' && Number.isInteger(v)],
+  propagationPolicy: ['v1.DeletionPropagation', (v) => typeof v === 'string'],
+  orphanDependents: ['bool', (v) => typeof v === 'boolean'],
+  ignoreStoreReadErrorWithClusterBreakingPotential: ['bool', (v) => typeof v === 'boolean'],
+  dryRun: ['[]string', (v) => Array.isArray(v) && v.every((x) => typeof x === 'string' || x === null)],
+  preconditions: ['v1.Preconditions', (v) => typeof v === 'object' && !Array.isArray(v)],
+};
+
+/**
+ * kube-apiserver decodes a DELETE body into DeleteOptions before it deletes anything; a body
+ * that does not decode (a wrong field type, another kind) fails the request instead of being
+ * ignored. kube answers these with the decoder's own error, which is not a Status error, so
+ * it goes out as a 500 without a reason (delete.go passes it to scope.err unwrapped).
+ */
+function checkBodyTypes(body: Record<string, unknown>): void {
+  for (const [k, [goType, ok]] of Object.entries(FIELD_TYPES)) {
+    const v = body[k];
+    if (v === undefined || v === null || ok(v)) continue;
+    throw new StatusError(500, '', `json: cannot unmarshal ${goJsonType(v)} into Go struct field DeleteOptions.${k} of type ${goType}`);
+  }
+  const pre = body.preconditions as Record<string, unknown> | null | undefined;
+  for (const k of ['uid', 'resourceVersion']) {
+    const v = pre?.[k];
+    if (v !== undefined && v !== null && typeof v !== 'string')
+      throw new StatusError(500, '', `json: cannot unmarshal ${goJsonType(v)} into Go struct field Preconditions.preconditions.${k} of type ${k === 'uid' ? 'types.UID' : 'string'}`);
+  }
+  // A body naming another kind decodes to that kind (or to nothing), never to DeleteOptions.
+  if (body.kind !== undefined && body.kind !== '' && body.kind !== 'DeleteOptions')
+    throw new StatusError(500, '', 'decoded object cannot be converted to DeleteOptions');
+}
 
 export function deleteOptions(req: ApiRequest): DeleteOptions {
   let body: any = {};
@@ -17,11 +59,12 @@ export function deleteOptions(req: ApiRequest): DeleteOptions {
     body = decodeProtobufObject(req.body);
   } else if (req.body && req.body.length > 0) {
     try {
-      body = JSON.parse(req.body.toString('utf8'));
+      body = parseJson(req.body.toString('utf8'));
     } catch (e) {
       throw errors.badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest('DeleteOptions must be a JSON object');
+    checkBodyTypes(body);
   }
   const q = req.query;
   const o: DeleteOptions = { dryRun: dryRunParam(q) };

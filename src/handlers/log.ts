@@ -7,6 +7,8 @@ import { errors, StatusError } from '../errors.js';
 import { sendText } from '../http/respond.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { HandlerContext } from './context.js';
+import type { FieldError } from '../registry/strategy.js';
+import { intParam } from '../request/query.js';
 
 /** kube-apiserver's --kubelet-preferred-address-types default order. */
 const ADDRESS_TYPES = ['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'];
@@ -46,7 +48,32 @@ function dial(host: string, port: number): Promise<string | null> {
   });
 }
 
+/** RFC 3339 as Go's time.Parse reads it for a metav1.Time query parameter. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * PodLogOptions from the query as kube's parameter codec decodes them (a value that does not
+ * convert is 400) and then kube's ValidatePodLogOptions (422 on PodLogOptions, named after the
+ * pod), both before the pod is looked at.
+ */
+function checkLogOptions(q: URLSearchParams, name: string): void {
+  const tailLines = intParam(q, 'tailLines');
+  const sinceSeconds = intParam(q, 'sinceSeconds');
+  const limitBytes = intParam(q, 'limitBytes');
+  const sinceTime = q.get('sinceTime');
+  if (sinceTime !== null && sinceTime !== '' && !(RFC3339.test(sinceTime) && !Number.isNaN(Date.parse(sinceTime)))) {
+    throw errors.badRequest(`parsing time ${JSON.stringify(sinceTime)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(sinceTime)} as "2006"`);
+  }
+  const errs: FieldError[] = [];
+  if (tailLines !== undefined && tailLines < 0) errs.push({ field: 'tailLines', type: 'FieldValueInvalid', value: tailLines, detail: 'must be greater than or equal to 0' });
+  if (limitBytes !== undefined && limitBytes < 1) errs.push({ field: 'limitBytes', type: 'FieldValueInvalid', value: limitBytes, detail: 'must be greater than 0' });
+  if (sinceSeconds !== undefined && sinceTime) errs.push({ field: '', type: 'FieldValueForbidden', detail: 'at most one of `sinceTime` or `sinceSeconds` may be specified' });
+  if (sinceSeconds !== undefined && sinceSeconds < 1) errs.push({ field: 'sinceSeconds', type: 'FieldValueInvalid', value: sinceSeconds, detail: 'must be greater than 0' });
+  if (errs.length) throw errors.invalid('PodLogOptions', '', name, errs);
+}
+
 export async function handleLog(c: HandlerContext): Promise<void> {
+  checkLogOptions(c.req.query, c.info.name);
   const pod = entryObject(await c.store.get(c.target, c.info.namespace, c.info.name, ''));
   const container = logContainer(pod, c.req.query.get('container') ?? '');
   const nodeName: string = pod.spec?.nodeName ?? '';

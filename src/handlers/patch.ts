@@ -7,7 +7,7 @@ import { boolParam, dryRunParam } from '../request/query.js';
 import { errors } from '../errors.js';
 import type { Representation } from '../codec/negotiate.js';
 import { features } from '../features.js';
-import { mediaTypeOf } from '../codec/decode.js';
+import { mediaTypeOf, parseJson } from '../codec/decode.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type FieldValidationMode } from '../registry/field-validation.js';
 import { rootNode } from '../registry/schema-walk.js';
 import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
@@ -44,7 +44,7 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   const fields = updateHook(c, 'PatchOptions');
   let patch: unknown;
   try {
-    patch = JSON.parse(c.req.body ? c.req.body.toString('utf8') : '');
+    patch = parseJson(c.req.body ? c.req.body.toString('utf8') : '');
   } catch (e) {
     throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
   }

@@ -15,6 +15,8 @@ import { responseRepresentation, sendObject } from './representation.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { ANONYMOUS, type UserInfo } from '../auth/user.js';
 import { nowTimestamp } from '../registry/store.js';
+import { dryRunParam } from '../request/query.js';
+import { validateFieldManager } from './field-manager.js';
 
 export const REVIEW_KINDS = new Set([
   'selfsubjectaccessreviews.authorization.k8s.io',
@@ -113,6 +115,9 @@ export async function handleReview(c: HandlerContext): Promise<void> {
   if (!auth) throw errors.internal('the review kinds need the authenticator and authorizer');
   const kind = c.target.info.kind;
   const group = c.target.info.group;
+  // kube's create handler checks CreateOptions (dryRun, fieldManager) before any REST create, reviews included.
+  dryRunParam(c.req.query);
+  validateFieldManager('CreateOptions', c.req.query.get('fieldManager') ?? '');
   const body = decodeReview(c);
   const user = c.req.user ?? ANONYMOUS;
   const base = { kind, apiVersion: apiVersionOf(c.target), metadata: { creationTimestamp: null } as Record<string, unknown> };

@@ -7,10 +7,11 @@
 import { sendJson } from '../http/respond.js';
 import { errors } from '../errors.js';
 import { dryRunParam } from '../request/query.js';
-import { mediaTypeOf, parseBody } from '../codec/decode.js';
+import { mediaTypeOf, parseBody, parseJson } from '../codec/decode.js';
 import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch } from '../registry/patch.js';
+import { strategicMergePatch } from '../registry/strategic-merge.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
 import { finishApply, planApply, recordUpdate, type ApplyPlan, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
 import { ANY, rootNode } from '../registry/schema-walk.js';
@@ -147,10 +148,12 @@ async function writeScale(c: HandlerContext, a: ScaleAdapter, w: ScaleWrite): Pr
   sendJson(c.req, c.res, 200, JSON.stringify(a.view(JSON.parse(r.json.toString('utf8')))));
 }
 
-const PATCH_TYPES: Record<string, 'merge' | 'json' | 'apply'> = {
+const PATCH_TYPES: Record<string, 'merge' | 'strategic' | 'json' | 'apply'> = {
   'application/json-patch+json': 'json',
   'application/merge-patch+json': 'merge',
-  'application/strategic-merge-patch+json': 'merge', // a Scale has no lists: strategic is merge
+  // A Scale has no lists, so strategic merges as merge does, but its directives ($patch,
+  // $retainKeys, $setElementOrder/...) are still checked, as kube's strategicpatch checks them.
+  'application/strategic-merge-patch+json': 'strategic',
   'application/apply-patch+yaml': 'apply',
   'application/apply-patch+cbor': 'apply',
 };
@@ -207,7 +210,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const fields = updateFields(c, 'PatchOptions');
       let patch: unknown;
       try {
-        patch = JSON.parse(c.req.body ? c.req.body.toString('utf8') : '');
+        patch = parseJson(c.req.body ? c.req.body.toString('utf8') : '');
       } catch (e) {
         throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
       }
@@ -215,8 +218,9 @@ export async function handleScale(c: HandlerContext): Promise<void> {
         build: (scale) => {
           // The patch pins a version only when it names one.
           delete scale.metadata.resourceVersion;
-          const out = kind === 'merge' ? mergePatch(scale, patch) : jsonPatch(scale, patch);
-          validateSubresourceBody(c.target, 'scale', 'patch', c.req.query, out, kind === 'merge' ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
+          const out =
+            kind === 'merge' ? mergePatch(scale, patch) : kind === 'strategic' ? strategicMergePatch(scale, patch as any, rootNode('autoscaling', 'v1', 'Scale') ?? ANY) : jsonPatch(scale, patch);
+          validateSubresourceBody(c.target, 'scale', 'patch', c.req.query, out, kind !== 'json' ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
           return out;
         },
         fields,

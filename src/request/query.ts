@@ -9,7 +9,7 @@ import type { ListOptions } from '../registry/store.js';
 
 // A parameter given empty (`limit=`) is still converted, and strconv.ParseInt("") fails:
 // kube-apiserver answers 400 for it, as for any other unreadable number.
-function intParam(q: URLSearchParams, name: string): number | undefined {
+export function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
   if (v === null) return undefined;
   if (!/^[-+]?[0-9]+$/.test(v)) throw errors.badRequest(`strconv.ParseInt: parsing ${goQuote(v)}: invalid syntax`);
