@@ -222,7 +222,7 @@ async function main() {
           const elapsed = (Date.now() - start) / 1000;
           const lat = fleet.takeLatencies();
           const delivered = fleet.events() - startEvents;
-          const metrics: Record<string, number> = { watchers: fleet.open(), failed: fleet.failed(), createsPerSec: sent / seconds, eventsPerSec: delivered / elapsed, delivered, expected, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+          const metrics: Record<string, number> = { watchers: fleet.open(), failed: fleet.failed(), malformed: fleet.malformed(), createsPerSec: sent / seconds, eventsPerSec: delivered / elapsed, delivered, expected, p50: percentile(lat, 50), p99: percentile(lat, 99) };
           // The latencies above are those of an offered load beyond capacity (they grow with
           // the backlog). Event latency at a sustainable load: a quarter of what was delivered.
           const calm = Math.max(1, Math.floor((0.25 * metrics.eventsPerSec) / Math.max(1, fleet.open())));

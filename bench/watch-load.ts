@@ -13,6 +13,8 @@ export interface WatchFleet {
   events(): number;
   open(): number;
   failed(): number;
+  /** sampler lines that were not one JSON event (should stay 0) */
+  malformed(): number;
   /** latencies (ms) seen by the samplers since the last call */
   takeLatencies(): number[];
   close(): void;
@@ -47,6 +49,7 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
   const sockets: tls.TLSSocket[] = [];
   const reqs: Array<{ destroy(): void }> = [];
   let latencies: number[] = [];
+  let malformed = 0;
   const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
   const session: { s?: Buffer } = {};
   const connectOne = () =>
@@ -101,7 +104,15 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
           const line = buf.slice(0, j).trim();
           buf = buf.slice(j + 1);
           if (!line) continue;
-          const sent = Number(JSON.parse(line)?.object?.metadata?.annotations?.[annotation]);
+          let ev: any;
+          try {
+            ev = JSON.parse(line);
+          } catch {
+            // A frame that does not parse is a server fault: counted and reported, not fatal.
+            malformed++;
+            continue;
+          }
+          const sent = Number(ev?.object?.metadata?.annotations?.[annotation]);
           if (sent) latencies.push(Date.now() - sent);
         }
       });
@@ -115,6 +126,7 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
     events: () => events,
     open: () => open,
     failed: () => failed,
+    malformed: () => malformed,
     takeLatencies: () => {
       const l = latencies;
       latencies = [];
