@@ -30,14 +30,48 @@ export function assertNativeUws(): void {
   }
 }
 
+/** uWS's cork buffer, one per event loop (LoopData::CORK_BUFFER_SIZE) */
+const CORK_BUFFER_BYTES = 16 * 1024;
+/**
+ * The most uWS adds to the cork buffer around one write of ours: a chunk's "\r\n", size in
+ * hex and "\r\n"; on the first chunk its mark and Transfer-Encoding headers; end()'s
+ * "\r\n0\r\n\r\n". One such overhead is kept free in every cork for the end.
+ */
+const WRITE_OVERHEAD = 128;
+/** what the writes in one cork may add up to, overheads included */
+const CORK_BUDGET = CORK_BUFFER_BYTES - WRITE_OVERHEAD;
+/** the largest piece of a chunk handed to uWS in one write: one piece always fits a fresh cork */
+const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
+
+/**
+ * Why a streamed chunk goes to uWS in pieces, each one in a cork that has room for it:
+ * this uWS build loses data when a write(), end() or header write on a corked socket does
+ * not fit in what is left of the cork buffer and the socket cannot take the cork buffer's
+ * contents right then (its send buffer is full). uWS then flushes (or buffers) the cork
+ * buffer and silently drops the rest of that write (AsyncSocket::uncork returns on the
+ * failed flush without writing or buffering the data it was given), while the chunk header
+ * announcing its full size is already out. The client sees a frame cut mid-object followed
+ * by the next chunk's header as data: a watch line that does not parse, then a broken
+ * chunked stream. tryEnd is not affected (it reports the bytes it took, and the rest is
+ * offered again from onWritable), so whole bodies go through it (sendParts).
+ */
 class UwsSink implements ResponseSink {
   aborted = false;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
   inHandler = false;
   private done = false;
+  /** end() was called; the end follows what is queued (see finishEnd) */
+  private ending = false;
+  /** bytes queued here, not yet handed to uWS */
   private backlog = 0;
-  /** chunks not yet handed to uWS while the socket pushes back (see write) */
-  private held: Uint8Array[] | null = null;
+  /** pieces (at most MAX_PIECE each) not yet handed to uWS, from queueHead on */
+  private queue: Uint8Array[] | null = null;
+  private queueHead = 0;
+  /** uWS buffered the tail of a write: wait for a writable event before handing it more */
+  private blocked = false;
+  /** bytes written in the cork this sink opened (a fresh cork starts empty); null outside one */
+  private fill: number | null = null;
+  private pumpScheduled = false;
   // Callback lists are made on first use: most responses (a GET) never register one, and
   // an open watch keeps this object for its whole life.
   private abortFns: Array<() => void> | null = null;
@@ -48,6 +82,8 @@ class UwsSink implements ResponseSink {
   constructor(private res: uws.HttpResponse) {
     res.onAborted(() => {
       this.aborted = true;
+      this.queue = null;
+      this.backlog = 0;
       if (this.abortFns) for (const f of this.abortFns) f();
       this.finish();
     });
@@ -71,18 +107,9 @@ class UwsSink implements ResponseSink {
     for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
   }
 
+  /** One whole response: through tryEnd (see sendParts), since end(body) may lose the body. */
   send(status: number, headers: HeaderList, body: string | Uint8Array): void {
-    if (this.aborted || this.done) return;
-    if (this.inHandler) {
-      this.writeHead(status, headers);
-      this.res.end(body);
-    } else {
-      this.res.cork(() => {
-        this.writeHead(status, headers);
-        this.res.end(body);
-      });
-    }
-    this.finish();
+    this.sendParts(status, headers, [typeof body === 'string' ? Buffer.from(body) : body]);
   }
 
   /**
@@ -135,62 +162,138 @@ class UwsSink implements ResponseSink {
    * A streamed response (a watch) writes through uWS until the socket pushes back; uWS then
    * holds the unsent tail of that one write, and later chunks wait here, counted in
    * backlog, until the socket drains. So bufferedBytes() is what a client has not taken,
-   * exactly, and a watcher's budget is checked against it. This uWS build does not drain a
-   * response's own buffered tail once a writable handler is registered; an uncork does,
-   * hence the cork on every writable event.
+   * exactly, and a watcher's budget is checked against it. Every write goes in pieces
+   * that fit the cork they are written in (see the class comment); outside a cork, the
+   * sink corks each batch of pieces itself.
    */
   write(chunk: string | Uint8Array): boolean {
-    if (this.aborted || this.done) return false;
-    if (this.held) {
-      const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      this.held.push(b);
-      this.backlog += b.byteLength;
-      return false;
-    }
-    if (this.res.write(chunk)) return true;
-    this.held = [];
-    if (!this.writableHooked) {
-      this.writableHooked = true;
-      this.res.onWritable(() => {
-        if (!this.aborted && !this.done) this.res.cork(() => this.release());
-        return true;
-      });
-    }
-    return false;
-  }
-
-  /** Hands held chunks to uWS until it pushes back again; corked by the caller. */
-  private release(): void {
-    const held = this.held;
-    if (!held) return;
-    let i = 0;
-    while (i < held.length) {
-      const c = held[i++];
-      this.backlog -= c.byteLength;
-      if (!this.res.write(c)) {
-        held.splice(0, i);
-        return;
+    if (this.aborted || this.done || this.ending) return false;
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const n = b.byteLength;
+    if (n === 0) return !this.blocked;
+    if (this.queue === null && !this.blocked && !this.inHandler && n <= MAX_PIECE) {
+      if (this.fill === null) {
+        // the usual watch write: one chunk that fits a fresh cork
+        this.res.cork(() => this.writePiece(b));
+        return !this.blocked;
+      }
+      if (this.fill + n + WRITE_OVERHEAD <= CORK_BUDGET) {
+        this.fill += n + WRITE_OVERHEAD;
+        this.writePiece(b);
+        return !this.blocked;
       }
     }
-    this.held = null;
-    this.backlog = 0;
-    if (this.drainFns) for (const f of this.drainFns) f();
+    this.enqueue(b);
+    if (this.fill !== null) return false; // cork() pumps when its function returns
+    if (this.inHandler) {
+      // what uWS already holds in the request's cork is unknown: go on from a cork of our own
+      this.schedulePump();
+      return false;
+    }
+    this.pump();
+    return !this.blocked && this.queue === null;
+  }
+
+  private writePiece(b: Uint8Array): void {
+    if (!this.res.write(b)) this.pushedBack();
+  }
+
+  /** uWS buffered part of a write: hold further pieces until the socket is writable again. */
+  private pushedBack(): void {
+    this.blocked = true;
+    if (this.writableHooked) return;
+    this.writableHooked = true;
+    // This uWS build does not drain a response's own buffered tail once a writable handler
+    // is registered; an uncork does, hence a cork on every writable event (pump, or empty).
+    this.res.onWritable(() => {
+      if (this.aborted || this.done) return true;
+      this.blocked = false;
+      if (this.queue !== null) this.pump();
+      else this.res.cork(() => {});
+      if (this.ending && this.queue === null) this.finishEnd();
+      else if (!this.blocked && this.queue === null && this.drainFns) for (const f of this.drainFns) f();
+      return true;
+    });
+  }
+
+  private enqueue(b: Uint8Array): void {
+    const q = (this.queue ??= []);
+    for (let off = 0; off < b.byteLength; off += MAX_PIECE) q.push(off === 0 && b.byteLength <= MAX_PIECE ? b : b.subarray(off, off + MAX_PIECE));
+    this.backlog += b.byteLength;
+  }
+
+  /**
+   * Hands queued pieces to uWS, as many to a cork as fit in it, until the socket pushes
+   * back (or, with force, all of them: uWS buffers what the socket does not take). Never
+   * called inside a cork.
+   */
+  private pump(force = false): void {
+    while (this.queue !== null && (force || !this.blocked) && !this.aborted) {
+      this.res.cork(() => {
+        const q = this.queue!;
+        let fill = 0;
+        while (this.queueHead < q.length) {
+          const p = q[this.queueHead];
+          if (fill + p.byteLength + WRITE_OVERHEAD > CORK_BUDGET) break;
+          fill += p.byteLength + WRITE_OVERHEAD;
+          this.queueHead++;
+          this.backlog -= p.byteLength;
+          this.writePiece(p);
+          if (this.blocked && !force) break;
+        }
+        if (this.queueHead === q.length) {
+          this.queue = null;
+          this.queueHead = 0;
+          this.backlog = 0;
+        }
+      });
+    }
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      if (this.aborted || this.done) return;
+      this.pump();
+      if (this.ending) this.finishEnd();
+    });
   }
 
   end(): void {
+    if (this.aborted || this.done || this.ending) return;
+    this.ending = true;
+    if (this.inHandler) this.schedulePump();
+    else if (this.fill === null) this.finishEnd();
+    // inside a cork of ours: cork() ends once its function returns
+  }
+
+  /** The end of a stream: what is queued goes out before it (uWS buffers it; the response is over). */
+  private finishEnd(): void {
     if (this.aborted || this.done) return;
-    // what is held goes out before the end (uWS buffers it; the response is over)
-    const held = this.held;
-    this.held = null;
-    if (held) for (const c of held) this.res.write(c);
-    this.backlog = 0;
-    this.res.end();
+    this.pump(true);
+    this.res.cork(() => this.res.end());
     this.finish();
   }
 
   cork(fn: () => void): void {
     if (this.aborted) return;
-    this.res.cork(fn);
+    if (this.fill !== null || this.inHandler) {
+      fn();
+      return;
+    }
+    this.res.cork(() => {
+      this.fill = 0;
+      try {
+        fn();
+      } finally {
+        this.fill = null;
+      }
+    });
+    if (this.aborted || this.done) return;
+    if (this.queue !== null && !this.blocked) this.pump();
+    if (this.ending) this.finishEnd();
   }
 
   onAborted(fn: () => void): void {

@@ -123,8 +123,8 @@ export class Watcher {
       this.close();
       return false;
     }
-    const chunk = frames.length === 1 ? frames[0] : joinedFrames(frames);
-    sink.cork(() => sink.write(chunk));
+    // the sink corks the chunk itself, in pieces that fit uWS's cork buffer
+    sink.write(frames.length === 1 ? frames[0] : joinedFrames(frames));
     if (sink.bufferedBytes() > this.opts.maxBufferedBytes + this.allowance) {
       this.close();
       return false;
@@ -139,7 +139,7 @@ export class Watcher {
     bookmarkWatchers.delete(this);
     dirty.delete(this);
     const sink = this.opts.sink;
-    if (!sink.aborted) sink.cork(() => sink.end());
+    if (!sink.aborted) sink.end();
     this.onClose?.();
   }
 }
