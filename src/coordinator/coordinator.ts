@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SharedState } from './shared-state.js';
+import { errors } from '../errors.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
 import { currentObjects } from '../../workers/shard/reader.js';
 import type { Ack, CommittedEvent, FrontToShard, ShardToFront, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
@@ -32,6 +33,9 @@ export interface CorruptObject {
   rv: number;
   bytes: Buffer;
 }
+
+/** How long a storage read waits for the B-tree to catch up with the log. */
+const STORAGE_WAIT_MS = 10_000;
 
 export class WriteRejected extends Error {
   constructor(readonly failure: WriteFailure) {
@@ -191,7 +195,19 @@ export class Coordinator {
     return c;
   }
 
-  envOf(shard: number): ShardEnv {
+  /**
+   * The shard's environment, for a read of the state at version rv (Infinity: the newest).
+   * A write is acknowledged once its log record is durable, and its B-tree transaction
+   * commits a moment later (shard-worker.ts): this waits, blocking the front thread, until
+   * the B-tree holds every version of the shard the read can see. Only storage reads (cache
+   * off, history, old watch replays) come here, and the lag is a commit, about a millisecond.
+   */
+  storage(shard: number, rv = Infinity): ShardEnv {
+    const need = Math.min(rv, this.shared.lastRv(shard));
+    if (this.shared.appliedRv(shard) < need && !this.shared.waitApplied(shard, need, STORAGE_WAIT_MS)) {
+      // a stalled disk: the read cannot be answered consistently in time
+      throw errors.timeout(`Timeout: storage has not caught up to resource version ${need} within ${STORAGE_WAIT_MS / 1000}s`);
+    }
     return this.shards[shard].env;
   }
 

@@ -2,9 +2,12 @@
 // Every slot is written with Atomics so that reads on another thread are ordered.
 //
 //   [0]            the global resourceVersion counter (the coordinator's allocator)
-//   [1 + 3i + 0]   shard i: the last resourceVersion it committed and published
-//   [1 + 3i + 1]   shard i: while it commits, a lower bound of every version it takes (0 when idle)
-//   [1 + 3i + 2]   shard i: its compacted revision (history at or below it is gone)
+//   [1 + 4i + 0]   shard i: the last resourceVersion it committed (durable in its log) and published
+//   [1 + 4i + 1]   shard i: while it commits, a lower bound of every version it takes (0 when idle)
+//   [1 + 4i + 2]   shard i: its compacted revision (history at or below it is gone)
+//   [1 + 4i + 3]   shard i: the last version its LMDB B-tree holds (readable there; Atomics.notify on change)
+
+const SLOTS = 4;
 
 export class SharedState {
   readonly view: BigInt64Array;
@@ -13,7 +16,7 @@ export class SharedState {
   }
 
   static create(shardCount: number): SharedState {
-    return new SharedState(new SharedArrayBuffer(8 * (1 + 3 * shardCount)));
+    return new SharedState(new SharedArrayBuffer(8 * (1 + SLOTS * shardCount)));
   }
 
   /** Takes the next resourceVersion. Called by a shard inside its commit, in commit order. */
@@ -33,23 +36,46 @@ export class SharedState {
     }
   }
   lastRv(shard: number): number {
-    return Number(Atomics.load(this.view, 1 + 3 * shard));
+    return Number(Atomics.load(this.view, 1 + SLOTS * shard));
   }
   setLastRv(shard: number, rv: number): void {
-    Atomics.store(this.view, 1 + 3 * shard, BigInt(rv));
+    Atomics.store(this.view, 1 + SLOTS * shard, BigInt(rv));
   }
   /** While shard i commits: no version it takes is below this. 0 when it holds no unpublished version. */
   pendingFrom(shard: number): number {
-    return Number(Atomics.load(this.view, 2 + 3 * shard));
+    return Number(Atomics.load(this.view, 2 + SLOTS * shard));
   }
   /** Called by the shard before it takes its first version of a batch, and with 0 after it published. */
   setPendingFrom(shard: number, from: number): void {
-    Atomics.store(this.view, 2 + 3 * shard, BigInt(from));
+    Atomics.store(this.view, 2 + SLOTS * shard, BigInt(from));
   }
   compactedRv(shard: number): number {
-    return Number(Atomics.load(this.view, 3 + 3 * shard));
+    return Number(Atomics.load(this.view, 3 + SLOTS * shard));
   }
   setCompactedRv(shard: number, rv: number): void {
-    Atomics.store(this.view, 3 + 3 * shard, BigInt(rv));
+    Atomics.store(this.view, 3 + SLOTS * shard, BigInt(rv));
+  }
+  /** The last version readable from the shard's B-tree. */
+  appliedRv(shard: number): number {
+    return Number(Atomics.load(this.view, 4 + SLOTS * shard));
+  }
+  setAppliedRv(shard: number, rv: number): void {
+    Atomics.store(this.view, 4 + SLOTS * shard, BigInt(rv));
+    Atomics.notify(this.view, 4 + SLOTS * shard);
+  }
+  /**
+   * Blocks this thread until the shard's B-tree holds rv, or timeoutMs passes. True when it
+   * does. The wait is the B-tree's commit lag behind the log (normally a millisecond or two).
+   */
+  waitApplied(shard: number, rv: number, timeoutMs: number): boolean {
+    const i = 4 + SLOTS * shard;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const cur = Atomics.load(this.view, i);
+      if (Number(cur) >= rv) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      Atomics.wait(this.view, i, cur, left);
+    }
   }
 }

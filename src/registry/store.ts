@@ -257,7 +257,7 @@ export class Store {
     let e: CacheEntry | undefined;
     if (this.cacheServes(cache)) e = cache.items.get(key);
     else {
-      const s = getAt(this.coord.envOf(cache.shard), t.gr, key, this.coord.freshRv(cache.shard));
+      const s = getAt(this.coord.storage(cache.shard), t.gr, key, this.coord.freshRv(cache.shard));
       if (s) checkStoredBytes(t, key, s.rv, s.json);
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
@@ -361,7 +361,7 @@ export class Store {
         if (o.limit > 0 && items.length >= o.limit) {
           more = true;
           // etcd counts the rest of the range from its keys alone
-          if (!hasSelector) remaining = countAt(this.coord.envOf(cache.shard), t.gr, listRv, prefix, e.key);
+          if (!hasSelector) remaining = countAt(this.coord.storage(cache.shard, listRv), t.gr, listRv, prefix, e.key);
           break;
         }
         accept(e);
@@ -387,7 +387,7 @@ export class Store {
     }
     const rv = this.coord.freshRv(cache.shard);
     if (!name) return this.storageList(t, ns, rv);
-    const s = getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv);
+    const s = getAt(this.coord.storage(cache.shard, rv), t.gr, objectKey(ns, name), rv);
     return s ? [{ key: s.key, ns, name, rv: s.rv, json: s.json }] : [];
   }
 
@@ -398,7 +398,7 @@ export class Store {
 
   /** The objects of one namespace ("" = all) at rv, from the shard's revision history. */
   private storageList(t: ResourceTarget, ns: string, rv: number): CacheEntry[] {
-    const env = this.coord.envOf(this.cacheOf(t).shard);
+    const env = this.coord.storage(this.cacheOf(t).shard, rv);
     const prefix = ns === '' ? '' : ns + '/';
     const out: CacheEntry[] = [];
     for (const s of listAt(env, t.gr, rv, prefix)) out.push(this.storedEntry(t, s));
@@ -407,7 +407,7 @@ export class Store {
 
   /** storageList from the key `from` on, lazily: only what the caller takes is read and checked. */
   private *storageEntries(t: ResourceTarget, ns: string, rv: number, from: string): Generator<CacheEntry> {
-    const env = this.coord.envOf(this.cacheOf(t).shard);
+    const env = this.coord.storage(this.cacheOf(t).shard, rv);
     const prefix = ns === '' ? '' : ns + '/';
     for (const s of objectsAt(env, t.gr, rv, prefix, from)) yield this.storedEntry(t, s);
   }
@@ -804,7 +804,7 @@ export class Store {
   /** The state of one object at an older version, from the revision history. */
   getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
     const cache = this.cacheOf(t);
-    const json = getAt(this.coord.envOf(cache.shard), t.gr, objectKey(ns, name), rv)?.json;
+    const json = getAt(this.coord.storage(cache.shard, rv), t.gr, objectKey(ns, name), rv)?.json;
     return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }

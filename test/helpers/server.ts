@@ -42,7 +42,7 @@ export async function freePort(): Promise<number> {
   throw new Error('no free port');
 }
 
-export async function startServer(opts: { dataDir?: string; args?: string[] } = {}): Promise<TestServer> {
+export async function startServer(opts: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kubeshard-test-'));
   const port = await freePort();
   let out = '';
@@ -51,6 +51,8 @@ export async function startServer(opts: { dataDir?: string; args?: string[] } = 
     const from = out.length;
     const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...(opts.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      // read at each launch: a test may change opts.env between a kill and a restart
+      env: opts.env ? { ...process.env, ...opts.env } : process.env,
     });
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));

@@ -28,7 +28,10 @@ export interface ShardEnv {
 }
 
 export function openShardEnv(path: string, readOnly = false): ShardEnv {
-  const root = open({ path, maxDbs: 8, readOnly, compression: false, overlappingSync: false, mapSize: 64 * 1024 * 1024 * 1024 });
+  // overlappingSync: a commit is visible at once and flushed behind later commits, with the
+  // last flushed state kept whole for after a crash. Durability comes first from the
+  // shard's write-ahead log (wal.ts), so no write waits for this flush.
+  const root = open({ path, maxDbs: 8, readOnly, compression: false, overlappingSync: true, mapSize: 64 * 1024 * 1024 * 1024 });
   const revs = root.openDB<Buffer, [string, string, number]>({ name: 'revs', encoding: 'binary' });
   const log = root.openDB<LogEntry, number>({ name: 'log' });
   const meta = root.openDB<number, string>({ name: 'meta' });

@@ -5,18 +5,25 @@
 // reads the same environment through its own read transactions and never writes.
 //
 // Writes arrive in batches. Every batch that is waiting when the worker gets the CPU is
-// committed in one synchronous LMDB transaction, so one fdatasync covers many writes
-// (group commit): the busier the server, the bigger the batch. A write is acknowledged
-// only after its transaction is durable.
+// one group commit: its records are appended to the write-ahead log (wal.ts) with one
+// fdatasync, so the busier the server, the bigger the batch. A write is acknowledged only
+// after its log record is durable. The B-tree (revs, log, meta) is then brought up to date
+// by one asynchronous LMDB transaction per batch, committed on lmdb-js's write thread
+// with overlappingSync (crash-safe; its flush runs behind later commits). The front reads
+// the B-tree, so the last version it holds is published (appliedRv) and a storage read
+// waits for the version it needs. Once the B-tree has flushed a version, the log segments
+// up to it are removed; at start-up the records it had not flushed are applied again.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv, type LogEntry } from './layout.js';
+import { WriteAheadLog, encodeRecord, type WalRecord } from './wal.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
 const data = workerData as ShardWorkerData;
 const port = parentPort!;
 const shared = new SharedState(data.shared);
 const env = openShardEnv(data.path);
+const wal = new WriteAheadLog(data.path);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 const index = new Map<string, number>();
@@ -36,6 +43,78 @@ function loadIndex(): void {
     else index.delete(ik);
     if (rv > maxRv) maxRv = rv;
   }
+}
+
+/** Set when the B-tree could not take a batch the log holds: later writes are refused. */
+let broken = '';
+const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
+/** the promise of the newest batch's B-tree transaction */
+let lastApply: Promise<unknown> = Promise.resolve();
+
+/**
+ * Brings the B-tree up to a durable batch: puts made in one turn are one lmdb-js
+ * transaction, committed on its write thread. When it commits, the versions are readable
+ * (appliedRv); when it is flushed, the log segments it covers can go.
+ */
+function applyToTree(batch: WalRecord[], last: number): void {
+  // Fault injection for the recovery test: the process "dies" between the log's fdatasync
+  // and the B-tree's commit, for every batch.
+  if (HOLD_TREE) return;
+  for (const r of batch) {
+    env.revs.put([r.gr, r.key, r.rv], r.value as Buffer);
+    env.log.put(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
+  }
+  lastApply = env.meta.put('maxRv', last).then(
+    () => {
+      shared.setAppliedRv(data.index, last);
+      trackFlush(last);
+    },
+    (err: unknown) => {
+      // The log holds the batch (it is acknowledged and will be applied again at start-up),
+      // but this run can no longer serve the B-tree's reads correctly: stop taking writes.
+      broken = `storage apply failed: ${err instanceof Error ? err.message : String(err)}`;
+      console.error(`shard ${data.index}: ${broken}`);
+    },
+  );
+}
+
+let flushWaiting = false;
+let flushNext = 0;
+/** Removes the log segments the B-tree has made durable (one flush wait at a time). */
+function trackFlush(rv: number): void {
+  if (flushWaiting) {
+    flushNext = Math.max(flushNext, rv);
+    return;
+  }
+  flushWaiting = true;
+  Promise.resolve(env.root.flushed).then(
+    () => {
+      flushWaiting = false;
+      wal.release(rv);
+      if (flushNext > rv) trackFlush(flushNext);
+    },
+    () => (flushWaiting = false),
+  );
+}
+
+/**
+ * Start-up: the records of the log that the B-tree does not hold (those after its maxRv,
+ * the version every batch's transaction writes last) are applied again, in one transaction.
+ */
+function recover(): void {
+  const treeRv = env.meta.get('maxRv') ?? 0;
+  let top = treeRv;
+  env.root.transactionSync(() => {
+    for (const r of wal.replay()) {
+      if (r.rv <= treeRv) continue;
+      env.revs.putSync([r.gr, r.key, r.rv], Buffer.from(r.value));
+      env.log.putSync(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
+      if (r.rv > top) top = r.rv;
+    }
+    if (top > treeRv) env.meta.putSync('maxRv', top);
+  });
+  maxRv = Math.max(maxRv, top);
+  wal.open(maxRv + 1);
 }
 
 let pending: WriteOp[] = [];
@@ -74,51 +153,53 @@ function flush(): void {
   const acks: Ack[] = [];
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];
+  const applied: WalRecord[] = [];
+  const records: Buffer[] = [];
+  let first = 0;
   let last = 0;
   // Every version this batch takes is above the counter now: readers may treat versions up to here as settled.
   shared.setPendingFrom(data.index, shared.currentRv() + 1);
   try {
+    if (broken) throw new Error(broken);
     const now = Date.now();
-    env.root.transactionSync(() => {
-      for (const op of ops) {
-        const ik = op.gr + '\n' + op.key;
-        const cur = index.get(ik);
-        if (op.expect === Expect.Absent) {
-          if (cur !== undefined) {
-            acks.push({ id: op.id, err: 'exists' });
-            continue;
-          }
-        } else if (cur === undefined) {
-          acks.push({ id: op.id, err: 'notfound' });
-          continue;
-        } else if (op.expect > 0 && cur !== op.expect) {
-          acks.push({ id: op.id, err: 'conflict' });
+    for (const op of ops) {
+      const ik = op.gr + '\n' + op.key;
+      const cur = index.get(ik);
+      if (op.expect === Expect.Absent) {
+        if (cur !== undefined) {
+          acks.push({ id: op.id, err: 'exists' });
           continue;
         }
-        const rv = shared.nextRv();
-        const deleted = op.type === 'DELETED';
-        // The stored value (flag byte + JSON) gets an ArrayBuffer of its own, written once:
-        // the JSON the front keeps is a view of it, and posting it copies exactly these bytes
-        // (a pooled Buffer would drag its whole 8 KiB slab along into the front's cache).
-        const text = op.head + rv + op.tail;
-        const value = Buffer.allocUnsafeSlow(Buffer.byteLength(text) + 1);
-        value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
-        value.write(text, 1);
-        const json = value.subarray(1);
-        env.revs.putSync([op.gr, op.key, rv], value);
-        const entry: LogEntry = { g: op.gr, k: op.key, t: op.type, p: cur ?? 0, ts: now };
-        env.log.putSync(rv, entry);
-        undo.push([ik, cur]);
-        if (deleted) index.delete(ik);
-        else index.set(ik, rv);
-        acks.push({ id: op.id, rv });
-        events.push({ id: op.id, type: op.type, gr: op.gr, key: op.key, rv, json });
-        last = rv;
+      } else if (cur === undefined) {
+        acks.push({ id: op.id, err: 'notfound' });
+        continue;
+      } else if (op.expect > 0 && cur !== op.expect) {
+        acks.push({ id: op.id, err: 'conflict' });
+        continue;
       }
-      if (last) env.meta.putSync('maxRv', last);
-    });
+      const rv = shared.nextRv();
+      const deleted = op.type === 'DELETED';
+      // The stored value (flag byte + JSON) gets an ArrayBuffer of its own, written once:
+      // the JSON the front keeps is a view of it, and posting it copies exactly these bytes
+      // (a pooled Buffer would drag its whole 8 KiB slab along into the front's cache).
+      const text = op.head + rv + op.tail;
+      const value = Buffer.allocUnsafeSlow(Buffer.byteLength(text) + 1);
+      value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
+      value.write(text, 1);
+      const rec: WalRecord = { rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key, value };
+      applied.push(rec);
+      records.push(encodeRecord(rec));
+      undo.push([ik, cur]);
+      if (deleted) index.delete(ik);
+      else index.set(ik, rv);
+      acks.push({ id: op.id, rv });
+      events.push({ id: op.id, type: op.type, gr: op.gr, key: op.key, rv, json: value.subarray(1) });
+      if (!first) first = rv;
+      last = rv;
+    }
+    if (records.length) wal.append(records, first, last);
   } catch (err) {
-    // The transaction rolled back: restore the index and fail every write of the batch.
+    // Nothing of the batch is durable: restore the index and fail every write of it.
     for (let i = undo.length - 1; i >= 0; i--) {
       const [ik, prev] = undo[i];
       if (prev === undefined) index.delete(ik);
@@ -132,6 +213,7 @@ function flush(): void {
   if (last) {
     maxRv = last;
     shared.setLastRv(data.index, last);
+    applyToTree(applied, last);
   }
   post({ t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) });
   shared.setPendingFrom(data.index, 0);
@@ -185,7 +267,12 @@ port.on('message', (msg: FrontToShard) => {
       closing = true;
       clearInterval(compactTimer);
       flush();
-      env.root.close().then(() => post({ t: 'closed' }), () => post({ t: 'closed' }));
+      lastApply
+        .then(() => env.root.flushed)
+        .then(() => wal.release(maxRv))
+        .finally(() => wal.close())
+        .then(() => env.root.close())
+        .then(() => post({ t: 'closed' }), () => post({ t: 'closed' }));
       break;
   }
 });
@@ -196,7 +283,9 @@ try {
   // loads its cache from the same environment while this thread builds its key index, the
   // two scans on two cores. No write is taken before the index is whole: loadIndex runs in
   // this same turn, so the front's first write messages wait in the port until it is done.
+  recover();
   shared.setLastRv(data.index, maxRv);
+  shared.setAppliedRv(data.index, maxRv);
   shared.setCompactedRv(data.index, compactedRv);
   post({ t: 'ready', maxRv, compactedRv });
   const metaMax = maxRv;
@@ -205,6 +294,7 @@ try {
     // (a store written without the meta mark): never hand out a stored version again
     shared.raiseRv(maxRv);
     shared.setLastRv(data.index, maxRv);
+    shared.setAppliedRv(data.index, maxRv);
   }
   compactTimer = setInterval(() => compact(), data.compactIntervalMs);
   compactTimer.unref();
