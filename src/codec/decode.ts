@@ -24,6 +24,9 @@ export const MAX_JSON_DEPTH = 10000;
  * recursive walk (merge, prune, validation) into a 500. The scan is one pass over the text.
  */
 export function parseJson(text: string): unknown {
+  // Nesting deeper than the limit takes more opening brackets than a text this short holds:
+  // the scan can only pass (most bodies; it is a third of a small create's decoding).
+  if (text.length <= MAX_JSON_DEPTH) return JSON.parse(text);
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
