@@ -548,7 +548,8 @@ export class Store {
     opts.warnings?.push(...t.strategy.warningsOnCreate(obj));
     // A generated name that happens to be taken is generated again, as kube-apiserver retries it.
     const generated = !!m.generateName && obj.metadata.name.startsWith(m.generateName);
-    const finish = t.strategy.beginCreate(obj, { ...ctx, dryRun: opts.dryRun });
+    // (a literal, not { ...ctx, dryRun }: V8 clones a spread that adds a property slowly, ~0.7 µs)
+    const finish = t.strategy.beginCreate(obj, { info: ctx.info, hasStatus: ctx.hasStatus, dryRun: opts.dryRun });
     let committed = false;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -638,7 +639,7 @@ export class Store {
       if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) return { code: 200, json: cur.json };
       // The last finalizer gone from an object marked for deletion (and not still in a grace period) deletes it.
       const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0) && !(obj.metadata.deletionGracePeriodSeconds > 0);
-      const finish = t.strategy.beginUpdate(obj, old, { ...this.ctxOf(t), dryRun: opts.dryRun });
+      const finish = t.strategy.beginUpdate(obj, old, { info: t.info, hasStatus: t.hasStatus, dryRun: opts.dryRun });
       let committed = false;
       try {
         if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
