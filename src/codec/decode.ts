@@ -54,10 +54,24 @@ function tooDeep(v: unknown): boolean {
   return false;
 }
 
+// The last body decoded to text, and its text: a write's handler decodes it, then field
+// validation reads the same text again for duplicate keys.
+let lastBody: Buffer | null = null;
+let lastText = '';
+
+/** A request body as UTF-8 text (the same string for the same Buffer as last time). */
+export function bodyText(body: Buffer): string {
+  if (body !== lastBody) {
+    lastText = body.toString('utf8');
+    lastBody = body;
+  }
+  return lastText;
+}
+
 /** Parses a body as JSON or YAML per Content-Type. Throws 400/415 StatusErrors. */
 export function parseBody(body: Buffer | null, contentType: string | undefined): unknown {
   const mt = mediaTypeOf(contentType);
-  const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : body.toString('utf8');
+  const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : bodyText(body);
   if (mt === 'application/json' || mt === '*/*') {
     try {
       return parseJson(text);
@@ -191,6 +205,9 @@ const META_TYPES: Record<string, Check> = {
   managedFields: 'array',
 };
 
+/** META_TYPES as a list, made once (decodeObject runs on every write). */
+const META_CHECKS = Object.entries(META_TYPES) as Array<[string, Check]>;
+
 const GO_TYPE: Record<Check, string> = {
   string: 'string',
   map: 'map[string]string',
@@ -247,8 +264,10 @@ export function decodeObject(raw: unknown, apiVersion: string, kind: string): Re
   obj.kind = kind;
   if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
   if (!ok('object', obj.metadata)) throw cannot(`json: cannot unmarshal ${jsonTypeName(obj.metadata)} into Go struct field ${kind}.metadata of type v1.ObjectMeta`);
-  for (const [field, check] of Object.entries(META_TYPES)) {
-    const v = obj.metadata[field];
+  const meta = obj.metadata;
+  for (let i = 0; i < META_CHECKS.length; i++) {
+    const [field, check] = META_CHECKS[i];
+    const v = meta[field];
     if (!ok(check, v)) {
       throw cannot(`json: cannot unmarshal ${jsonTypeName(v)} into Go struct field ObjectMeta.metadata.${field} of type ${GO_TYPE[check]}`);
     }

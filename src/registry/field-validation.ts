@@ -23,7 +23,7 @@
 // Stateless and pure except for the in-place dropping; runs on the front thread.
 import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
 import { errors, StatusError, StatusReason } from '../errors.js';
-import { yamlDuplicatesOf } from '../codec/decode.js';
+import { bodyText, yamlDuplicatesOf } from '../codec/decode.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import { prune } from './crd/structural.js';
 
@@ -453,7 +453,7 @@ export function validateBody(
   warnings: string[] | undefined,
   opts: { required?: boolean; name?: string } = {},
 ): void {
-  const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : rawJson.toString('utf8')) : [];
+  const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : bodyText(rawJson)) : [];
   const r = checkFields(obj, gvk, mode, { duplicates, yamlDuplicates: yamlDuplicatesOf(obj), required: opts.required });
   const apiVersion = gvk.group ? `${gvk.group}/${gvk.version}` : gvk.version;
   const name = opts.name ?? ((obj as any)?.metadata?.name as string | undefined) ?? '';
