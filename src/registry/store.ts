@@ -8,7 +8,7 @@
 // still R" (kube-apiserver's GuaranteedUpdate). A lost race retries with the fresh object;
 // a stale version the client itself sent is a 409.
 import { podSubresourceView, validatePodSubresourceUpdate } from './pod-subresources.js';
-import { randomUUID, randomInt } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 import { errors, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
@@ -110,9 +110,25 @@ export function nowTimestamp(): string {
 }
 
 const NAME_SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+/** random bytes for name suffixes, refilled a few KB at a time (one randomInt call per character cost ~1 µs a name) */
+const suffixBytes = Buffer.alloc(4096);
+let suffixNext = suffixBytes.length;
+/** One of NAME_SUFFIX_CHARS, uniformly: bytes at or above the largest multiple of 27 are skipped. */
+function suffixChar(): string {
+  const n = NAME_SUFFIX_CHARS.length;
+  const limit = 256 - (256 % n);
+  for (;;) {
+    if (suffixNext >= suffixBytes.length) {
+      randomFillSync(suffixBytes);
+      suffixNext = 0;
+    }
+    const b = suffixBytes[suffixNext++];
+    if (b < limit) return NAME_SUFFIX_CHARS[b % n];
+  }
+}
 function generateName(prefix: string): string {
   let s = prefix.length > 58 ? prefix.slice(0, 58) : prefix;
-  for (let i = 0; i < 5; i++) s += NAME_SUFFIX_CHARS[randomInt(NAME_SUFFIX_CHARS.length)];
+  for (let i = 0; i < 5; i++) s += suffixChar();
   return s;
 }
 
