@@ -11,7 +11,7 @@ import { decodableMediaTypes } from './negotiate.js';
 export const DECODABLE_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'];
 
 export function mediaTypeOf(contentType: string | undefined): string {
-  if (!contentType) return 'application/json';
+  if (!contentType || contentType === 'application/json') return 'application/json';
   return contentType.split(/[;,]/)[0].trim().toLowerCase();
 }
 
