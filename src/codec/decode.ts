@@ -55,7 +55,8 @@ function tooDeep(v: unknown): boolean {
 }
 
 // The last body decoded to text, and its text: a write's handler decodes it, then field
-// validation reads the same text again for duplicate keys.
+// validation reads the same text again for duplicate keys. Keyed by the Buffer itself:
+// request bodies are never written to once received. (Keeps one body alive until the next.)
 let lastBody: Buffer | null = null;
 let lastText = '';
 
