@@ -19,6 +19,7 @@ import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { CustomResources } from './api/custom-resources.js';
 import { CrdController } from './registry/crd/crd-controller.js';
 import { FilterChain } from './http/filter-chain.js';
+import type { ApiRequest, ResponseSink } from './http/types.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
@@ -45,6 +46,8 @@ export interface StartedServer {
   url: string;
   port: number;
   kubeconfigPath: string;
+  /** The filter chain's entry, for in-process benchmarks (bench/front-inproc.ts) that skip TLS and HTTP. */
+  handle(req: ApiRequest, res: ResponseSink): void;
   shutdown(): Promise<void>;
 }
 
@@ -199,6 +202,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     url,
     port: listener.port,
     kubeconfigPath,
+    handle: (req, res) => chain.handle(req, res),
     shutdown() {
       stopping ??= (async () => {
         health.shuttingDown = true;

@@ -69,14 +69,36 @@ export function aggregate(msgs: string[]): string {
 }
 
 export class AdmissionChain {
-  constructor(readonly plugins: AdmissionPlugin[]) {}
+  /** the plugins with a mutating step, and those with a validating step, in chain order */
+  private readonly mutators: AdmissionPlugin[];
+  private readonly validators: AdmissionPlugin[];
 
-  async admit(a: Attributes): Promise<void> {
-    for (const p of this.plugins) if (p.mutates && p.handles(a)) await p.admit(a);
+  constructor(readonly plugins: AdmissionPlugin[]) {
+    this.mutators = plugins.filter((p) => p.mutates);
+    this.validators = plugins.filter((p) => p.validates);
   }
 
-  async validate(a: Attributes): Promise<void> {
-    for (const p of this.plugins) if (p.validates && p.handles(a)) await p.validate(a);
+  /**
+   * Every mutating step, in order. Synchronous (no promise, and a failure thrown at once)
+   * while the steps are: only a step that waits makes the rest of the chain asynchronous,
+   * so the usual write costs no promise here. Callers await a returned promise.
+   */
+  admit(a: Attributes): void | Promise<void> {
+    return runSteps(this.mutators, 0, a, true);
+  }
+
+  /** Every validating step, in order; synchronous while the steps are (as admit). */
+  validate(a: Attributes): void | Promise<void> {
+    return runSteps(this.validators, 0, a, false);
+  }
+}
+
+function runSteps(plugins: AdmissionPlugin[], from: number, a: Attributes, mutating: boolean): void | Promise<void> {
+  for (let i = from; i < plugins.length; i++) {
+    const p = plugins[i];
+    if (!p.handles(a)) continue;
+    const r = mutating ? p.admit(a) : p.validate(a);
+    if (r) return r.then(() => runSteps(plugins, i + 1, a, mutating));
   }
 }
 

@@ -133,6 +133,8 @@ function rootNodeOf(schema: JSONSchemaProps | undefined): TypeNode {
 
 /** The schema of a served custom kind, for field validation and server-side apply; undefined for built-ins. */
 export function customSchemaOf(group: string, version: string, kind: string): { schema?: JSONSchemaProps; root: TypeNode } | undefined {
+  // (asked on every write of every kind: without custom resources, no key to build)
+  if (schemas.size === 0) return undefined;
   return schemas.get(`${group}/${version}/${kind}`);
 }
 

@@ -48,7 +48,8 @@ export interface SchemaDef {
 
 export const definitions: Readonly<Record<string, SchemaDef>> = schemaDefs;
 
-let byGvk: Map<string, string> | undefined;
+/** group -> version -> kind -> definition name: nested, so a lookup (every write) builds no joined key */
+let byGvk: Map<string, Map<string, Map<string, string>>> | undefined;
 
 /** The definition name of a group/version/kind, e.g. ("apps","v1","Deployment") -> "io.k8s.api.apps.v1.Deployment". */
 export function definitionOf(group: string, version: string, kind: string): string | undefined {
@@ -56,13 +57,16 @@ export function definitionOf(group: string, version: string, kind: string): stri
     byGvk = new Map();
     for (const [name, d] of Object.entries(definitions)) {
       for (const [g, v, k] of d.gvk ?? []) {
-        const key = `${g}/${v}/${k}`;
+        let versions = byGvk.get(g);
+        if (!versions) byGvk.set(g, (versions = new Map()));
+        let kinds = versions.get(v);
+        if (!kinds) versions.set(v, (kinds = new Map()));
         // Shared meta kinds (DeleteOptions, WatchEvent, ...) list many GVKs; the first wins.
-        if (!byGvk.has(key)) byGvk.set(key, name);
+        if (!kinds.has(k)) kinds.set(k, name);
       }
     }
   }
-  return byGvk.get(`${group}/${version}/${kind}`);
+  return byGvk.get(group)?.get(version)?.get(kind);
 }
 
 export function definition(name: string): SchemaDef | undefined {

@@ -13,7 +13,7 @@ export function groupResourceKey(group: string, resource: string): string {
 export type DynamicStrategies = (group: string, version: string, resource: string) => { strategy: import('../registry/strategy.js').Strategy; nameRule: ResourceTarget['nameRule'] } | undefined;
 
 export class Targets {
-  private cache = new Map<string, ResourceTarget | null>();
+  private cache = new Map<string, Map<string, Map<string, ResourceTarget | null>>>();
   private dynamic?: DynamicStrategies;
   private generation = -1;
   constructor(
@@ -33,8 +33,13 @@ export class Targets {
       this.generation = this.catalog.generation;
       this.cache.clear();
     }
-    const k = `${group}/${version}/${resource}`;
-    let t = this.cache.get(k);
+    // Nested by group, version and resource: three lookups of the path's own segments cost
+    // less than building (and hashing) one joined key per request.
+    let byVersion = this.cache.get(group);
+    if (!byVersion) this.cache.set(group, (byVersion = new Map()));
+    let byResource = byVersion.get(version);
+    if (!byResource) byVersion.set(version, (byResource = new Map()));
+    let t = byResource.get(resource);
     if (t === undefined) {
       const info = this.catalog.lookup(group, version, resource);
       if (!info) t = null;
@@ -54,7 +59,7 @@ export class Targets {
           hasStatus: info.subresources.some((s) => s.name === 'status'),
         };
       }
-      this.cache.set(k, t);
+      byResource.set(resource, t);
     }
     return t ?? undefined;
   }

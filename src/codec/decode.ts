@@ -11,7 +11,7 @@ import { decodableMediaTypes } from './negotiate.js';
 export const DECODABLE_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf'];
 
 export function mediaTypeOf(contentType: string | undefined): string {
-  if (!contentType) return 'application/json';
+  if (!contentType || contentType === 'application/json') return 'application/json';
   return contentType.split(/[;,]/)[0].trim().toLowerCase();
 }
 
@@ -24,6 +24,9 @@ export const MAX_JSON_DEPTH = 10000;
  * recursive walk (merge, prune, validation) into a 500. The scan is one pass over the text.
  */
 export function parseJson(text: string): unknown {
+  // Nesting deeper than the limit takes more opening brackets than a text this short holds:
+  // the scan can only pass (most bodies; it is a third of a small create's decoding).
+  if (text.length <= MAX_JSON_DEPTH) return JSON.parse(text);
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -51,10 +54,25 @@ function tooDeep(v: unknown): boolean {
   return false;
 }
 
+// The last body decoded to text, and its text: a write's handler decodes it, then field
+// validation reads the same text again for duplicate keys. Keyed by the Buffer itself:
+// request bodies are never written to once received. (Keeps one body alive until the next.)
+let lastBody: Buffer | null = null;
+let lastText = '';
+
+/** A request body as UTF-8 text (the same string for the same Buffer as last time). */
+export function bodyText(body: Buffer): string {
+  if (body !== lastBody) {
+    lastText = body.toString('utf8');
+    lastBody = body;
+  }
+  return lastText;
+}
+
 /** Parses a body as JSON or YAML per Content-Type. Throws 400/415 StatusErrors. */
 export function parseBody(body: Buffer | null, contentType: string | undefined): unknown {
   const mt = mediaTypeOf(contentType);
-  const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : body.toString('utf8');
+  const text = mt === PROTOBUF_MEDIA_TYPE || mt === 'application/cbor' || !body ? '' : bodyText(body);
   if (mt === 'application/json' || mt === '*/*') {
     try {
       return parseJson(text);
@@ -188,6 +206,9 @@ const META_TYPES: Record<string, Check> = {
   managedFields: 'array',
 };
 
+/** META_TYPES as a list, made once (decodeObject runs on every write). */
+const META_CHECKS = Object.entries(META_TYPES) as Array<[string, Check]>;
+
 const GO_TYPE: Record<Check, string> = {
   string: 'string',
   map: 'map[string]string',
@@ -244,8 +265,10 @@ export function decodeObject(raw: unknown, apiVersion: string, kind: string): Re
   obj.kind = kind;
   if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
   if (!ok('object', obj.metadata)) throw cannot(`json: cannot unmarshal ${jsonTypeName(obj.metadata)} into Go struct field ${kind}.metadata of type v1.ObjectMeta`);
-  for (const [field, check] of Object.entries(META_TYPES)) {
-    const v = obj.metadata[field];
+  const meta = obj.metadata;
+  for (let i = 0; i < META_CHECKS.length; i++) {
+    const [field, check] = META_CHECKS[i];
+    const v = meta[field];
     if (!ok(check, v)) {
       throw cannot(`json: cannot unmarshal ${jsonTypeName(v)} into Go struct field ObjectMeta.metadata.${field} of type ${GO_TYPE[check]}`);
     }

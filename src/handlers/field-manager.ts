@@ -31,8 +31,9 @@ export function prefixFromUserAgent(ua: string): string {
 export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions';
 
 /** Checks the fieldManager parameter as kube-apiserver's ValidateFieldManager does: 422 on the options kind. */
-export function validateFieldManager(kind: OptionsKind, fm: string, extra: FieldError[] = []): void {
-  const errs: FieldError[] = [...extra];
+export function validateFieldManager(kind: OptionsKind, fm: string, extra?: FieldError[]): void {
+  if (fm === '' && !extra?.length) return; // the usual request: nothing to check
+  const errs: FieldError[] = extra ? [...extra] : [];
   if (fm !== '') {
     if ([...fm].length > FIELD_MANAGER_MAX_LENGTH) errs.push({ field: 'fieldManager', type: 'FieldValueTooLong', detail: `may not be more than ${FIELD_MANAGER_MAX_LENGTH} bytes` });
     [...fm].forEach((ch, i) => {
@@ -45,20 +46,44 @@ export function validateFieldManager(kind: OptionsKind, fm: string, extra: Field
   if (errs.length) throw errors.invalid(kind, 'meta.k8s.io', '', errs);
 }
 
+/**
+ * prefixFromUserAgent per User-Agent seen: clients send the same one on every request, and
+ * the check runs two regular expressions per character. Bounded; cleared when full.
+ */
+const managerByAgent = new Map<string, string>();
+function managerOfAgent(ua: string): string {
+  let m = managerByAgent.get(ua);
+  if (m === undefined) {
+    m = prefixFromUserAgent(ua);
+    if (managerByAgent.size >= 256) managerByAgent.clear();
+    managerByAgent.set(ua, m);
+  }
+  return m;
+}
+
 export function writeIdentity(c: HandlerContext, kind: OptionsKind): WriteIdentity {
   const fm = c.req.query.get('fieldManager') ?? '';
   validateFieldManager(kind, fm);
   return {
-    manager: fm || prefixFromUserAgent(c.req.headers['user-agent'] ?? ''),
+    manager: fm || managerOfAgent(c.req.headers['user-agent'] ?? ''),
     apiVersion: apiVersionOf(c.target),
     subresource: c.info.subresource ?? '',
   };
 }
 
+/** The contexts of built-in kinds, whose schema never changes: one per target. */
+const builtinContexts = new WeakMap<ResourceTarget, ManagedContext>();
+
 export function managedContext(t: ResourceTarget): ManagedContext {
-  // Custom resources: their CRD schema's view (list types as declared, atomic otherwise).
-  const root = rootNode(t.info.group, t.info.version, t.info.kind) ?? customSchemaOf(t.info.group, t.info.version, t.info.kind)?.root ?? ANY;
-  return { root, hasStatus: t.hasStatus, statusReset: t.strategy.statusResetFields };
+  const known = builtinContexts.get(t);
+  if (known) return known;
+  const builtin = rootNode(t.info.group, t.info.version, t.info.kind);
+  // Custom resources: their CRD schema's view (list types as declared, atomic otherwise),
+  // looked up on every write since the CRD may change.
+  const root = builtin ?? customSchemaOf(t.info.group, t.info.version, t.info.kind)?.root ?? ANY;
+  const ctx: ManagedContext = { root, hasStatus: t.hasStatus, statusReset: t.strategy.statusResetFields };
+  if (builtin) builtinContexts.set(t, ctx);
+  return ctx;
 }
 
 /** The hook that records an Update by this request's manager. */

@@ -1,6 +1,6 @@
 // The negotiated representation of a resource request, and the encoding context of its
 // resource: what get, list and watch need to answer in the client's media type.
-import { negotiateOutput, negotiateStream, type Representation } from '../codec/negotiate.js';
+import { JSON_REPRESENTATION, negotiateOutput, negotiateStream, type Representation } from '../codec/negotiate.js';
 import { encodeObject, encodeStatus, type EncodeContext } from '../codec/representation.js';
 import { parseIncludeObject } from '../api/table/table.js';
 import { errors } from '../errors.js';
@@ -37,6 +37,8 @@ export function sendEncoded(c: HandlerContext, code: number, r: Representation, 
 
 /** A written object (create, update, patch) in the representation negotiated before the write. */
 export function sendObject(c: HandlerContext, r: Representation, code: number, json: Buffer): void {
+  // Plain JSON is the stored bytes as they are: no encoding context to build.
+  if (r === JSON_REPRESENTATION) return sendEncoded(c, code, r, json);
   sendEncoded(c, code, r, encodeObject({ json }, r, encodeContextOf(c, r)));
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finishApply, planApply, recordUpdate, isReset, type WriteIdentity } from './apply.js';
+import { finishApply, planApply, recordUpdate, recordUpdateGeneral, isReset, type WriteIdentity } from './apply.js';
 import { FieldSet, compare, fieldsOf, pathString } from './managed-fields.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { StatusError } from '../errors.js';
@@ -194,5 +194,82 @@ describe('server-side apply', () => {
     // and a main-resource apply never owns status
     const withStatus = apply(next, { ...deploy({ ...base, replicas: 1 }), status: { replicas: 9 } }, 'alice');
     expect(owners(withStatus)['alice/Apply']['f:status']).toBeUndefined();
+  });
+});
+
+describe('the create fast path of recordUpdate', () => {
+  // recordUpdate(null, ...) builds a create's entry straight as FieldsV1; it must give,
+  // byte for byte (key order included), what the general path (compare, field sets,
+  // withoutIgnored, encodeManaged) gives.
+  const kinds: Array<[string, string, string, boolean]> = [
+    ['', 'v1', 'ConfigMap', false],
+    ['', 'v1', 'Pod', true],
+    ['', 'v1', 'Service', true],
+    ['apps', 'v1', 'Deployment', true],
+    ['batch', 'v1', 'Job', true],
+  ];
+  const objects: any[] = [
+    { metadata: { generateName: 'cm-', name: 'cm-x', namespace: 'ns', uid: 'u', creationTimestamp: 't' }, data: { payload: 'x', b: '' } },
+    { metadata: { name: 'a', namespace: 'ns', labels: { a: 'b' }, annotations: {}, finalizers: ['x', 'y', 'x'], ownerReferences: [{ apiVersion: 'v1', kind: 'K', name: 'o', uid: 'u1' }, { uid: 'u1' }, { name: 'nouid' }] }, data: {} },
+    { metadata: { name: 'only-ignored', namespace: 'ns', uid: 'u', resourceVersion: '5', generation: 1, selfLink: 's' } },
+    { metadata: {} },
+    { metadata: { name: 'x', undefinedValue: undefined, unknownMeta: { deep: [1, 2] } }, data: null, binaryData: { k: 'AAAA' }, immutable: false, extra: { nested: { list: [1, { a: 1 }], empty: {} }, nothing: null } },
+    {
+      metadata: { name: 'p', namespace: 'ns' },
+      spec: {
+        containers: [
+          { name: 'c', image: 'i', ports: [{ containerPort: 80 }, { containerPort: 80, protocol: 'UDP' }, { containerPort: 80 }], env: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }, { value: 'nameless' }], resources: {} },
+          { name: 'd', image: 'j', command: ['a', 'b'], volumeMounts: [] },
+          null,
+        ],
+        volumes: [{ name: 'v', emptyDir: {} }, { name: 'w', configMap: { name: 'c', items: [{ key: 'k', path: 'p' }] } }],
+        securityContext: {},
+        nodeSelector: { a: 'b' },
+        tolerations: [{ key: 'k', operator: 'Exists' }],
+        unknownSpecField: [{ a: 1 }],
+      },
+      status: { phase: 'Pending', conditions: [{ type: 'Ready', status: 'True' }] },
+    },
+    {
+      metadata: { name: 's', namespace: 'ns' },
+      spec: { ports: [{ port: 80, targetPort: 8080 }, { port: 80, protocol: 'UDP' }, { name: 'x', port: 443, protocol: 'TCP' }], selector: { app: 'a' }, clusterIPs: ['10.0.0.1'], type: 'ClusterIP' },
+      status: { loadBalancer: {} },
+    },
+    {
+      metadata: { name: 'd', namespace: 'ns', labels: { app: 'd' } },
+      spec: { replicas: 3, selector: { matchLabels: { app: 'd' }, matchExpressions: [{ key: 'a', operator: 'In', values: ['x'] }] }, template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } }, strategy: {} },
+      status: { replicas: 1 },
+    },
+    { metadata: { name: 'j', namespace: 'ns' }, spec: { template: { spec: { containers: [], restartPolicy: 'Never' } }, backoffLimit: 0 } },
+    // values a strategy may leave undefined: a struct Go keeps by value adds nothing then
+    { metadata: { name: 'u', namespace: 'ns', labels: { a: undefined } }, spec: { template: { metadata: undefined }, strategy: { type: undefined }, selector: { matchLabels: undefined } }, data: { a: undefined } },
+  ];
+  it('gives what the general path gives, for every kind and shape', () => {
+    const me: WriteIdentity = { manager: 'm', apiVersion: 'v1', subresource: '' };
+    let compared = 0;
+    for (const [group, version, kind, hasStatus] of kinds) {
+      const r = rootNode(group, version, kind) ?? ANY;
+      for (const roots of [r, ANY]) {
+        for (const o of objects) {
+          const c = { root: roots, hasStatus };
+          const a = structuredClone({ apiVersion: group ? `${group}/${version}` : version, kind, ...o });
+          const b = structuredClone(a);
+          recordUpdate(null, a, me, c);
+          recordUpdateGeneral(null, b, me, c);
+          for (const e of [...(a.metadata.managedFields ?? []), ...(b.metadata.managedFields ?? [])]) e.time = 'T';
+          expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBe(kinds.length * 2 * objects.length);
+  });
+
+  it('records the create of a ConfigMap as kube does', () => {
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'cm-', name: 'cm-x', namespace: 'ns', uid: 'u' }, data: { payload: 'x' } };
+    recordUpdate(null, cm, { manager: 'kubectl', apiVersion: 'v1', subresource: '' }, { root: rootNode('', 'v1', 'ConfigMap')!, hasStatus: false });
+    expect((cm.metadata as any).managedFields).toEqual([
+      { manager: 'kubectl', operation: 'Update', apiVersion: 'v1', time: expect.any(String), fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:payload': {} }, 'f:metadata': { 'f:generateName': {} } } },
+    ]);
   });
 });

@@ -13,7 +13,7 @@
 // front thread, once per attempt of its optimistic update loop.
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
-import { FieldSet, compare, deepEqual, fieldsOf, itemElement, listMode, pathString } from './managed-fields.js';
+import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString } from './managed-fields.js';
 
 export type Operation = 'Apply' | 'Update';
 
@@ -176,6 +176,84 @@ export interface ManagedContext {
  * old is the live object (null on create); obj is the object about to be stored.
  */
 export function recordUpdate(old: any | null, obj: any, id: WriteIdentity, ctx: ManagedContext): void {
+  if (old === null && canRecordCreate(obj, id, ctx)) {
+    recordCreate(obj, id, ctx);
+    return;
+  }
+  recordUpdateGeneral(old, obj, id, ctx);
+}
+
+const IGNORED_META_SET = new Set(IGNORED_META);
+
+/**
+ * Whether recordCreate gives what the general path would: a create of the main resource
+ * that sends no managedFields of its own (so no one else owns anything), of a kind whose
+ * root is a granular (non-atomic) struct, map or untyped object.
+ */
+function canRecordCreate(obj: any, id: WriteIdentity, ctx: ManagedContext): boolean {
+  const root = ctx.root;
+  return id.subresource === '' && isObj(obj) && isObj(obj.metadata) && obj.metadata.managedFields === undefined && (root.kind === 'struct' || root.kind === 'map' || root.kind === 'any') && !root.atomic;
+}
+
+/**
+ * The usual create: the request's manager owns every field the object sets, except those
+ * no manager owns (ignoredPaths: identity and server-set metadata, and status where the
+ * kind has a status subresource). The same entry as the general path (compare against
+ * nothing, withoutIgnored, encodeManaged) builds, built straight as FieldsV1 without
+ * copying the object or building field sets (test: src/registry/apply.test.ts).
+ */
+function recordCreate(obj: any, id: WriteIdentity, ctx: ManagedContext): void {
+  const root = ctx.root;
+  const typed = root.kind === 'struct' || root.kind === 'map';
+  let keys: string[] | undefined;
+  let vals: Record<string, unknown> | undefined;
+  for (const k of Object.keys(obj)) {
+    if (k === 'apiVersion' || k === 'kind' || (k === 'status' && ctx.hasStatus)) continue;
+    const cn = typed ? childNode(root, k) : ANY;
+    const c = k === 'metadata' ? createdMetadataFields(obj.metadata, cn) : addedFieldsV1(obj[k], cn, !!cn.valueStruct);
+    if (c === undefined) continue;
+    const pe = 'f:' + k;
+    (keys ??= []).push(pe);
+    (vals ??= {})[pe] = c;
+  }
+  if (!keys) {
+    delete obj.metadata.managedFields;
+    return;
+  }
+  keys.sort();
+  const fieldsV1: Record<string, unknown> = {};
+  for (const k of keys) fieldsV1[k] = vals![k];
+  const e: Record<string, unknown> = { manager: id.manager, operation: 'Update', apiVersion: id.apiVersion };
+  e.time = nowTimestamp();
+  e.fieldsType = 'FieldsV1';
+  e.fieldsV1 = fieldsV1;
+  obj.metadata.managedFields = [e];
+}
+
+/** metadata's share of a create (never a member itself; the ignored fields left out), or undefined. */
+function createdMetadataFields(m: Record<string, unknown>, n: TypeNode): Record<string, unknown> | undefined {
+  const typed = n.kind === 'struct' || n.kind === 'map';
+  if (typed && n.atomic) return undefined;
+  let keys: string[] | undefined;
+  let vals: Record<string, unknown> | undefined;
+  for (const k of Object.keys(m)) {
+    if (IGNORED_META_SET.has(k)) continue;
+    const cn = typed ? childNode(n, k) : ANY;
+    const c = addedFieldsV1(m[k], cn, !!cn.valueStruct);
+    if (c === undefined) continue;
+    const pe = 'f:' + k;
+    (keys ??= []).push(pe);
+    (vals ??= {})[pe] = c;
+  }
+  if (!keys) return undefined;
+  keys.sort();
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = vals![k];
+  return out;
+}
+
+/** recordUpdate for any write: the request's or the live object's entries, the changes, the cap. */
+export function recordUpdateGeneral(old: any | null, obj: any, id: WriteIdentity, ctx: ManagedContext): void {
   const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   // The request's own managedFields win (a client may edit them), unless it sends the reset
   // form (drop everything), sends none, or writes a subresource.

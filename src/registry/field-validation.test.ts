@@ -35,6 +35,107 @@ describe('findDuplicateFields', () => {
   it('is empty for clean documents', () => {
     expect(findDuplicateFields(JSON.stringify(deployment()))).toEqual([]);
   });
+  it('takes no string after an empty object for a key (it used to throw on an array holding {} then a string)', () => {
+    expect(findDuplicateFields('["x",{},"y"]')).toEqual([]);
+    expect(findDuplicateFields('{"a":[{},"v"],"a":1}')).toEqual(['a']);
+    expect(findDuplicateFields('{"a":{},"b":[{}, {"k":1,"k":2}]}')).toEqual(['b[1].k']);
+  });
+  it('gives what the previous implementation gave on random documents', () => {
+    // the previous implementation (an object and a Set per container), kept as the reference
+    const reference = (text: string): string[] => {
+      const out: string[] = [];
+      interface Frame { obj: boolean; keys?: Set<string>; key?: string; index: number; parent: Frame | undefined }
+      const stack: Frame[] = [];
+      const pathOf = (f: Frame | undefined): string => {
+        const parts: string[] = [];
+        for (let c = f; c?.parent; c = c.parent) parts.push(c.parent.obj ? `.${c.parent.key}` : `[${c.parent.index}]`);
+        return parts.reverse().join('').replace(/^\./, '');
+      };
+      let i = 0;
+      let expectKey = false;
+      while (i < text.length) {
+        const c = text.charCodeAt(i);
+        if (c === 0x22) {
+          let j = text.indexOf('"', i + 1);
+          let escaped = false;
+          while (j > 0 && text.charCodeAt(j - 1) === 0x5c) {
+            let k = j - 1;
+            while (text.charCodeAt(k - 1) === 0x5c) k--;
+            escaped = true;
+            if ((j - k) % 2 === 0) break;
+            j = text.indexOf('"', j + 1);
+          }
+          if (j < 0) break;
+          if (expectKey) {
+            const raw = text.slice(i, j + 1);
+            const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+            const top = stack[stack.length - 1];
+            if (top.keys!.has(key)) {
+              const p = pathOf(top);
+              out.push(p ? `${p}.${key}` : key);
+            } else top.keys!.add(key);
+            top.key = key;
+            expectKey = false;
+          }
+          i = j + 1;
+          continue;
+        }
+        if (c === 0x7b) {
+          stack.push({ obj: true, keys: new Set(), index: 0, parent: stack[stack.length - 1] });
+          expectKey = true;
+        } else if (c === 0x5b) stack.push({ obj: false, index: 0, parent: stack[stack.length - 1] });
+        else if (c === 0x7d || c === 0x5d) stack.pop();
+        else if (c === 0x2c) {
+          const top = stack[stack.length - 1];
+          if (top?.obj) expectKey = true;
+          else if (top) top.index++;
+        }
+        i++;
+      }
+      return out;
+    };
+    let seed = 42;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const KEYS = ['a', 'b', 'spec', '', 'a\\"b', '\\u0061', 'x.y', 'k:{\\"n\\":1}'];
+    const value = (d: number): string => {
+      const r = rnd(d > 4 ? 3 : 6);
+      if (r === 0) return String(rnd(100));
+      if (r === 1) return JSON.stringify(['s', 'q\\"', '{"a":1,"a":2}', ''][rnd(4)]);
+      if (r === 2) return ['true', 'null', '{}', '[]'][rnd(4)];
+      if (r === 3 || r === 4) {
+        const n = rnd(20);
+        const fields: string[] = [];
+        for (let k = 0; k < n; k++) fields.push(`"${KEYS[rnd(KEYS.length)]}"${rnd(2) ? ' : ' : ':'}${value(d + 1)}`);
+        return `{${fields.join(rnd(2) ? ', ' : ',')}}`;
+      }
+      const n = rnd(4);
+      const items: string[] = [];
+      for (let k = 0; k < n; k++) items.push(value(d + 1));
+      return `[${items.join(',')}]`;
+    };
+    let compared = 0;
+    let found = 0;
+    for (let t = 0; t < 2000; t++) {
+      const text = value(0);
+      JSON.parse(text); // only documents JSON.parse accepts
+      let want: string[] | undefined;
+      try {
+        want = reference(text);
+      } catch {
+        want = undefined; // the reference's crash on an empty object followed by a string
+      }
+      const got = findDuplicateFields(text);
+      if (want === undefined) continue;
+      expect(got).toEqual(want);
+      compared++;
+      found += got.length;
+    }
+    expect(compared).toBeGreaterThan(1000);
+    expect(found).toBeGreaterThan(100);
+  });
 });
 
 describe('checkFields', () => {

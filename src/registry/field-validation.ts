@@ -23,7 +23,7 @@
 // Stateless and pure except for the in-place dropping; runs on the front thread.
 import { definition, definitionOf, type SchemaDef, type SchemaProp } from '../api/schema.js';
 import { errors, StatusError, StatusReason } from '../errors.js';
-import { yamlDuplicatesOf } from '../codec/decode.js';
+import { bodyText, yamlDuplicatesOf } from '../codec/decode.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import { prune } from './crd/structural.js';
 
@@ -367,29 +367,22 @@ export function enforceFieldCheck(r: FieldCheckResult, kind: string, apiVersion:
 
 /**
  * Paths of keys that occur twice in one JSON object, e.g. ["spec.replicas",
- * "spec.template.spec.containers[0].image"]. Expects text that JSON.parse accepted; one pass,
- * no allocation per value beyond the key strings.
+ * "spec.template.spec.containers[0].image"]. Expects text that JSON.parse accepted; one pass.
+ * It runs on every JSON write, so the open containers are kept in stacks indexed by depth
+ * (no object per container) and an object's keys in a small array (a Set past 16 keys);
+ * paths are rendered only when a duplicate is found.
  */
 export function findDuplicateFields(text: string): string[] {
-  const out: string[] = [];
-  // Each open container: for objects the keys seen and the current key, for arrays the index.
-  // Paths are rendered only when a duplicate is found.
-  interface Frame {
-    obj: boolean;
-    keys?: Set<string>;
-    key?: string;
-    index: number;
-    parent: Frame | undefined;
-  }
-  const stack: Frame[] = [];
-  const pathOf = (f: Frame | undefined): string => {
-    const parts: string[] = [];
-    for (let c = f; c?.parent; c = c.parent) parts.push(c.parent.obj ? `.${c.parent.key}` : `[${c.parent.index}]`);
-    return parts.reverse().join('').replace(/^\./, '');
-  };
-  let i = 0;
-  const n = text.length;
+  let out: string[] | undefined;
+  const isObj: boolean[] = [];
+  const keys: Array<string[] | Set<string> | null> = [];
+  /** an object's current key, or an array's current index */
+  const at: Array<string | number> = [];
+  let depth = 0;
+  // A string right after '{' or an object's ',' is a key; after anything else it is a value.
   let expectKey = false;
+  const n = text.length;
+  let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
@@ -404,36 +397,61 @@ export function findDuplicateFields(text: string): string[] {
         j = text.indexOf('"', j + 1);
       }
       if (j < 0) break;
-      if (expectKey) {
+      if (expectKey && depth > 0 && isObj[depth - 1]) {
         const raw = text.slice(i, j + 1);
         const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
-        const top = stack[stack.length - 1];
-        if (top.keys!.has(key)) {
-          const p = pathOf(top);
-          out.push(p ? `${p}.${key}` : key);
+        const t = depth - 1;
+        const ks = keys[t];
+        let dup = false;
+        if (ks === null) keys[t] = [key];
+        else if (Array.isArray(ks)) {
+          if (ks.includes(key)) dup = true;
+          else if (ks.length >= 16) keys[t] = new Set([...ks, key]);
+          else ks.push(key);
+        } else if (ks.has(key)) dup = true;
+        else ks.add(key);
+        if (dup) {
+          const p = containerPath(isObj, at, t);
+          (out ??= []).push(p ? `${p}.${key}` : key);
         }
-        else top.keys!.add(key);
-        top.key = key;
-        expectKey = false;
+        at[t] = key;
       }
+      expectKey = false;
       i = j + 1;
       continue;
     }
     if (c === 0x7b /* { */) {
-      stack.push({ obj: true, keys: new Set(), index: 0, parent: stack[stack.length - 1] });
+      isObj[depth] = true;
+      keys[depth] = null;
+      at[depth] = '';
+      depth++;
       expectKey = true;
     } else if (c === 0x5b /* [ */) {
-      stack.push({ obj: false, index: 0, parent: stack[stack.length - 1] });
+      isObj[depth] = false;
+      keys[depth] = null;
+      at[depth] = 0;
+      depth++;
+      expectKey = false;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      stack.pop();
+      if (depth > 0) depth--;
+      // (an empty object's '{' left expectKey set: what follows its '}' is no key)
+      expectKey = false;
     } else if (c === 0x2c /* , */) {
-      const top = stack[stack.length - 1];
-      if (top?.obj) expectKey = true;
-      else if (top) top.index++;
+      if (depth > 0) {
+        if (isObj[depth - 1]) expectKey = true;
+        else (at[depth - 1] as number)++;
+      }
     }
     i++;
   }
-  return out;
+  return out ?? [];
+}
+
+/** The field path of the container at depth t: its parents' keys and indexes ("spec.x[0]"). */
+function containerPath(isObj: boolean[], at: Array<string | number>, t: number): string {
+  let s = '';
+  for (let d = 0; d < t; d++) s += isObj[d] ? `.${at[d]}` : `[${at[d]}]`;
+  return s.charCodeAt(0) === 0x2e ? s.slice(1) : s;
 }
 
 /** True when a media type's body is JSON text (duplicates can be looked for). */
@@ -453,7 +471,7 @@ export function validateBody(
   warnings: string[] | undefined,
   opts: { required?: boolean; name?: string } = {},
 ): void {
-  const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : rawJson.toString('utf8')) : [];
+  const duplicates = rawJson && mode !== 'Ignore' ? findDuplicateFields(typeof rawJson === 'string' ? rawJson : bodyText(rawJson)) : [];
   const r = checkFields(obj, gvk, mode, { duplicates, yamlDuplicates: yamlDuplicatesOf(obj), required: opts.required });
   const apiVersion = gvk.group ? `${gvk.group}/${gvk.version}` : gvk.version;
   const name = opts.name ?? ((obj as any)?.metadata?.name as string | undefined) ?? '';

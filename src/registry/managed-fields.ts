@@ -359,6 +359,62 @@ function cmp(lhs: unknown, rhs: unknown, n: TypeNode, path: string[], c: Compari
   }
 }
 
+/**
+ * compare(nothing, v, n) as FieldsV1, built directly: what a create adds, in toFieldsV1's
+ * form (children in path-element order, "." on members that have children), without the
+ * intermediate sets. Mirrors cmp() with an absent left side: scalars, nulls, atomic or
+ * empty maps and lists are leaves; list items are addressed by itemElement (the first of
+ * equal elements wins) and a list itself is never a member; a map or struct is a member
+ * unless Go keeps it by value (valueStruct). undefined when the value adds nothing.
+ */
+export function addedFieldsV1(v: unknown, n: TypeNode, valueStruct: boolean): Record<string, unknown> | undefined {
+  if (v === undefined) return undefined;
+  if (Array.isArray(v)) {
+    const mode = n.kind === 'list' ? listMode(n) : 'atomic';
+    if (mode === 'atomic' || v.length === 0) return {};
+    const en = itemNode(n);
+    let seen: Set<string> | undefined;
+    let keys: string[] | undefined;
+    let vals: Record<string, unknown> | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const pe = itemElement(n, v[i], i);
+      if (!pe) continue;
+      if ((seen ??= new Set()).has(pe)) continue;
+      seen.add(pe);
+      const c = addedFieldsV1(v[i], en, false);
+      if (c === undefined) continue;
+      (keys ??= []).push(pe);
+      (vals ??= {})[pe] = c;
+    }
+    if (!keys) return undefined;
+    keys.sort();
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = vals![k];
+    return out;
+  }
+  if (!isObj(v)) return {};
+  const typed = n.kind === 'struct' || n.kind === 'map';
+  const fields = Object.keys(v);
+  if ((typed && n.atomic) || fields.length === 0) return {};
+  let keys: string[] | undefined;
+  let vals: Record<string, unknown> | undefined;
+  for (const k of fields) {
+    const cn = typed ? childNode(n, k) : ANY;
+    const c = addedFieldsV1(v[k], cn, !!cn.valueStruct);
+    if (c === undefined) continue;
+    const pe = 'f:' + k;
+    (keys ??= []).push(pe);
+    (vals ??= {})[pe] = c;
+  }
+  if (!keys) return valueStruct ? undefined : {};
+  // All of one kind of path element ("f:"), so plain string order is comparePathElements' order.
+  keys.sort();
+  const out: Record<string, unknown> = {};
+  if (!valueStruct) out['.'] = {};
+  for (const k of keys) out[k] = vals![k];
+  return out;
+}
+
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;

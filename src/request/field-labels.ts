@@ -165,7 +165,15 @@ export function convertFieldSelector(gr: string, sel: FieldSelector | null): Fie
 /** The selectable field values of one object of the kind (canonical label -> value). */
 export function selectableFields(gr: string, obj: any): Record<string, string> {
   const out: Record<string, string> = {};
-  const k = kindFields(gr);
-  for (const [label, ex] of Object.entries(k.extract)) out[label] = ex(obj);
+  const list = extractorsOf(kindFields(gr));
+  for (let i = 0; i < list.length; i++) out[list[i][0]] = list[i][1](obj);
   return out;
+}
+
+/** Each kind's extractors as a list, made once: every commit reads the selectable fields of its object. */
+const extractorLists = new WeakMap<KindFields, Array<[string, Extract]>>();
+function extractorsOf(k: KindFields): Array<[string, Extract]> {
+  let l = extractorLists.get(k);
+  if (!l) extractorLists.set(k, (l = Object.entries(k.extract)));
+  return l;
 }

@@ -67,6 +67,21 @@ function decodeSegment(s: string): string {
   }
 }
 
+/** path.slice(from, to).split('/'), without the intermediate string: half the time of split on V8 11. */
+function splitPath(path: string, from: number, to: number): string[] {
+  const out: string[] = [];
+  let s = from;
+  for (;;) {
+    const j = path.indexOf('/', s);
+    if (j < 0 || j >= to) {
+      out.push(path.slice(s, to));
+      return out;
+    }
+    out.push(path.slice(s, j));
+    s = j + 1;
+  }
+}
+
 export function parseRequestInfo(method: string, path: string, query: URLSearchParams): RequestInfo {
   const info: RequestInfo = {
     isResourceRequest: false,
@@ -88,7 +103,7 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
   while (from < to && path.charCodeAt(from) === 47) from++;
   while (to > from && path.charCodeAt(to - 1) === 47) to--;
   if (from === to) return info;
-  const segs = path.slice(from, to).split('/');
+  const segs = splitPath(path, from, to);
   if (path.indexOf('%') >= 0) for (let i = 0; i < segs.length; i++) segs[i] = decodeSegment(segs[i]);
   const prefix = segs[0];
   if (prefix !== 'api' && prefix !== 'apis') return info;

@@ -70,10 +70,18 @@ export function rulesFor(modes: string[], _user: string, _namespace: string): Ru
 }
 
 export function authorizationFilter(modes: string[]): Filter {
+  // Modes whose answer does not depend on the request (AlwaysAllow, AlwaysDeny) are decided
+  // once: no attributes, closure or decision built per request.
+  const fixed = modes.every((m) => m === 'AlwaysAllow' || m === 'AlwaysDeny') ? decide(modes, {} as AuthorizationAttributes) : null;
+  const fixedAuthorize = fixed ? () => ({ allowed: fixed.allowed, reason: fixed.reason }) : null;
   return {
     name: 'authorization',
     run(req) {
       const info = req.requestInfo!;
+      if (fixedAuthorize && fixed!.allowed) {
+        req.authorize = fixedAuthorize;
+        return;
+      }
       const user = req.user?.name ?? 'system:anonymous';
       const attrs: AuthorizationAttributes = {
         user,
