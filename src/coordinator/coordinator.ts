@@ -224,9 +224,12 @@ export class Coordinator {
   write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
     const id = this.nextId++;
     const shard = this.shards[this.shardFor(op.gr)];
+    // The caller's op literal is taken over (no copy: a spread costs more than the rest of this call).
+    const queued = op as WriteOp;
+    queued.id = id;
     return new Promise<Committed>((resolve, reject) => {
       this.pending.set(id, { resolve, reject, obj });
-      shard.queue.push({ ...op, id });
+      shard.queue.push(queued);
       if (!shard.flushScheduled) {
         shard.flushScheduled = true;
         // Everything submitted in this turn of the event loop travels in one message.
