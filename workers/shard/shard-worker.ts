@@ -48,53 +48,74 @@ function loadIndex(): void {
 /** Set when the B-tree could not take a batch the log holds: later writes are refused. */
 let broken = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
-/** the promise of the newest batch's B-tree transaction */
-let lastApply: Promise<unknown> = Promise.resolve();
+/** records durable in the log and not yet handed to the B-tree */
+let treeQueue: WalRecord[] = [];
+let treeLast = 0;
+/** a B-tree transaction is committing or flushing */
+let treeBusy = false;
+/** resolves when the B-tree holds everything queued so far (close waits for it) */
+let treeIdle: Promise<void> = Promise.resolve();
+let treeIdleResolve: (() => void) | null = null;
 
 /**
- * Brings the B-tree up to a durable batch: puts made in one turn are one lmdb-js
- * transaction, committed on its write thread. When it commits, the versions are readable
- * (appliedRv); when it is flushed, the log segments it covers can go.
+ * Brings the B-tree up to the durable log, one transaction at a time: the records of every
+ * group commit made while the previous transaction committed and flushed go into the next
+ * one. Why not one transaction per group commit: with overlappingSync each commit is
+ * followed by a flush of its dirty pages, and every fdatasync (the log's included) waits
+ * for the device's cache flush; hundreds of B-tree flushes a second made the log's
+ * fdatasync several times slower. One transaction in flight lets the batches grow with
+ * the load, and the lag stays one flush (storage reads wait for it, see Coordinator.storage).
  */
 function applyToTree(batch: WalRecord[], last: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync
   // and the B-tree's commit, for every batch.
   if (HOLD_TREE) return;
+  for (const r of batch) treeQueue.push(r);
+  treeLast = last;
+  if (!treeBusy) {
+    treeIdle = new Promise((r) => (treeIdleResolve = r));
+    drainTree();
+  }
+}
+
+function drainTree(): void {
+  if (treeQueue.length === 0 || broken) {
+    treeBusy = false;
+    treeIdleResolve?.();
+    return;
+  }
+  treeBusy = true;
+  const batch = treeQueue;
+  const last = treeLast;
+  treeQueue = [];
+  stats.trees++;
+  stats.treeOps += batch.length;
+  // puts made in one turn are one lmdb-js transaction, committed on its write thread
   for (const r of batch) {
     env.revs.put([r.gr, r.key, r.rv], r.value as Buffer);
     env.log.put(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
   }
-  lastApply = env.meta.put('maxRv', last).then(
-    () => {
+  env.meta
+    .put('maxRv', last)
+    .then(() => {
+      // committed: readable by the front's read transactions
       shared.setAppliedRv(data.index, last);
-      trackFlush(last);
-    },
-    (err: unknown) => {
-      // The log holds the batch (it is acknowledged and will be applied again at start-up),
-      // but this run can no longer serve the B-tree's reads correctly: stop taking writes.
-      broken = `storage apply failed: ${err instanceof Error ? err.message : String(err)}`;
-      console.error(`shard ${data.index}: ${broken}`);
-    },
-  );
-}
-
-let flushWaiting = false;
-let flushNext = 0;
-/** Removes the log segments the B-tree has made durable (one flush wait at a time). */
-function trackFlush(rv: number): void {
-  if (flushWaiting) {
-    flushNext = Math.max(flushNext, rv);
-    return;
-  }
-  flushWaiting = true;
-  Promise.resolve(env.root.flushed).then(
-    () => {
-      flushWaiting = false;
-      wal.release(rv);
-      if (flushNext > rv) trackFlush(flushNext);
-    },
-    () => (flushWaiting = false),
-  );
+      return env.root.flushed;
+    })
+    .then(
+      () => {
+        // flushed: the log segments up to here are no longer needed
+        wal.release(last);
+        drainTree();
+      },
+      (err: unknown) => {
+        // The log holds the batch (it is acknowledged and will be applied again at start-up),
+        // but this run can no longer serve the B-tree's reads correctly: stop taking writes.
+        broken = `storage apply failed: ${err instanceof Error ? err.message : String(err)}`;
+        console.error(`shard ${data.index}: ${broken}`);
+        drainTree();
+      },
+    );
 }
 
 /**
@@ -124,11 +145,11 @@ let scheduled = false;
  * KUBESHARD_COMMIT_STATS=1: once a second, the number of group commits and of writes per
  * commit (stderr). Group commit only pays if the batch grows with the load; this shows it.
  */
-const stats = { commits: 0, ops: 0, maxBatch: 0 };
+const stats = { commits: 0, ops: 0, maxBatch: 0, logMs: 0, trees: 0, treeOps: 0 };
 if (process.env.KUBESHARD_COMMIT_STATS) {
   setInterval(() => {
-    if (stats.commits) console.error(`shard ${data.index}: ${stats.commits} commits/s, ${(stats.ops / stats.commits).toFixed(1)} writes/commit (max ${stats.maxBatch})`);
-    stats.commits = stats.ops = stats.maxBatch = 0;
+    if (stats.commits) console.error(`shard ${data.index}: ${stats.commits} commits/s, ${(stats.ops / stats.commits).toFixed(1)} writes/commit (max ${stats.maxBatch}), log append+fdatasync ${(stats.logMs / stats.commits).toFixed(2)} ms/commit; B-tree ${stats.trees} commits/s of ${(stats.treeOps / Math.max(1, stats.trees)).toFixed(0)}`);
+    stats.commits = stats.ops = stats.maxBatch = stats.logMs = stats.trees = stats.treeOps = 0;
   }, 1000).unref();
 }
 let closing = false;
@@ -197,7 +218,11 @@ function flush(): void {
       if (!first) first = rv;
       last = rv;
     }
-    if (records.length) wal.append(records, first, last);
+    if (records.length) {
+      const t0 = performance.now();
+      wal.append(records, first, last);
+      stats.logMs += performance.now() - t0;
+    }
   } catch (err) {
     // Nothing of the batch is durable: restore the index and fail every write of it.
     for (let i = undo.length - 1; i >= 0; i--) {
@@ -267,7 +292,7 @@ port.on('message', (msg: FrontToShard) => {
       closing = true;
       clearInterval(compactTimer);
       flush();
-      lastApply
+      treeIdle
         .then(() => env.root.flushed)
         .then(() => wal.release(maxRv))
         .finally(() => wal.close())
