@@ -57,6 +57,8 @@ const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
  */
 class UwsSink implements ResponseSink {
   aborted = false;
+  /** a chunk goes to uWS in pieces of at most this size, one cork (one send) each */
+  readonly writeQuantum = MAX_PIECE;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
   inHandler = false;
   private done = false;
