@@ -19,6 +19,7 @@ import { createServer } from 'node:net';
 import https from 'node:https';
 import { rawLoad } from './raw-load.js';
 import { openWatchFleet } from './watch-load.js';
+import { runRateWriter } from './rate-writer.js';
 import type { Target } from './lib.js';
 
 const args = process.argv.slice(2);
@@ -152,23 +153,20 @@ async function main() {
       const t0 = threadTicks(pid);
       for (const [k, v] of t0) before.set(k, v);
       clientCpu = process.cpuUsage();
+      const clientBefore = threadTicks(process.pid);
       const e0 = fleet.events();
+      const r0 = fleet.reads();
       const rate = Number(opt('rate', '200'));
-      const end = Date.now() + seconds * 1000;
-      let sent = 0;
-      const s0 = Date.now();
-      while (Date.now() < end) {
-        const due = Math.floor(((Date.now() - s0) / 1000) * rate);
-        const batch: Promise<number>[] = [];
-        for (; sent < due; sent++) batch.push(call(t, 'POST', '/api/v1/namespaces/cpu/configmaps', { metadata: { generateName: 'w-' }, data: { v: 'x'.repeat(200) } }));
-        await Promise.all(batch);
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      // the creates come from a thread of their own (as in run.ts): from this event loop
+      // they would wait behind the fleet's reads, and the rate would fall with the load
+      const sent = await runRateWriter({ url: t.url, headers: { authorization: `Bearer ${t.token}` }, path: '/api/v1/namespaces/cpu/configmaps', rate, seconds, annotation: 'bench/sent' });
       const drain = Date.now() + 5000;
       while (fleet.events() - e0 < sent * fleet.open() && Date.now() < drain) await new Promise((r) => setTimeout(r, 50));
       count = fleet.events() - e0;
-      extra = ` watchers=${fleet.open()} creates=${sent} rss=${rssMB(pid).toFixed(0)}MB`;
-      fleet.close();
+      const c = process.cpuUsage(clientCpu);
+      const fleetThreads = [...threadTicks(process.pid)].map(([tid, v]) => `${tid === process.pid ? 'main' : v.name}:${(((v.ticks - (clientBefore.get(tid)?.ticks ?? 0)) * 1e4) / Math.max(1, count)).toFixed(1)}`).filter((x) => !x.endsWith(':0.0'));
+      extra = ` watchers=${fleet.open()} creates=${sent} eventsPerRead=${(count / Math.max(1, fleet.reads() - r0)).toFixed(1)} client threads (µs per event) ${fleetThreads.join(' ')} (client total ${((c.user + c.system) / Math.max(1, count)).toFixed(1)}) rss=${rssMB(pid).toFixed(0)}MB`;
+      await fleet.close();
     } else {
       const r = await rawLoad(t, { path, method, body, connections: scenario.startsWith('list') ? 4 : connections, seconds });
       count = r.requests;

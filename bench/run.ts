@@ -132,7 +132,7 @@ async function main() {
     if (before && after) {
       const cpu = after.cpuSeconds - before.cpuSeconds;
       if (r.metrics.rps) r.metrics.cpuUsPerReq = (cpu * 1e6) / (r.metrics.rps * seconds);
-      if (r.metrics.delivered) r.metrics.cpuNsPerEvent = (cpu * 1e9) / r.metrics.delivered;
+      if (r.metrics.delivered && r.metrics.cpuNsPerEvent === undefined) r.metrics.cpuNsPerEvent = (cpu * 1e9) / r.metrics.delivered;
     }
     record({ scenario: name, ...r, before, after });
   };
@@ -156,7 +156,7 @@ async function main() {
         before,
         after,
       });
-      fleet.close();
+      await fleet.close();
     }
     if (only.has('create')) {
       await ensureNs(t, 'bench-create');
@@ -213,16 +213,24 @@ async function main() {
           // A writer rate that asks for 600k events/s: the delivered figure shows the capacity.
           const rate = Math.max(5, Math.min(2000, Math.round(600_000 / Math.max(1, fleet.open()))));
           const startEvents = fleet.events();
+          const startReads = fleet.reads();
           fleet.takeLatencies();
+          const cpuBefore = sampleProc(t.pid);
           const start = Date.now();
           const sent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate, seconds, annotation: 'bench/sent' });
           const expected = sent * fleet.open();
           const drainUntil = Date.now() + 10_000;
           while (fleet.events() - startEvents < expected && Date.now() < drainUntil) await new Promise((r) => setTimeout(r, 50));
           const elapsed = (Date.now() - start) / 1000;
+          const cpuAfter = sampleProc(t.pid);
           const lat = fleet.takeLatencies();
           const delivered = fleet.events() - startEvents;
           const metrics: Record<string, number> = { watchers: fleet.open(), failed: fleet.failed(), malformed: fleet.malformed(), createsPerSec: sent / seconds, eventsPerSec: delivered / elapsed, delivered, expected, p50: percentile(lat, 50), p99: percentile(lat, 99) };
+          // how many events one read of the fleet carried: the batching the fan-out achieved
+          metrics.eventsPerRead = delivered / Math.max(1, fleet.reads() - startReads);
+          // server CPU per event over the full-speed delivery only (not the watches' TLS
+          // handshakes, nor the calm phase below)
+          if (cpuBefore && cpuAfter) metrics.cpuNsPerEvent = ((cpuAfter.cpuSeconds - cpuBefore.cpuSeconds) * 1e9) / Math.max(1, delivered);
           // The latencies above are those of an offered load beyond capacity (they grow with
           // the backlog). Event latency at a sustainable load: a quarter of what was delivered.
           const calm = Math.max(1, Math.floor((0.25 * metrics.eventsPerSec) / Math.max(1, fleet.open())));
@@ -234,7 +242,7 @@ async function main() {
           metrics.calmEventsPerSec = calm * fleet.open();
           metrics.calmP50 = percentile(calmLat, 50);
           metrics.calmP99 = percentile(calmLat, 99);
-          fleet.close();
+          await fleet.close();
           await call(t, 'DELETE', '/api/v1/namespaces/bench-watch/configmaps');
           return { metrics, goal: n >= 10000 ? '≥500,000 events/s at 10,000 watchers' : undefined, reached: n >= 10000 ? metrics.eventsPerSec >= 500000 : undefined };
         });

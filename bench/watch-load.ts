@@ -1,100 +1,356 @@
 // The watch load generator: tens of thousands of watches from one process. Each watch is
-// a raw TLS socket with a hand-written HTTP/1.1 request; events are counted by scanning the
-// bytes for `"type":"` without parsing them. A few "sampler" watches do parse their events,
-// to measure latency from the writer's send time (an annotation) to arrival.
+// a raw TLS socket with a hand-written HTTP/1.1 request. Its response is read as HTTP/1.1
+// reads it (status line, headers, then the chunked transfer coding, chunk by chunk), and
+// its events are counted without parsing them: the lines of chunk data that end an object.
+// A few "sampler" watches do parse their events, to measure latency from the writer's
+// send time (an annotation) to arrival, and count the frames that do not parse.
+//
+// Threads: the raw watches are spread over worker threads (two by default: the machine's
+// two cores), each reading its sockets on its own event loop; the counts live in a
+// SharedArrayBuffer the calling thread reads. The samplers stay on the calling thread,
+// which has little else to do, so their latencies are not those of a busy reader. Each
+// socket decrypts straight into its thread's one read buffer (net's `onread`): no Buffer,
+// no stream machinery per read, so the fleet's cost per event is mostly TLS and syscalls.
 import tls from 'node:tls';
 import https from 'node:https';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { authHeaders, authLine, type Target } from './lib.js';
 
-const MARK = Buffer.from('"type":"');
+const NL = 0x0a;
+/**
+ * TLS 1.3 cipher suites in the order Go's crypto/tls offers them on hardware with AES
+ * instructions: kubectl, client-go and every controller negotiate AES-128-GCM. (Node's
+ * default order asks for AES-256-GCM first, which costs both ends more per byte.)
+ */
+const GO_TLS13_CIPHERS = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', ...tls.DEFAULT_CIPHERS.split(':').filter((c) => !c.startsWith('TLS_'))].join(':');
+const CLOSE_BRACE = 0x7d;
 
 export interface WatchFleet {
   /** events counted over all raw watches */
   events(): number;
   open(): number;
   failed(): number;
-  /** sampler lines that were not one JSON event (should stay 0) */
+  /** sampler lines that were not one JSON event, and raw watches whose chunked framing broke (should stay 0) */
   malformed(): number;
+  /** reads (decrypted pieces handed to the fleet) over all raw watches: events / reads is how many events a read carries */
+  reads(): number;
   /** latencies (ms) seen by the samplers since the last call */
   takeLatencies(): number[];
-  close(): void;
+  close(): Promise<void>;
+}
+
+const enum Phase {
+  /** status line and headers, up to the empty line */
+  Head,
+  /** a chunk-size line (hex digits, maybe extensions, CRLF) */
+  Size,
+  /** the chunk's data */
+  Data,
+  /** the CRLF after a chunk's data */
+  DataEnd,
+  /** the last chunk was read: trailers (ignored) up to the close */
+  Done,
+  /** a body without the chunked coding: data up to the close */
+  Identity,
+  /** the framing broke: nothing more is read */
+  Broken,
 }
 
 /**
- * Counts the event marks in a chunk without copying it: a mark split across two chunks is
- * found by looking at the few bytes kept from the previous chunk plus the start of this
- * one (a match there must start in the kept bytes, so nothing is counted twice).
+ * One watch response read off the wire: HTTP/1.1 status and headers, the chunked coding
+ * undone as data arrives in arbitrary pieces, and events counted in the chunk data as one
+ * byte stream (an event split by a read or by a chunk boundary counts once, when its line ends).
+ * Kept apart from the sockets so it can be tested alone.
  */
-export function countMarks(buf: Buffer, carry: Buffer): { n: number; carry: Buffer } {
-  let n = 0;
-  const keep = MARK.length - 1;
-  if (carry.length) {
-    const edge = Buffer.concat([carry, buf.subarray(0, keep)]);
-    if (edge.indexOf(MARK) >= 0) n++;
+export class WatchStreamCounter {
+  phase = Phase.Head;
+  /** the status code, once the headers are in */
+  status = 0;
+  /** events counted so far */
+  events = 0;
+  /** the stream's last chunk arrived (the server ended the watch) */
+  get ended(): boolean {
+    return this.phase === Phase.Done;
   }
-  let i = buf.indexOf(MARK);
-  while (i >= 0) {
-    n++;
-    i = buf.indexOf(MARK, i + MARK.length);
+  /** the chunked framing broke (a server fault): counting stopped */
+  get broken(): boolean {
+    return this.phase === Phase.Broken;
   }
-  const tail = buf.length >= keep ? Buffer.from(buf.subarray(buf.length - keep)) : Buffer.concat([carry, buf]).subarray(-keep);
-  return { n, carry: tail };
+  /** headers seen so far (latin1), until the empty line */
+  private head = '';
+  /** data bytes left in the current chunk */
+  private remaining = 0;
+  /** the chunk-size line: its value so far, whether digits ended (extension), whether CR was seen */
+  private size = -1;
+  private sizeDigitsDone = false;
+  private crlfSeen = 0;
+  /** the last data byte seen */
+  private last = 0;
+
+  /** Reads buf[0, n). Returns the number of events it completed. */
+  feed(buf: Uint8Array, n: number): number {
+    const before = this.events;
+    let pos = 0;
+    while (pos < n) {
+      switch (this.phase) {
+        case Phase.Head: {
+          // the head is small and read once: a string is fine here
+          const take = Math.min(n - pos, 8192);
+          this.head += Buffer.from(buf.buffer, buf.byteOffset + pos, take).toString('latin1');
+          const end = this.head.indexOf('\r\n\r\n');
+          if (end < 0) {
+            if (this.head.length > 65536) this.phase = Phase.Broken;
+            pos += take;
+            break;
+          }
+          // only the bytes up to the empty line belong to the head
+          pos += take - (this.head.length - (end + 4));
+          const head = this.head.slice(0, end);
+          this.head = '';
+          const m = /^HTTP\/1\.[01] (\d{3})/.exec(head);
+          this.status = m ? Number(m[1]) : -1;
+          this.phase = /\r\ntransfer-encoding:[^\r]*chunked/i.test(head) ? Phase.Size : Phase.Identity;
+          this.size = -1;
+          break;
+        }
+        case Phase.Size: {
+          const c = buf[pos++];
+          if (c === 0x0d) {
+            this.crlfSeen = 1;
+          } else if (c === 0x0a) {
+            if (this.size < 0 || this.crlfSeen !== 1) {
+              this.phase = Phase.Broken;
+              break;
+            }
+            this.remaining = this.size;
+            this.size = -1;
+            this.sizeDigitsDone = false;
+            this.crlfSeen = 0;
+            this.phase = this.remaining === 0 ? Phase.Done : Phase.Data;
+          } else if (this.crlfSeen) {
+            this.phase = Phase.Broken;
+          } else if (!this.sizeDigitsDone && hexValue(c) >= 0) {
+            this.size = (this.size < 0 ? 0 : this.size * 16) + hexValue(c);
+            if (this.size > 2 ** 40) this.phase = Phase.Broken;
+          } else if (this.size >= 0 && (c === 0x3b || c === 0x20 || c === 0x09 || this.sizeDigitsDone)) {
+            this.sizeDigitsDone = true; // a chunk extension, ignored
+          } else {
+            this.phase = Phase.Broken;
+          }
+          break;
+        }
+        case Phase.Data: {
+          const take = Math.min(n - pos, this.remaining);
+          this.scan(buf, pos, pos + take);
+          pos += take;
+          this.remaining -= take;
+          if (this.remaining === 0) {
+            this.phase = Phase.DataEnd;
+            this.crlfSeen = 0;
+          }
+          break;
+        }
+        case Phase.DataEnd: {
+          const c = buf[pos++];
+          if (this.crlfSeen === 0 && c === 0x0d) this.crlfSeen = 1;
+          else if (this.crlfSeen === 1 && c === 0x0a) {
+            this.crlfSeen = 0;
+            this.phase = Phase.Size;
+          } else this.phase = Phase.Broken;
+          break;
+        }
+        case Phase.Identity:
+          this.scan(buf, pos, n);
+          pos = n;
+          break;
+        case Phase.Done:
+        case Phase.Broken:
+          return this.events - before;
+      }
+    }
+    return this.events - before;
+  }
+
+  /**
+   * Counts the events that end in data[s, e), data before s being what earlier calls saw:
+   * one JSON object per line, so an event ends where a newline follows a closing brace.
+   * (A newline alone, as the server sends to open a quiet stream, is no event.)
+   */
+  private scan(buf: Uint8Array, s: number, e: number): void {
+    if (e <= s) return;
+    // the search is native (memchr), bounded to [s, e): the buffer past e holds stale bytes
+    const view = Buffer.from(buf.buffer, buf.byteOffset + s, e - s);
+    let i = view.indexOf(NL);
+    if (i === 0) {
+      if (this.last === CLOSE_BRACE) this.events++;
+      i = view.indexOf(NL, 1);
+    }
+    for (; i > 0; i = view.indexOf(NL, i + 1)) if (view[i - 1] === CLOSE_BRACE) this.events++;
+    this.last = view[e - s - 1];
+  }
 }
 
-export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent'): Promise<WatchFleet> {
-  const u = new URL(t.url);
-  let events = 0;
-  let open = 0;
-  let failed = 0;
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
+  return -1;
+}
+
+/** Slots of the shared counters, per fleet thread. */
+const enum Slot {
+  Events,
+  Open,
+  Failed,
+  Malformed,
+  /** onread callbacks: how many pieces the events arrived in */
+  Reads,
+  Width,
+}
+
+interface FleetJob {
+  host: string;
+  port: number;
+  tls?: { cert?: Buffer; key?: Buffer };
+  request: string;
+  count: number;
+  counters: SharedArrayBuffer;
+  /** this thread's first slot in counters */
+  base: number;
+}
+
+/**
+ * Opens job.count watches on this thread and counts their events into the shared
+ * counters. Resolves once every watch has its response head (or failed).
+ */
+async function runFleet(job: FleetJob): Promise<() => void> {
+  const counters = new Int32Array(job.counters);
+  const ev = job.base + Slot.Events;
+  const openSlot = job.base + Slot.Open;
+  const failedSlot = job.base + Slot.Failed;
+  const malformedSlot = job.base + Slot.Malformed;
+  const readsSlot = job.base + Slot.Reads;
+  const request = Buffer.from(job.request);
   const sockets: tls.TLSSocket[] = [];
-  const reqs: Array<{ destroy(): void }> = [];
-  let latencies: number[] = [];
-  let malformed = 0;
-  const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
-  const session: { s?: Buffer } = {};
+  /** every socket of this thread decrypts into this one buffer; it is read before the next read */
+  const readBuf = Buffer.allocUnsafe(64 * 1024);
+  let session: Buffer | undefined;
   const connectOne = () =>
     new Promise<void>((resolve) => {
-      const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, ...t.tls, session: session.s, servername: undefined });
-      sock.once('session', (s) => (session.s ??= s));
-      let carry: Buffer = Buffer.alloc(0);
-      let headersDone = false;
-      sock.on('secureConnect', () => sock.write(request));
-      sock.on('data', (d: Buffer) => {
-        if (!headersDone) {
-          const i = d.indexOf('\r\n\r\n');
-          if (i < 0) return;
-          headersDone = true;
-          if (!d.subarray(0, 15).toString().includes(' 200')) {
-            failed++;
-            sock.destroy();
-            resolve();
-            return;
-          }
-          open++;
+      const counter = new WatchStreamCounter();
+      let opened = false;
+      let settled = false;
+      const settle = () => {
+        if (!settled) {
+          settled = true;
           resolve();
-          d = d.subarray(i + 4);
         }
-        const r = countMarks(d, carry);
-        events += r.n;
-        carry = r.carry;
-      });
-      sock.on('error', () => {
-        failed++;
-        resolve();
-      });
+      };
+      const sock = tls.connect({
+        host: job.host,
+        port: job.port,
+        rejectUnauthorized: false,
+        ciphers: GO_TLS13_CIPHERS,
+        ...job.tls,
+        session,
+        servername: undefined,
+        onread: {
+          buffer: readBuf,
+          callback: (n: number, buf: Uint8Array) => {
+            const got = counter.feed(buf, n);
+            Atomics.add(counters, readsSlot, 1);
+            if (!opened && counter.status !== 0) {
+              if (counter.status !== 200) {
+                Atomics.add(counters, failedSlot, 1);
+                sock.destroy();
+                settle();
+                return false;
+              }
+              opened = true;
+              Atomics.add(counters, openSlot, 1);
+              settle();
+            }
+            if (got > 0) Atomics.add(counters, ev, got);
+            if (counter.broken || counter.ended) {
+              if (counter.broken) Atomics.add(counters, malformedSlot, 1);
+              sock.destroy();
+              return false;
+            }
+            return true;
+          },
+        },
+      } as tls.ConnectionOptions);
+      sock.once('session', (s: Buffer) => (session ??= s));
+      sock.on('secureConnect', () => sock.write(request));
+      sock.on('error', () => {}); // a close follows
       sock.on('close', () => {
-        if (headersDone) open--;
-        resolve();
+        if (opened) Atomics.sub(counters, openSlot, 1);
+        else if (!settled) Atomics.add(counters, failedSlot, 1);
+        opened = false;
+        settle();
       });
       sockets.push(sock);
     });
   // Open in waves so that the handshakes do not all queue at once.
-  const WAVE = 200;
-  for (let i = 0; i < count; i += WAVE) {
-    await Promise.all(Array.from({ length: Math.min(WAVE, count - i) }, connectOne));
+  const WAVE = 100;
+  for (let i = 0; i < job.count; i += WAVE) {
+    await Promise.all(Array.from({ length: Math.min(WAVE, job.count - i) }, connectOne));
   }
+  return () => {
+    for (const s of sockets) s.destroy();
+  };
+}
+
+/** Fleet thread entry: open the watches, report, and close them when told. */
+if (!isMainThread && (workerData as { fleet?: FleetJob })?.fleet) {
+  const job = (workerData as { fleet: FleetJob }).fleet;
+  void runFleet(job).then((closeAll) => {
+    parentPort!.postMessage('opened');
+    parentPort!.on('message', (m) => {
+      if (m !== 'close') return;
+      closeAll();
+      // the sockets' close callbacks run on the next turns; then nothing keeps this thread
+      parentPort!.close();
+    });
+  });
+}
+
+export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2): Promise<WatchFleet> {
+  const u = new URL(t.url);
+  const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
+  const n = Math.max(1, Math.min(threads, count || 1));
+  const counters = new SharedArrayBuffer(4 * Slot.Width * n);
+  const view = new Int32Array(counters);
+  const workers: Worker[] = [];
+  const opened: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const share = Math.floor(count / n) + (i < count % n ? 1 : 0);
+    const job: FleetJob = { host: u.hostname, port: Number(u.port || 443), tls: t.tls, request, count: share, counters, base: i * Slot.Width };
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { fleet: job } });
+    workers.push(w);
+    opened.push(
+      new Promise((resolve, reject) => {
+        w.once('message', () => resolve());
+        w.once('error', reject);
+        w.once('exit', () => resolve());
+      }),
+    );
+  }
+  await Promise.all(opened);
+  // sums of one slot over the threads; the counters are 32-bit: read as unsigned, they
+  // hold 4 billion events, far more than one run delivers
+  const sum = (slot: Slot) => {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += slot === Slot.Events || slot === Slot.Reads ? Atomics.load(view, i * Slot.Width + slot) >>> 0 : Atomics.load(view, i * Slot.Width + slot);
+    return s;
+  };
+
+  const reqs: Array<{ destroy(): void }> = [];
+  let latencies: number[] = [];
+  let malformed = 0;
   for (let i = 0; i < samplers; i++) {
-    const req = https.get(t.url + path, { headers: authHeaders(t), rejectUnauthorized: false, ...t.tls }, (res) => {
+    const req = https.get(t.url + path, { headers: authHeaders(t), rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, ...t.tls }, (res) => {
       let buf = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
@@ -123,18 +379,31 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
   }
   await new Promise((r) => setTimeout(r, 500));
   return {
-    events: () => events,
-    open: () => open,
-    failed: () => failed,
-    malformed: () => malformed,
+    events: () => sum(Slot.Events),
+    open: () => sum(Slot.Open),
+    failed: () => sum(Slot.Failed),
+    reads: () => sum(Slot.Reads),
+    malformed: () => malformed + sum(Slot.Malformed),
     takeLatencies: () => {
       const l = latencies;
       latencies = [];
       return l;
     },
-    close: () => {
-      for (const s of sockets) s.destroy();
+    close: async () => {
       for (const r of reqs) r.destroy();
+      await Promise.all(
+        workers.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(() => void w.terminate(), 10_000);
+              w.once('exit', () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              w.postMessage('close');
+            }),
+        ),
+      );
     },
   };
 }

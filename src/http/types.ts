@@ -49,6 +49,11 @@ export interface ResponseSink {
   /** Called once the transport has drained what it buffered behind backpressure. */
   onDrain(fn: () => void): void;
   bufferedBytes(): number;
+  /**
+   * The pieces a large streamed chunk leaves in, when the transport has such pieces (each
+   * one TLS record and one syscall): a writer that batches may send whole pieces first.
+   */
+  readonly writeQuantum?: number;
   /** Closes the connection abruptly. */
   close(): void;
 }

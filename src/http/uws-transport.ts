@@ -57,6 +57,8 @@ const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
  */
 class UwsSink implements ResponseSink {
   aborted = false;
+  /** a chunk goes to uWS in pieces of at most this size, one cork (one send) each */
+  readonly writeQuantum = MAX_PIECE;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
   inHandler = false;
   private done = false;
@@ -165,6 +167,11 @@ class UwsSink implements ResponseSink {
    * exactly, and a watcher's budget is checked against it. Every write goes in pieces
    * that fit the cork they are written in (see the class comment); outside a cork, the
    * sink corks each batch of pieces itself.
+   *
+   * Besides that budget, uWS itself closes the connection (onAborted, no last chunk) when
+   * a write could not finish and the socket then stays unwritable for 10 s (its HTTP
+   * timeout): a watch client that stops reading for that long is cut before its budget is
+   * reached, and resumes from the last version it saw, as from any dropped watch.
    */
   write(chunk: string | Uint8Array): boolean {
     if (this.aborted || this.done || this.ending) return false;

@@ -113,18 +113,32 @@ export class Watcher {
   /** bytes the transport may hold beyond the budget (the initial write) */
   private allowance = 0;
 
-  /** Writes what the tick gathered, corked, as one chunk. Returns false if the watcher had to be closed. */
-  flush(): boolean {
+  /**
+   * Writes what was gathered, corked, as one chunk. Returns false if the watcher had to be
+   * closed. With wholePieces (the fan-out tick), when the frames fill more than one of the
+   * transport's pieces, only the frames that fill whole pieces leave now and the rest wait
+   * for the next tick: every piece costs a TLS record and a syscall on each side, full or
+   * not, and a heavy fan-out would otherwise send a short piece per watcher per tick.
+   */
+  flush(wholePieces = false): boolean {
     if (this.closed || this.outbox.length === 0) return !this.closed;
     const frames = this.outbox;
-    this.outbox = [];
     const sink = this.opts.sink;
     if (sink.aborted) {
       this.close();
       return false;
     }
+    let chunk: Buffer;
+    if (frames.length === 1) {
+      chunk = frames[0];
+      this.outbox = [];
+    } else {
+      const batch = joinedFrames(frames, wholePieces ? (sink.writeQuantum ?? 0) : 0);
+      chunk = batch.chunk;
+      this.outbox = batch.count === frames.length ? [] : frames.slice(batch.count);
+    }
     // the sink corks the chunk itself, in pieces that fit uWS's cork buffer
-    sink.write(frames.length === 1 ? frames[0] : joinedFrames(frames));
+    sink.write(chunk);
     if (sink.bufferedBytes() > this.opts.maxBufferedBytes + this.allowance) {
       this.close();
       return false;
@@ -145,22 +159,36 @@ export class Watcher {
 }
 
 /**
- * The frames of one tick joined into one chunk. Watchers that see the same events (all
- * the unfiltered watchers of a namespace, flushed one after the other) share the chunk of
- * the previous one instead of each copying the frames again.
+ * The frames of one tick joined into one chunk: all of them, or (quantum > 0) those that
+ * fill whole pieces of quantum bytes when they fill more than one (at least one frame).
+ * Watchers that see the same events (all the unfiltered watchers of a namespace, flushed
+ * one after the other) share the chunk of the previous one instead of each copying the
+ * frames again.
  */
 let lastFrames: Buffer[] | null = null;
-let lastChunk: Buffer | null = null;
-function joinedFrames(frames: Buffer[]): Buffer {
+let lastQuantum = 0;
+let lastBatch: { chunk: Buffer; count: number } | null = null;
+function joinedFrames(frames: Buffer[], quantum: number): { chunk: Buffer; count: number } {
   const prev = lastFrames;
-  if (prev && prev.length === frames.length) {
+  if (prev && prev.length === frames.length && quantum === lastQuantum) {
     let same = true;
     for (let i = 0; i < frames.length && same; i++) same = prev[i] === frames[i];
-    if (same) return lastChunk!;
+    if (same) return lastBatch!;
+  }
+  let count = frames.length;
+  let bytes = 0;
+  for (const f of frames) bytes += f.byteLength;
+  if (quantum > 0 && bytes > quantum) {
+    const limit = Math.floor(bytes / quantum) * quantum;
+    let sum = frames[0].byteLength;
+    count = 1;
+    while (count < frames.length && sum + frames[count].byteLength <= limit) sum += frames[count++].byteLength;
+    bytes = sum;
   }
   lastFrames = frames;
-  lastChunk = Buffer.concat(frames);
-  return lastChunk;
+  lastQuantum = quantum;
+  lastBatch = { chunk: count === 1 ? frames[0] : Buffer.concat(count === frames.length ? frames : frames.slice(0, count), bytes), count };
+  return lastBatch;
 }
 
 /**
@@ -174,14 +202,17 @@ let flushTimer: NodeJS.Timeout | null = null;
 let tickMs = 5;
 /**
  * The wait before the next flush: the tick, or as long as the last flush took when that
- * was longer (up to MAX_TICK_MS). With tens of thousands of watchers a flush is one TLS
- * record and one syscall per watcher, whatever it carries; waiting as long as the last
- * flush took keeps at least half of the front thread for requests and commits, and lets
- * every write carry all the events of that interval, so the cost per event falls as the
- * load grows instead of the thread falling behind.
+ * was longer (up to MAX_TICK_MS). With thousands of watchers a flush costs a TLS record
+ * and a syscall per watcher (on both ends) whatever it carries: 10,000 watchers take a
+ * few hundred ms to flush even one event each. Waiting as long as the last flush took
+ * keeps at least half of the front thread for requests and commits, and lets every write
+ * carry all the events of that interval, so the cost per event falls as the load grows
+ * instead of the thread falling behind. The bound keeps the added latency at a fraction
+ * of what such a flush itself takes; with few watchers the flush is short and so is the
+ * wait (the tick when a flush takes less).
  */
 let nextTickMs = 5;
-const MAX_TICK_MS = 50;
+const MAX_TICK_MS = 200;
 
 export function setFanoutTick(ms: number): void {
   tickMs = ms;
@@ -193,11 +224,14 @@ function flushDirty(): void {
   const start = performance.now();
   const ws = [...dirty];
   dirty.clear();
-  for (const w of ws) w.flush();
+  // watchers with frames left for the next tick (see Watcher.flush)
+  let held: Watcher[] | null = null;
+  for (const w of ws) if (w.flush(true) && w.outbox.length > 0) (held ??= []).push(w);
   // the shared chunk is for this tick only
   lastFrames = null;
-  lastChunk = null;
+  lastBatch = null;
   nextTickMs = Math.min(MAX_TICK_MS, Math.max(tickMs, performance.now() - start));
+  if (held) for (const w of held) scheduleFlush(w);
 }
 
 export function scheduleFlush(w: Watcher): void {

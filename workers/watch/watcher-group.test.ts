@@ -1,0 +1,128 @@
+// The fan-out tick: what each write carries when frames come faster than a transport
+// piece, and that every frame still arrives once, whole and in order.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { ResourceCache } from './watch-cache.js';
+import { Watcher, setFanoutTick } from './watcher-group.js';
+import type { ResponseSink } from '../../src/http/types.js';
+
+type TestSink = ResponseSink & { writes: Buffer[]; ended: boolean; buffered: number };
+
+function sink(writeQuantum?: number): TestSink {
+  const s: any = {
+    aborted: false,
+    writes: [] as Buffer[],
+    ended: false,
+    buffered: 0,
+    writeQuantum,
+    send() {},
+    startStream() {},
+    write(c: string | Uint8Array) {
+      s.writes.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+      return true;
+    },
+    end() {
+      s.ended = true;
+    },
+    cork(fn: () => void) {
+      fn();
+    },
+    onAborted() {},
+    onDone() {},
+    onDrain() {},
+    bufferedBytes: () => s.buffered,
+    close() {},
+  };
+  return s;
+}
+
+const obj = (name: string, pad: number) => Buffer.from(JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name, namespace: 'a' }, data: { v: 'x'.repeat(pad) } }));
+const watcher = (s: TestSink, maxBufferedBytes = 1 << 20) => new Watcher({ gr: 'configmaps', ns: 'a', name: '', labels: null, fields: null, sink: s, maxBufferedBytes });
+const names = (s: TestSink) =>
+  Buffer.concat(s.writes)
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l).object.metadata.name);
+const ticks = (n = 3) => new Promise((r) => setTimeout(r, 20 * n));
+
+beforeAll(() => setFanoutTick(1));
+afterAll(() => setFanoutTick(5));
+
+describe('fan-out tick', () => {
+  it('frames within one piece leave in one write', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s = sink(16 * 1024);
+    c.watchers.add(watcher(s));
+    c.watchers.dispatch([1, 2, 3].map((i) => c.apply('ADDED', `a/n${i}`, i, obj(`n${i}`, 100))));
+    await ticks();
+    expect(s.writes.length).toBe(1);
+    expect(names(s)).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('frames that fill more than a piece: whole pieces first, the rest on the next tick, every frame once and in order', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const quantum = 2000;
+    const s = sink(quantum);
+    c.watchers.add(watcher(s));
+    // ~330-byte frames: 16 of them fill two pieces and a half
+    c.watchers.dispatch(Array.from({ length: 16 }, (_, i) => c.apply('ADDED', `a/n${i}`, i + 1, obj(`n${i}`, 220))));
+    await ticks();
+    expect(s.writes.length).toBe(2);
+    // the first write is whole frames filling at most two whole pieces, more than one
+    expect(s.writes[0].byteLength).toBeLessThanOrEqual(2 * quantum);
+    expect(s.writes[0].byteLength).toBeGreaterThan(quantum);
+    expect(s.writes[0].toString().endsWith('}\n')).toBe(true);
+    expect(names(s)).toEqual(Array.from({ length: 16 }, (_, i) => `n${i}`));
+  });
+
+  it('a frame larger than a piece still leaves', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s = sink(1000);
+    c.watchers.add(watcher(s));
+    c.watchers.dispatch([c.apply('ADDED', 'a/big', 1, obj('big', 5000)), c.apply('ADDED', 'a/small', 2, obj('small', 10))]);
+    await ticks();
+    expect(names(s)).toEqual(['big', 'small']);
+  });
+
+  it('watchers that see the same events share one chunk', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s1 = sink(16 * 1024);
+    const s2 = sink(16 * 1024);
+    c.watchers.add(watcher(s1));
+    c.watchers.add(watcher(s2));
+    c.watchers.dispatch([1, 2].map((i) => c.apply('ADDED', `a/n${i}`, i, obj(`n${i}`, 50))));
+    await ticks();
+    expect(s1.writes.length).toBe(1);
+    expect(s2.writes[0]).toBe(s1.writes[0]);
+  });
+
+  it('a direct flush (a watch timing out, the first write) sends everything at once', () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const s = sink(500);
+    const w = watcher(s);
+    c.watchers.add(w);
+    c.watchers.dispatch(Array.from({ length: 5 }, (_, i) => c.apply('ADDED', `a/n${i}`, i + 1, obj(`n${i}`, 300))));
+    w.flush();
+    expect(s.writes.length).toBe(1);
+    expect(names(s)).toEqual(['n0', 'n1', 'n2', 'n3', 'n4']);
+  });
+
+  it('a watcher over its budget is closed in the tick; the others get every frame', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const slow = sink(16 * 1024);
+    slow.buffered = 1 << 30;
+    const fast = sink(16 * 1024);
+    const ws = watcher(slow, 1024);
+    ws.onClose = () => c.watchers.remove(ws);
+    c.watchers.add(ws);
+    c.watchers.add(watcher(fast));
+    c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
+    await ticks();
+    c.watchers.dispatch([c.apply('ADDED', 'a/n2', 2, obj('n2', 10))]);
+    await ticks();
+    expect(ws.closed).toBe(true);
+    expect(slow.ended).toBe(true);
+    expect(c.watchers.size).toBe(1);
+    expect(names(fast)).toEqual(['n1', 'n2']);
+  });
+});
