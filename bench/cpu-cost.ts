@@ -20,7 +20,7 @@ import https from 'node:https';
 import { rawLoad } from './raw-load.js';
 import { openWatchFleet } from './watch-load.js';
 import { runRateWriter } from './rate-writer.js';
-import type { Target } from './lib.js';
+import { GO_TLS13_CIPHERS, type Target } from './lib.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -73,7 +73,7 @@ async function freePort(): Promise<number> {
   }
 }
 
-const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 32 });
+const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 32 });
 function call(t: Target, method: string, path: string, body?: unknown): Promise<number> {
   const u = new URL(t.url + path);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));

@@ -5,6 +5,7 @@
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import https from 'node:https';
 import { fileURLToPath } from 'node:url';
+import { GO_TLS13_CIPHERS } from './lib.js';
 
 export interface RateWriterJob {
   url: string;
@@ -28,7 +29,7 @@ export function runRateWriter(job: RateWriterJob): Promise<number> {
 }
 
 async function writerMain(job: RateWriterJob): Promise<void> {
-  const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 32, ...job.tls });
+  const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 32, ...job.tls });
   const u = new URL(job.url + job.path);
   const post = () =>
     new Promise<void>((res) => {

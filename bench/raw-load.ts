@@ -4,7 +4,7 @@
 // body. On a 2-core machine autocannon's own CPU use caps what it can measure; this client
 // costs a fraction of it, so it shows more of the server's capacity. Both are reported.
 import tls from 'node:tls';
-import { authLine, type LoadResult, type Target } from './lib.js';
+import { GO_TLS13_CIPHERS, authLine, type LoadResult, type Target } from './lib.js';
 import { percentile } from './watch-load.js';
 
 export async function rawLoad(t: Target, opts: { path: string; method?: string; body?: string; connections: number; seconds: number; contentType?: string }): Promise<LoadResult> {
@@ -21,7 +21,7 @@ export async function rawLoad(t: Target, opts: { path: string; method?: string; 
   await Promise.all(
     Array.from({ length: opts.connections }, () =>
       new Promise<void>((resolve) => {
-        const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, ...t.tls, session });
+        const sock = tls.connect({ host: u.hostname, port: Number(u.port || 443), rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, ...t.tls, session });
         sock.once('session', (s) => (session ??= s));
         // Response bytes are kept as a list of chunks: a large body (a list) arrives in
         // many chunks, and joining them on every arrival would cost the client O(n²).

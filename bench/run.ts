@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
-import { api, authHeaders, load, sampleProc, startTarget, type Target } from './lib.js';
+import { GO_TLS13_CIPHERS, api, authHeaders, load, sampleProc, startTarget, type Target } from './lib.js';
 import { openWatchFleet, percentile } from './watch-load.js';
 import { table, writeReport, type Report, type ScenarioResult } from './report.js';
 import { seedAndTimeStartup } from './startup.js';
@@ -39,7 +39,7 @@ const idleCount = Number(opt('idle', String(Math.min(20000, fdLimit() - 300))));
 const startupObjects = Number(opt('startup-objects', '1000000'));
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
-let agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64 });
+let agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 64 });
 
 function call(t: Target, method: string, path: string, body?: unknown): Promise<{ status: number; bytes: number; text: string }> {
   const u = new URL(t.url + path);
@@ -111,7 +111,7 @@ async function timeChunked(t: Target, path: string, limit: number, times: number
 
 async function main() {
   const t = await startTarget(args);
-  if (t.tls) agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 64, ...t.tls });
+  if (t.tls) agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 64, ...t.tls });
   const targetName = args.includes('--kubeconfig') ? `${t.url} (kubeconfig)` : `kubeshard (started here) ${t.url}`;
   const report: Report = {
     target: targetName,

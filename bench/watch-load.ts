@@ -15,7 +15,7 @@ import tls from 'node:tls';
 import https from 'node:https';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { authHeaders, authLine, type Target } from './lib.js';
+import { GO_TLS13_CIPHERS, authHeaders, authLine, type Target } from './lib.js';
 
 const NL = 0x0a;
 /**
@@ -23,7 +23,6 @@ const NL = 0x0a;
  * instructions: kubectl, client-go and every controller negotiate AES-128-GCM. (Node's
  * default order asks for AES-256-GCM first, which costs both ends more per byte.)
  */
-const GO_TLS13_CIPHERS = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', ...tls.DEFAULT_CIPHERS.split(':').filter((c) => !c.startsWith('TLS_'))].join(':');
 const CLOSE_BRACE = 0x7d;
 
 export interface WatchFleet {
