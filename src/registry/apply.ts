@@ -13,7 +13,7 @@
 // front thread, once per attempt of its optimistic update loop.
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
-import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString } from './managed-fields.js';
+import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString, sortedFields } from './managed-fields.js';
 
 export type Operation = 'Apply' | 'Update';
 
@@ -220,9 +220,7 @@ function recordCreate(obj: any, id: WriteIdentity, ctx: ManagedContext): void {
     delete obj.metadata.managedFields;
     return;
   }
-  keys.sort();
-  const fieldsV1: Record<string, unknown> = {};
-  for (const k of keys) fieldsV1[k] = vals![k];
+  const fieldsV1 = sortedFields(keys, vals!);
   const e: Record<string, unknown> = { manager: id.manager, operation: 'Update', apiVersion: id.apiVersion };
   e.time = nowTimestamp();
   e.fieldsType = 'FieldsV1';
@@ -245,11 +243,7 @@ function createdMetadataFields(m: Record<string, unknown>, n: TypeNode): Record<
     (keys ??= []).push(pe);
     (vals ??= {})[pe] = c;
   }
-  if (!keys) return undefined;
-  keys.sort();
-  const out: Record<string, unknown> = {};
-  for (const k of keys) out[k] = vals![k];
-  return out;
+  return keys ? sortedFields(keys, vals!) : undefined;
 }
 
 /** recordUpdate for any write: the request's or the live object's entries, the changes, the cap. */

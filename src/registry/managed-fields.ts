@@ -386,11 +386,7 @@ export function addedFieldsV1(v: unknown, n: TypeNode, valueStruct: boolean): Re
       (keys ??= []).push(pe);
       (vals ??= {})[pe] = c;
     }
-    if (!keys) return undefined;
-    keys.sort();
-    const out: Record<string, unknown> = {};
-    for (const k of keys) out[k] = vals![k];
-    return out;
+    return keys ? sortedFields(keys, vals!) : undefined;
   }
   if (!isObj(v)) return {};
   const typed = n.kind === 'struct' || n.kind === 'map';
@@ -408,11 +404,7 @@ export function addedFieldsV1(v: unknown, n: TypeNode, valueStruct: boolean): Re
   }
   if (!keys) return valueStruct ? undefined : {};
   // All of one kind of path element ("f:"), so plain string order is comparePathElements' order.
-  keys.sort();
-  const out: Record<string, unknown> = {};
-  if (!valueStruct) out['.'] = {};
-  for (const k of keys) out[k] = vals![k];
-  return out;
+  return sortedFields(keys, vals!, !valueStruct);
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {
@@ -428,4 +420,17 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(ao).filter((k) => ao[k] !== undefined);
   const kb = Object.keys(bo).filter((k) => bo[k] !== undefined);
   return ka.length === kb.length && ka.every((k) => deepEqual(ao[k], bo[k]));
+}
+
+/**
+ * A fieldsV1 object from its path elements and their children, keys in sorted order (the
+ * order kube serializes a set in, when the elements are all of one kind); `self` adds the
+ * "." entry first.
+ */
+export function sortedFields(keys: string[], vals: Record<string, unknown>, self = false): Record<string, unknown> {
+  keys.sort();
+  const out: Record<string, unknown> = {};
+  if (self) out['.'] = {};
+  for (const k of keys) out[k] = vals[k];
+  return out;
 }

@@ -1,33 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import { ResourceCache } from './watch-cache.js';
 import { Watcher } from './watcher-group.js';
-import type { ResponseSink } from '../../src/http/types.js';
+import { memorySink } from './memory-sink.js';
 
-function sink(): ResponseSink & { chunks: string[]; ended: boolean } {
-  const s: any = {
-    aborted: false,
-    chunks: [] as string[],
-    ended: false,
-    send() {},
-    startStream() {},
-    write(c: string | Uint8Array) {
-      s.chunks.push(Buffer.from(c).toString());
-      return true;
-    },
-    end() {
-      s.ended = true;
-    },
-    cork(fn: () => void) {
-      fn();
-    },
-    onAborted() {},
-    onDone() {},
-    onDrain() {},
-    bufferedBytes: () => 0,
-    close() {},
-  };
-  return s;
-}
+const sink = memorySink;
 
 const obj = (ns: string, name: string, labels: Record<string, string> = {}) =>
   Buffer.from(JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name, namespace: ns, labels } }));
@@ -94,11 +70,9 @@ describe('WatcherGroup fan-out', () => {
     c.watchers.dispatch(evs);
     all.flush();
     sel.flush();
-    const frames = (s: { chunks: string[] }) => s.chunks.join('').split('\n').filter(Boolean);
-    s1.chunks = frames(s1);
-    s2.chunks = frames(s2);
-    expect(s1.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'MODIFIED', 'MODIFIED', 'ADDED']);
-    expect(s2.chunks.map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'DELETED']);
+    const frames = (s: { text(): string }) => s.text().split('\n').filter(Boolean);
+    expect(frames(s1).map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'MODIFIED', 'MODIFIED', 'ADDED']);
+    expect(frames(s2).map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'DELETED']);
   });
   it('closes a watcher whose transport buffers past its budget', () => {
     const c = new ResourceCache('configmaps', 0, 100, 0);

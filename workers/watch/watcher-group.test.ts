@@ -3,41 +3,13 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { ResourceCache } from './watch-cache.js';
 import { Watcher, setFanoutTick } from './watcher-group.js';
-import type { ResponseSink } from '../../src/http/types.js';
+import { memorySink, type MemorySink } from './memory-sink.js';
 
-type TestSink = ResponseSink & { writes: Buffer[]; ended: boolean; buffered: number };
-
-function sink(writeQuantum?: number): TestSink {
-  const s: any = {
-    aborted: false,
-    writes: [] as Buffer[],
-    ended: false,
-    buffered: 0,
-    writeQuantum,
-    send() {},
-    startStream() {},
-    write(c: string | Uint8Array) {
-      s.writes.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
-      return true;
-    },
-    end() {
-      s.ended = true;
-    },
-    cork(fn: () => void) {
-      fn();
-    },
-    onAborted() {},
-    onDone() {},
-    onDrain() {},
-    bufferedBytes: () => s.buffered,
-    close() {},
-  };
-  return s;
-}
+const sink = memorySink;
 
 const obj = (name: string, pad: number) => Buffer.from(JSON.stringify({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name, namespace: 'a' }, data: { v: 'x'.repeat(pad) } }));
-const watcher = (s: TestSink, maxBufferedBytes = 1 << 20) => new Watcher({ gr: 'configmaps', ns: 'a', name: '', labels: null, fields: null, sink: s, maxBufferedBytes });
-const names = (s: TestSink) =>
+const watcher = (s: MemorySink, maxBufferedBytes = 1 << 20) => new Watcher({ gr: 'configmaps', ns: 'a', name: '', labels: null, fields: null, sink: s, maxBufferedBytes });
+const names = (s: MemorySink) =>
   Buffer.concat(s.writes)
     .toString()
     .split('\n')
