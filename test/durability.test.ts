@@ -76,6 +76,21 @@ describe('durability', () => {
     }
   });
 
+  it('a write the log cannot take is a 500 InternalError, and nothing of it is stored', async () => {
+    const s = await startServer({ env: { KUBESHARD_FAULT_FAIL_LOG_KEY: 'default/lost' } });
+    try {
+      const r = await request(s, 'POST', CM, { metadata: { name: 'lost' } });
+      expect(r.status).toBe(500);
+      expect(r.json()).toMatchObject({ kind: 'Status', reason: 'InternalError', code: 500 });
+      expect(r.json().message).toContain('storage write failed');
+      expect((await request(s, 'GET', `${CM}/lost`)).status).toBe(404);
+      expect((await request(s, 'GET', '/readyz')).status).toBe(200);
+    } finally {
+      await s.stop().catch(() => undefined);
+      s.cleanup();
+    }
+  });
+
   it('a clean restart keeps every resourceVersion, and new writes get larger ones', async () => {
     const s = await startServer();
     try {

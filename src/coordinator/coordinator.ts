@@ -293,7 +293,9 @@ export class Coordinator {
       const p = this.pending.get(a.id);
       if (!p) continue;
       this.pending.delete(a.id);
-      if (a.err) p.reject(new WriteRejected(a.err));
+      // a storage failure is the server's fault, not a precondition: a 500, never retried as a conflict
+      if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
+      else if (a.err) p.reject(new WriteRejected(a.err));
       else p.resolve({ rv: a.rv!, json: stored.get(a.id)! });
     }
     // 3. then whoever waits for the cache to catch up.

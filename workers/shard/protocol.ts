@@ -27,12 +27,14 @@ export interface WriteOp {
   tail: string;
 }
 
-export type WriteFailure = 'exists' | 'conflict' | 'notfound';
+/** storage: the write could not be made durable (the log failed); message says why */
+export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage';
 
 export interface Ack {
   id: number;
   rv?: number;
   err?: WriteFailure;
+  message?: string;
 }
 
 export interface CommittedEvent {

@@ -48,6 +48,8 @@ function loadIndex(): void {
 /** Set when the B-tree could not take a batch the log holds: later writes are refused. */
 let broken = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
+/** Fault injection: a log append with a write of this key fails, as on a full or failing disk. */
+const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree */
 let treeQueue: WalRecord[] = [];
 let treeLast = 0;
@@ -220,6 +222,7 @@ function flush(): void {
     }
     if (records.length) {
       const t0 = performance.now();
+      if (FAIL_LOG && applied.some((r) => r.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
       wal.append(records, first, last);
       stats.logMs += performance.now() - t0;
     }
@@ -231,7 +234,7 @@ function flush(): void {
       else index.set(ik, prev);
     }
     const message = err instanceof Error ? err.message : String(err);
-    post({ t: 'commit', acks: ops.map((o) => ({ id: o.id, err: 'conflict' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
+    post({ t: 'commit', acks: ops.map((o) => ({ id: o.id, err: 'storage' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
     shared.setPendingFrom(data.index, 0);
     return;
   }
