@@ -11,11 +11,11 @@ import {
   isObj,
   list,
   notSupported,
+  present,
   required,
 } from './field.js';
 import { validateLabelSelector } from './selector.js';
 
-const present = (v: unknown) => v !== undefined && v !== null;
 
 const FAILURE_POLICIES = ['Fail', 'Ignore'];
 const MATCH_POLICIES = ['Equivalent', 'Exact'];

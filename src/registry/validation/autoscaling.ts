@@ -14,10 +14,10 @@ import {
   isObj,
   list,
   notSupported,
+  present,
   required,
 } from './field.js';
 
-const present = (v: unknown) => v !== undefined && v !== null;
 
 const MAX_PERIOD_SECONDS = 1800;
 const MAX_STABILIZATION_WINDOW_SECONDS = 3600;

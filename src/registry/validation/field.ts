@@ -7,6 +7,8 @@ import type { FieldError } from '../strategy.js';
 export const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 /** The items of a JSON array, or none when it is not one. */
 export const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
+/** Set to something: Go's non-nil pointer (an explicit null counts as unset, as kube decodes it). */
+export const present = (v: unknown): boolean => v !== undefined && v !== null;
 
 export type Errs = FieldError[];
 

@@ -18,12 +18,12 @@ import {
   notSupported,
   PORT_RANGE_MSG,
   portNameErrors,
+  present,
   required,
   tooLong,
   validPort,
 } from './field.js';
 
-const present = (v: unknown) => v !== undefined && v !== null;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 const WILDCARD_MSG =

@@ -7,11 +7,11 @@ import {
   invalid,
   isObj,
   notSupported,
+  present,
 } from './field.js';
 import { intOrPercent, notOver100 } from './apps.js';
 import { selectorValue, validateLabelSelector } from './selector.js';
 
-const present = (v: unknown) => v !== undefined && v !== null;
 const UNHEALTHY_POLICIES = ['AlwaysAllow', 'IfHealthyBudget'];
 
 /** The internal policy.PodDisruptionBudgetSpec a field error prints (Go field names, no JSON tags). */
