@@ -130,7 +130,7 @@ function recover(): void {
   env.root.transactionSync(() => {
     for (const r of wal.replay()) {
       if (r.rv <= treeRv) continue;
-      env.revs.putSync([r.gr, r.key, r.rv], Buffer.from(r.value));
+      env.revs.putSync([r.gr, r.key, r.rv], r.value as Buffer);
       env.log.putSync(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
       if (r.rv > top) top = r.rv;
     }
@@ -176,7 +176,8 @@ function flush(): void {
   const acks: Ack[] = [];
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];
-  const applied: WalRecord[] = [];
+  /** the batch's durable records, in version order, for the B-tree */
+  const batch: WalRecord[] = [];
   const records: Buffer[] = [];
   let first = 0;
   let last = 0;
@@ -210,7 +211,7 @@ function flush(): void {
       value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
       value.write(text, 1);
       const rec: WalRecord = { rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key, value };
-      applied.push(rec);
+      batch.push(rec);
       records.push(encodeRecord(rec));
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
@@ -222,7 +223,7 @@ function flush(): void {
     }
     if (records.length) {
       const t0 = performance.now();
-      if (FAIL_LOG && applied.some((r) => r.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
+      if (FAIL_LOG && batch.some((r) => r.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
       wal.append(records, first, last);
       const took = performance.now() - t0;
       stats.logMs += took;
@@ -243,7 +244,7 @@ function flush(): void {
   if (last) {
     maxRv = last;
     shared.setLastRv(data.index, last);
-    applyToTree(applied, last);
+    applyToTree(batch, last);
   }
   post({ t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) });
   shared.setPendingFrom(data.index, 0);
