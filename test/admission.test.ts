@@ -2,19 +2,13 @@
 // meets them: ServiceAccount (default account, missing account, the kube-api-access token
 // volume), kube-root-ca.crt, StorageObjectInUseProtection with its in-process controllers,
 // DefaultStorageClass, DefaultIngressClass and LimitRanger.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect, beforeAll } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const NS = '/api/v1/namespaces';
 const pod = (name: string, spec: any = {}, metadata: any = {}) => ({

@@ -2,26 +2,16 @@
 // client-side apply (strategic merge patch), server-side apply by two field managers with
 // a conflict, forced ownership and --show-managed-fields, and the update rules (409 on a
 // stale resourceVersion, unforgeable metadata, managedFields handling).
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { request, startServer, type TestServer } from './helpers/server.js';
-import { kubectl } from './helpers/kubectl.js';
+import { request, type TestServer, useServer } from './helpers/server.js';
+import { kubectl, kubectlOk } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
-async function k(args: string[], input?: string): Promise<string> {
-  const r = await kubectl(s, args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-  return r.stdout;
-}
+const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 
 function deployment(name: string, podSpec: any, extra: any = {}): string {
   return JSON.stringify({

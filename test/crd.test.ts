@@ -4,11 +4,11 @@
 // with 415), applied server-side by two managers (a conflict), written through status and
 // scale, watched, listed by api-resources and explain, kept across a restart, and removed
 // with their CRD. And a helm chart that ships a CRD in crds/ installs.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, request, until, type TestServer } from './helpers/server.js';
-import { helm, kubectl, kubectlStream } from './helpers/kubectl.js';
+import { request, until, type TestServer, useServer } from './helpers/server.js';
+import { helm, kubectl, kubectlOk, kubectlStream } from './helpers/kubectl.js';
 
 let s: TestServer;
 
@@ -90,11 +90,7 @@ spec:
   image: my-image
 `;
 
-async function k(args: string[], input?: string): Promise<string> {
-  const r = await kubectl(s, args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-  return r.stdout;
-}
+const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 
 /** Polls an async condition (the shared until() takes a synchronous one). */
 async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
@@ -107,13 +103,7 @@ async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs
   }
 }
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 describe('CustomResourceDefinitions', () => {
   it('a CRD is accepted, established and served; its custom resources take the usual verbs', async () => {

@@ -3,19 +3,13 @@
 // configurations and policies (admissionregistration.k8s.io/v1), RBAC roles and bindings,
 // LimitRanges, CSIDrivers and API priority and fairness objects, as kube-apiserver 1.33's
 // SetDefaults_* and pkg/apis/*/validation.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const causes = (r: any) => r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
 const getJson = async (args: string[]) => {

@@ -1,19 +1,13 @@
 // Deletion against a started server: namespace deletion with a few hundred objects, the
 // three propagation policies through the garbage collector, preconditions, graceful pod
 // deletion, and the DeleteOptions rules.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { openWatch, request, until, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const pod = (name: string, extra: any = {}) => ({
   metadata: { name, ...(extra.metadata ?? {}) },

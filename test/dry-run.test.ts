@@ -1,18 +1,12 @@
 // Dry run (spec 4.7) with real kubectl --dry-run=server: every verb answers with the object
 // that would be stored (generated fields included), nothing is stored, no watcher sees it.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { openWatch, request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { openWatch, request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const DEPLOY = `apiVersion: apps/v1
 kind: Deployment

@@ -1,7 +1,7 @@
 // The everyday kubectl scenario of issue #2, with the real kubectl 1.33 binary.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startServer, type TestServer } from './helpers/server.js';
-import { kubectl, kubectlPath, kubectlStream } from './helpers/kubectl.js';
+import { kubectl, kubectlOk, kubectlPath, kubectlStream } from './helpers/kubectl.js';
 
 const MANIFEST = `apiVersion: apps/v1
 kind: Deployment
@@ -44,11 +44,7 @@ data:
 `;
 
 let s: TestServer;
-const k = async (args: string[], input?: string) => {
-  const r = await kubectl(s, args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}\n${s.output().slice(-2000)}`);
-  return r.stdout;
-};
+const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 
 beforeAll(async () => {
   kubectlPath();

@@ -1,20 +1,14 @@
 // pods/ephemeralcontainers, pods/resize and pods/log against a started server, with real
 // kubectl (debug, patch --subresource, logs) where a user would use it.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 const PODS = '/api/v1/namespaces/default/pods';
 const STRATEGIC = { 'content-type': 'application/strategic-merge-patch+json' };
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const pod = (name: string, resources?: any) => ({ metadata: { name }, spec: { containers: [{ name: 'c', image: 'x', ...(resources ? { resources } : {}) }] } });
 

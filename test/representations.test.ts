@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import { parse as parseYaml } from 'yaml';
 import { protoSchema } from '../src/codec/proto-schema.js';
-import { request, startServer, until, type TestServer } from './helpers/server.js';
+import { request, startServer, until, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 const PB = 'application/vnd.kubernetes.protobuf';
@@ -61,13 +61,7 @@ function protoFrames(b: Buffer): Array<{ type: string; object: Buffer }> {
 }
 
 let s: TestServer;
-beforeAll(async () => {
-  s = await startServer();
-}, 60_000);
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started), {}, 60_000);
 
 const pod = (name: string) => ({
   apiVersion: 'v1',

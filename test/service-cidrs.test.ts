@@ -3,8 +3,8 @@
 // allocated ClusterIP created with its Service and deleted with it (also under 200
 // concurrent creates and across a restart), a user's IPAddress taking its address, the
 // repair of a deleted one, and kube's dry-run allocation.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -12,13 +12,7 @@ const SVC = '/api/v1/namespaces/default/services';
 const IPS = '/apis/networking.k8s.io/v1/ipaddresses';
 const CIDRS = '/apis/networking.k8s.io/v1/servicecidrs';
 
-beforeAll(async () => {
-  s = await startServer({ args: ['--service-cluster-ip-range', '10.128.0.5/16'] });
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started), { args: ['--service-cluster-ip-range', '10.128.0.5/16'] });
 
 function svc(name: string, spec: any = {}) {
   return { metadata: { name }, spec: { ports: [{ port: 80 }], ...spec } };

@@ -1,19 +1,13 @@
 // Service allocation against a started server: ClusterIPs and NodePorts are unique under
 // concurrent creates, stay in their ranges, are released on delete and on dry run, and a
 // taken or out-of-range request is 422 with kube's wording.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 
 let s: TestServer;
 const SVC = '/api/v1/namespaces/default/services';
 
-beforeAll(async () => {
-  s = await startServer({ args: ['--service-node-port-range', '30000-30299'] });
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started), { args: ['--service-node-port-range', '30000-30299'] });
 
 function svc(name: string, spec: any = {}) {
   return { metadata: { name }, spec: { ports: [{ port: 80 }], ...spec } };

@@ -1,8 +1,8 @@
 // Subresources against a started server: status, scale (with kubectl scale), eviction
 // against PodDisruptionBudgets, binding, and subresources as their own resources to the
 // authorizer.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, startServer, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -11,13 +11,7 @@ const PODS = '/api/v1/namespaces/default/pods';
 const PDB = '/apis/policy/v1/namespaces/default/poddisruptionbudgets';
 const MERGE = { 'content-type': 'application/merge-patch+json' };
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const deployment = (name: string, replicas = 1) => ({
   metadata: { name },

@@ -4,7 +4,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import https from 'node:https';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
-import { kubectl, kubectlPath, kubectlStream } from './helpers/kubectl.js';
+import { kubectlOk, kubectlPath, kubectlStream } from './helpers/kubectl.js';
 
 const NS = 'tbl';
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
@@ -54,11 +54,7 @@ binaryData: {blob: AAEC}
 `;
 
 let s: TestServer;
-const k = async (args: string[], input?: string) => {
-  const r = await kubectl(s, args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}\n${s.output().slice(-2000)}`);
-  return r.stdout;
-};
+const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 const lines = (out: string) => out.trimEnd().split('\n');
 const cols = (line: string) => line.trim().split(/\s{2,}/);
 

@@ -1,8 +1,8 @@
 // Issue #4 items 3-4 against a started server: kube-apiserver's validation of the common
 // kinds (422 Invalid with per-field causes, worded as kube words them) and the 1.33 defaults,
 // over HTTPS and through real kubectl.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -10,13 +10,7 @@ const NS = '/api/v1/namespaces/default';
 const APPS = '/apis/apps/v1/namespaces/default';
 const BATCH = '/apis/batch/v1/namespaces/default';
 
-beforeAll(async () => {
-  s = await startServer({ args: ['--default-not-ready-toleration-seconds', '120'] });
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started), { args: ['--default-not-ready-toleration-seconds', '120'] });
 
 const container = { name: 'c', image: 'nginx' };
 const podSpec = { containers: [container] };

@@ -2,8 +2,8 @@
 // validation (422 Invalid, one cause per field, worded and pathed as kube's
 // pkg/apis/*/validation) of tolerations, PVCs and PVs, PodDisruptionBudgets, Ingresses and
 // IngressClasses, HPAs (v1 and v2), NetworkPolicies, StorageClasses and PriorityClasses.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -11,13 +11,7 @@ const NS = '/api/v1/namespaces/default';
 const NET = '/apis/networking.k8s.io/v1';
 const MERGE = { 'Content-Type': 'application/merge-patch+json' };
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 const causes = (r: any) => r.json().details.causes.map((c: any) => `${c.field}: ${c.message}`);
 const podSpec = (extra: object = {}) => ({ containers: [{ name: 'c', image: 'nginx' }], ...extra });

@@ -1,18 +1,12 @@
 // The verbs of issue #2 against a started server: generateName, cluster scope, finalizers,
 // deletecollection, update, patch forms, watch events including DELETED.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { describe, it, expect } from 'vitest';
+import { openWatch, request, until, type TestServer, useServer } from './helpers/server.js';
 
 let s: TestServer;
 const CM = '/api/v1/namespaces/default/configmaps';
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
 describe('verbs', () => {
   it('create with generateName fills in name, uid, creationTimestamp, resourceVersion, namespace', async () => {

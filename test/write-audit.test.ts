@@ -3,25 +3,15 @@
 // published PATCH operation takes no strategic merge patch), server-side apply on one (atomic
 // and map lists), apply sequences over several built-in kinds, and a server dry run of a
 // create with generateName.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { request, startServer, type TestServer } from './helpers/server.js';
-import { kubectl } from './helpers/kubectl.js';
+import { describe, it, expect } from 'vitest';
+import { request, type TestServer, useServer } from './helpers/server.js';
+import { kubectl, kubectlOk } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-beforeAll(async () => {
-  s = await startServer();
-});
-afterAll(async () => {
-  await s?.stop();
-  s?.cleanup();
-});
+useServer((started) => (s = started));
 
-async function k(args: string[], input?: string): Promise<string> {
-  const r = await kubectl(s, args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
+const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 
 const CRD = `
 apiVersion: apiextensions.k8s.io/v1

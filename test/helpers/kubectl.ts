@@ -50,6 +50,13 @@ export function kubectl(s: TestServer, args: string[], opts: { input?: string; t
   });
 }
 
+/** kubectl that must succeed: its stdout, or an error with its stderr and the server's last output. */
+export async function kubectlOk(s: TestServer, args: string[], input?: string): Promise<string> {
+  const r = await kubectl(s, args, { input });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}\n${s.output().slice(-2000)}`);
+  return r.stdout;
+}
+
 export function kubectlStream(s: TestServer, args: string[]): { output: () => string; stop: () => void } {
   const bin = kubectlPath();
   let out = '';

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import https from 'node:https';
+import { afterAll, beforeAll } from 'vitest';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -40,6 +41,22 @@ export async function freePort(): Promise<number> {
     if (await portFree(p)) return p;
   }
   throw new Error('no free port');
+}
+
+/**
+ * One server for a whole test file: started before its tests, stopped and its data removed
+ * after them. `use` receives it (test files keep it in the module variable their helpers read).
+ */
+export function useServer(use: (s: TestServer) => void, opts: Parameters<typeof startServer>[0] = {}, timeoutMs?: number): void {
+  let s: TestServer | undefined;
+  beforeAll(async () => {
+    s = await startServer(opts);
+    use(s);
+  }, timeoutMs);
+  afterAll(async () => {
+    await s?.stop();
+    s?.cleanup();
+  });
 }
 
 export async function startServer(opts: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {}): Promise<TestServer> {
