@@ -128,6 +128,9 @@ describe('CustomResourceDefinitions', () => {
     expect(yaml).toContain('replicas: 1'); // the schema's default
     expect(yaml).toContain('generation: 1');
     expect(await k(['get', 'crontab.stable.example.com/my-cron', '-o', 'name'])).toBe('crontab.stable.example.com/my-cron\n');
+    // a custom resource's list is unstructured: its items keep their kind and apiVersion
+    const list = (await request(s, 'GET', '/apis/stable.example.com/v1/namespaces/default/crontabs')).json();
+    expect(list.items[0]).toMatchObject({ kind: 'CronTab', apiVersion: 'stable.example.com/v1' });
   });
 
   it('merge and JSON patches apply; a strategic merge patch is refused with 415; schema violations are 422', async () => {

@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import { parse as parseYaml } from 'yaml';
 import { protoSchema } from '../src/codec/proto-schema.js';
-import { request, startServer, until, type TestServer, useServer } from './helpers/server.js';
+import { openWatch, request, startServer, until, type TestServer, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 const PB = 'application/vnd.kubernetes.protobuf';
@@ -253,6 +253,31 @@ describe('kubectl over protobuf', () => {
     expect(ing.code, ing.stderr).toBe(0);
     const rule = (await request(s, 'GET', '/apis/networking.k8s.io/v1/namespaces/default/ingresses/kc-ing')).json().spec.rules[0];
     expect(rule).toEqual({ host: 'foo.example.com', http: { paths: [{ path: '/api', pathType: 'Prefix', backend: { service: { name: 'api-svc', port: { number: 8080 } } } }] } });
+  });
+});
+
+describe('list items', () => {
+  it("a built-in type's list items carry no kind and apiVersion, in every way a list is read; single objects and watch events keep them", async () => {
+    await request(s, 'POST', `${NS}/configmaps`, { metadata: { name: 'item-typemeta' }, data: { k: 'v' } });
+    const paths = [`${NS}/configmaps`, `${NS}/configmaps?resourceVersion=0`, `${NS}/configmaps?limit=1`, `${NS}/configmaps?labelSelector=x!=y`, '/api/v1/configmaps'];
+    for (const path of paths) {
+      const list = (await request(s, 'GET', path)).json();
+      expect(list).toMatchObject({ kind: 'ConfigMapList', apiVersion: 'v1' });
+      expect(list.items.length).toBeGreaterThan(0);
+      for (const item of list.items) {
+        expect(item.kind).toBeUndefined();
+        expect(item.apiVersion).toBeUndefined();
+        expect(item.metadata.name).toBeTruthy();
+      }
+    }
+    const yaml = parseYaml((await request(s, 'GET', `${NS}/configmaps`, undefined, { accept: 'application/yaml' })).body);
+    expect(yaml.items.find((x: any) => x.metadata.name === 'item-typemeta')).toEqual(expect.not.objectContaining({ kind: expect.anything() }));
+    const one = (await request(s, 'GET', `${NS}/configmaps/item-typemeta`)).json();
+    expect(one).toMatchObject({ kind: 'ConfigMap', apiVersion: 'v1' });
+    const w = openWatch(s, `${NS}/configmaps?watch=1&resourceVersion=0`);
+    const ev = await until(() => w.events.find((e) => e.object?.metadata?.name === 'item-typemeta'));
+    w.close();
+    expect(ev.object).toMatchObject({ kind: 'ConfigMap', apiVersion: 'v1' });
   });
 });
 

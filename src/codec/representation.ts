@@ -10,6 +10,7 @@ import { stringify as toYaml } from 'yaml';
 import { errors, StatusError } from '../errors.js';
 import type { ResourceTarget } from '../registry/store.js';
 import { asPartialObjectMetadata } from './partial.js';
+import { itemPrefix, itemValue, pushItem } from './list-item.js';
 import { cborWatchFrame, encodeCbor } from './cbor.js';
 import { CBOR_MEDIA_TYPE, JSON_MEDIA_TYPE, PROTOBUF_MEDIA_TYPE, YAML_MEDIA_TYPE, type Representation } from './negotiate.js';
 import { encodeMessage, envelope, listMessage, protoTypeOf, watchFrame as protoWatchFrame } from './protobuf-encode.js';
@@ -134,12 +135,19 @@ function objectView(e: Encodable, r: Representation): any {
 const COMMA = Buffer.from(',');
 const LIST_TAIL = Buffer.from(']}');
 
-function jsonList(kind: string, apiVersion: string, meta: Record<string, unknown>, items: Buffer[]): Buffer {
-  const head = Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
-  const parts: Buffer[] = [head];
+/** A JSON list up to its first item: `{"kind":…,"apiVersion":…,"metadata":…,"items":[`. */
+export function jsonListHead(kind: string, apiVersion: string, meta: Record<string, unknown>): Buffer {
+  return Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
+}
+
+/** The tail of a JSON list after its last item. */
+export { LIST_TAIL as JSON_LIST_TAIL };
+
+function jsonList(kind: string, apiVersion: string, meta: Record<string, unknown>, items: Buffer[], prefix?: Buffer): Buffer {
+  const parts: Buffer[] = [jsonListHead(kind, apiVersion, meta)];
   for (let i = 0; i < items.length; i++) {
     if (i > 0) parts.push(COMMA);
-    parts.push(items[i]);
+    pushItem(parts, items[i], prefix);
   }
   parts.push(LIST_TAIL);
   return Buffer.concat(parts);
@@ -156,8 +164,8 @@ export function encodeList(entries: Encodable[], listMeta: Record<string, unknow
   const kind = pom ? 'PartialObjectMetadataList' : ctx.listKind;
   const apiVersion = pom ? `meta.k8s.io/${pomVersion(r)}` : ctx.apiVersion;
   if (mt === JSON_MEDIA_TYPE) {
-    const items = pom ? entries.map((e) => encodeObject(e, { ...r, as: { ...r.as!, kind: 'PartialObjectMetadata' } }, ctx)) : entries.map((e) => e.json);
-    return jsonList(kind, apiVersion, listMeta, items);
+    if (pom) return jsonList(kind, apiVersion, listMeta, entries.map((e) => encodeObject(e, { ...r, as: { ...r.as!, kind: 'PartialObjectMetadata' } }, ctx)));
+    return jsonList(kind, apiVersion, listMeta, entries.map((e) => e.json), itemPrefix(ctx.target));
   }
   if (mt === PROTOBUF_MEDIA_TYPE) {
     const listType = protoTypeOf(pom ? 'meta.k8s.io/v1' : apiVersion, kind);
@@ -165,7 +173,8 @@ export function encodeList(entries: Encodable[], listMeta: Record<string, unknow
     const items = pom ? entries.map(pomProtoRaw) : entries.map((e) => protoRaw(e, ctx.apiVersion, ctx.kind));
     return envelope(apiVersion, kind, listMessage(listType, listMeta, items));
   }
-  const list = { kind, apiVersion, metadata: listMeta, items: entries.map((e) => objectView(e, r)) };
+  const prefix = pom ? undefined : itemPrefix(ctx.target);
+  const list = { kind, apiVersion, metadata: listMeta, items: entries.map((e) => itemValue(objectView(e, r), prefix)) };
   return encodeValue(list, mt);
 }
 

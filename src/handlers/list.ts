@@ -3,27 +3,9 @@
 import { GZIP_THRESHOLD_BYTES, sendJsonParts, wantsGzip } from '../http/respond.js';
 import { JSON_REPRESENTATION } from '../codec/negotiate.js';
 import { listOptions } from '../request/query.js';
-import { encodeList } from '../codec/representation.js';
+import { encodeList, jsonListHead, JSON_LIST_TAIL } from '../codec/representation.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, sendEncoded } from './representation.js';
-
-const COMMA = Buffer.from(',');
-const TAIL = Buffer.from(']}');
-
-function listHead(kind: string, apiVersion: string, meta: Record<string, unknown>): Buffer {
-  return Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
-}
-
-export function renderList(kind: string, apiVersion: string, meta: Record<string, unknown>, items: Buffer[]): Buffer {
-  const head = listHead(kind, apiVersion, meta);
-  const parts: Buffer[] = [head];
-  for (let i = 0; i < items.length; i++) {
-    if (i > 0) parts.push(COMMA);
-    parts.push(items[i]);
-  }
-  parts.push(TAIL);
-  return Buffer.concat(parts);
-}
 
 export async function handleList(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
@@ -35,8 +17,8 @@ export async function handleList(c: HandlerContext): Promise<void> {
   if (repr === JSON_REPRESENTATION && r.joined) {
     // The cache's items come joined already: header, one slice, tail; nothing is copied,
     // unless the body is to be gzipped.
-    const parts = [listHead(c.target.info.listKind, apiVersionOf(c.target), meta), r.joined, TAIL];
-    const size = parts[0].length + r.joined.length + TAIL.length;
+    const parts = [jsonListHead(c.target.info.listKind, apiVersionOf(c.target), meta), r.joined, JSON_LIST_TAIL];
+    const size = parts[0].length + r.joined.length + JSON_LIST_TAIL.length;
     if (size > GZIP_THRESHOLD_BYTES && wantsGzip(c.req)) sendEncoded(c, 200, repr, Buffer.concat(parts));
     else sendJsonParts(c.req, c.res, 200, parts);
     return;

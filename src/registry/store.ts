@@ -17,6 +17,7 @@ import { Expect, type EventType } from '../../workers/shard/protocol.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
 import { countAt, getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
 import { encodeForCommit, orderedObject } from '../codec/json.js';
+import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
 import { convertFieldSelector } from '../request/field-labels.js';
 import { validateListOptions } from '../request/list-options.js';
@@ -368,7 +369,7 @@ export class Store {
         if (o.limit > 0 && items.length >= o.limit) break;
         accept(entries[i]);
       }
-      if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i);
+      if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i, itemPrefix(t));
       more = i < entries.length;
       remaining = entries.length - i;
     } else {

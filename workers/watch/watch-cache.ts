@@ -11,6 +11,7 @@
 import type { EventType } from '../shard/protocol.js';
 import { WatcherGroup } from './watcher-group.js';
 import { selectableFields } from '../../src/request/field-labels.js';
+import { itemLength, writeItem } from '../../src/codec/list-item.js';
 
 export interface CacheEntry {
   /** "<namespace>/<name>" */
@@ -151,6 +152,8 @@ interface JoinedList {
   version: number;
   bytes: Buffer;
   offsets: Int32Array;
+  /** what each item's JSON had cut (src/codec/list-item.ts) */
+  prefix: Buffer | undefined;
 }
 
 /**
@@ -173,21 +176,19 @@ interface NsIndex {
 const COMMA = 0x2c;
 const byKey = (a: CacheEntry, b: CacheEntry) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
-function joinItems(arr: CacheEntry[], version: number): JoinedList {
+function joinItems(arr: CacheEntry[], version: number, prefix: Buffer | undefined): JoinedList {
   let total = arr.length > 0 ? arr.length - 1 : 0;
-  for (let i = 0; i < arr.length; i++) total += arr[i].json.length;
+  for (let i = 0; i < arr.length; i++) total += itemLength(arr[i].json, prefix);
   const bytes = Buffer.allocUnsafe(total);
   const offsets = new Int32Array(arr.length + 1);
   let off = 0;
   for (let i = 0; i < arr.length; i++) {
     if (i > 0) bytes[off++] = COMMA;
     offsets[i] = off;
-    const b = arr[i].json;
-    b.copy(bytes, off);
-    off += b.length;
+    off = writeItem(arr[i].json, prefix, bytes, off);
   }
   offsets[arr.length] = total + 1;
-  return { version, bytes, offsets };
+  return { version, bytes, offsets, prefix };
 }
 
 export class ResourceCache {
@@ -352,15 +353,15 @@ export class ResourceCache {
    * list and shared by every reader; a small page of a large list (limit=50 of thousands,
    * re-read after every change) joins only its own items instead of the whole list.
    */
-  joined(ns: string, from: number, to: number): Buffer {
+  joined(ns: string, from: number, to: number, prefix?: Buffer): Buffer {
     if (from >= to) return Buffer.alloc(0);
     const arr = this.list(ns);
     const holder: { joined?: JoinedList } | undefined = ns === '' ? this.all! : this.byNs.get(ns);
     if (!holder) return Buffer.alloc(0);
     let j = holder.joined;
-    if (!j) {
-      if ((to - from) * 4 < arr.length) return joinItems(arr.slice(from, to), 0).bytes;
-      j = holder.joined = joinItems(arr, ns === '' ? this.version : this.byNs.get(ns)!.version);
+    if (!j || j.prefix !== prefix) {
+      if ((to - from) * 4 < arr.length) return joinItems(arr.slice(from, to), 0, prefix).bytes;
+      j = holder.joined = joinItems(arr, ns === '' ? this.version : this.byNs.get(ns)!.version, prefix);
     }
     return j.bytes.subarray(j.offsets[from], j.offsets[to] - 1);
   }
