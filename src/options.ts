@@ -28,6 +28,10 @@ export interface ServerOptions {
   serviceNodePortRange: { min: number; max: number };
   maxRequestBodyBytes: number;
   watchFanoutTickMs: number;
+  /** --disabled-metrics: metric names not served on /metrics */
+  disabledMetrics: string[];
+  /** --show-hidden-metrics-for-version: '' or the previous minor release */
+  showHiddenMetricsForVersion: string;
   /** --feature-gates as given (Gate=true,Other=false); checked at parse time, applied by the server */
   featureGates: string;
   watchBookmarkIntervalSeconds: number;
@@ -111,6 +115,12 @@ const FLAGS: Record<string, FlagSpec> = {
   'watch-cache-sizes': { kind: 'string', help: 'Per-resource ring sizes, resource[.group]#size; 0 disables.', set: (o, v) => (o.watchCacheSizes = parseCacheSizes(v)) },
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
   'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
+  'disabled-metrics': { kind: 'list', help: 'Metric names not to serve on /metrics (an escape hatch for a misbehaving metric).', set: (o, v) => (o.disabledMetrics = v) },
+  'show-hidden-metrics-for-version': {
+    kind: 'string',
+    help: 'The previous minor release (1.32) whose deprecated metrics, hidden in this one, are shown again.',
+    set: (o, v) => (o.showHiddenMetricsForVersion = v),
+  },
   'watch-bookmark-interval': { kind: 'duration', help: 'How often watchers that allow bookmarks get a BOOKMARK event. (default 1m0s)', set: (o, v) => (o.watchBookmarkIntervalSeconds = v) },
   'disable-admission-plugins': {
     kind: 'list',
@@ -202,6 +212,8 @@ export function defaultOptions(): ServerOptions {
     serviceNodePortRange: { min: 30000, max: 32767 },
     maxRequestBodyBytes: 3 * 1024 * 1024,
     watchFanoutTickMs: 5,
+    disabledMetrics: [],
+    showHiddenMetricsForVersion: '',
     featureGates: '',
     watchBookmarkIntervalSeconds: 60,
     disableAdmissionPlugins: [],
@@ -290,5 +302,9 @@ function validate(o: ServerOptions): void {
     throw new FlagError('service-account-max-token-expiration must be between 1 hour and 2^32 seconds');
   }
   if (o.serviceAccountIssuers.some((i) => i === '')) throw new FlagError('service-account-issuer should not be an empty string');
+  // kube takes only the previous minor release: hidden metrics come back for one release.
+  if (o.showHiddenMetricsForVersion && o.showHiddenMetricsForVersion !== '1.32') {
+    throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);
+  }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
 }

@@ -41,6 +41,8 @@ import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
 import { setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
 import { features } from './features.js';
+import { RequestMetrics } from './metrics/request-metrics.js';
+import { metricsHandler } from './metrics/metrics-endpoint.js';
 
 export interface StartedServer {
   url: string;
@@ -164,7 +166,13 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
 
   const health: HealthState = { ready: false, shuttingDown: false };
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const metrics = new RequestMetrics(
+    { inflight: () => ({ readOnly: limiter.readonly, mutating: limiter.mutating }), storageObjects: () => coord.objectCounts() },
+    new Set(o.disabledMetrics),
+  );
+  extraPaths.set('/metrics', metricsHandler(metrics, o.disabledMetrics));
   const router = new Router({
+    metrics,
     catalog,
     targets,
     store,
@@ -191,6 +199,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     keyFile: cert.keyFile,
     maxBodyBytes: o.maxRequestBodyBytes,
     handle: (req, res) => chain.handle(req, res),
+    observer: metrics,
   });
   const url = `https://${advertised}:${listener.port}`;
   const kubeconfigPath = join(dataDir, 'admin.kubeconfig');

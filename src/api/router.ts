@@ -63,7 +63,7 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
 /**
  * kube's deprecation warning of a resource (apiserver/pkg/endpoints/deprecation): "<gv> <Kind>
  * is deprecated in v1.X+[, unavailable in v1.Y+][; use <gv> <Kind>]". Spec 7.5, 9.4. The
- * apiserver_requested_deprecated_apis gauge is not set: the server has no /metrics yet.
+ * request also sets the apiserver_requested_deprecated_apis gauge (src/metrics).
  */
 export function deprecationWarning(group: string, version: string, kind: string, d: { deprecated: string; removed?: string; replacement?: string }): string {
   let msg = `${group ? `${group}/${version}` : version} ${kind} is deprecated in v${d.deprecated}+`;
@@ -93,6 +93,8 @@ export interface RouterDeps {
   auth?: AuthContext;
   /** non-resource GET endpoints served by another component (the service-account issuer's OIDC documents) */
   extraPaths?: Map<string, (req: ApiRequest, res: ResponseSink) => void | Promise<void>>;
+  /** the request metrics: a deprecated API's use is noted there */
+  metrics?: import('../metrics/request-metrics.js').RequestMetrics;
 }
 
 export class Router implements Filter {
@@ -151,7 +153,10 @@ export class Router implements Filter {
       info.namespace = '';
     }
     const dep = target.info.deprecation;
-    if (dep && !info.subresource) (req.warnings ??= []).push(deprecationWarning(target.info.group, target.info.version, target.info.kind, dep));
+    if (dep) {
+      this.deps.metrics?.deprecatedRequested(target.info.group, target.info.version, target.info.resource, info.subresource, dep.removed ?? '');
+      if (!info.subresource) (req.warnings ??= []).push(deprecationWarning(target.info.group, target.info.version, target.info.kind, dep));
+    }
     let verbs = target.info.verbs;
     const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });
     if (info.subresource) {

@@ -184,6 +184,13 @@ export class Coordinator {
   }
 
   /** The cache of one resource type, created on first use. */
+  /** Objects in the caches, by group-resource (apiserver_storage_objects). */
+  objectCounts(): Array<[string, number]> {
+    const out: Array<[string, number]> = [];
+    for (const [gr, c] of this.caches) out.push([gr, c.items.size]);
+    return out;
+  }
+
   cache(gr: string): ResourceCache {
     let c = this.caches.get(gr);
     if (!c) {

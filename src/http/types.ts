@@ -29,6 +29,17 @@ export interface ApiRequest {
 export type HeaderList = Array<[string, string]>;
 
 /**
+ * Told by the transport of each request's end (the request metrics). Every front end
+ * reports the same way, so the metrics do not depend on which one carried a request.
+ */
+export interface RequestObserver {
+  /** The response ended (or the client went away after its status was sent); bytes is -1 for a stream. */
+  finished(req: ApiRequest, status: number, bytes: number, seconds: number): void;
+  /** A long-running response (a watch) began; the function returned is called at its end. */
+  streamStarted(req: ApiRequest): () => void;
+}
+
+/**
  * Where a handler writes its answer. A plain response is one send(); a watch is
  * startStream() then write()s. write() returns false when the transport buffered the
  * chunk behind backpressure; bufferedBytes() says how much is queued.

@@ -6,7 +6,7 @@
 // Thread ownership: the uWS app, its sockets and every ResponseSink made here belong to
 // the thread that called startUwsServer (the main thread).
 import uws from 'uWebSockets.js';
-import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
+import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
@@ -80,6 +80,14 @@ class UwsSink implements ResponseSink {
   private doneFns: Array<() => void> | null = null;
   private drainFns: Array<() => void> | null = null;
   private writableHooked = false;
+  // For the request observer (metrics), set only when there is one.
+  observer: RequestObserver | null = null;
+  req: ApiRequest | null = null;
+  startedAt = 0;
+  private status = 0;
+  /** the body's size; -1 for a stream */
+  private bytes = -1;
+  private streamEnd: (() => void) | null = null;
 
   constructor(private res: uws.HttpResponse) {
     res.onAborted(() => {
@@ -97,6 +105,11 @@ class UwsSink implements ResponseSink {
     const fns = this.doneFns;
     this.doneFns = null;
     if (fns) for (const f of fns) f();
+    // A request whose client left before any status was sent is not reported.
+    if (this.observer && this.status !== 0) {
+      this.streamEnd?.();
+      this.observer.finished(this.req!, this.status, this.bytes, (performance.now() - this.startedAt) / 1000);
+    }
   }
 
   isOpen(): boolean {
@@ -104,6 +117,7 @@ class UwsSink implements ResponseSink {
   }
 
   private writeHead(status: number, headers: HeaderList): void {
+    this.status = status;
     const res = this.res;
     if (status !== 200) res.writeStatus(statusLine(status));
     for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
@@ -123,6 +137,7 @@ class UwsSink implements ResponseSink {
     if (this.aborted || this.done) return;
     let total = 0;
     for (const p of parts) total += p.byteLength;
+    this.bytes = total;
     const res = this.res;
     let idx = 0;
     let partStart = 0; // the body offset where parts[idx] starts
@@ -157,6 +172,7 @@ class UwsSink implements ResponseSink {
 
   startStream(status: number, headers: HeaderList): void {
     if (this.aborted) return;
+    if (this.observer) this.streamEnd = this.observer.streamStarted(this.req!);
     this.res.cork(() => this.writeHead(status, headers));
   }
 
@@ -333,6 +349,8 @@ export interface UwsServerOptions {
   keyFile: string;
   maxBodyBytes: number;
   handle: (req: ApiRequest, res: ResponseSink) => void;
+  /** told of each request's end (the request metrics) */
+  observer?: RequestObserver;
 }
 
 export interface RunningServer {
@@ -398,6 +416,11 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     });
     const sink = new UwsSink(res);
     const req = new UwsRequest(method, path, rawQuery, headers, sink, res);
+    if (opts.observer) {
+      sink.observer = opts.observer;
+      sink.req = req;
+      sink.startedAt = performance.now();
+    }
     const cl = headers['content-length'];
     const te = headers['transfer-encoding'];
     const hasBody = (cl !== undefined && cl !== '0') || (te !== undefined && te.includes('chunked'));
