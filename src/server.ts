@@ -170,7 +170,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     { inflight: () => ({ readOnly: limiter.readonly, mutating: limiter.mutating }), storageObjects: () => coord.objectCounts() },
     new Set(o.disabledMetrics),
   );
-  extraPaths.set('/metrics', metricsHandler(metrics, o.disabledMetrics));
+  extraPaths.set('/metrics', metricsHandler(metrics));
   const router = new Router({
     metrics,
     catalog,

@@ -133,15 +133,13 @@ function objectView(e: Encodable, r: Representation): any {
 }
 
 const COMMA = Buffer.from(',');
-const LIST_TAIL = Buffer.from(']}');
+/** The tail of a JSON list after its last item. */
+export const JSON_LIST_TAIL = Buffer.from(']}');
 
 /** A JSON list up to its first item: `{"kind":…,"apiVersion":…,"metadata":…,"items":[`. */
 export function jsonListHead(kind: string, apiVersion: string, meta: Record<string, unknown>): Buffer {
   return Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[`);
 }
-
-/** The tail of a JSON list after its last item. */
-export { LIST_TAIL as JSON_LIST_TAIL };
 
 function jsonList(kind: string, apiVersion: string, meta: Record<string, unknown>, items: Buffer[], prefix?: Buffer): Buffer {
   const parts: Buffer[] = [jsonListHead(kind, apiVersion, meta)];
@@ -149,7 +147,7 @@ function jsonList(kind: string, apiVersion: string, meta: Record<string, unknown
     if (i > 0) parts.push(COMMA);
     pushItem(parts, items[i], prefix);
   }
-  parts.push(LIST_TAIL);
+  parts.push(JSON_LIST_TAIL);
   return Buffer.concat(parts);
 }
 

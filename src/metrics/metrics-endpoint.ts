@@ -9,10 +9,10 @@ import type { RequestMetrics } from './request-metrics.js';
 
 const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function metricsHandler(metrics: RequestMetrics, disabled: string[]): (req: ApiRequest, res: ResponseSink) => Promise<void> {
+export function metricsHandler(metrics: RequestMetrics): (req: ApiRequest, res: ResponseSink) => Promise<void> {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  for (const name of disabled) registry.removeSingleMetric(name);
+  for (const name of metrics.disabled) registry.removeSingleMetric(name);
   return async (req, res) => {
     const text = metrics.render() + (await registry.metrics());
     sendBody(req, res, 200, TEXT_FORMAT, text);

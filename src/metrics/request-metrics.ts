@@ -118,8 +118,8 @@ export class RequestMetrics implements RequestObserver {
 
   constructor(
     private gauges: Gauges,
-    /** metric names switched off by --disabled-metrics */
-    private disabled: Set<string> = new Set(),
+    /** metric names switched off by --disabled-metrics (the process metrics' too, see metrics-endpoint.ts) */
+    readonly disabled: Set<string> = new Set(),
   ) {}
 
   /** One finished request: its status, its body's size (-1 for a stream) and how long it took. */
