@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import https from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { encodeRev, FLAG_LIVE, openShardEnv } from '../workers/shard/layout.js';
+import { encodePayload } from '../workers/shard/record.js';
 import { shardOf } from '../src/coordinator/coordinator.js';
 import { sampleProc } from './lib.js';
 
@@ -30,7 +31,8 @@ export async function seedAndTimeStartup(n: number, shards = 2): Promise<{ secon
           const rv = j + 1;
           const name = `cm-${j}`;
           const json = `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"${name}","namespace":"default","uid":"${randomUUID()}","resourceVersion":"${rv}","creationTimestamp":"${ts}"},"data":{"v":"${'x'.repeat(200)}"}}`;
-          env.revs.putSync(['configmaps', `default/${name}`, rv], encodeRev(FLAG_LIVE, Buffer.from(json)));
+          const value = encodeRev(FLAG_LIVE, Buffer.from(json));
+          env.hist.putSync(rv, encodePayload({ rv, prev: 0, ts: Date.now(), type: 'ADDED', gr: 'configmaps', key: `default/${name}`, value }));
         }
         env.meta.putSync('maxRv', Math.min(n, i + BATCH));
       });

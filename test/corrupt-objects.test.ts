@@ -8,7 +8,8 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open } from 'lmdb';
+import { openShardEnv } from '../workers/shard/layout.js';
+import { decodeRecord, encodePayload } from '../workers/shard/record.js';
 import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
 
 const NS = '/api/v1/namespaces/broken';
@@ -25,16 +26,19 @@ afterAll(async () => {
 async function corrupt(dir: string, gr: string, values: Record<string, Buffer>): Promise<void> {
   const left = new Set(Object.keys(values));
   for (const d of readdirSync(dir).filter((n) => n.startsWith('shard-'))) {
-    const root = open({ path: join(dir, d), maxDbs: 8, compression: false });
-    const revs = root.openDB<Buffer, [string, string, number]>({ name: 'revs', encoding: 'binary' });
-    for (const key of [...left]) {
-      let newest: [string, string, number] | undefined;
-      for (const k of revs.getKeys({ start: [gr, key, 0], end: [gr, key, Number.MAX_SAFE_INTEGER] })) newest = k as [string, string, number];
-      if (!newest) continue;
-      await revs.put(newest, Buffer.concat([Buffer.from([0]), values[key]]));
+    const env = openShardEnv(join(dir, d));
+    // hist is in version order: the last record of a key is its newest revision
+    const newest = new Map<string, number>();
+    for (const { key: rv, value } of env.hist.getRange({})) {
+      const r = decodeRecord(value);
+      if (r.gr === gr && left.has(r.key)) newest.set(r.key, rv);
+    }
+    for (const [key, rv] of newest) {
+      const r = decodeRecord(env.hist.get(rv)!);
+      await env.hist.put(rv, encodePayload({ ...r, value: Buffer.concat([Buffer.from([0]), values[key]]) }));
       left.delete(key);
     }
-    await root.close();
+    await env.root.close();
   }
   expect([...left]).toEqual([]);
 }

@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { SharedState } from './shared-state.js';
 import { errors } from '../errors.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
-import { currentObjects } from '../../workers/shard/reader.js';
+import { currentObjects, type CurrentState, type History, type StoredObject } from '../../workers/shard/reader.js';
 import type { Ack, CommittedEvent, FrontToShard, ShardToFront, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
-import { ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
 
 export interface CoordinatorOptions {
   dataDir: string;
@@ -216,6 +216,48 @@ export class Coordinator {
       throw errors.timeout(`Timeout: storage has not caught up to resource version ${need} within ${STORAGE_WAIT_MS / 1000}s`);
     }
     return this.shards[shard].env;
+  }
+
+  /**
+   * One type's revision history, for reads at a version (reader.ts): the shard's environment,
+   * once its B-tree holds every record up to both that version and the cache's own, and the
+   * type's current state, which is the cache with the objects kept aside as corrupt.
+   */
+  history(gr: string, rv: number): History {
+    const cache = this.cache(gr);
+    const cur = this.currentState(cache);
+    return { env: this.storage(cache.shard, Math.max(rv, cur.at)), gr, cur };
+  }
+
+  private currentState(cache: ResourceCache): CurrentState {
+    const corrupt = this.corruptOf(cache.gr);
+    const asStored = (key: string, c: CorruptObject): StoredObject => ({ key, rv: c.rv, json: c.bytes });
+    return {
+      at: this.shards[cache.shard].applied,
+      get: (key) => {
+        const e = cache.items.get(key);
+        if (e || !corrupt) return e;
+        const c = corrupt.get(key);
+        return c && asStored(key, c);
+      },
+      *range(ns, from) {
+        const entries = cache.list(ns);
+        let i = from ? firstKeyAtOrAfter(entries, from) : 0;
+        if (!corrupt) {
+          for (; i < entries.length; i++) yield entries[i];
+          return;
+        }
+        // (rare) the corrupt objects of the range, merged in key order
+        const prefix = ns === '' ? '' : ns + '/';
+        const aside = [...corrupt].filter(([k]) => k >= from && k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1));
+        let j = 0;
+        for (; i < entries.length; i++) {
+          while (j < aside.length && aside[j][0] < entries[i].key) yield asStored(...aside[j++]);
+          yield entries[i];
+        }
+        while (j < aside.length) yield asStored(...aside[j++]);
+      },
+    };
   }
 
   compactedRv(shard: number): number {

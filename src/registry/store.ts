@@ -274,7 +274,8 @@ export class Store {
     let e: CacheEntry | undefined;
     if (this.cacheServes(cache)) e = cache.items.get(key);
     else {
-      const s = getAt(this.coord.storage(cache.shard), t.gr, key, this.coord.freshRv(cache.shard));
+      const rv = this.coord.freshRv(cache.shard);
+      const s = getAt(this.coord.history(t.gr, rv), key, rv);
       if (s) checkStoredBytes(t, key, s.rv, s.json);
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
@@ -373,12 +374,11 @@ export class Store {
       more = i < entries.length;
       remaining = entries.length - i;
     } else {
-      const prefix = ns === '' ? '' : ns + '/';
       for (const e of this.storageEntries(t, ns, listRv, start)) {
         if (o.limit > 0 && items.length >= o.limit) {
           more = true;
           // etcd counts the rest of the range from its keys alone
-          if (!hasSelector) remaining = countAt(this.coord.storage(cache.shard, listRv), t.gr, listRv, prefix, e.key);
+          if (!hasSelector) remaining = countAt(this.coord.history(t.gr, listRv), listRv, ns, e.key);
           break;
         }
         accept(e);
@@ -404,7 +404,7 @@ export class Store {
     }
     const rv = this.coord.freshRv(cache.shard);
     if (!name) return this.storageList(t, ns, rv);
-    const s = getAt(this.coord.storage(cache.shard, rv), t.gr, objectKey(ns, name), rv);
+    const s = getAt(this.coord.history(t.gr, rv), objectKey(ns, name), rv);
     return s ? [{ key: s.key, ns, name, rv: s.rv, json: s.json }] : [];
   }
 
@@ -415,18 +415,14 @@ export class Store {
 
   /** The objects of one namespace ("" = all) at rv, from the shard's revision history. */
   private storageList(t: ResourceTarget, ns: string, rv: number): CacheEntry[] {
-    const env = this.coord.storage(this.cacheOf(t).shard, rv);
-    const prefix = ns === '' ? '' : ns + '/';
     const out: CacheEntry[] = [];
-    for (const s of listAt(env, t.gr, rv, prefix)) out.push(this.storedEntry(t, s));
+    for (const s of listAt(this.coord.history(t.gr, rv), rv, ns)) out.push(this.storedEntry(t, s));
     return out;
   }
 
   /** storageList from the key `from` on, lazily: only what the caller takes is read and checked. */
   private *storageEntries(t: ResourceTarget, ns: string, rv: number, from: string): Generator<CacheEntry> {
-    const env = this.coord.storage(this.cacheOf(t).shard, rv);
-    const prefix = ns === '' ? '' : ns + '/';
-    for (const s of objectsAt(env, t.gr, rv, prefix, from)) yield this.storedEntry(t, s);
+    for (const s of objectsAt(this.coord.history(t.gr, rv), rv, ns, from)) yield this.storedEntry(t, s);
   }
 
   private storedEntry(t: ResourceTarget, s: { key: string; rv: number; json: Buffer }): CacheEntry {
@@ -838,8 +834,7 @@ export class Store {
 
   /** The state of one object at an older version, from the revision history. */
   getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
-    const cache = this.cacheOf(t);
-    const json = getAt(this.coord.storage(cache.shard, rv), t.gr, objectKey(ns, name), rv)?.json;
+    const json = getAt(this.coord.history(t.gr, rv), objectKey(ns, name), rv)?.json;
     return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }

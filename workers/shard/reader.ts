@@ -1,7 +1,13 @@
-// Read-side access to a shard's LMDB environment, used by the front thread. Each call
-// reads inside one LMDB read transaction, a stable snapshot, so the answer is consistent
-// while the shard worker goes on committing.
-import { FLAG_LIVE, MAX_STRING, type LogEntry, type ShardEnv } from './layout.js';
+// Read-side access to a shard's revision history, used by the front thread (layout.ts).
+//
+// "Key at revision" is answered as etcd answers it, from an index in memory: here, the
+// front's cache, which holds every object's newest revision (the state at `at`). The state
+// at an older revision x is that state with the records after x undone: the first record
+// of a key after x names the revision the key had at x (its previous one, 0 when none).
+// Each call reads inside one LMDB read transaction, a stable snapshot; the caller makes
+// sure the B-tree holds every record up to the versions it asks about (Coordinator.history).
+import { FLAG_LIVE, type ShardEnv } from './layout.js';
+import { recordGr, recordIsOf, recordKey, recordPrev, recordType, recordValue } from './record.js';
 import type { EventType } from './protocol.js';
 
 export interface StoredObject {
@@ -18,124 +24,149 @@ export interface StoredEvent extends StoredObject {
   prevJson?: Buffer;
 }
 
-/** The current live objects of every resource type in the shard: start-up load. */
-export function* currentObjects(env: ShardEnv): Generator<{ gr: string } & StoredObject> {
-  let pendingGr = '';
-  let pendingKey = '';
-  let pending: { rv: number; value: Buffer } | null = null;
-  const emit = () => (pending && pending.value[0] === FLAG_LIVE ? { gr: pendingGr, key: pendingKey, rv: pending.rv, json: Buffer.from(pending.value.subarray(1)) } : null);
-  for (const { key, value } of env.revs.getRange({})) {
-    const [gr, k, rv] = key;
-    if (pending && (gr !== pendingGr || k !== pendingKey)) {
-      const out = emit();
-      if (out) yield out;
-    }
-    pendingGr = gr;
-    pendingKey = k;
-    pending = { rv, value };
-  }
-  const out = emit();
-  if (out) yield out;
+/** The newest state of one resource type, as the front holds it. */
+export interface CurrentState {
+  /** the version it is the state at: every record up to it is reflected, none after */
+  at: number;
+  get(key: string): StoredObject | undefined;
+  /** the objects of namespace ns ("" = all) with key >= from, in key order */
+  range(ns: string, from: string): Iterable<StoredObject>;
 }
 
-/** The range of keys [max(prefix, from), prefix + MAX_STRING) of one type, or null when empty. */
-function keyRange(gr: string, prefix: string, from: string): { start: [string, string]; end: [string, string] } | null {
-  const lo = from > prefix ? from : prefix;
-  const hi = prefix + MAX_STRING;
-  return lo < hi ? { start: [gr, lo], end: [gr, hi] } : null;
+/** One type's history: its shard's environment and its current state. */
+export interface History {
+  env: ShardEnv;
+  gr: string;
+  cur: CurrentState;
+}
+
+const json = (value: Buffer): Buffer => Buffer.from(recordValue(value).subarray(1));
+
+/**
+ * The current live objects of every resource type in the shard, sorted by type and key:
+ * start-up load. The newest record of each key decides (a tombstone: gone).
+ */
+export function currentObjects(env: ShardEnv): Array<{ gr: string } & StoredObject> {
+  const at = new Map<string, number>();
+  const rows: Array<({ gr: string } & StoredObject) | null> = [];
+  for (const { key: rv, value } of env.hist.getRange({})) {
+    const gr = recordGr(value);
+    const key = recordKey(value);
+    const ik = gr + '\n' + key;
+    const i = at.get(ik);
+    const row = recordType(value) === 'DELETED' ? null : { gr, key, rv, json: json(value) };
+    if (i === undefined) {
+      if (row) {
+        at.set(ik, rows.length);
+        rows.push(row);
+      }
+    } else rows[i] = row;
+  }
+  const out = rows.filter((r): r is { gr: string } & StoredObject => r !== null);
+  return out.sort((a, b) => (a.gr < b.gr ? -1 : a.gr > b.gr ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/** The object at revision p, or null when it is a tombstone or gone. */
+function revision(env: ShardEnv, key: string, p: number): StoredObject | null {
+  const v = env.hist.get(p);
+  if (!v || recordValue(v)[0] !== FLAG_LIVE) return null;
+  return { key, rv: p, json: json(v) };
 }
 
 /**
- * The objects of one type (keys starting with prefix, from the key `from` on) as they were
- * at rv (etcd's "range at revision"), sorted by key, read lazily: a caller that stops after
- * n objects has read only the revisions of those keys (and of the next one), as a limited
- * etcd range does. Iterate synchronously, so it stays within one read snapshot.
+ * For every key of the type (that `want` accepts) with a record between rv and the current
+ * state's version: its state at rv (null: absent). Before the current version the records
+ * are undone, after it (a version the cache has not seen yet) they are applied.
  */
-export function* objectsAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = ''): Generator<StoredObject> {
-  const range = keyRange(gr, prefix, from);
-  if (!range) return;
-  let curKey = '';
-  let best: { rv: number; value: Buffer } | null = null;
-  for (const { key, value } of env.revs.getRange(range)) {
-    const [, k, r] = key;
-    // The range starts at the key's encoding; `from` (a continue key ending in NUL) is also
-    // compared as a string, which the encoding of a NUL need not honour.
-    if (k < from) continue;
-    if (k !== curKey) {
-      if (best && best.value[0] === FLAG_LIVE) yield { key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
-      curKey = k;
-      best = null;
+function changedAt(h: History, rv: number, want: (key: string) => boolean): Map<string, StoredObject | null> {
+  const out = new Map<string, StoredObject | null>();
+  const at = h.cur.at;
+  if (rv === at) return out;
+  const gr = Buffer.from(h.gr);
+  if (rv < at) {
+    for (const { value } of h.env.hist.getRange({ start: rv + 1, end: at + 1 })) {
+      if (!recordIsOf(value, gr)) continue;
+      const key = recordKey(value);
+      if (out.has(key) || !want(key)) continue;
+      const p = recordPrev(value);
+      out.set(key, p ? revision(h.env, key, p) : null);
     }
-    if (r <= rv) best = { rv: r, value };
+  } else {
+    for (const { key: r, value } of h.env.hist.getRange({ start: at + 1, end: rv + 1 })) {
+      if (!recordIsOf(value, gr)) continue;
+      const key = recordKey(value);
+      if (want(key)) out.set(key, recordValue(value)[0] === FLAG_LIVE ? { key, rv: r, json: json(value) } : null);
+    }
   }
-  if (best && best.value[0] === FLAG_LIVE) yield { key: curKey, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
+  return out;
+}
+
+const byKey = (a: StoredObject, b: StoredObject) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/**
+ * The objects of one type in namespace ns ("" = all), from the key `from` on, as they were
+ * at rv (etcd's "range at revision"), in key order. The records after rv are read once, up
+ * front; the rest streams from the current state, so a caller that stops after n objects
+ * has done n steps of the merge.
+ */
+export function* objectsAt(h: History, rv: number, ns = '', from = ''): Generator<StoredObject> {
+  const prefix = ns === '' ? '' : ns + '/';
+  const changed = changedAt(h, rv, (k) => k >= from && k.startsWith(prefix));
+  const restored: StoredObject[] = [];
+  for (const o of changed.values()) if (o) restored.push(o);
+  restored.sort(byKey);
+  let i = 0;
+  for (const o of h.cur.range(ns, from)) {
+    if (changed.size > 0 && changed.has(o.key)) continue;
+    while (i < restored.length && restored[i].key < o.key) yield restored[i++];
+    yield o;
+  }
+  while (i < restored.length) yield restored[i++];
 }
 
 /** objectsAt, collected: at most `limit` objects (0 = all). */
-export function listAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = '', limit = 0): StoredObject[] {
+export function listAt(h: History, rv: number, ns = '', from = '', limit = 0): StoredObject[] {
   const out: StoredObject[] = [];
-  for (const o of objectsAt(env, gr, rv, prefix, from)) {
+  for (const o of objectsAt(h, rv, ns, from)) {
     out.push(o);
     if (limit > 0 && out.length >= limit) break;
   }
   return out;
 }
 
-/**
- * How many objects objectsAt would yield, as etcd counts a range's keys: from the keys
- * alone, plus one flag byte per key (no object is copied out).
- */
-export function countAt(env: ShardEnv, gr: string, rv: number, prefix = '', from = ''): number {
-  const range = keyRange(gr, prefix, from);
-  if (!range) return 0;
+/** How many objects objectsAt would yield (etcd counts a range's keys; nothing is copied). */
+export function countAt(h: History, rv: number, ns = '', from = ''): number {
   let n = 0;
-  let curKey = '';
-  let bestRv = -1;
-  const settle = () => {
-    if (bestRv < 0) return;
-    const v = env.revs.getBinaryFast([gr, curKey, bestRv]);
-    if (v && v[0] === FLAG_LIVE) n++;
-  };
-  for (const key of env.revs.getKeys(range)) {
-    const [, k, r] = key as [string, string, number];
-    if (k < from) continue;
-    if (k !== curKey) {
-      settle();
-      curKey = k;
-      bestRv = -1;
-    }
-    if (r <= rv) bestRv = r;
-  }
-  settle();
+  for (const _ of objectsAt(h, rv, ns, from)) n++;
   return n;
 }
 
 /** One object as it was at rv. */
-export function getAt(env: ShardEnv, gr: string, key: string, rv: number): StoredObject | undefined {
-  let best: { rv: number; value: Buffer } | null = null;
-  for (const { key: k, value } of env.revs.getRange({ start: [gr, key, 0], end: [gr, key, rv + 1] })) {
-    best = { rv: k[2], value };
-  }
-  if (!best || best.value[0] !== FLAG_LIVE) return undefined;
-  return { key, rv: best.rv, json: Buffer.from(best.value.subarray(1)) };
+export function getAt(h: History, key: string, rv: number): StoredObject | undefined {
+  const c = h.cur.get(key);
+  // Its newest revision is not after rv: nothing changed it in between.
+  if (c && c.rv <= rv && rv <= h.cur.at) return c;
+  const changed = changedAt(h, rv, (k) => k === key);
+  return changed.has(key) ? (changed.get(key) ?? undefined) : c;
 }
 
 /**
- * The events of one type with afterRv < rv <= uptoRv, from the revision log; withPrev adds
- * each one's previous state (a filtered watcher judges selector transitions by it). History
- * after afterRv is not compacted, nor therefore the revisions those events superseded.
+ * The events of one type with afterRv < rv <= uptoRv, from the revision history; withPrev
+ * adds each one's previous state (a filtered watcher judges selector transitions by it).
+ * History after afterRv is not compacted, nor therefore the revisions those events superseded.
  */
 export function eventsBetween(env: ShardEnv, gr: string, afterRv: number, uptoRv: number, withPrev = false): StoredEvent[] {
   const out: StoredEvent[] = [];
-  for (const { key: rv, value } of env.log.getRange({ start: afterRv + 1, end: uptoRv + 1 })) {
-    const e = value as LogEntry;
-    if (e.g !== gr) continue;
-    const bytes = env.revs.get([gr, e.k, rv]);
-    if (!bytes) continue;
-    const ev: StoredEvent = { key: e.k, rv, type: e.t, prevRv: e.p, json: Buffer.from(bytes.subarray(1)) };
-    if (withPrev && e.p && e.t !== 'ADDED') {
-      const prev = env.revs.get([gr, e.k, e.p]);
-      if (prev && prev[0] === FLAG_LIVE) ev.prevJson = Buffer.from(prev.subarray(1));
+  const grBytes = Buffer.from(gr);
+  for (const { key: rv, value } of env.hist.getRange({ start: afterRv + 1, end: uptoRv + 1 })) {
+    if (!recordIsOf(value, grBytes)) continue;
+    const key = recordKey(value);
+    const type = recordType(value);
+    const prevRv = recordPrev(value);
+    const ev: StoredEvent = { key, rv, type, prevRv, json: json(value) };
+    if (withPrev && prevRv && type !== 'ADDED') {
+      const prev = revision(env, key, prevRv);
+      if (prev) ev.prevJson = prev.json;
     }
     out.push(ev);
   }

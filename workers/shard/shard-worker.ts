@@ -7,7 +7,7 @@
 // Writes arrive in batches. Every batch that is waiting when the worker gets the CPU is
 // one group commit: its records are appended to the write-ahead log (wal.ts) with one
 // fdatasync, so the busier the server, the bigger the batch. A write is acknowledged only
-// after its log record is durable. The B-tree (revs, log, meta) is then brought up to date
+// after its log record is durable. The B-tree (hist, meta) is then brought up to date
 // by one asynchronous LMDB transaction per batch, committed on lmdb-js's write thread
 // with overlappingSync (crash-safe; its flush runs behind later commits). The front reads
 // the B-tree, so the last version it holds is published (appliedRv) and a storage read
@@ -15,8 +15,9 @@
 // up to it are removed; at start-up the records it had not flushed are applied again.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
-import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv, type LogEntry } from './layout.js';
-import { WriteAheadLog, encodeRecord, type WalRecord } from './wal.js';
+import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
+import { WriteAheadLog, encodeRecord, payload, type WalRecord } from './wal.js';
+import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
 const data = workerData as ShardWorkerData;
@@ -35,12 +36,11 @@ function post(msg: ShardToFront): void {
 }
 
 function loadIndex(): void {
-  // revs are ordered by [gr, key, rv]: the last entry of each key is its newest revision.
-  for (const { key, value } of env.revs.getRange({})) {
-    const [gr, k, rv] = key;
-    const ik = gr + '\n' + k;
-    if (value[0] === FLAG_LIVE) index.set(ik, rv);
-    else index.delete(ik);
+  // hist is in version order: the last record of each key is its newest revision.
+  for (const { key: rv, value } of env.hist.getRange({})) {
+    const ik = recordGr(value) + '\n' + recordKey(value);
+    if (recordType(value) === 'DELETED') index.delete(ik);
+    else index.set(ik, rv);
     if (rv > maxRv) maxRv = rv;
   }
 }
@@ -50,8 +50,8 @@ let broken = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
 /** Fault injection: a log append with a write of this key fails, as on a full or failing disk. */
 const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
-/** records durable in the log and not yet handed to the B-tree */
-let treeQueue: WalRecord[] = [];
+/** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */
+let treeQueue: Array<[number, Buffer]> = [];
 let treeLast = 0;
 /** a B-tree transaction is committing or flushing */
 let treeBusy = false;
@@ -68,7 +68,7 @@ let treeIdleResolve: (() => void) | null = null;
  * fdatasync several times slower. One transaction in flight lets the batches grow with
  * the load, and the lag stays one flush (storage reads wait for it, see Coordinator.storage).
  */
-function applyToTree(batch: WalRecord[], last: number): void {
+function applyToTree(batch: Array<[number, Buffer]>, last: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync
   // and the B-tree's commit, for every batch.
   if (HOLD_TREE) return;
@@ -93,10 +93,7 @@ function drainTree(): void {
   stats.trees++;
   stats.treeOps += batch.length;
   // puts made in one turn are one lmdb-js transaction, committed on its write thread
-  for (const r of batch) {
-    env.revs.put([r.gr, r.key, r.rv], r.value as Buffer);
-    env.log.put(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
-  }
+  for (const [rv, rec] of batch) env.hist.put(rv, rec);
   env.meta
     .put('maxRv', last)
     .then(() => {
@@ -130,8 +127,7 @@ function recover(): void {
   env.root.transactionSync(() => {
     for (const r of wal.replay()) {
       if (r.rv <= treeRv) continue;
-      env.revs.putSync([r.gr, r.key, r.rv], r.value as Buffer);
-      env.log.putSync(r.rv, { g: r.gr, k: r.key, t: r.type, p: r.prev, ts: r.ts } satisfies LogEntry);
+      env.hist.putSync(r.rv, encodePayload(r));
       if (r.rv > top) top = r.rv;
     }
     if (top > treeRv) env.meta.putSync('maxRv', top);
@@ -177,7 +173,7 @@ function flush(): void {
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];
   /** the batch's durable records, in version order, for the B-tree */
-  const batch: WalRecord[] = [];
+  const batch: Array<[number, Buffer]> = [];
   const records: Buffer[] = [];
   let first = 0;
   let last = 0;
@@ -211,8 +207,9 @@ function flush(): void {
       value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
       value.write(text, 1);
       const rec: WalRecord = { rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key, value };
-      batch.push(rec);
-      records.push(encodeRecord(rec));
+      const entry = encodeRecord(rec);
+      records.push(entry);
+      batch.push([rv, payload(entry)]);
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
       else index.set(ik, rv);
@@ -223,7 +220,7 @@ function flush(): void {
     }
     if (records.length) {
       const t0 = performance.now();
-      if (FAIL_LOG && batch.some((r) => r.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
+      if (FAIL_LOG && ops.some((o) => o.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
       wal.append(records, first, last);
       const took = performance.now() - t0;
       stats.logMs += took;
@@ -251,26 +248,26 @@ function flush(): void {
 }
 
 /**
- * Drops history older than the retention window: for every log entry at or below the
- * new compacted revision, the revision it superseded is deleted (and a tombstone itself).
- * Works in slices so that a large compaction never holds up writes for long.
+ * Drops history older than the retention window: for every record at or below the new
+ * compacted revision, the revision it superseded is deleted, and a tombstone itself. The
+ * newest revision of a live key stays: it is the object. Works in slices so that a large
+ * compaction never holds up writes for long.
  */
 function compact(retentionMs = data.retentionMs): void {
   const cutoff = Date.now() - retentionMs;
   const SLICE = 5000;
   for (;;) {
-    const slice: Array<[number, LogEntry]> = [];
-    for (const { key, value } of env.log.getRange({ start: compactedRv + 1, limit: SLICE })) {
-      if (value.ts >= cutoff) break;
-      slice.push([key, value]);
+    const slice: Array<[number, number, boolean]> = [];
+    for (const { key, value } of env.hist.getRange({ start: compactedRv + 1, limit: SLICE })) {
+      if (recordTs(value) >= cutoff) break;
+      slice.push([key, recordPrev(value), recordType(value) === 'DELETED']);
     }
     if (slice.length === 0) break;
     const to = slice[slice.length - 1][0];
     env.root.transactionSync(() => {
-      for (const [rv, e] of slice) {
-        if (e.p) env.revs.removeSync([e.g, e.k, e.p]);
-        if (e.t === 'DELETED') env.revs.removeSync([e.g, e.k, rv]);
-        env.log.removeSync(rv);
+      for (const [rv, prev, deleted] of slice) {
+        if (prev) env.hist.removeSync(prev);
+        if (deleted) env.hist.removeSync(rv);
       }
       env.meta.putSync('compactedRv', to);
     });

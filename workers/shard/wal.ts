@@ -18,76 +18,43 @@
 //
 //   segment: wal-<first rv, 16 digits>.log, up to SEGMENT_BYTES, zero-filled past its end
 //   record:  u32 payload length | u32 crc32(payload) | payload
-//   payload: f64 rv | f64 previous rv | f64 commit time ms | u8 type | u16 gr length |
-//            u16 key length | gr | key | stored value (flag byte + JSON)
+//   payload: one revision record (record.ts), the same bytes the B-tree stores
 // A zero length, a record past the end, or a bad checksum ends the log (a torn tail:
 // its batch was never acknowledged).
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readdirSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { join } from 'node:path';
-import type { EventType } from './protocol.js';
+import { decodeRecord, recordLength, validRecord, writeRecord, type RevisionRecord } from './record.js';
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
 const ZERO_STEP = 4 * 1024 * 1024;
 const ZEROS = Buffer.alloc(ZERO_STEP);
 const HEADER = 8;
-const FIXED = 8 + 8 + 8 + 1 + 2 + 2;
-const TYPES: EventType[] = ['ADDED', 'MODIFIED', 'DELETED'];
 
-export interface WalRecord {
-  rv: number;
-  prev: number;
-  ts: number;
-  type: EventType;
-  gr: string;
-  key: string;
-  /** flag byte + JSON, as stored in revs */
-  value: Uint8Array;
-}
+export type WalRecord = RevisionRecord;
 
-/** The bytes of one record, header included. */
+/** The bytes of one log entry, header included; payload() of it is the record alone. */
 export function encodeRecord(r: WalRecord): Buffer {
-  const grLen = Buffer.byteLength(r.gr);
-  const keyLen = Buffer.byteLength(r.key);
-  const payloadLen = FIXED + grLen + keyLen + r.value.byteLength;
+  const payloadLen = recordLength(r);
   const b = Buffer.allocUnsafe(HEADER + payloadLen);
   b.writeUInt32LE(payloadLen, 0);
-  let o = HEADER;
-  b.writeDoubleLE(r.rv, o);
-  b.writeDoubleLE(r.prev, o + 8);
-  b.writeDoubleLE(r.ts, o + 16);
-  b[o + 24] = TYPES.indexOf(r.type);
-  b.writeUInt16LE(grLen, o + 25);
-  b.writeUInt16LE(keyLen, o + 27);
-  o += FIXED;
-  o += b.write(r.gr, o);
-  o += b.write(r.key, o);
-  b.set(r.value, o);
+  writeRecord(r, b, HEADER);
   b.writeUInt32LE(crc32(b.subarray(HEADER)), 4);
   return b;
 }
+
+/** The record inside an entry encodeRecord made (a view, no copy). */
+export const payload = (entry: Buffer): Buffer => entry.subarray(HEADER);
 
 /** The records of one segment's bytes, up to the first zero, torn or corrupt record. */
 export function* decodeRecords(buf: Buffer): Generator<WalRecord> {
   let o = 0;
   while (o + HEADER <= buf.length) {
     const len = buf.readUInt32LE(o);
-    if (len < FIXED || o + HEADER + len > buf.length) return;
-    const payload = buf.subarray(o + HEADER, o + HEADER + len);
-    if (crc32(payload) !== buf.readUInt32LE(o + 4)) return;
-    const grLen = payload.readUInt16LE(25);
-    const keyLen = payload.readUInt16LE(27);
-    const type = TYPES[payload[24]];
-    if (!type || FIXED + grLen + keyLen > len) return;
-    yield {
-      rv: payload.readDoubleLE(0),
-      prev: payload.readDoubleLE(8),
-      ts: payload.readDoubleLE(16),
-      type,
-      gr: payload.toString('utf8', FIXED, FIXED + grLen),
-      key: payload.toString('utf8', FIXED + grLen, FIXED + grLen + keyLen),
-      value: payload.subarray(FIXED + grLen + keyLen),
-    };
+    if (len === 0 || o + HEADER + len > buf.length) return;
+    const p = buf.subarray(o + HEADER, o + HEADER + len);
+    if (crc32(p) !== buf.readUInt32LE(o + 4) || !validRecord(p)) return;
+    yield decodeRecord(p);
     o += HEADER + len;
   }
 }
