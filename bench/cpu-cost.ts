@@ -6,6 +6,7 @@
 //
 //   npm run build && node dist/bench/cpu-cost.js --scenario get [--seconds 5] [--connections 50] [--prof DIR] [--strace]
 //     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
+//     [--client native]                   (get, create, list: the native load client instead of the JS lean one)
 //   scenarios: get, create, list (10k ConfigMaps, consistent), list-rv0, watch (N watchers, --watchers)
 //
 // With --prof DIR the server runs under `node --cpu-prof` and the hottest functions (self
@@ -18,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import https from 'node:https';
 import { rawLoad } from './raw-load.js';
+import { nativeLoad, nativeLoadgen } from './native-load.js';
 import { openWatchFleet } from './watch-load.js';
 import { runRateWriter } from './rate-writer.js';
 import { GO_TLS13_CIPHERS, type Target } from './lib.js';
@@ -33,6 +35,8 @@ const connections = Number(opt('connections', '50'));
 const profDir = opt('prof', '');
 /** --server PATH: another build's dist/src/main.js, for an A/B comparison on the same load */
 const serverMain = opt('server', '');
+/** --client lean|native: the load client of the get, create and list scenarios */
+const client = opt('client', 'lean');
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 interface ThreadCpu {
@@ -121,6 +125,10 @@ async function main() {
   const t: Target = { url: /server:\s*(\S+)/.exec(kc)![1], token: /token:\s*(\S+)/.exec(kc)![1], pid: proc.pid, stop: async () => {} };
   const pid = proc.pid!;
   try {
+    if (client !== 'lean' && client !== 'native') throw new Error(`--client ${client}: lean or native`);
+    // built before anything is measured (the compile would count as client CPU), and no
+    // silent fallback: a figure labelled native must come from the native client
+    if (client === 'native' && scenario !== 'watch' && !(await nativeLoadgen())) throw new Error('--client native: the native load client cannot be built here');
     await call(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'cpu' } });
     const idleRss = rssMB(pid);
     let path = '/api/v1/namespaces/cpu/configmaps/one';
@@ -146,6 +154,8 @@ async function main() {
     const start = performance.now();
     let count = 0;
     let extra = '';
+    /** the client's CPU µs per request as the client measured it (the native client runs in a process of its own) */
+    let childClientUs: number | undefined;
     if (scenario === 'watch') {
       unit = 'event delivered';
       const watchers = Number(opt('watchers', '1000'));
@@ -168,14 +178,16 @@ async function main() {
       extra = ` watchers=${fleet.open()} creates=${sent} eventsPerRead=${(count / Math.max(1, fleet.reads() - r0)).toFixed(1)} client threads (µs per event) ${fleetThreads.join(' ')} (client total ${((c.user + c.system) / Math.max(1, count)).toFixed(1)}) rss=${rssMB(pid).toFixed(0)}MB`;
       await fleet.close();
     } else {
-      const r = await rawLoad(t, { path, method, body, connections: scenario.startsWith('list') ? 4 : connections, seconds });
+      const loadOpts = { path, method, body, connections: scenario.startsWith('list') ? 4 : connections, seconds };
+      const r = client === 'native' ? (await nativeLoad(t, loadOpts))! : await rawLoad(t, loadOpts);
       count = r.requests;
-      extra = ` rps=${r.rps.toFixed(0)} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms non2xx=${r.non2xx}`;
+      childClientUs = r.clientCpuUs;
+      extra = ` client=${client} rps=${r.rps.toFixed(0)} p50=${r.p50.toFixed(2)}ms p99=${r.p99.toFixed(2)}ms non2xx=${r.non2xx} errors=${r.errors}`;
     }
     const wall = (performance.now() - start) / 1000;
     const after = threadTicks(pid);
     const c = process.cpuUsage(clientCpu);
-    const clientUs = (c.user + c.system) / Math.max(1, count);
+    const clientUs = childClientUs ?? (c.user + c.system) / Math.max(1, count);
     if (tracer) {
       tracer.kill('SIGINT');
       await new Promise((r) => tracer.once('exit', r));

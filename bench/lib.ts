@@ -132,6 +132,8 @@ export interface LoadResult {
   p99: number;
   non2xx: number;
   errors: number;
+  /** the load client's own CPU µs per request, when it runs in a process of its own (the native client) */
+  clientCpuUs?: number;
 }
 
 export async function load(t: Target, opts: { path: string; method?: string; body?: string; connections: number; seconds: number }): Promise<LoadResult> {

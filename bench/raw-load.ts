@@ -7,11 +7,26 @@ import tls from 'node:tls';
 import { GO_TLS13_CIPHERS, authLine, type LoadResult, type Target } from './lib.js';
 import { percentile } from './watch-load.js';
 
-export async function rawLoad(t: Target, opts: { path: string; method?: string; body?: string; connections: number; seconds: number; contentType?: string }): Promise<LoadResult> {
+export interface RawLoadOptions {
+  path: string;
+  method?: string;
+  body?: string;
+  connections: number;
+  seconds: number;
+  contentType?: string;
+}
+
+/** The bytes of one request, head and body: built once, sent again and again (also by the native client). */
+export function buildRequest(t: Target, opts: Pick<RawLoadOptions, 'path' | 'method' | 'body' | 'contentType'>): Buffer {
   const u = new URL(t.url);
   const body = opts.body ? Buffer.from(opts.body) : undefined;
   const head = `${opts.method ?? 'GET'} ${opts.path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n` + (body ? `Content-Type: ${opts.contentType ?? 'application/json'}\r\nContent-Length: ${body.length}\r\n` : '') + '\r\n';
-  const request = body ? Buffer.concat([Buffer.from(head), body]) : Buffer.from(head);
+  return body ? Buffer.concat([Buffer.from(head), body]) : Buffer.from(head);
+}
+
+export async function rawLoad(t: Target, opts: RawLoadOptions): Promise<LoadResult> {
+  const u = new URL(t.url);
+  const request = buildRequest(t, opts);
   let requests = 0;
   let non2xx = 0;
   let errors = 0;

@@ -1,0 +1,743 @@
+/*
+ * loadgen: the bench suite's native HTTP/1.1 load client (wrk-like).
+ *
+ * The bench runs its load generator on the same 2 cores as the server, so whatever CPU the
+ * generator burns is taken from the server it measures. The JS lean client (bench/raw-load.ts)
+ * costs ~50 µs per create and ~22 µs per GET; this one does the same work (one keep-alive TLS
+ * connection per client, one request in flight on each, responses delimited but not parsed)
+ * in a single thread with epoll and OpenSSL, for a fraction of that.
+ *
+ *   loadgen --host 127.0.0.1 --port 6443 --connections 50 --seconds 10 --request FILE
+ *           [--cert PEM --key PEM]
+ *
+ * FILE holds the exact request bytes (head and body), sent again as soon as each response is
+ * complete. All connections finish their TLS handshake before the clock starts. The result is
+ * one line of JSON on stdout:
+ *   {"requests":N,"rps":X,"p50":ms,"p99":ms,"non2xx":N,"errors":N,"cpuUser":s,"cpuSys":s,
+ *    "connections":N,"dropped":N,"seconds":s,"polls":N}
+ * cpuUser/cpuSys cover the timed window only (not the handshakes), so that dividing by
+ * requests gives the client's own cost per request. connections: those open when the clock
+ * started; dropped: those lost and not reopened; seconds: from the first request to the last
+ * response; polls: epoll_wait calls (requests / polls is how many responses a wake-up carried).
+ *
+ * Build: cc -O2 -o native/build/loadgen native/loadgen/loadgen.c -lssl -lcrypto
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* TLS 1.3 suites in the order Go's crypto/tls offers them on AES hardware (kubectl,
+ * client-go), as bench/lib.ts GO_TLS13_CIPHERS: AES-128-GCM costs both sides less per byte. */
+#define GO_TLS13_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+#define READ_BUF (256 * 1024)
+/* A response head larger than this is treated as a protocol error (kube-apiserver's are
+ * a few hundred bytes). */
+#define HEAD_MAX (16 * 1024)
+/* How long the handshakes may take, and how long responses still in flight at the end of
+ * the run are waited for before they count as errors. */
+#define HANDSHAKE_NS (10ull * 1000000000ull)
+#define DRAIN_NS (5ull * 1000000000ull)
+
+enum conn_state {
+  C_DEAD,       /* closed and not reopened */
+  C_CONNECTING, /* TCP connect in progress */
+  C_HANDSHAKE,  /* TLS handshake in progress */
+  C_IDLE,       /* connected, nothing in flight */
+  C_WRITING,    /* SSL_write of the request waits for the socket */
+  C_READING,    /* the request is sent, its response is being read */
+};
+
+enum body_mode { B_NONE, B_LENGTH, B_CHUNKED, B_UNTIL_CLOSE };
+enum chunk_state { K_SIZE, K_EXT, K_DATA, K_DATA_CR, K_DATA_LF, K_TRAILER };
+
+struct conn {
+  int fd;
+  SSL *ssl;
+  enum conn_state state;
+  uint32_t interest; /* the epoll events registered for fd */
+  int inflight;
+  /* set while a connection that failed during the run is being opened again: if that fails
+   * too the slot is dropped, rather than spinning on a server that is gone */
+  int retrying;
+  uint64_t sent_ns;
+  /* response framing */
+  int in_head;
+  size_t head_len;
+  int status;
+  int close_after; /* the server said Connection: close (or spoke HTTP/1.0) */
+  enum body_mode mode;
+  uint64_t remaining; /* body bytes (B_LENGTH) or chunk bytes (K_DATA) still to come */
+  enum chunk_state cstate;
+  uint64_t csize;
+  int cdigits;
+  int line_len;
+  char head[HEAD_MAX];
+};
+
+static struct {
+  const char *host;
+  int port;
+  int nconn;
+  double seconds;
+  const char *request_file;
+  const char *cert, *key;
+  char *req;
+  size_t req_len;
+  int head_request; /* a HEAD request: its responses have no body whatever they announce */
+  struct sockaddr_storage addr;
+  socklen_t addr_len;
+  int sni; /* the host is a name, not an address literal: send it as SNI, as node and Go do */
+  SSL_CTX *ctx;
+  int ep;
+  struct conn *conns;
+  int started;
+  uint64_t start_ns, deadline_ns, last_done_ns;
+  uint64_t requests, non2xx, errors;
+  uint64_t polls; /* epoll_wait calls in the timed window: requests / polls is the batching reached */
+  int inflight;
+  int opened;  /* connections ready when the clock started */
+  int dropped; /* connections lost and not reopened */
+  uint64_t *lat;
+  size_t nlat, caplat;
+} g;
+
+static char rbuf[READ_BUF];
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "loadgen: %s\n", what);
+  ERR_print_errors_fp(stderr);
+  exit(1);
+}
+
+static void set_interest(struct conn *c, uint32_t ev) {
+  if (c->interest == ev) return;
+  struct epoll_event e = {.events = ev, .data.ptr = c};
+  if (epoll_ctl(g.ep, EPOLL_CTL_MOD, c->fd, &e) < 0) die("epoll_ctl");
+  c->interest = ev;
+}
+
+static void close_conn(struct conn *c) {
+  if (c->ssl) {
+    SSL_free(c->ssl); /* no close_notify: the peer learns of the close from the FIN */
+    c->ssl = NULL;
+  }
+  if (c->fd >= 0) close(c->fd); /* also removes it from the epoll set */
+  c->fd = -1;
+  if (c->inflight) {
+    c->inflight = 0;
+    g.inflight--;
+  }
+  c->state = C_DEAD;
+  /* SSL_get_error reads the thread's error queue: what one connection left there must not
+   * be taken for another's. */
+  ERR_clear_error();
+}
+
+static int open_conn(struct conn *c) {
+  c->fd = socket(g.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (c->fd < 0) return -1;
+  /* The request goes out in one write; Nagle would only hold back the rare second segment
+   * of a large body. Go's net package sets it too. */
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (connect(c->fd, (struct sockaddr *)&g.addr, g.addr_len) < 0 && errno != EINPROGRESS) {
+    close(c->fd);
+    c->fd = -1;
+    return -1;
+  }
+  c->ssl = SSL_new(g.ctx);
+  if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) die("SSL_new");
+  SSL_set_connect_state(c->ssl);
+  if (g.sni) SSL_set_tlsext_host_name(c->ssl, g.host);
+  c->state = C_CONNECTING;
+  c->inflight = 0;
+  /* writable = the TCP connect finished (or failed: SO_ERROR tells) */
+  c->interest = EPOLLOUT;
+  struct epoll_event e = {.events = EPOLLOUT, .data.ptr = c};
+  if (epoll_ctl(g.ep, EPOLL_CTL_ADD, c->fd, &e) < 0) die("epoll_ctl");
+  return 0;
+}
+
+static void send_request(struct conn *c, uint64_t now);
+static void do_handshake(struct conn *c);
+
+/* A connection failed (closed by the server, reset, or a framing error). */
+static void conn_failed(struct conn *c) {
+  int was_retry = c->retrying;
+  /* An idle connection closed after the run is no failure: nothing was lost. */
+  if (c->inflight || !g.started || now_ns() < g.deadline_ns) g.errors++;
+  close_conn(c);
+  if (!g.started || was_retry || now_ns() >= g.deadline_ns) {
+    if (g.started && now_ns() < g.deadline_ns) g.dropped++;
+    return;
+  }
+  c->retrying = 1;
+  if (open_conn(c) < 0) {
+    g.errors++;
+    g.dropped++;
+  }
+}
+
+/* The server closes after this response (Connection: close): open a new connection
+ * without counting an error. */
+static void reopen(struct conn *c) {
+  close_conn(c);
+  if (now_ns() >= g.deadline_ns) return;
+  c->retrying = 1;
+  if (open_conn(c) < 0) {
+    g.errors++;
+    g.dropped++;
+  }
+}
+
+static int contains_ci(const char *s, size_t n, const char *word) {
+  size_t w = strlen(word);
+  for (size_t i = 0; i + w <= n; i++)
+    if (strncasecmp(s + i, word, w) == 0) return 1;
+  return 0;
+}
+
+/* Reads the status code and the framing headers of a complete response head. */
+static int parse_head(struct conn *c, const char *h, size_t len) {
+  if (len < 12 || memcmp(h, "HTTP/1.", 7) != 0 || h[8] != ' ') return -1;
+  if (h[9] < '0' || h[9] > '9' || h[10] < '0' || h[10] > '9' || h[11] < '0' || h[11] > '9') return -1;
+  c->status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+  c->close_after = h[7] == '0';
+  int have_length = 0, chunked = 0;
+  uint64_t length = 0;
+  const char *end = h + len;
+  const char *line = memchr(h, '\n', len);
+  if (!line) return -1;
+  for (line++; line < end;) {
+    const char *eol = memchr(line, '\n', end - line);
+    if (!eol) break;
+    const char *colon = memchr(line, ':', eol - line);
+    if (colon) {
+      size_t nlen = colon - line;
+      const char *v = colon + 1;
+      while (v < eol && (*v == ' ' || *v == '\t')) v++;
+      size_t vlen = eol - v;
+      if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
+        int digits = 0;
+        length = 0;
+        for (const char *p = v; p < eol && *p >= '0' && *p <= '9'; p++, digits++) {
+          if (length > UINT64_MAX / 10 - 10) return -1;
+          length = length * 10 + (uint64_t)(*p - '0');
+        }
+        if (!digits) return -1;
+        have_length = 1;
+      } else if (nlen == 17 && strncasecmp(line, "transfer-encoding", 17) == 0) {
+        chunked = contains_ci(v, vlen, "chunked");
+      } else if (nlen == 10 && strncasecmp(line, "connection", 10) == 0) {
+        if (contains_ci(v, vlen, "close")) c->close_after = 1;
+        else if (contains_ci(v, vlen, "keep-alive")) c->close_after = 0;
+      }
+    }
+    line = eol + 1;
+  }
+  if (c->status < 200 || c->status == 204 || c->status == 304 || g.head_request) {
+    c->mode = B_NONE;
+  } else if (chunked) {
+    /* chunked wins over a Content-Length, as RFC 9112 says */
+    c->mode = B_CHUNKED;
+    c->cstate = K_SIZE;
+    c->csize = 0;
+    c->cdigits = 0;
+  } else if (have_length) {
+    c->mode = B_LENGTH;
+    c->remaining = length;
+  } else {
+    c->mode = B_UNTIL_CLOSE;
+    c->close_after = 1;
+  }
+  return 0;
+}
+
+static int hexval(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+/* Walks the chunked coding over the bytes at *pp: 1 when the last chunk and the trailers
+ * are through (*pp, *pn then point past them), 0 when more bytes are needed, -1 on a broken
+ * framing. Chunk data is skipped, never looked at. */
+static int walk_chunks(struct conn *c, const char **pp, size_t *pn) {
+  const char *p = *pp;
+  size_t n = *pn;
+  int done = 0;
+  while (n > 0 && !done) {
+    switch (c->cstate) {
+    case K_SIZE: {
+      int v = hexval(*p);
+      if (v >= 0) {
+        if (c->csize >> 56) return -1;
+        c->csize = c->csize * 16 + (uint64_t)v;
+        c->cdigits++;
+        p++, n--;
+      } else {
+        if (!c->cdigits) return -1;
+        c->cstate = K_EXT; /* a chunk extension or the line's CR: skipped up to the LF */
+      }
+      break;
+    }
+    case K_EXT: {
+      const char *lf = memchr(p, '\n', n);
+      if (!lf) {
+        p += n, n = 0;
+        break;
+      }
+      n -= (size_t)(lf + 1 - p);
+      p = lf + 1;
+      if (c->csize == 0) {
+        c->cstate = K_TRAILER;
+        c->line_len = 0;
+      } else {
+        c->remaining = c->csize;
+        c->cstate = K_DATA;
+      }
+      break;
+    }
+    case K_DATA: {
+      size_t take = n < c->remaining ? n : (size_t)c->remaining;
+      p += take, n -= take;
+      c->remaining -= take;
+      if (c->remaining == 0) c->cstate = K_DATA_CR;
+      break;
+    }
+    case K_DATA_CR:
+      if (*p == '\r') c->cstate = K_DATA_LF;
+      else if (*p == '\n') c->cstate = K_SIZE, c->csize = 0, c->cdigits = 0;
+      else return -1;
+      p++, n--;
+      break;
+    case K_DATA_LF:
+      if (*p != '\n') return -1;
+      c->cstate = K_SIZE, c->csize = 0, c->cdigits = 0;
+      p++, n--;
+      break;
+    case K_TRAILER: {
+      /* trailer lines up to an empty one */
+      char ch = *p++;
+      n--;
+      if (ch == '\n') {
+        if (c->line_len == 0) done = 1;
+        c->line_len = 0;
+      } else if (ch != '\r') {
+        c->line_len++;
+      }
+      break;
+    }
+    }
+  }
+  *pp = p;
+  *pn = n;
+  return done;
+}
+
+/* Takes n bytes read from the connection: 1 when they complete the response, 0 when more
+ * are needed, -1 on a framing error (bytes beyond the response included: with one request
+ * in flight there is nothing they could belong to). */
+static int feed(struct conn *c, const char *p, size_t n) {
+  for (;;) {
+    if (c->in_head) {
+      if (n == 0) return 0;
+      /* The head is copied aside (a few hundred bytes) so that one split across reads,
+       * even across TLS records, is parsed in one piece. */
+      size_t take = n < HEAD_MAX - c->head_len ? n : HEAD_MAX - c->head_len;
+      memcpy(c->head + c->head_len, p, take);
+      size_t from = c->head_len > 3 ? c->head_len - 3 : 0;
+      const char *end = memmem(c->head + from, c->head_len + take - from, "\r\n\r\n", 4);
+      if (!end) {
+        c->head_len += take;
+        return c->head_len == HEAD_MAX ? -1 : 0;
+      }
+      size_t head_len = (size_t)(end - c->head) + 4;
+      size_t used = head_len - c->head_len;
+      p += used, n -= used;
+      if (parse_head(c, c->head, head_len) < 0) return -1;
+      c->head_len = 0;
+      /* an interim response (100 Continue): the real one follows */
+      if (c->status >= 100 && c->status < 200 && c->status != 101) continue;
+      c->in_head = 0;
+    }
+    int done = 0;
+    switch (c->mode) {
+    case B_NONE:
+      done = 1;
+      break;
+    case B_LENGTH: {
+      size_t take = n < c->remaining ? n : (size_t)c->remaining;
+      p += take, n -= take;
+      c->remaining -= take;
+      done = c->remaining == 0;
+      break;
+    }
+    case B_CHUNKED:
+      done = walk_chunks(c, &p, &n);
+      if (done < 0) return -1;
+      break;
+    case B_UNTIL_CLOSE:
+      n = 0; /* ends when the server closes */
+      break;
+    }
+    if (!done) return 0;
+    return n > 0 ? -1 : 1;
+  }
+}
+
+static void record_latency(uint64_t ns) {
+  if (g.nlat == g.caplat) {
+    g.caplat = g.caplat ? g.caplat * 2 : 1 << 16;
+    g.lat = realloc(g.lat, g.caplat * sizeof *g.lat);
+    if (!g.lat) die("out of memory");
+  }
+  g.lat[g.nlat++] = ns;
+}
+
+static void response_done(struct conn *c) {
+  uint64_t now = now_ns();
+  record_latency(now - c->sent_ns);
+  g.requests++;
+  if (c->status < 200 || c->status >= 300) g.non2xx++;
+  g.last_done_ns = now;
+  c->inflight = 0;
+  g.inflight--;
+  if (c->close_after) {
+    reopen(c);
+  } else if (now >= g.deadline_ns) {
+    c->state = C_IDLE;
+  } else {
+    send_request(c, now);
+  }
+}
+
+/* Reads what the socket has. Level-triggered epoll: read until OpenSSL holds nothing more
+ * (SSL_has_pending: it reads ahead, and bytes it holds are invisible to epoll), not until
+ * EAGAIN, which would cost one more read() per response. */
+static void do_read(struct conn *c) {
+  for (;;) {
+    int n = SSL_read(c->ssl, rbuf, READ_BUF);
+    if (n > 0) {
+      if (!c->inflight) { /* data nobody asked for */
+        conn_failed(c);
+        return;
+      }
+      int r = feed(c, rbuf, (size_t)n);
+      if (r < 0) {
+        conn_failed(c);
+        return;
+      }
+      if (r > 0) {
+        response_done(c);
+        return;
+      }
+      if (!SSL_has_pending(c->ssl)) return;
+      continue;
+    }
+    switch (SSL_get_error(c->ssl, n)) {
+    case SSL_ERROR_WANT_READ:
+      set_interest(c, EPOLLIN);
+      return;
+    case SSL_ERROR_WANT_WRITE: /* e.g. a key update to answer, with the socket full */
+      set_interest(c, EPOLLOUT);
+      return;
+    default: /* closed (close_notify or EOF) or broken */
+      if (c->inflight && c->mode == B_UNTIL_CLOSE && !c->in_head) {
+        response_done(c); /* the close was the end of that body; reopens */
+        return;
+      }
+      conn_failed(c);
+      return;
+    }
+  }
+}
+
+static void do_write(struct conn *c) {
+  /* Without SSL_MODE_ENABLE_PARTIAL_WRITE SSL_write sends the whole request or reports
+   * WANT_*; the retry passes the same buffer and length, as OpenSSL requires. */
+  int n = SSL_write(c->ssl, g.req, (int)g.req_len);
+  if (n > 0) {
+    c->state = C_READING;
+    set_interest(c, EPOLLIN);
+    return;
+  }
+  switch (SSL_get_error(c->ssl, n)) {
+  case SSL_ERROR_WANT_READ:
+    set_interest(c, EPOLLIN);
+    return;
+  case SSL_ERROR_WANT_WRITE:
+    set_interest(c, EPOLLOUT);
+    return;
+  default:
+    conn_failed(c);
+  }
+}
+
+static void send_request(struct conn *c, uint64_t now) {
+  c->sent_ns = now;
+  c->inflight = 1;
+  g.inflight++;
+  c->in_head = 1;
+  c->head_len = 0;
+  c->state = C_WRITING;
+  do_write(c);
+}
+
+static void do_handshake(struct conn *c) {
+  int r = SSL_connect(c->ssl);
+  if (r == 1) {
+    c->state = C_IDLE;
+    c->retrying = 0;
+    /* EPOLLIN while idle: session tickets are read, and a close is noticed */
+    set_interest(c, EPOLLIN);
+    if (g.started && now_ns() < g.deadline_ns) send_request(c, now_ns());
+    return;
+  }
+  switch (SSL_get_error(c->ssl, r)) {
+  case SSL_ERROR_WANT_READ:
+    set_interest(c, EPOLLIN);
+    return;
+  case SSL_ERROR_WANT_WRITE:
+    set_interest(c, EPOLLOUT);
+    return;
+  default:
+    if (!g.started) {
+      fprintf(stderr, "loadgen: TLS handshake failed\n");
+      ERR_print_errors_fp(stderr);
+    }
+    conn_failed(c);
+  }
+}
+
+static void on_event(struct conn *c, uint32_t ev) {
+  switch (c->state) {
+  case C_CONNECTING: {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+      if (!g.started) fprintf(stderr, "loadgen: connect: %s\n", strerror(err ? err : errno));
+      conn_failed(c);
+      return;
+    }
+    c->state = C_HANDSHAKE;
+    do_handshake(c);
+    return;
+  }
+  case C_HANDSHAKE:
+    do_handshake(c);
+    return;
+  case C_WRITING:
+    do_write(c);
+    return;
+  case C_IDLE:
+  case C_READING:
+    do_read(c);
+    return;
+  case C_DEAD:
+    return;
+  }
+  (void)ev;
+}
+
+static void poll_once(int timeout_ms) {
+  struct epoll_event evs[256];
+  int n = epoll_wait(g.ep, evs, 256, timeout_ms);
+  if (n < 0 && errno != EINTR) die("epoll_wait");
+  if (g.started) g.polls++;
+  for (int i = 0; i < n; i++) on_event(evs[i].data.ptr, evs[i].events);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* the same rank as bench/watch-load.ts percentile() */
+static double percentile_ms(double p) {
+  size_t i = (size_t)(p / 100.0 * (double)g.nlat);
+  if (i >= g.nlat) i = g.nlat - 1;
+  return (double)g.lat[i] / 1e6;
+}
+
+static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  struct stat st;
+  if (fstat(fileno(f), &st) < 0 || st.st_size <= 0) {
+    fclose(f);
+    return NULL;
+  }
+  char *b = malloc((size_t)st.st_size);
+  if (!b || fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    fclose(f);
+    free(b);
+    return NULL;
+  }
+  fclose(f);
+  *len = (size_t)st.st_size;
+  return b;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: loadgen --host H --port P --connections N --seconds S --request FILE [--cert PEM --key PEM]\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  g.host = "127.0.0.1";
+  g.nconn = 50;
+  g.seconds = 10;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (i + 1 >= argc) usage();
+    const char *v = argv[++i];
+    if (!strcmp(a, "--host")) g.host = v;
+    else if (!strcmp(a, "--port")) g.port = atoi(v);
+    else if (!strcmp(a, "--connections")) g.nconn = atoi(v);
+    else if (!strcmp(a, "--seconds")) g.seconds = strtod(v, NULL);
+    else if (!strcmp(a, "--request")) g.request_file = v;
+    else if (!strcmp(a, "--cert")) g.cert = v;
+    else if (!strcmp(a, "--key")) g.key = v;
+    else usage();
+  }
+  if (!g.port || g.nconn <= 0 || g.seconds <= 0 || !g.request_file || !g.cert != !g.key) usage();
+  g.req = read_file(g.request_file, &g.req_len);
+  if (!g.req) die("cannot read the request file");
+  g.head_request = g.req_len >= 5 && memcmp(g.req, "HEAD ", 5) == 0;
+  /* a write to a connection the server closed must be an error, not the end of us */
+  signal(SIGPIPE, SIG_IGN);
+
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+  char port[16];
+  snprintf(port, sizeof port, "%d", g.port);
+  if (getaddrinfo(g.host, port, &hints, &ai) != 0) die("cannot resolve the host");
+  memcpy(&g.addr, ai->ai_addr, ai->ai_addrlen);
+  g.addr_len = ai->ai_addrlen;
+  freeaddrinfo(ai);
+  unsigned char tmp[sizeof(struct in6_addr)];
+  g.sni = inet_pton(AF_INET, g.host, tmp) != 1 && inet_pton(AF_INET6, g.host, tmp) != 1;
+
+  g.ctx = SSL_CTX_new(TLS_client_method());
+  if (!g.ctx) die("SSL_CTX_new");
+  SSL_CTX_set_min_proto_version(g.ctx, TLS1_2_VERSION);
+  if (!SSL_CTX_set_ciphersuites(g.ctx, GO_TLS13_CIPHERS)) die("SSL_CTX_set_ciphersuites");
+  /* the bench measures, it does not trust: no certificate verification */
+  SSL_CTX_set_verify(g.ctx, SSL_VERIFY_NONE, NULL);
+  /* Keep each connection's record buffers for its whole life: freeing and allocating them
+   * around every request is CPU the server would be short of. */
+  SSL_CTX_clear_mode(g.ctx, SSL_MODE_RELEASE_BUFFERS);
+  /* Read ahead: OpenSSL fills its buffer with one read() instead of one for the record
+   * header and one for its body; 64 KiB lets a large list come in a few reads. */
+  SSL_CTX_set_read_ahead(g.ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(g.ctx, 64 * 1024);
+  if (g.cert) {
+    if (SSL_CTX_use_certificate_chain_file(g.ctx, g.cert) != 1) die("cannot load the client certificate");
+    if (SSL_CTX_use_PrivateKey_file(g.ctx, g.key, SSL_FILETYPE_PEM) != 1) die("cannot load the client key");
+    if (SSL_CTX_check_private_key(g.ctx) != 1) die("the client key does not match the certificate");
+  }
+
+  g.ep = epoll_create1(EPOLL_CLOEXEC);
+  if (g.ep < 0) die("epoll_create1");
+  g.conns = calloc((size_t)g.nconn, sizeof *g.conns);
+  if (!g.conns) die("out of memory");
+
+  /* Handshakes first, outside the measured window: the bench measures requests on open
+   * connections, as a client with a connection pool sends them. */
+  int failed = 0;
+  for (int i = 0; i < g.nconn; i++) {
+    g.conns[i].fd = -1;
+    if (open_conn(&g.conns[i]) < 0) {
+      fprintf(stderr, "loadgen: connect: %s\n", strerror(errno));
+      g.conns[i].state = C_DEAD;
+      g.errors++;
+    }
+  }
+  uint64_t hs_deadline = now_ns() + HANDSHAKE_NS;
+  for (;;) {
+    int pending = 0;
+    for (int i = 0; i < g.nconn; i++) pending += g.conns[i].state == C_CONNECTING || g.conns[i].state == C_HANDSHAKE;
+    if (!pending || now_ns() >= hs_deadline) break;
+    poll_once(100);
+  }
+  for (int i = 0; i < g.nconn; i++) {
+    struct conn *c = &g.conns[i];
+    if (c->state == C_CONNECTING || c->state == C_HANDSHAKE) {
+      g.errors++;
+      close_conn(c);
+    }
+    if (c->state == C_DEAD) failed++;
+  }
+  g.opened = g.nconn - failed;
+  if (g.opened == 0) die("no connection could be established");
+  g.dropped = failed;
+
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  g.start_ns = now_ns();
+  g.deadline_ns = g.start_ns + (uint64_t)(g.seconds * 1e9);
+  g.started = 1;
+  for (int i = 0; i < g.nconn; i++)
+    if (g.conns[i].state == C_IDLE) send_request(&g.conns[i], now_ns());
+
+  for (;;) {
+    uint64_t now = now_ns();
+    if (now >= g.deadline_ns && g.inflight == 0) break;
+    if (now >= g.deadline_ns + DRAIN_NS) break;
+    uint64_t until = now < g.deadline_ns ? g.deadline_ns : g.deadline_ns + DRAIN_NS;
+    uint64_t ms = (until - now) / 1000000 + 1;
+    poll_once(ms > 1000 ? 1000 : (int)ms);
+  }
+  getrusage(RUSAGE_SELF, &ru1);
+  /* responses that did not come back within the drain time */
+  g.errors += (uint64_t)g.inflight;
+  for (int i = 0; i < g.nconn; i++)
+    if (g.conns[i].state != C_DEAD) close_conn(&g.conns[i]);
+
+  /* The rate over the window from the first request to the last response (at least the
+   * requested duration): responses that complete after the deadline are counted, so their
+   * time is too. */
+  uint64_t end = g.last_done_ns > g.deadline_ns ? g.last_done_ns : g.deadline_ns;
+  double elapsed = (double)(end - g.start_ns) / 1e9;
+  char p50[32] = "null", p99[32] = "null";
+  if (g.nlat) {
+    qsort(g.lat, g.nlat, sizeof *g.lat, cmp_u64);
+    snprintf(p50, sizeof p50, "%.3f", percentile_ms(50));
+    snprintf(p99, sizeof p99, "%.3f", percentile_ms(99));
+  }
+  printf("{\"requests\":%llu,\"rps\":%.1f,\"p50\":%s,\"p99\":%s,\"non2xx\":%llu,\"errors\":%llu,"
+         "\"cpuUser\":%.4f,\"cpuSys\":%.4f,\"connections\":%d,\"dropped\":%d,\"seconds\":%.3f,\"polls\":%llu}\n",
+         (unsigned long long)g.requests, (double)g.requests / elapsed, p50, p99, (unsigned long long)g.non2xx,
+         (unsigned long long)g.errors, tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime), tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime),
+         g.opened, g.dropped, elapsed, (unsigned long long)g.polls);
+  SSL_CTX_free(g.ctx);
+  return 0;
+}
