@@ -141,6 +141,22 @@ static void set_interest(struct conn *c, uint32_t ev) {
   c->interest = ev;
 }
 
+/* After an SSL call that did not finish: waits for what OpenSSL asks for. False when the
+ * error is not a WANT_* (the connection is broken). */
+static int await_tls(struct conn *c, int ret) {
+  switch (SSL_get_error(c->ssl, ret)) {
+  case SSL_ERROR_WANT_READ:
+    set_interest(c, EPOLLIN);
+    return 1;
+  case SSL_ERROR_WANT_WRITE:
+    set_interest(c, EPOLLOUT);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+
 static void close_conn(struct conn *c) {
   if (c->ssl) {
     SSL_free(c->ssl); /* no close_notify: the peer learns of the close from the FIN */
@@ -461,21 +477,15 @@ static void do_read(struct conn *c) {
       if (!SSL_has_pending(c->ssl)) return;
       continue;
     }
-    switch (SSL_get_error(c->ssl, n)) {
-    case SSL_ERROR_WANT_READ:
-      set_interest(c, EPOLLIN);
-      return;
-    case SSL_ERROR_WANT_WRITE: /* e.g. a key update to answer, with the socket full */
-      set_interest(c, EPOLLOUT);
-      return;
-    default: /* closed (close_notify or EOF) or broken */
-      if (c->inflight && c->mode == B_UNTIL_CLOSE && !c->in_head) {
-        response_done(c); /* the close was the end of that body; reopens */
-        return;
-      }
-      conn_failed(c);
+    /* WANT_WRITE: e.g. a key update to answer, with the socket full */
+    if (await_tls(c, n)) return;
+    /* closed (close_notify or EOF) or broken */
+    if (c->inflight && c->mode == B_UNTIL_CLOSE && !c->in_head) {
+      response_done(c); /* the close was the end of that body; reopens */
       return;
     }
+    conn_failed(c);
+    return;
   }
 }
 
@@ -488,16 +498,7 @@ static void do_write(struct conn *c) {
     set_interest(c, EPOLLIN);
     return;
   }
-  switch (SSL_get_error(c->ssl, n)) {
-  case SSL_ERROR_WANT_READ:
-    set_interest(c, EPOLLIN);
-    return;
-  case SSL_ERROR_WANT_WRITE:
-    set_interest(c, EPOLLOUT);
-    return;
-  default:
-    conn_failed(c);
-  }
+  if (!await_tls(c, n)) conn_failed(c);
 }
 
 static void send_request(struct conn *c, uint64_t now) {
@@ -520,20 +521,12 @@ static void do_handshake(struct conn *c) {
     if (g.started && now_ns() < g.deadline_ns) send_request(c, now_ns());
     return;
   }
-  switch (SSL_get_error(c->ssl, r)) {
-  case SSL_ERROR_WANT_READ:
-    set_interest(c, EPOLLIN);
-    return;
-  case SSL_ERROR_WANT_WRITE:
-    set_interest(c, EPOLLOUT);
-    return;
-  default:
-    if (!g.started) {
-      fprintf(stderr, "loadgen: TLS handshake failed\n");
-      ERR_print_errors_fp(stderr);
-    }
-    conn_failed(c);
+  if (await_tls(c, r)) return;
+  if (!g.started) {
+    fprintf(stderr, "loadgen: TLS handshake failed\n");
+    ERR_print_errors_fp(stderr);
   }
+  conn_failed(c);
 }
 
 static void on_event(struct conn *c, uint32_t ev) {
