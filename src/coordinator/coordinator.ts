@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SharedState } from './shared-state.js';
+import { WriteTrace } from './write-trace.js';
 import { errors } from '../errors.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
 import { currentObjects, type CurrentState, type History, type StoredObject } from '../../workers/shard/reader.js';
@@ -96,6 +97,8 @@ export class Coordinator {
   private caches = new Map<string, ResourceCache>();
   private pending = new Map<number, PendingWrite>();
   private nextId = 1;
+  /** KUBESHARD_COMMIT_STATS: where each write's time goes (write-trace.ts) */
+  private readonly trace = WriteTrace.fromEnv();
 
   constructor(readonly opts: CoordinatorOptions) {
     this.shared = SharedState.create(opts.shardCount);
@@ -278,6 +281,7 @@ export class Coordinator {
     queued.id = id;
     return new Promise<Committed>((resolve, reject) => {
       this.pending.set(id, { resolve, reject, obj });
+      this.trace?.write(id);
       shard.queue.push(queued);
       if (!shard.flushScheduled) {
         shard.flushScheduled = true;
@@ -294,11 +298,13 @@ export class Coordinator {
     shard.queue = [];
     const msg: FrontToShard = { t: 'write', ops };
     shard.worker.postMessage(msg);
+    this.trace?.post(ops.map((o) => o.id));
   }
 
   private onShardMessage(shard: ShardHandle, msg: ShardToFront): void {
     switch (msg.t) {
       case 'commit':
+        if (this.trace && msg.t0 !== undefined) this.trace.committed(msg.acks.map((a) => a.id), msg.t0, msg.t1!);
         this.applyCommit(shard, msg.acks, msg.events, msg.lastRv);
         break;
       case 'closed':

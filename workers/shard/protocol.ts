@@ -54,7 +54,8 @@ export type FrontToShard =
 
 export type ShardToFront =
   | { t: 'ready'; maxRv: number; compactedRv: number }
-  | { t: 'commit'; acks: Ack[]; events: CommittedEvent[]; lastRv: number }
+  /** t0, t1 (KUBESHARD_COMMIT_STATS only): when the group commit began, and when its log was durable (ms, absolute) */
+  | { t: 'commit'; acks: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
   | { t: 'compacted'; compactedRv: number }
   | { t: 'closed' }
   | { t: 'fatal'; message: string };

@@ -144,7 +144,8 @@ let scheduled = false;
  * commit (stderr). Group commit only pays if the batch grows with the load; this shows it.
  */
 const stats = { commits: 0, ops: 0, maxBatch: 0, logMs: 0, logMax: 0, trees: 0, treeOps: 0 };
-if (process.env.KUBESHARD_COMMIT_STATS) {
+const STATS = !!process.env.KUBESHARD_COMMIT_STATS;
+if (STATS) {
   setInterval(() => {
     if (stats.commits) console.error(`shard ${data.index}: ${stats.commits} commits/s, ${(stats.ops / stats.commits).toFixed(1)} writes/commit (max ${stats.maxBatch}), log append+fdatasync ${(stats.logMs / stats.commits).toFixed(2)} ms/commit (max ${stats.logMax.toFixed(1)}); B-tree ${stats.trees} commits/s of ${(stats.treeOps / Math.max(1, stats.trees)).toFixed(0)}`);
     stats.commits = stats.ops = stats.maxBatch = stats.logMs = stats.logMax = stats.trees = stats.treeOps = 0;
@@ -166,6 +167,7 @@ function flush(): void {
   if (pending.length === 0) return;
   const ops = pending;
   pending = [];
+  const t0 = STATS ? performance.timeOrigin + performance.now() : 0;
   stats.commits++;
   stats.ops += ops.length;
   if (ops.length > stats.maxBatch) stats.maxBatch = ops.length;
@@ -243,7 +245,12 @@ function flush(): void {
     shared.setLastRv(data.index, last);
     applyToTree(batch, last);
   }
-  post({ t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) });
+  const msg: ShardToFront = { t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) };
+  if (STATS) {
+    msg.t0 = t0;
+    msg.t1 = performance.timeOrigin + performance.now();
+  }
+  post(msg);
   shared.setPendingFrom(data.index, 0);
 }
 
