@@ -27,6 +27,7 @@ import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
+import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
@@ -102,6 +103,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   const saController = new ServiceAccountsController(store, coord, targets);
   await saController.start();
+  // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
+  const apfBootstrap = new FlowControlBootstrap(store, coord, targets);
+  await apfBootstrap.start();
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
   if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
@@ -217,6 +221,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         health.shuttingDown = true;
         gc.stop();
         saController.stop();
+        apfBootstrap.stop();
         rootCa.stop();
         storageProtection.stop();
         quotaController.stop();
