@@ -35,6 +35,7 @@ import { sendBody } from './http/respond.js';
 import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
 import { authorizationFilter } from './http/filters/authorization.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
+import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { ensureServingCert } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
@@ -187,12 +188,16 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     auth: { authorizationModes: o.authorizationMode, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
     extraPaths,
   });
+  // Priority and fairness (kube's default) classifies every request; with it off, the plain inflight limits.
+  const flowControl = o.enablePriorityAndFairness
+    ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, { limit: limiter.filter() }).filter()
+    : limiter.filter();
   const chain = new FilterChain([
     requestInfoFilter,
     authenticationFilter(authOpts, tokenAuthenticator),
     auditFilter,
     impersonationFilter,
-    limiter.filter(),
+    flowControl,
     authorizationFilter(o.authorizationMode),
     router,
   ]);

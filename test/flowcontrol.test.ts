@@ -2,11 +2,23 @@
 // configuration (mandatory and suggested FlowSchemas and PriorityLevelConfigurations), the
 // Dangling condition, classification (the X-Kubernetes-PF-* headers), seats, queues and 429s.
 import { describe, it, expect } from 'vitest';
-import { request, useServer, type TestServer } from './helpers/server.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import https from 'node:https';
+import { openWatch, request, useServer, type TestServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
+// Static users: a plain one, a node, and a kube-system service-account name.
+const tokenFile = join(mkdtempSync(join(tmpdir(), 'kubeshard-apf-')), 'tokens.csv');
+writeFileSync(
+  tokenFile,
+  ['alice-token,alice,u1', 'node-token,system:node:n1,u2,"system:nodes"', 'slow-token,slowpoke,u3', 'sa-token,system:serviceaccount:kube-system:replicaset-controller,u4,"system:serviceaccounts,system:serviceaccounts:kube-system"'].join('\n'),
+);
+const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
 let s: TestServer;
-useServer((started) => (s = started), {}, 60_000);
+useServer((started) => (s = started), { args: ['--token-auth-file', tokenFile] }, 60_000);
 
 /** Polls an async condition until it holds (the shared until() takes synchronous ones). */
 async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
@@ -95,5 +107,99 @@ describe('bootstrap configuration', () => {
     await s.restart();
     expect((await request(s, 'GET', `${FS}/global-default`)).json().spec.matchingPrecedence).toBe(9950);
     expect((await request(s, 'GET', `${FS}/probes`)).json().spec.matchingPrecedence).toBe(2);
+  });
+});
+
+/** The uids of every FlowSchema and priority level, by name. */
+async function uids(): Promise<{ fs: Record<string, string>; pl: Record<string, string> }> {
+  const fs = (await request(s, 'GET', FS)).json().items;
+  const pl = (await request(s, 'GET', PL)).json().items;
+  return { fs: Object.fromEntries(fs.map((o: any) => [o.metadata.name, o.metadata.uid])), pl: Object.fromEntries(pl.map((o: any) => [o.metadata.name, o.metadata.uid])) };
+}
+
+const matched = (r: { headers: Record<string, unknown> }) => [r.headers['x-kubernetes-pf-flowschema-uid'], r.headers['x-kubernetes-pf-prioritylevel-uid']];
+
+describe('classification', () => {
+  it('every classified response names its FlowSchema and priority level by uid, errors included', async () => {
+    const u = await uids();
+    // system:masters: the exempt schema
+    const admin = await request(s, 'GET', '/api/v1/namespaces/default');
+    expect(matched(admin)).toEqual([u.fs['exempt'], u.pl['exempt']]);
+    const missing = await request(s, 'GET', '/api/v1/namespaces/default/configmaps/none');
+    expect(missing.status).toBe(404);
+    expect(matched(missing)).toEqual([u.fs['exempt'], u.pl['exempt']]);
+    // an ordinary authenticated user: global-default
+    const alice = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(alice.status).toBe(200);
+    expect(matched(alice)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const bad = await request(s, 'POST', '/api/v1/namespaces/default/configmaps', '{nope', as('alice-token'));
+    expect(bad.status).toBe(400);
+    expect(matched(bad)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    // nodes: their leases and node objects are node-high, the rest system
+    const lease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', undefined, as('node-token'));
+    expect(matched(lease)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
+    const nodeStatus = await request(s, 'GET', '/api/v1/nodes/n1/status', undefined, as('node-token'));
+    expect(matched(nodeStatus)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
+    const nodePods = await request(s, 'GET', '/api/v1/pods', undefined, as('node-token'));
+    expect(matched(nodePods)).toEqual([u.fs['system-nodes'], u.pl['system']]);
+    // a kube-system service account: leader election on leases, the rest workload-high
+    const saLease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', undefined, as('sa-token'));
+    expect(matched(saLease)).toEqual([u.fs['system-leader-election'], u.pl['leader-election']]);
+    const saList = await request(s, 'GET', '/apis/apps/v1/replicasets', undefined, as('sa-token'));
+    expect(matched(saList)).toEqual([u.fs['kube-system-service-accounts'], u.pl['workload-high']]);
+    // probes are exempt for everyone, anonymous included
+    const probe = await request(s, 'GET', '/readyz', undefined, { authorization: '' });
+    expect(probe.status).toBe(200);
+    expect(matched(probe)).toEqual([u.fs['probes'], u.pl['exempt']]);
+    const version = await request(s, 'GET', '/version', undefined, { authorization: '' });
+    expect(matched(version)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    // a request refused by authentication is never classified
+    const unauth = await request(s, 'GET', '/api/v1/pods', undefined, as('wrong'));
+    expect(unauth.status).toBe(401);
+    expect(matched(unauth)).toEqual([undefined, undefined]);
+  });
+
+  it('a watch carries the headers too', async () => {
+    const u = await uids();
+    const head = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const r = https.request({ host: '127.0.0.1', port: s.port, path: '/api/v1/namespaces/default/configmaps?watch=1', ca: s.ca, headers: as('alice-token') }, (res) => {
+        resolve(res.headers);
+        res.destroy();
+      });
+      r.on('error', reject);
+      r.end();
+    });
+    expect(matched({ headers: head })).toEqual([u.fs['global-default'], u.pl['global-default']]);
+  });
+
+  it('follows FlowSchema changes: a new schema of lower precedence takes the user, and deleting it gives them back', async () => {
+    const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: 'alice-level' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 5, limitResponse: { type: 'Reject' } } } };
+    expect((await request(s, 'POST', PL, pl)).status).toBe(201);
+    const fs = {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      kind: 'FlowSchema',
+      metadata: { name: 'alice-configmaps' },
+      spec: {
+        priorityLevelConfiguration: { name: 'alice-level' },
+        matchingPrecedence: 1000,
+        distinguisherMethod: { type: 'ByUser' },
+        rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['list', 'get'], apiGroups: [''], resources: ['configmaps'], namespaces: ['default'] }] }],
+      },
+    };
+    expect((await request(s, 'POST', FS, fs)).status).toBe(201);
+    const u = await uids();
+    const hit = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(matched(hit)).toEqual([u.fs['alice-configmaps'], u.pl['alice-level']]);
+    // another namespace, verb or resource is not this rule's
+    const other = await request(s, 'GET', '/api/v1/namespaces/kube-system/configmaps', undefined, as('alice-token'));
+    expect(matched(other)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const secrets = await request(s, 'GET', '/api/v1/namespaces/default/secrets', undefined, as('alice-token'));
+    expect(matched(secrets)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const cluster = await request(s, 'GET', '/api/v1/configmaps', undefined, as('alice-token'));
+    expect(matched(cluster)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await request(s, 'DELETE', `${FS}/alice-configmaps`);
+    const back = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(matched(back)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await request(s, 'DELETE', `${PL}/alice-level`);
   });
 });
