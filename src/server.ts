@@ -170,9 +170,21 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   }
 
   const health: HealthState = { ready: false, shuttingDown: false };
+  // Priority and fairness (kube's default): the two inflight limits together are its
+  // concurrency; with it off, they limit read-only and mutating requests apart, as before.
+  const apf = o.enablePriorityAndFairness
+    ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
+        serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
+        requestTimeoutSeconds: o.requestTimeoutSeconds,
+      })
+    : null;
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const flowControl = apf ? apf.filter() : limiter.filter();
   const metrics = new RequestMetrics(
-    { inflight: () => ({ readOnly: limiter.readonly, mutating: limiter.mutating }), storageObjects: () => coord.objectCounts() },
+    {
+      inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
+      storageObjects: () => coord.objectCounts(),
+    },
     new Set(o.disabledMetrics),
   );
   extraPaths.set('/metrics', metricsHandler(metrics));
@@ -188,10 +200,6 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     auth: { authorizationModes: o.authorizationMode, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
     extraPaths,
   });
-  // Priority and fairness (kube's default) classifies every request; with it off, the plain inflight limits.
-  const flowControl = o.enablePriorityAndFairness
-    ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, { limit: limiter.filter() }).filter()
-    : limiter.filter();
   const chain = new FilterChain([
     requestInfoFilter,
     authenticationFilter(authOpts, tokenAuthenticator),

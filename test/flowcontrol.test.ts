@@ -6,14 +6,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
-import { openWatch, request, useServer, type TestServer } from './helpers/server.js';
+import { request, startServer, useServer, type TestServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 // Static users: a plain one, a node, and a kube-system service-account name.
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kubeshard-apf-')), 'tokens.csv');
 writeFileSync(
   tokenFile,
-  ['alice-token,alice,u1', 'node-token,system:node:n1,u2,"system:nodes"', 'slow-token,slowpoke,u3', 'sa-token,system:serviceaccount:kube-system:replicaset-controller,u4,"system:serviceaccounts,system:serviceaccounts:kube-system"'].join('\n'),
+  ['alice-token,alice,u1', 'node-token,system:node:n1,u2,"system:nodes"', 'slow-token,slowpoke,u3', 'queue-token,queuer,u5', 'full-token,fuller,u6', 'sa-token,system:serviceaccount:kube-system:replicaset-controller,u4,"system:serviceaccounts,system:serviceaccounts:kube-system"'].join('\n'),
 );
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -201,5 +201,116 @@ describe('classification', () => {
     const back = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
     expect(matched(back)).toEqual([u.fs['global-default'], u.pl['global-default']]);
     await request(s, 'DELETE', `${PL}/alice-level`);
+  });
+});
+
+/** A Limited level of one share (3 seats of the default 600 beside the bootstrap levels' 245 shares) and a schema sending one user to it. */
+async function tinyLevel(server: TestServer, name: string, user: string, limitResponse: any): Promise<void> {
+  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse } } };
+  expect((await request(server, 'POST', PL, pl)).status).toBe(201);
+  const fs = {
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name },
+    spec: { priorityLevelConfiguration: { name }, matchingPrecedence: 500, distinguisherMethod: { type: 'ByUser' }, rules: [{ subjects: [{ kind: 'User', user: { name: user } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] }] },
+  };
+  expect((await request(server, 'POST', FS, fs)).status).toBe(201);
+}
+
+/**
+ * A request that holds its seat for 3 s: a list at a resourceVersion far ahead of the
+ * store's, which waits for the cache to reach it and then answers 504 (too large resource version).
+ */
+async function slowList(server: TestServer, token: string): Promise<{ status: number; ms: number }> {
+  const rv = Number((await request(server, 'GET', '/api/v1/namespaces/default/configmaps')).json().metadata.resourceVersion) + 100_000;
+  const t0 = Date.now();
+  const r = await request(server, 'GET', `/api/v1/namespaces/default/configmaps?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`, undefined, as(token));
+  return { status: r.status, ms: Date.now() - t0 };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('seats and queues', () => {
+  it('a full Reject level answers 429 at once, with Retry-After and the PF headers; exempt requests still pass', async () => {
+    await tinyLevel(s, 'tiny-reject', 'slowpoke', { type: 'Reject' });
+    const u = await uids();
+    const slow = [slowList(s, 'slow-token'), slowList(s, 'slow-token'), slowList(s, 'slow-token')];
+    await sleep(500);
+    const t0 = Date.now();
+    const refused = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('slow-token'));
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toBe('Too many requests, please try again later.\n');
+    expect(refused.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(matched(refused)).toEqual([u.fs['tiny-reject'], u.pl['tiny-reject']]);
+    // other levels are not touched
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps')).status).toBe(200);
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'))).status).toBe(200);
+    const done = await Promise.all(slow);
+    expect(done.map((d) => d.status)).toEqual([504, 504, 504]);
+    // the seats are free again
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('slow-token'))).status).toBe(200);
+  });
+
+  it('a full Queue level queues requests, which run once seats free and all succeed', async () => {
+    await tinyLevel(s, 'tiny-queue', 'queuer', { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } });
+    const slow = [slowList(s, 'queue-token'), slowList(s, 'queue-token'), slowList(s, 'queue-token')];
+    await sleep(500);
+    const t0 = Date.now();
+    const queued = await Promise.all(Array.from({ length: 5 }, () => request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'))));
+    expect(queued.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    // they waited for the slow ones to end
+    expect(Date.now() - t0).toBeGreaterThan(1500);
+    expect((await Promise.all(slow)).map((d) => d.status)).toEqual([504, 504, 504]);
+  });
+
+  it('a request finding its queue full gets 429 at once', async () => {
+    await tinyLevel(s, 'tiny-full', 'fuller', { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 1 } });
+    const slow = [slowList(s, 'full-token'), slowList(s, 'full-token'), slowList(s, 'full-token')];
+    await sleep(500);
+    const waiting = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('full-token'));
+    await sleep(200);
+    const t0 = Date.now();
+    const refused = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('full-token'));
+    expect(refused.status).toBe(429);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect((await waiting).status).toBe(200);
+    await Promise.all(slow);
+  });
+});
+
+describe('queue wait limit and the switch', () => {
+  it('a queued request waits a quarter of --request-timeout, then gets 429', async () => {
+    const other = await startServer({ args: ['--token-auth-file', tokenFile, '--request-timeout', '2s'] });
+    try {
+      await tinyLevel(other, 'tiny-wait', 'queuer', { type: 'Queue', queuing: { queues: 2, handSize: 1, queueLengthLimit: 10 } });
+      const slow = [slowList(other, 'queue-token'), slowList(other, 'queue-token'), slowList(other, 'queue-token')];
+      await sleep(500);
+      const t0 = Date.now();
+      const r = await request(other, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
+      const waited = Date.now() - t0;
+      expect(r.status).toBe(429);
+      expect(waited).toBeGreaterThanOrEqual(450);
+      expect(waited).toBeLessThan(2000);
+      await Promise.all(slow);
+    } finally {
+      await other.stop();
+      other.cleanup();
+    }
+  });
+
+  it('--enable-priority-and-fairness=false keeps the plain inflight limits: no classification headers', async () => {
+    const other = await startServer({ args: ['--token-auth-file', tokenFile, '--enable-priority-and-fairness=false'] });
+    try {
+      const r = await request(other, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+      expect(r.status).toBe(200);
+      expect(matched(r)).toEqual([undefined, undefined]);
+      // the configuration objects are there all the same (kube keeps the API)
+      expect((await request(other, 'GET', `${FS}/exempt`)).status).toBe(200);
+    } finally {
+      await other.stop();
+      other.cleanup();
+    }
   });
 });

@@ -11,6 +11,7 @@
 import type { UserInfo } from '../auth/user.js';
 import type { RequestInfo } from '../request/request-info.js';
 import type { HeaderList } from '../http/types.js';
+import type { LevelState } from './priority-levels.js';
 
 /** Response headers naming the matched objects by uid (Go's canonical spelling, as kube's replies carry them). */
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-Pf-Flowschema-Uid';
@@ -33,6 +34,8 @@ export interface LevelConfig {
   queues: number;
   handSize: number;
   queueLengthLimit: number;
+  /** the level's seats and queues, attached by the filter when the configuration is rebuilt */
+  state?: LevelState;
 }
 
 export interface SchemaConfig {
@@ -50,6 +53,8 @@ export interface Classification {
   level: LevelConfig;
   /** the two X-Kubernetes-PF-* headers */
   headers: HeaderList;
+  /** the filter's per-outcome accounting, attached on first use (counters and seat release) */
+  flow?: unknown;
 }
 
 const has = (list: unknown, v: string): boolean => Array.isArray(list) && (list.includes('*') || list.includes(v));
