@@ -184,6 +184,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
       storageObjects: () => coord.objectCounts(),
+      flowControl: apf ? () => apf.snapshot() : undefined,
     },
     new Set(o.disabledMetrics),
   );

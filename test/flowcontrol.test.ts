@@ -314,3 +314,69 @@ describe('queue wait limit and the switch', () => {
     }
   });
 });
+
+/** The samples of one metric: label sets and values. */
+async function scrape(name: string): Promise<Array<{ labels: Record<string, string>; value: number }>> {
+  const r = await request(s, 'GET', '/metrics');
+  expect(r.status).toBe(200);
+  const out: Array<{ labels: Record<string, string>; value: number }> = [];
+  for (const line of r.body.split('\n')) {
+    const m = /^([a-z_:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
+    out.push({ labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+const value = (samples: Array<{ labels: Record<string, string>; value: number }>, want: Record<string, string>) =>
+  samples.find((x) => Object.entries(want).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(want).length)?.value;
+
+describe('metrics', () => {
+  it('apiserver_flowcontrol_* as kube names and labels them', async () => {
+    // nominal seats: ceil(600 × shares / the sum of every level's shares)
+    const levels = (await request(s, 'GET', PL)).json().items;
+    const shares = (o: any) => (o.spec.type === 'Exempt' ? o.spec.exempt?.nominalConcurrencyShares ?? 0 : o.spec.limited.nominalConcurrencyShares);
+    const sum = levels.reduce((a: number, o: any) => a + shares(o), 0);
+    const nominal = await scrape('apiserver_flowcontrol_nominal_limit_seats');
+    expect(nominal.length).toBe(levels.length);
+    for (const o of levels) expect(value(nominal, { priority_level: o.metadata.name })).toBe(Math.ceil((600 * shares(o)) / sum));
+    expect(value(nominal, { priority_level: 'exempt' })).toBe(0);
+    expect(value(nominal, { priority_level: 'tiny-reject' })).toBe(3);
+
+    const dispatched = await scrape('apiserver_flowcontrol_dispatched_requests_total');
+    expect(value(dispatched, { priority_level: 'exempt', flow_schema: 'exempt' })).toBeGreaterThan(10);
+    expect(value(dispatched, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(8);
+    expect(value(dispatched, { priority_level: 'global-default', flow_schema: 'global-default' })).toBeGreaterThan(0);
+
+    const rejected = await scrape('apiserver_flowcontrol_rejected_requests_total');
+    expect(value(rejected, { priority_level: 'tiny-reject', flow_schema: 'tiny-reject', reason: 'concurrency-limit' })).toBe(1);
+    expect(value(rejected, { priority_level: 'tiny-full', flow_schema: 'tiny-full', reason: 'queue-full' })).toBe(1);
+
+    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+
+    // the five queued requests waited over a second each; the three that found a seat, none
+    const waits = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_count');
+    expect(value(waits, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBe(8);
+    const sums = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_sum');
+    expect(value(sums, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBeGreaterThan(5);
+    const buckets = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_bucket');
+    expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '0' })).toBe(3);
+    expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '+Inf' })).toBe(8);
+  });
+
+  it('a request in the queue shows in current_inqueue_requests, one holding a seat in current_executing_requests', async () => {
+    const slow = [slowList(s, 'queue-token'), slowList(s, 'queue-token'), slowList(s, 'queue-token')];
+    await new Promise((r) => setTimeout(r, 500));
+    const queued = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
+    await new Promise((r) => setTimeout(r, 200));
+    const want = { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' };
+    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), want)).toBe(3);
+    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), want)).toBe(1);
+    expect((await scrape('apiserver_current_inflight_requests')).find((x) => x.labels.request_kind === 'readOnly')!.value).toBeGreaterThanOrEqual(3);
+    expect((await queued).status).toBe(200);
+    await Promise.all(slow);
+  });
+});

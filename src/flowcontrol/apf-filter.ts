@@ -22,6 +22,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import { Classifier, type Classification, type LevelConfig } from './classifier.js';
 import { LevelState, flowHash, nominalLimits, rejection, type Waiter } from './priority-levels.js';
 import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
+import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
 /**
  * Long-running requests other than watches (kube's long-running check: the proxy verb, and
@@ -73,10 +74,10 @@ export class PriorityAndFairness {
     });
   }
 
-  /** The levels as configured now, with their limits (for /metrics). */
-  current(): Map<string, LevelState> {
-    this.classifier.levels();
-    return this.levels;
+  /** What /metrics shows of it. */
+  snapshot(): FlowControlSnapshot {
+    this.classifier.levels(); // rebuilt first if the configuration changed
+    return { flows: this.stats.all.values(), levels: [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal })) };
   }
 
   /** A new configuration: limits recomputed, queues resized, levels that went refuse their waiters. */
@@ -86,7 +87,9 @@ export class PriorityAndFairness {
       let st = this.levels.get(name);
       if (st) st.reconfigure(cfg);
       else this.levels.set(name, (st = new LevelState(cfg)));
-      st.limit = limits.get(name) ?? 0;
+      st.nominal = limits.get(name) ?? 0;
+      // An exempt level is never limited (its nominal seats only count for borrowing, which is not done here).
+      st.limit = cfg.exempt ? Infinity : st.nominal;
       cfg.state = st;
     }
     for (const [name, st] of this.levels) {

@@ -9,6 +9,7 @@ import type { RejectReason } from '../errors.js';
 export const WAIT_BUCKETS = [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30];
 
 export class WaitHistogram {
+  readonly bounds = WAIT_BUCKETS;
   /** per bucket (not cumulative): a sample lands in its first bucket only */
   readonly counts = new Float64Array(WAIT_BUCKETS.length);
   sum = 0;

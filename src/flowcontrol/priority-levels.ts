@@ -31,6 +31,8 @@ export class LevelState {
   config: LevelConfig;
   /** seats the level may use at once (Infinity for exempt) */
   limit = 0;
+  /** its nominal seats by kube's formula (0 for the exempt level with its default 0 shares) */
+  nominal = 0;
   executing = 0;
   waiting = 0;
   queues: Waiter[][] = [];
@@ -136,15 +138,12 @@ export function flowHash(s: string): number {
   return h >>> 0;
 }
 
-/** Nominal limits of every level for a server concurrency limit (kube's formula). */
+/** Nominal seats of every level (exempt ones too) for a server concurrency limit, by kube's formula. */
 export function nominalLimits(levels: Iterable<LevelConfig>, serverCL: number): Map<string, number> {
   const all = [...levels];
   const sum = all.reduce((a, l) => a + Math.max(0, l.shares), 0);
   const out = new Map<string, number>();
-  for (const l of all) {
-    if (l.exempt) out.set(l.name, Infinity);
-    else out.set(l.name, sum > 0 ? Math.ceil((serverCL * Math.max(0, l.shares)) / sum) : 0);
-  }
+  for (const l of all) out.set(l.name, sum > 0 ? Math.ceil((serverCL * Math.max(0, l.shares)) / sum) : 0);
   return out;
 }
 
