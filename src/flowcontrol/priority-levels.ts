@@ -118,7 +118,12 @@ export class LevelState {
         this.next = (this.next + 1) % n;
         q = this.queues[this.next];
       }
-      const w = q.shift()!;
+      const w = q.shift();
+      if (w === undefined) {
+        // every queue is empty: the count was off; trust the queues
+        this.waiting = 0;
+        return;
+      }
       this.waiting--;
       this.next = (this.next + 1) % n;
       this.executing++;
