@@ -50,6 +50,8 @@ class FakeRequest implements ApiRequest {
   query: URLSearchParams;
   remoteAddress = '127.0.0.1';
   warnings?: string[];
+  // declared as the transport's request declares it, so that setting it keeps the object's shape
+  responseHeaders?: HeaderList;
   requestInfo?: ApiRequest['requestInfo'];
   user?: ApiRequest['user'];
   constructor(

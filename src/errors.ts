@@ -70,6 +70,11 @@ export class StatusError extends Error {
   readonly headers?: Record<string, string>;
   /** The Status's metadata.continue: the token an expired list may go on with, inconsistently. */
   continueToken?: string;
+  /**
+   * When set, the response body is this plain text instead of the encoded Status: the few
+   * answers kube-apiserver writes with Go's http.Error (the inflight and priority-and-fairness 429s).
+   */
+  plainText?: string;
 
   constructor(code: number, reason: StatusReason | '', message: string, details?: StatusDetails, headers?: Record<string, string>) {
     super(message);
@@ -235,6 +240,24 @@ function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }):
 }
 
 /** Wraps anything thrown into a StatusError; unknown errors become 500 InternalError. */
+/** Why flow control turned a request away (apiserver_flowcontrol_rejected_requests_total's reason label). */
+export type RejectReason = 'queue-full' | 'concurrency-limit' | 'time-out' | 'cancelled';
+
+/**
+ * A 429 from flow control (the inflight limits or priority and fairness): kube answers it
+ * with http.Error, so the body is plain text, with Retry-After. The Status it carries says
+ * the same for anything that logs or inspects it.
+ */
+export class TooManyRequestsError extends StatusError {
+  constructor(
+    readonly rejectReason: RejectReason,
+    retryAfterSeconds = 1,
+  ) {
+    super(429, StatusReason.TooManyRequests, 'Too many requests, please try again later.', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) });
+    this.plainText = 'Too many requests, please try again later.\n';
+  }
+}
+
 export function toStatusError(err: unknown): StatusError {
   if (err instanceof StatusError) return err;
   const msg = err instanceof Error ? err.message : String(err);

@@ -15,6 +15,7 @@ export interface ServerOptions {
   authorizationMode: string[];
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
+  enablePriorityAndFairness: boolean;
   minRequestTimeout: number;
   requestTimeoutSeconds: number;
   runtimeConfig: string;
@@ -106,6 +107,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny. (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
+  'enable-priority-and-fairness': { kind: 'bool', help: 'Priority and fairness (FlowSchemas, priority levels, queues) instead of the plain inflight limits; the two limits together are its concurrency. (default true)', set: (o, v) => (o.enablePriorityAndFairness = v) },
   'min-request-timeout': { kind: 'int', help: 'Minimum watch timeout in seconds; the server picks one between it and twice it. (default 1800)', set: (o, v) => (o.minRequestTimeout = v) },
   'request-timeout': { kind: 'duration', help: 'Default request timeout. (default 1m0s)', set: (o, v) => (o.requestTimeoutSeconds = v) },
   'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] switching group-versions or resources on or off: api/all, api/ga, api/beta, api/alpha, group/version, group/version/resource (core: v1, v1/pods).', set: (o, v) => (o.runtimeConfig = v) },
@@ -199,6 +201,7 @@ export function defaultOptions(): ServerOptions {
     authorizationMode: ['AlwaysAllow'],
     maxRequestsInflight: 400,
     maxMutatingRequestsInflight: 200,
+    enablePriorityAndFairness: true,
     minRequestTimeout: 1800,
     requestTimeoutSeconds: 60,
     runtimeConfig: '',

@@ -27,6 +27,7 @@ import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
+import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
@@ -34,6 +35,7 @@ import { sendBody } from './http/respond.js';
 import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
 import { authorizationFilter } from './http/filters/authorization.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
+import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { ensureServingCert } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
@@ -102,6 +104,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   const saController = new ServiceAccountsController(store, coord, targets);
   await saController.start();
+  // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
+  const apfBootstrap = new FlowControlBootstrap(store, coord, targets);
+  await apfBootstrap.start();
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
   if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
@@ -165,9 +170,22 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   }
 
   const health: HealthState = { ready: false, shuttingDown: false };
+  // Priority and fairness (kube's default): the two inflight limits together are its
+  // concurrency; with it off, they limit read-only and mutating requests apart, as before.
+  const apf = o.enablePriorityAndFairness
+    ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
+        serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
+        requestTimeoutSeconds: o.requestTimeoutSeconds,
+      })
+    : null;
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const flowControl = apf ? apf.filter() : limiter.filter();
   const metrics = new RequestMetrics(
-    { inflight: () => ({ readOnly: limiter.readonly, mutating: limiter.mutating }), storageObjects: () => coord.objectCounts() },
+    {
+      inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
+      storageObjects: () => coord.objectCounts(),
+      flowControl: apf ? () => apf.snapshot() : undefined,
+    },
     new Set(o.disabledMetrics),
   );
   extraPaths.set('/metrics', metricsHandler(metrics));
@@ -188,7 +206,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     authenticationFilter(authOpts, tokenAuthenticator),
     auditFilter,
     impersonationFilter,
-    limiter.filter(),
+    flowControl,
     authorizationFilter(o.authorizationMode),
     router,
   ]);
@@ -217,6 +235,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         health.shuttingDown = true;
         gc.stop();
         saController.stop();
+        apfBootstrap.stop();
         rootCa.stop();
         storageProtection.stop();
         quotaController.stop();

@@ -1,9 +1,9 @@
 // The inflight limits (--max-requests-inflight, --max-mutating-requests-inflight).
 // Long-running requests (watches) do not hold a seat; system:masters is exempt, as the
 // exempt priority level of priority-and-fairness makes it. Over the limit: 429 with
-// Retry-After, as kube-apiserver answers.
+// Retry-After and a plain-text body, as kube-apiserver answers (http.Error).
 import type { Filter } from '../http/filter-chain.js';
-import { StatusError, StatusReason } from '../errors.js';
+import { TooManyRequestsError } from '../errors.js';
 
 export interface InflightOptions {
   maxReadonly: number;
@@ -28,7 +28,7 @@ export class InflightLimiter {
         const limit = mutating ? this.opts.maxMutating : this.opts.maxReadonly;
         if (limit <= 0) return;
         if ((mutating ? this.mutating : this.readonly) >= limit) {
-          throw new StatusError(429, StatusReason.TooManyRequests, 'Too many requests, please try again later.', { retryAfterSeconds: 1 }, { 'Retry-After': '1' });
+          throw new TooManyRequestsError('concurrency-limit');
         }
         if (mutating) this.mutating++;
         else this.readonly++;

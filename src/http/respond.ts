@@ -70,6 +70,11 @@ export function sendError(req: ApiRequest | null, res: ResponseSink, err: unknow
   if (se.code >= 500 && se.code !== 503 && se.code !== 504) console.error('internal error:', err);
   const extra: HeaderList = [];
   if (se.headers) for (const [k, v] of Object.entries(se.headers)) extra.push([k, v]);
+  if (se.plainText !== undefined) {
+    if (res.aborted) return;
+    res.send(se.code, [['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff'], ...extra], se.plainText);
+    return;
+  }
   // The Status goes out in the type the client asked for, or JSON when none fits.
   const r = negotiateError(req?.headers['accept']);
   sendBody(req, res, se.code, r.mediaType, encodeStatus(se.toStatus(), r.mediaType), extra);

@@ -24,6 +24,12 @@ export interface ApiRequest {
   authorize?: (verb: string) => { allowed: boolean; reason: string };
   /** Warning header values collected while handling the request */
   warnings?: string[];
+  /**
+   * Headers every response to this request carries, whatever sends it (a handler, an error,
+   * a watch): the transport appends them to the headers it is given. Set by filters (the
+   * priority-and-fairness headers); a shared list, never mutated once set.
+   */
+  responseHeaders?: HeaderList;
 }
 
 export type HeaderList = Array<[string, string]>;

@@ -82,6 +82,7 @@ class UwsSink implements ResponseSink {
   private writableHooked = false;
   // For the request observer (metrics), set only when there is one.
   observer: RequestObserver | null = null;
+  /** the request this answers (its responseHeaders go out with the head; the observer reports it) */
   req: ApiRequest | null = null;
   startedAt = 0;
   private status = 0;
@@ -121,6 +122,8 @@ class UwsSink implements ResponseSink {
     const res = this.res;
     if (status !== 200) res.writeStatus(statusLine(status));
     for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i][0], headers[i][1]);
+    const extra = this.req?.responseHeaders;
+    if (extra !== undefined) for (let i = 0; i < extra.length; i++) res.writeHeader(extra[i][0], extra[i][1]);
   }
 
   /** One whole response: through tryEnd (see sendParts), since end(body) may lose the body. */
@@ -369,6 +372,7 @@ class UwsRequest implements ApiRequest {
   requestInfo?: ApiRequest['requestInfo'];
   user?: ApiRequest['user'];
   warnings?: string[];
+  responseHeaders?: HeaderList;
   clientCert?: ApiRequest['clientCert'];
   private parsedQuery?: URLSearchParams;
   private peer?: string;
@@ -416,9 +420,10 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     });
     const sink = new UwsSink(res);
     const req = new UwsRequest(method, path, rawQuery, headers, sink, res);
+    // The sink reads the request's responseHeaders when it writes the head.
+    sink.req = req;
     if (opts.observer) {
       sink.observer = opts.observer;
-      sink.req = req;
       sink.startedAt = performance.now();
     }
     const cl = headers['content-length'];

@@ -6,6 +6,7 @@
 // thousands a second). Here a request costs one key string and one map lookup; the text
 // is made only on a scrape. The process metrics come from prom-client (metrics-endpoint.ts).
 import type { ApiRequest, RequestObserver } from '../http/types.js';
+import { renderFlowControl, type FlowControlSnapshot } from './flowcontrol-metrics.js';
 
 /** apiserver_request_duration_seconds' buckets, as kube's */
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
@@ -79,17 +80,25 @@ function keyOf(l: Labels): string {
   return `${l.verb}\0${l.dry_run}\0${l.group}\0${l.version}\0${l.resource}\0${l.subresource}\0${l.scope}`;
 }
 
-function escapeValue(v: string): string {
+export function escapeValue(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }
 
 /** `{a="x",b="y"}`, names sorted as kube writes them. */
-function labelText(pairs: Record<string, string>): string {
+export function labelText(pairs: Record<string, string>): string {
   const names = Object.keys(pairs).sort();
   return `{${names.map((n) => `${n}="${escapeValue(pairs[n])}"`).join(',')}}`;
 }
 
-function histogramText(name: string, pairs: Record<string, string>, h: Histogram, out: string[]): void {
+/** What a histogram is written from: per-bucket (not cumulative) counts, their sum and count. */
+export interface HistogramData {
+  readonly bounds: readonly number[];
+  readonly counts: Float64Array;
+  readonly sum: number;
+  readonly count: number;
+}
+
+export function histogramText(name: string, pairs: Record<string, string>, h: HistogramData, out: string[]): void {
   let cum = 0;
   for (let i = 0; i < h.bounds.length; i++) {
     cum += h.counts[i];
@@ -105,6 +114,8 @@ export interface Gauges {
   inflight(): { readOnly: number; mutating: number };
   /** objects stored, by group-resource ("configmaps", "deployments.apps") */
   storageObjects(): Array<[string, number]>;
+  /** priority and fairness, when it is on: the apiserver_flowcontrol_* series */
+  flowControl?: () => FlowControlSnapshot;
 }
 
 export class RequestMetrics implements RequestObserver {
@@ -213,6 +224,8 @@ export class RequestMetrics implements RequestObserver {
     metric('apiserver_storage_objects', 'gauge', '[STABLE] Objects stored at the last check, by resource.', () => {
       for (const [gr, n] of this.gauges.storageObjects().sort((a, b) => (a[0] < b[0] ? -1 : 1))) out.push(`apiserver_storage_objects{resource="${escapeValue(gr)}"} ${n}`);
     });
+    const fc = this.gauges.flowControl;
+    if (fc) renderFlowControl(fc(), metric, out);
     return out.join('\n') + '\n';
   }
 }

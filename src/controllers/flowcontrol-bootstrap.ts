@@ -1,0 +1,139 @@
+// Priority-and-fairness configuration upkeep (kube-apiserver's config producer and the
+// status half of its APF config controller, in process):
+//
+//   - at start, every mandatory and suggested FlowSchema and PriorityLevelConfiguration of
+//     kube 1.33 is created when missing, and put back to its bootstrap spec when it still
+//     says apf.kubernetes.io/autoupdate-spec "true" (a user who set "false" keeps theirs);
+//   - a deleted mandatory object (exempt, catch-all) is created again at once;
+//   - every FlowSchema's Dangling condition says whether its priority level exists.
+//
+// Thread ownership: the front thread, driven by the coordinator's committed batches as the
+// other in-process controllers are. Writes go through the generic store, so watchers see them.
+import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Targets } from '../api/targets.js';
+import { StatusError } from '../errors.js';
+import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { objectKey, type ResourceTarget, type Store } from '../registry/store.js';
+import { AUTOUPDATE_ANNOTATION, mandatoryFlowSchemas, mandatoryPriorityLevels, suggestedFlowSchemas, suggestedPriorityLevels } from '../flowcontrol/bootstrap-objects.js';
+
+const GROUP = 'flowcontrol.apiserver.k8s.io';
+
+/** Whether every field of want is in have with the same value (have may hold defaults besides). */
+function contains(have: unknown, want: unknown): boolean {
+  if (want === null || typeof want !== 'object') return have === want;
+  if (have === null || typeof have !== 'object') return false;
+  if (Array.isArray(want)) {
+    if (!Array.isArray(have) || have.length !== want.length) return false;
+    return want.every((w, i) => contains(have[i], w));
+  }
+  for (const [k, v] of Object.entries(want)) if (!contains((have as any)[k], v)) return false;
+  return true;
+}
+
+function nowTs(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export class FlowControlBootstrap {
+  readonly fsT: ResourceTarget;
+  readonly plT: ResourceTarget;
+  private stopped = false;
+  private pendingStatus = new Set<string>();
+
+  constructor(
+    private store: Store,
+    private coord: Coordinator,
+    targets: Targets,
+  ) {
+    this.fsT = targets.resolve(GROUP, 'v1', 'flowschemas')!;
+    this.plT = targets.resolve(GROUP, 'v1', 'prioritylevelconfigurations')!;
+  }
+
+  async start(): Promise<void> {
+    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    // Levels first, so that the schemas are not dangling when they appear.
+    for (const o of [...mandatoryPriorityLevels(), ...suggestedPriorityLevels()]) await this.ensure(this.plT, o);
+    for (const o of [...mandatoryFlowSchemas(), ...suggestedFlowSchemas()]) await this.ensure(this.fsT, o);
+    for (const e of [...this.store.cacheOf(this.fsT).items.values()]) await this.syncStatus(e.name);
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private async ensure(t: ResourceTarget, want: any): Promise<void> {
+    const name = want.metadata.name;
+    try {
+      const cur = this.store.cacheOf(t).items.get(objectKey('', name));
+      if (!cur) {
+        await this.store.create(t, '', want, { dryRun: false });
+        return;
+      }
+      const obj = entryObject(cur);
+      if (obj?.metadata?.annotations?.[AUTOUPDATE_ANNOTATION] !== 'true' || obj?.metadata?.deletionTimestamp) return;
+      if (contains(obj.spec, want.spec)) return;
+      await this.store.guaranteedUpdate(t, '', name, { dryRun: false, subresource: '' }, (o) => {
+        delete o.metadata.resourceVersion;
+        o.spec = structuredClone(want.spec);
+        return o;
+      });
+    } catch (e) {
+      // A race with a client (409) leaves the client's object; anything else is worth a line.
+      if (!(e instanceof StatusError && e.code === 409)) console.warn(`W flowcontrol bootstrap: ${t.gr} ${name}: ${e}`);
+    }
+  }
+
+  private onEvents(cache: ResourceCache, evs: WatchEvent[]): void {
+    if (this.stopped) return;
+    if (cache.gr === this.fsT.gr) {
+      for (const ev of evs) {
+        if (ev.type === 'DELETED') {
+          const m = mandatoryFlowSchemas().find((o) => o.metadata.name === ev.entry.name);
+          if (m) void this.ensure(this.fsT, m);
+        } else void this.syncStatus(ev.entry.name);
+      }
+    } else if (cache.gr === this.plT.gr) {
+      let levelsChanged = false;
+      for (const ev of evs) {
+        if (ev.type === 'DELETED') {
+          const m = mandatoryPriorityLevels().find((o) => o.metadata.name === ev.entry.name);
+          if (m) void this.ensure(this.plT, m);
+        }
+        if (ev.type !== 'MODIFIED') levelsChanged = true;
+      }
+      // A level appearing or going changes the Dangling condition of the schemas naming it.
+      if (levelsChanged) for (const e of this.store.cacheOf(this.fsT).items.values()) void this.syncStatus(e.name);
+    }
+  }
+
+  /** Sets the Dangling condition of one FlowSchema, writing only when it changes. */
+  private async syncStatus(name: string): Promise<void> {
+    if (this.stopped || this.pendingStatus.has(name)) return;
+    const cur = this.store.cacheOf(this.fsT).items.get(objectKey('', name));
+    if (!cur) return;
+    const obj = entryObject(cur);
+    const level: string = obj?.spec?.priorityLevelConfiguration?.name ?? '';
+    const dangling = !this.store.cacheOf(this.plT).items.has(objectKey('', level));
+    const want = dangling
+      ? { status: 'True', reason: 'NotFound', message: `This FlowSchema references the PriorityLevelConfiguration object named ${JSON.stringify(level)} but there is no such object` }
+      : { status: 'False', reason: 'Found', message: `This FlowSchema references the PriorityLevelConfiguration object named ${JSON.stringify(level)} and it exists` };
+    const have = (obj?.status?.conditions ?? []).find((c: any) => c?.type === 'Dangling');
+    if (have && have.status === want.status && have.reason === want.reason && have.message === want.message) return;
+    this.pendingStatus.add(name);
+    try {
+      await this.store.guaranteedUpdate(this.fsT, '', name, { dryRun: false, subresource: 'status' }, (o) => {
+        delete o.metadata.resourceVersion;
+        const others = (o.status?.conditions ?? []).filter((c: any) => c?.type !== 'Dangling');
+        o.status = { ...(o.status ?? {}), conditions: [...others, { type: 'Dangling', ...want, lastTransitionTime: nowTs() }] };
+        return o;
+      });
+    } catch (e) {
+      if (!(e instanceof StatusError)) console.warn(`W flowcontrol status: ${name}: ${e}`);
+    } finally {
+      this.pendingStatus.delete(name);
+    }
+    // The schema may have changed while the write was on its way (its events found it pending).
+    const again = this.store.cacheOf(this.fsT).items.get(objectKey('', name));
+    if (again && again.rv !== cur.rv) void this.syncStatus(name);
+  }
+}

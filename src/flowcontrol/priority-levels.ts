@@ -1,0 +1,158 @@
+// Seats and queues of the priority levels: how many requests of each Limited level may
+// execute at once, and what happens to the rest (429 at once for Reject; for Queue, a wait
+// in one of the level's queues, chosen by shuffle sharding the request's flow, until a seat
+// frees or the wait limit passes).
+//
+// The server's concurrency limit is --max-requests-inflight + --max-mutating-requests-inflight.
+// A Limited level's nominal limit is ceil(serverCL × its nominalConcurrencyShares / the sum
+// of every level's shares), as kube computes it (the exempt level's shares count in the sum).
+// Simplified against kube: no borrowing between levels (lendablePercent is read, not used:
+// a level's limit is its nominal one); every request takes one seat (no width estimate for
+// lists); a watch takes none (kube holds one for its initialization); queues are served
+// round-robin, one request per non-empty queue in turn, rather than kube's virtual-time
+// fair queuing.
+//
+// Thread ownership: the front thread owns every level, queue and counter here.
+import type { LevelConfig } from './classifier.js';
+import { TooManyRequestsError, type RejectReason } from '../errors.js';
+
+/** A request waiting in a queue for a seat. */
+export interface Waiter {
+  /** called with true when a seat is granted (it now holds one), false when refused */
+  settle(granted: boolean, reason?: RejectReason): void;
+  queue: number;
+  /** performance.now() at enqueue */
+  since: number;
+  state: 'queued' | 'running' | 'gone';
+}
+
+/** One level's live state; it outlives configuration changes (kept by name). */
+export class LevelState {
+  config: LevelConfig;
+  /** seats the level may use at once (Infinity for exempt) */
+  limit = 0;
+  /** its nominal seats by kube's formula (0 for the exempt level with its default 0 shares) */
+  nominal = 0;
+  executing = 0;
+  waiting = 0;
+  queues: Waiter[][] = [];
+  /** the next queue the round-robin dispatch looks at */
+  private next = 0;
+
+  constructor(config: LevelConfig) {
+    this.config = config;
+    this.resizeQueues();
+  }
+
+  reconfigure(config: LevelConfig): void {
+    const oldQueues = this.config.queues;
+    this.config = config;
+    if (config.queues !== oldQueues || this.queues.length === 0) this.resizeQueues();
+  }
+
+  /** A new queue count: the waiting requests are dealt out again in their order of arrival. */
+  private resizeQueues(): void {
+    const waiting = this.queues.flat().sort((a, b) => a.since - b.since);
+    const n = this.config.exempt || this.config.limitResponse !== 'Queue' ? 0 : this.config.queues;
+    this.queues = Array.from({ length: n }, () => []);
+    this.next = 0;
+    waiting.forEach((w, i) => {
+      if (n === 0) {
+        this.waiting--;
+        w.state = 'gone';
+        w.settle(false, 'concurrency-limit');
+        return;
+      }
+      w.queue = i % n;
+      this.queues[w.queue].push(w);
+    });
+  }
+
+  /**
+   * Shuffle sharding: the flow's hash deals a hand of handSize distinct queues out of the
+   * level's queues; the request goes to the shortest of them (the first on a tie).
+   */
+  pickQueue(flowHash: number): number {
+    const n = this.queues.length;
+    const hand = Math.min(this.config.handSize, n);
+    // Deal without replacement: each card is an index into the queues not dealt yet.
+    const dealt: number[] = [];
+    let h = flowHash;
+    let best = -1;
+    for (let i = 0; i < hand; i++) {
+      const range = n - i;
+      let card = h % range;
+      h = Math.floor(h / range);
+      // map the card onto the i-th remaining queue (skipping the ones already dealt)
+      for (const d of dealt.slice().sort((a, b) => a - b)) if (card >= d) card++;
+      dealt.push(card);
+      if (best < 0 || this.queues[card].length < this.queues[best].length) best = card;
+    }
+    return best;
+  }
+
+  enqueue(w: Waiter): RejectReason | null {
+    const q = this.queues[w.queue];
+    if (q.length >= this.config.queueLengthLimit) return 'queue-full';
+    q.push(w);
+    this.waiting++;
+    return null;
+  }
+
+  /** Takes a waiter out of its queue (it timed out, or its client went away). */
+  remove(w: Waiter): void {
+    const q = this.queues[w.queue];
+    const i = q ? q.indexOf(w) : -1;
+    if (i >= 0) {
+      q.splice(i, 1);
+      this.waiting--;
+    }
+  }
+
+  /** Grants free seats to waiting requests, one queue after another. */
+  dispatch(): void {
+    const n = this.queues.length;
+    while (this.waiting > 0 && this.executing < this.limit) {
+      let q = this.queues[this.next];
+      for (let i = 0; i < n && q.length === 0; i++) {
+        this.next = (this.next + 1) % n;
+        q = this.queues[this.next];
+      }
+      const w = q.shift();
+      if (w === undefined) {
+        // every queue is empty: the count was off; trust the queues
+        this.waiting = 0;
+        return;
+      }
+      this.waiting--;
+      this.next = (this.next + 1) % n;
+      this.executing++;
+      w.state = 'running';
+      w.settle(true);
+    }
+  }
+}
+
+/** A 32-bit FNV-1a hash of a flow's identity (schema name and distinguisher). */
+export function flowHash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** Nominal seats of every level (exempt ones too) for a server concurrency limit, by kube's formula. */
+export function nominalLimits(levels: Iterable<LevelConfig>, serverCL: number): Map<string, number> {
+  const all = [...levels];
+  const sum = all.reduce((a, l) => a + Math.max(0, l.shares), 0);
+  const out = new Map<string, number>();
+  for (const l of all) out.set(l.name, sum > 0 ? Math.ceil((serverCL * Math.max(0, l.shares)) / sum) : 0);
+  return out;
+}
+
+/** The 429 a refused request gets. */
+export function rejection(reason: RejectReason): TooManyRequestsError {
+  return new TooManyRequestsError(reason);
+}

@@ -1,0 +1,382 @@
+// API Priority and Fairness as kube-apiserver 1.33 has it on by default: the bootstrap
+// configuration (mandatory and suggested FlowSchemas and PriorityLevelConfigurations), the
+// Dangling condition, classification (the X-Kubernetes-PF-* headers), seats, queues and 429s.
+import { describe, it, expect } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import https from 'node:https';
+import { request, startServer, useServer, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
+
+// Static users: a plain one, a node, and a kube-system service-account name.
+const tokenFile = join(mkdtempSync(join(tmpdir(), 'kubeshard-apf-')), 'tokens.csv');
+writeFileSync(
+  tokenFile,
+  ['alice-token,alice,u1', 'node-token,system:node:n1,u2,"system:nodes"', 'slow-token,slowpoke,u3', 'queue-token,queuer,u5', 'full-token,fuller,u6', 'sa-token,system:serviceaccount:kube-system:replicaset-controller,u4,"system:serviceaccounts,system:serviceaccounts:kube-system"'].join('\n'),
+);
+const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+let s: TestServer;
+useServer((started) => (s = started), { args: ['--token-auth-file', tokenFile] }, 60_000);
+
+/** Polls an async condition until it holds (the shared until() takes synchronous ones). */
+async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const FS = '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas';
+const PL = '/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations';
+
+// kube-apiserver 1.33's names (flowcontrol bootstrap: mandatory and suggested).
+const KUBE_FLOWSCHEMAS = [
+  'catch-all', 'endpoint-controller', 'exempt', 'global-default', 'kube-controller-manager', 'kube-scheduler',
+  'kube-system-service-accounts', 'probes', 'service-accounts', 'system-leader-election', 'system-node-high',
+  'system-nodes', 'workload-leader-election',
+];
+const KUBE_LEVELS = ['catch-all', 'exempt', 'global-default', 'leader-election', 'node-high', 'system', 'workload-high', 'workload-low'];
+
+describe('bootstrap configuration', () => {
+  it('kubectl lists kube 1.33 FlowSchemas and priority levels, auto-updated, none dangling', async () => {
+    const fs = await kubectl(s, ['get', 'flowschemas', '-o', 'name']);
+    expect(fs.code).toBe(0);
+    expect(fs.stdout.trim().split('\n').map((l) => l.replace('flowschema.flowcontrol.apiserver.k8s.io/', '')).sort()).toEqual(KUBE_FLOWSCHEMAS);
+    const pl = await kubectl(s, ['get', 'prioritylevelconfigurations', '-o', 'name']);
+    expect(pl.stdout.trim().split('\n').map((l) => l.replace(/^.*\//, '')).sort()).toEqual(KUBE_LEVELS);
+    const table = await kubectl(s, ['get', 'flowschemas']);
+    expect(table.stdout).toMatch(/^NAME\s+PRIORITYLEVEL\s+MATCHINGPRECEDENCE\s+DISTINGUISHERMETHOD\s+AGE\s+MISSINGPL/);
+    expect(table.stdout).toMatch(/\nexempt\s+exempt\s+1\s+<none>\s+\S+\s+False\n/);
+    const list = (await request(s, 'GET', FS)).json();
+    const ordered = list.items.map((o: any) => o.metadata.name);
+    expect(ordered.length).toBe(KUBE_FLOWSCHEMAS.length);
+    for (const o of list.items) {
+      expect(o.metadata.annotations['apf.kubernetes.io/autoupdate-spec']).toBe('true');
+    }
+    await eventually(async () => {
+      const l = (await request(s, 'GET', FS)).json();
+      return l.items.every((o: any) => o.status?.conditions?.some((c: any) => c.type === 'Dangling' && c.status === 'False' && c.reason === 'Found'));
+    });
+    const levels = (await request(s, 'GET', PL)).json().items;
+    const byName = Object.fromEntries(levels.map((o: any) => [o.metadata.name, o.spec]));
+    expect(byName['exempt'].type).toBe('Exempt');
+    expect(byName['catch-all'].limited).toMatchObject({ nominalConcurrencyShares: 5, lendablePercent: 0, limitResponse: { type: 'Reject' } });
+    expect(byName['workload-low'].limited).toMatchObject({ nominalConcurrencyShares: 100, lendablePercent: 90, limitResponse: { type: 'Queue', queuing: { queues: 128, handSize: 6, queueLengthLimit: 50 } } });
+  });
+
+  it('a FlowSchema naming a missing level is Dangling, and stops being so when the level appears', async () => {
+    const fs = {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      kind: 'FlowSchema',
+      metadata: { name: 'orphan' },
+      spec: { priorityLevelConfiguration: { name: 'nowhere' }, matchingPrecedence: 5000, rules: [{ subjects: [{ kind: 'User', user: { name: 'nobody' } }], nonResourceRules: [{ verbs: ['get'], nonResourceURLs: ['/nope'] }] }] },
+    };
+    expect((await request(s, 'POST', FS, fs)).status).toBe(201);
+    const dangling = await eventually(async () => {
+      const o = (await request(s, 'GET', `${FS}/orphan`)).json();
+      return o.status?.conditions?.find((c: any) => c.type === 'Dangling' && c.status === 'True');
+    });
+    expect(dangling).toMatchObject({ reason: 'NotFound', message: 'This FlowSchema references the PriorityLevelConfiguration object named "nowhere" but there is no such object' });
+    const table = await kubectl(s, ['get', 'flowschema', 'orphan']);
+    expect(table.stdout).toMatch(/\norphan\s+nowhere\s+5000\s+<none>\s+\S+\s+True\n/);
+    const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: 'nowhere' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse: { type: 'Reject' } } } };
+    expect((await request(s, 'POST', PL, pl)).status).toBe(201);
+    await eventually(async () => {
+      const o = (await request(s, 'GET', `${FS}/orphan`)).json();
+      return o.status?.conditions?.find((c: any) => c.type === 'Dangling' && c.status === 'False' && c.reason === 'Found');
+    });
+    await request(s, 'DELETE', `${FS}/orphan`);
+    await request(s, 'DELETE', `${PL}/nowhere`);
+  });
+
+  it('a deleted mandatory object comes back; a suggested one set to autoupdate-spec "false" keeps its spec', async () => {
+    expect((await request(s, 'DELETE', `${PL}/catch-all`)).status).toBe(200);
+    await eventually(async () => (await request(s, 'GET', `${PL}/catch-all`)).status === 200);
+    const patch = { metadata: { annotations: { 'apf.kubernetes.io/autoupdate-spec': 'false' } }, spec: { matchingPrecedence: 9950 } };
+    const r = await request(s, 'PATCH', `${FS}/global-default`, patch, { 'content-type': 'application/merge-patch+json' });
+    expect(r.status).toBe(200);
+    expect(r.json().spec.matchingPrecedence).toBe(9950);
+    // A restart ensures the configuration again: the user's spec stays, a changed auto-updated one is put back.
+    await request(s, 'PATCH', `${FS}/probes`, { spec: { matchingPrecedence: 3 } }, { 'content-type': 'application/merge-patch+json' });
+    await s.stop();
+    await s.restart();
+    expect((await request(s, 'GET', `${FS}/global-default`)).json().spec.matchingPrecedence).toBe(9950);
+    expect((await request(s, 'GET', `${FS}/probes`)).json().spec.matchingPrecedence).toBe(2);
+  });
+});
+
+/** The uids of every FlowSchema and priority level, by name. */
+async function uids(): Promise<{ fs: Record<string, string>; pl: Record<string, string> }> {
+  const fs = (await request(s, 'GET', FS)).json().items;
+  const pl = (await request(s, 'GET', PL)).json().items;
+  return { fs: Object.fromEntries(fs.map((o: any) => [o.metadata.name, o.metadata.uid])), pl: Object.fromEntries(pl.map((o: any) => [o.metadata.name, o.metadata.uid])) };
+}
+
+const matched = (r: { headers: Record<string, unknown> }) => [r.headers['x-kubernetes-pf-flowschema-uid'], r.headers['x-kubernetes-pf-prioritylevel-uid']];
+
+describe('classification', () => {
+  it('every classified response names its FlowSchema and priority level by uid, errors included', async () => {
+    const u = await uids();
+    // system:masters: the exempt schema
+    const admin = await request(s, 'GET', '/api/v1/namespaces/default');
+    expect(matched(admin)).toEqual([u.fs['exempt'], u.pl['exempt']]);
+    const missing = await request(s, 'GET', '/api/v1/namespaces/default/configmaps/none');
+    expect(missing.status).toBe(404);
+    expect(matched(missing)).toEqual([u.fs['exempt'], u.pl['exempt']]);
+    // an ordinary authenticated user: global-default
+    const alice = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(alice.status).toBe(200);
+    expect(matched(alice)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const bad = await request(s, 'POST', '/api/v1/namespaces/default/configmaps', '{nope', as('alice-token'));
+    expect(bad.status).toBe(400);
+    expect(matched(bad)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    // nodes: their leases and node objects are node-high, the rest system
+    const lease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', undefined, as('node-token'));
+    expect(matched(lease)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
+    const nodeStatus = await request(s, 'GET', '/api/v1/nodes/n1/status', undefined, as('node-token'));
+    expect(matched(nodeStatus)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
+    const nodePods = await request(s, 'GET', '/api/v1/pods', undefined, as('node-token'));
+    expect(matched(nodePods)).toEqual([u.fs['system-nodes'], u.pl['system']]);
+    // a kube-system service account: leader election on leases, the rest workload-high
+    const saLease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', undefined, as('sa-token'));
+    expect(matched(saLease)).toEqual([u.fs['system-leader-election'], u.pl['leader-election']]);
+    const saList = await request(s, 'GET', '/apis/apps/v1/replicasets', undefined, as('sa-token'));
+    expect(matched(saList)).toEqual([u.fs['kube-system-service-accounts'], u.pl['workload-high']]);
+    // probes are exempt for everyone, anonymous included
+    const probe = await request(s, 'GET', '/readyz', undefined, { authorization: '' });
+    expect(probe.status).toBe(200);
+    expect(matched(probe)).toEqual([u.fs['probes'], u.pl['exempt']]);
+    const version = await request(s, 'GET', '/version', undefined, { authorization: '' });
+    expect(matched(version)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    // a request refused by authentication is never classified
+    const unauth = await request(s, 'GET', '/api/v1/pods', undefined, as('wrong'));
+    expect(unauth.status).toBe(401);
+    expect(matched(unauth)).toEqual([undefined, undefined]);
+  });
+
+  it('a watch carries the headers too', async () => {
+    const u = await uids();
+    const head = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const r = https.request({ host: '127.0.0.1', port: s.port, path: '/api/v1/namespaces/default/configmaps?watch=1', ca: s.ca, headers: as('alice-token') }, (res) => {
+        resolve(res.headers);
+        res.destroy();
+      });
+      r.on('error', reject);
+      r.end();
+    });
+    expect(matched({ headers: head })).toEqual([u.fs['global-default'], u.pl['global-default']]);
+  });
+
+  it('follows FlowSchema changes: a new schema of lower precedence takes the user, and deleting it gives them back', async () => {
+    const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: 'alice-level' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 5, limitResponse: { type: 'Reject' } } } };
+    expect((await request(s, 'POST', PL, pl)).status).toBe(201);
+    const fs = {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      kind: 'FlowSchema',
+      metadata: { name: 'alice-configmaps' },
+      spec: {
+        priorityLevelConfiguration: { name: 'alice-level' },
+        matchingPrecedence: 1000,
+        distinguisherMethod: { type: 'ByUser' },
+        rules: [{ subjects: [{ kind: 'User', user: { name: 'alice' } }], resourceRules: [{ verbs: ['list', 'get'], apiGroups: [''], resources: ['configmaps'], namespaces: ['default'] }] }],
+      },
+    };
+    expect((await request(s, 'POST', FS, fs)).status).toBe(201);
+    const u = await uids();
+    const hit = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(matched(hit)).toEqual([u.fs['alice-configmaps'], u.pl['alice-level']]);
+    // another namespace, verb or resource is not this rule's
+    const other = await request(s, 'GET', '/api/v1/namespaces/kube-system/configmaps', undefined, as('alice-token'));
+    expect(matched(other)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const secrets = await request(s, 'GET', '/api/v1/namespaces/default/secrets', undefined, as('alice-token'));
+    expect(matched(secrets)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    const cluster = await request(s, 'GET', '/api/v1/configmaps', undefined, as('alice-token'));
+    expect(matched(cluster)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await request(s, 'DELETE', `${FS}/alice-configmaps`);
+    const back = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+    expect(matched(back)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await request(s, 'DELETE', `${PL}/alice-level`);
+  });
+});
+
+/** A Limited level of one share (3 seats of the default 600 beside the bootstrap levels' 245 shares) and a schema sending one user to it. */
+async function tinyLevel(server: TestServer, name: string, user: string, limitResponse: any): Promise<void> {
+  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse } } };
+  expect((await request(server, 'POST', PL, pl)).status).toBe(201);
+  const fs = {
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name },
+    spec: { priorityLevelConfiguration: { name }, matchingPrecedence: 500, distinguisherMethod: { type: 'ByUser' }, rules: [{ subjects: [{ kind: 'User', user: { name: user } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] }] },
+  };
+  expect((await request(server, 'POST', FS, fs)).status).toBe(201);
+}
+
+/**
+ * A request that holds its seat for 3 s: a list at a resourceVersion far ahead of the
+ * store's, which waits for the cache to reach it and then answers 504 (too large resource version).
+ */
+async function slowList(server: TestServer, token: string): Promise<{ status: number; ms: number }> {
+  const rv = Number((await request(server, 'GET', '/api/v1/namespaces/default/configmaps')).json().metadata.resourceVersion) + 100_000;
+  const t0 = Date.now();
+  const r = await request(server, 'GET', `/api/v1/namespaces/default/configmaps?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`, undefined, as(token));
+  return { status: r.status, ms: Date.now() - t0 };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('seats and queues', () => {
+  it('a full Reject level answers 429 at once, with Retry-After and the PF headers; exempt requests still pass', async () => {
+    await tinyLevel(s, 'tiny-reject', 'slowpoke', { type: 'Reject' });
+    const u = await uids();
+    const slow = [slowList(s, 'slow-token'), slowList(s, 'slow-token'), slowList(s, 'slow-token')];
+    await sleep(500);
+    const t0 = Date.now();
+    const refused = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('slow-token'));
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toBe('Too many requests, please try again later.\n');
+    expect(refused.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(matched(refused)).toEqual([u.fs['tiny-reject'], u.pl['tiny-reject']]);
+    // other levels are not touched
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps')).status).toBe(200);
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'))).status).toBe(200);
+    const done = await Promise.all(slow);
+    expect(done.map((d) => d.status)).toEqual([504, 504, 504]);
+    // the seats are free again
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('slow-token'))).status).toBe(200);
+  });
+
+  it('a full Queue level queues requests, which run once seats free and all succeed', async () => {
+    await tinyLevel(s, 'tiny-queue', 'queuer', { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } });
+    const slow = [slowList(s, 'queue-token'), slowList(s, 'queue-token'), slowList(s, 'queue-token')];
+    await sleep(500);
+    const t0 = Date.now();
+    const queued = await Promise.all(Array.from({ length: 5 }, () => request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'))));
+    expect(queued.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    // they waited for the slow ones to end
+    expect(Date.now() - t0).toBeGreaterThan(1500);
+    expect((await Promise.all(slow)).map((d) => d.status)).toEqual([504, 504, 504]);
+  });
+
+  it('a request finding its queue full gets 429 at once', async () => {
+    await tinyLevel(s, 'tiny-full', 'fuller', { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 1 } });
+    const slow = [slowList(s, 'full-token'), slowList(s, 'full-token'), slowList(s, 'full-token')];
+    await sleep(500);
+    const waiting = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('full-token'));
+    await sleep(200);
+    const t0 = Date.now();
+    const refused = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('full-token'));
+    expect(refused.status).toBe(429);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect((await waiting).status).toBe(200);
+    await Promise.all(slow);
+  });
+});
+
+describe('queue wait limit and the switch', () => {
+  it('a queued request waits a quarter of --request-timeout, then gets 429', async () => {
+    const other = await startServer({ args: ['--token-auth-file', tokenFile, '--request-timeout', '2s'] });
+    try {
+      await tinyLevel(other, 'tiny-wait', 'queuer', { type: 'Queue', queuing: { queues: 2, handSize: 1, queueLengthLimit: 10 } });
+      const slow = [slowList(other, 'queue-token'), slowList(other, 'queue-token'), slowList(other, 'queue-token')];
+      await sleep(500);
+      const t0 = Date.now();
+      const r = await request(other, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
+      const waited = Date.now() - t0;
+      expect(r.status).toBe(429);
+      expect(waited).toBeGreaterThanOrEqual(450);
+      expect(waited).toBeLessThan(2000);
+      await Promise.all(slow);
+    } finally {
+      await other.stop();
+      other.cleanup();
+    }
+  });
+
+  it('--enable-priority-and-fairness=false keeps the plain inflight limits: no classification headers', async () => {
+    const other = await startServer({ args: ['--token-auth-file', tokenFile, '--enable-priority-and-fairness=false'] });
+    try {
+      const r = await request(other, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
+      expect(r.status).toBe(200);
+      expect(matched(r)).toEqual([undefined, undefined]);
+      // the configuration objects are there all the same (kube keeps the API)
+      expect((await request(other, 'GET', `${FS}/exempt`)).status).toBe(200);
+    } finally {
+      await other.stop();
+      other.cleanup();
+    }
+  });
+});
+
+/** The samples of one metric: label sets and values. */
+async function scrape(name: string): Promise<Array<{ labels: Record<string, string>; value: number }>> {
+  const r = await request(s, 'GET', '/metrics');
+  expect(r.status).toBe(200);
+  const out: Array<{ labels: Record<string, string>; value: number }> = [];
+  for (const line of r.body.split('\n')) {
+    const m = /^([a-z_:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
+    out.push({ labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+const value = (samples: Array<{ labels: Record<string, string>; value: number }>, want: Record<string, string>) =>
+  samples.find((x) => Object.entries(want).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(want).length)?.value;
+
+describe('metrics', () => {
+  it('apiserver_flowcontrol_* as kube names and labels them', async () => {
+    // nominal seats: ceil(600 × shares / the sum of every level's shares)
+    const levels = (await request(s, 'GET', PL)).json().items;
+    const shares = (o: any) => (o.spec.type === 'Exempt' ? o.spec.exempt?.nominalConcurrencyShares ?? 0 : o.spec.limited.nominalConcurrencyShares);
+    const sum = levels.reduce((a: number, o: any) => a + shares(o), 0);
+    const nominal = await scrape('apiserver_flowcontrol_nominal_limit_seats');
+    expect(nominal.length).toBe(levels.length);
+    for (const o of levels) expect(value(nominal, { priority_level: o.metadata.name })).toBe(Math.ceil((600 * shares(o)) / sum));
+    expect(value(nominal, { priority_level: 'exempt' })).toBe(0);
+    expect(value(nominal, { priority_level: 'tiny-reject' })).toBe(3);
+
+    const dispatched = await scrape('apiserver_flowcontrol_dispatched_requests_total');
+    expect(value(dispatched, { priority_level: 'exempt', flow_schema: 'exempt' })).toBeGreaterThan(10);
+    expect(value(dispatched, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(8);
+    expect(value(dispatched, { priority_level: 'global-default', flow_schema: 'global-default' })).toBeGreaterThan(0);
+
+    const rejected = await scrape('apiserver_flowcontrol_rejected_requests_total');
+    expect(value(rejected, { priority_level: 'tiny-reject', flow_schema: 'tiny-reject', reason: 'concurrency-limit' })).toBe(1);
+    expect(value(rejected, { priority_level: 'tiny-full', flow_schema: 'tiny-full', reason: 'queue-full' })).toBe(1);
+
+    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+
+    // the five queued requests waited over a second each; the three that found a seat, none
+    const waits = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_count');
+    expect(value(waits, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBe(8);
+    const sums = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_sum');
+    expect(value(sums, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBeGreaterThan(5);
+    const buckets = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_bucket');
+    expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '0' })).toBe(3);
+    expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '+Inf' })).toBe(8);
+  });
+
+  it('a request in the queue shows in current_inqueue_requests, one holding a seat in current_executing_requests', async () => {
+    const slow = [slowList(s, 'queue-token'), slowList(s, 'queue-token'), slowList(s, 'queue-token')];
+    await new Promise((r) => setTimeout(r, 500));
+    const queued = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
+    await new Promise((r) => setTimeout(r, 200));
+    const want = { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' };
+    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), want)).toBe(3);
+    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), want)).toBe(1);
+    expect((await scrape('apiserver_current_inflight_requests')).find((x) => x.labels.request_kind === 'readOnly')!.value).toBeGreaterThanOrEqual(3);
+    expect((await queued).status).toBe(200);
+    await Promise.all(slow);
+  });
+});
