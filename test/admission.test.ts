@@ -3,7 +3,7 @@
 // volume), kube-root-ca.crt, StorageObjectInUseProtection with its in-process controllers,
 // DefaultStorageClass, DefaultIngressClass and LimitRanger.
 import { describe, it, expect, beforeAll } from 'vitest';
-import { request, type TestServer, useServer } from './helpers/server.js';
+import { request, type TestServer, until, useServer } from './helpers/server.js';
 import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
@@ -15,16 +15,6 @@ const pod = (name: string, spec: any = {}, metadata: any = {}) => ({
   metadata: { name, ...metadata },
   spec: { containers: [{ name: 'c', image: 'busybox' }], ...spec },
 });
-/** Polls an async check until it gives a truthy value (the shared until() is synchronous). */
-async function eventually<T>(fn: () => Promise<T | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const yaml = (s: string) => s.replace(/^ {4}/gm, '');
 
 describe('ServiceAccount admission', () => {
@@ -105,7 +95,7 @@ describe('ServiceAccount admission', () => {
   });
 
   it('every namespace has kube-root-ca.crt holding the serving CA; it comes back when deleted', async () => {
-    const cm = await eventually(async () => {
+    const cm = await until(async () => {
       const r = await request(s, 'GET', `${NS}/adm-fresh/configmaps/kube-root-ca.crt`);
       return r.status === 200 && r.json();
     });
@@ -113,7 +103,7 @@ describe('ServiceAccount admission', () => {
     const all = await kubectl(s, ['get', 'configmaps', '-A', '--field-selector', 'metadata.name=kube-root-ca.crt', '-o', 'name']);
     expect(all.stdout.trim().split('\n').length).toBeGreaterThanOrEqual(5);
     expect((await request(s, 'DELETE', `${NS}/default/configmaps/kube-root-ca.crt`)).status).toBe(200);
-    await eventually(async () => (await request(s, 'GET', `${NS}/default/configmaps/kube-root-ca.crt`)).status === 200);
+    await until(async () => (await request(s, 'GET', `${NS}/default/configmaps/kube-root-ca.crt`)).status === 200);
   });
 });
 
@@ -162,7 +152,7 @@ describe('storage admission and protection', () => {
     expect(held.status).toBe(200);
     expect(held.json().metadata.deletionTimestamp).toBeDefined();
     expect((await request(s, 'DELETE', `${NS}/default/pods/holder`, { gracePeriodSeconds: 0 })).status).toBe(200);
-    await eventually(async () => (await request(s, 'GET', `${NS}/default/persistentvolumeclaims/held`)).status === 404);
+    await until(async () => (await request(s, 'GET', `${NS}/default/persistentvolumeclaims/held`)).status === 404);
   });
 
   it('a new PV gets pv-protection and, not bound, is deleted', async () => {
@@ -252,11 +242,11 @@ describe('ResourceQuota', () => {
     const over = await kubectl(s, ['-n', 'quota', 'run', 'c', '--image=nginx', '--overrides', cpu('c')]);
     expect(over.stderr).toContain('pods "c" is forbidden: exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1');
     // kube-root-ca.crt counts too, as in kube.
-    await eventually(async () => (await request(s, 'GET', `${NS}/quota/configmaps/kube-root-ca.crt`)).status === 200);
+    await until(async () => (await request(s, 'GET', `${NS}/quota/configmaps/kube-root-ca.crt`)).status === 200);
     expect((await kubectl(s, ['-n', 'quota', 'create', 'cm', 'x1'])).code).toBe(0);
     const cm = await kubectl(s, ['-n', 'quota', 'create', 'cm', 'x2']);
     expect(cm.stderr).toContain('configmaps "x2" is forbidden: exceeded quota: compute, requested: count/configmaps=1, used: count/configmaps=2, limited: count/configmaps=2');
-    const status = await eventually(async () => {
+    const status = await until(async () => {
       const q = (await request(s, 'GET', `${NS}/quota/resourcequotas/compute`)).json();
       return q.status?.used?.pods === '1' && q.status?.used?.['count/configmaps'] === '2' && q.status;
     });

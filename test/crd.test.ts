@@ -92,18 +92,11 @@ spec:
 
 const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 
-/** Polls an async condition (the shared until() takes a synchronous one). */
-async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 useServer((started) => (s = started));
+
+/** crd.test's checks wait on controllers: longer than until()'s default. */
+const eventually = <T>(fn: () => Promise<T | undefined | false>): Promise<T> => until(fn, 15_000);
 
 describe('CustomResourceDefinitions', () => {
   it('a CRD is accepted, established and served; its custom resources take the usual verbs', async () => {

@@ -6,7 +6,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
-import { request, startServer, useServer, type TestServer } from './helpers/server.js';
+import { request, startServer, until, useServer, type TestServer } from './helpers/server.js';
+import { scrape } from './helpers/metrics.js';
 import { kubectl } from './helpers/kubectl.js';
 
 // Static users: a plain one, a node, and a kube-system service-account name.
@@ -20,16 +21,6 @@ const as = (token: string) => ({ authorization: `Bearer ${token}` });
 let s: TestServer;
 useServer((started) => (s = started), { args: ['--token-auth-file', tokenFile] }, 60_000);
 
-/** Polls an async condition until it holds (the shared until() takes synchronous ones). */
-async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const FS = '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas';
 const PL = '/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations';
@@ -58,7 +49,7 @@ describe('bootstrap configuration', () => {
     for (const o of list.items) {
       expect(o.metadata.annotations['apf.kubernetes.io/autoupdate-spec']).toBe('true');
     }
-    await eventually(async () => {
+    await until(async () => {
       const l = (await request(s, 'GET', FS)).json();
       return l.items.every((o: any) => o.status?.conditions?.some((c: any) => c.type === 'Dangling' && c.status === 'False' && c.reason === 'Found'));
     });
@@ -77,7 +68,7 @@ describe('bootstrap configuration', () => {
       spec: { priorityLevelConfiguration: { name: 'nowhere' }, matchingPrecedence: 5000, rules: [{ subjects: [{ kind: 'User', user: { name: 'nobody' } }], nonResourceRules: [{ verbs: ['get'], nonResourceURLs: ['/nope'] }] }] },
     };
     expect((await request(s, 'POST', FS, fs)).status).toBe(201);
-    const dangling = await eventually(async () => {
+    const dangling = await until(async () => {
       const o = (await request(s, 'GET', `${FS}/orphan`)).json();
       return o.status?.conditions?.find((c: any) => c.type === 'Dangling' && c.status === 'True');
     });
@@ -86,7 +77,7 @@ describe('bootstrap configuration', () => {
     expect(table.stdout).toMatch(/\norphan\s+nowhere\s+5000\s+<none>\s+\S+\s+True\n/);
     const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: 'nowhere' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse: { type: 'Reject' } } } };
     expect((await request(s, 'POST', PL, pl)).status).toBe(201);
-    await eventually(async () => {
+    await until(async () => {
       const o = (await request(s, 'GET', `${FS}/orphan`)).json();
       return o.status?.conditions?.find((c: any) => c.type === 'Dangling' && c.status === 'False' && c.reason === 'Found');
     });
@@ -96,7 +87,7 @@ describe('bootstrap configuration', () => {
 
   it('a deleted mandatory object comes back; a suggested one set to autoupdate-spec "false" keeps its spec', async () => {
     expect((await request(s, 'DELETE', `${PL}/catch-all`)).status).toBe(200);
-    await eventually(async () => (await request(s, 'GET', `${PL}/catch-all`)).status === 200);
+    await until(async () => (await request(s, 'GET', `${PL}/catch-all`)).status === 200);
     const patch = { metadata: { annotations: { 'apf.kubernetes.io/autoupdate-spec': 'false' } }, spec: { matchingPrecedence: 9950 } };
     const r = await request(s, 'PATCH', `${FS}/global-default`, patch, { 'content-type': 'application/merge-patch+json' });
     expect(r.status).toBe(200);
@@ -315,20 +306,6 @@ describe('queue wait limit and the switch', () => {
   });
 });
 
-/** The samples of one metric: label sets and values. */
-async function scrape(name: string): Promise<Array<{ labels: Record<string, string>; value: number }>> {
-  const r = await request(s, 'GET', '/metrics');
-  expect(r.status).toBe(200);
-  const out: Array<{ labels: Record<string, string>; value: number }> = [];
-  for (const line of r.body.split('\n')) {
-    const m = /^([a-z_:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
-    out.push({ labels, value: Number(m[3]) });
-  }
-  return out;
-}
 
 const value = (samples: Array<{ labels: Record<string, string>; value: number }>, want: Record<string, string>) =>
   samples.find((x) => Object.entries(want).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(want).length)?.value;
@@ -339,30 +316,30 @@ describe('metrics', () => {
     const levels = (await request(s, 'GET', PL)).json().items;
     const shares = (o: any) => (o.spec.type === 'Exempt' ? o.spec.exempt?.nominalConcurrencyShares ?? 0 : o.spec.limited.nominalConcurrencyShares);
     const sum = levels.reduce((a: number, o: any) => a + shares(o), 0);
-    const nominal = await scrape('apiserver_flowcontrol_nominal_limit_seats');
+    const nominal = await scrape(s, 'apiserver_flowcontrol_nominal_limit_seats');
     expect(nominal.length).toBe(levels.length);
     for (const o of levels) expect(value(nominal, { priority_level: o.metadata.name })).toBe(Math.ceil((600 * shares(o)) / sum));
     expect(value(nominal, { priority_level: 'exempt' })).toBe(0);
     expect(value(nominal, { priority_level: 'tiny-reject' })).toBe(3);
 
-    const dispatched = await scrape('apiserver_flowcontrol_dispatched_requests_total');
+    const dispatched = await scrape(s, 'apiserver_flowcontrol_dispatched_requests_total');
     expect(value(dispatched, { priority_level: 'exempt', flow_schema: 'exempt' })).toBeGreaterThan(10);
     expect(value(dispatched, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(8);
     expect(value(dispatched, { priority_level: 'global-default', flow_schema: 'global-default' })).toBeGreaterThan(0);
 
-    const rejected = await scrape('apiserver_flowcontrol_rejected_requests_total');
+    const rejected = await scrape(s, 'apiserver_flowcontrol_rejected_requests_total');
     expect(value(rejected, { priority_level: 'tiny-reject', flow_schema: 'tiny-reject', reason: 'concurrency-limit' })).toBe(1);
     expect(value(rejected, { priority_level: 'tiny-full', flow_schema: 'tiny-full', reason: 'queue-full' })).toBe(1);
 
-    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
-    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_inqueue_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_executing_requests'), { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' })).toBe(0);
 
     // the five queued requests waited over a second each; the three that found a seat, none
-    const waits = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_count');
+    const waits = await scrape(s, 'apiserver_flowcontrol_request_wait_duration_seconds_count');
     expect(value(waits, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBe(8);
-    const sums = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_sum');
+    const sums = await scrape(s, 'apiserver_flowcontrol_request_wait_duration_seconds_sum');
     expect(value(sums, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true' })).toBeGreaterThan(5);
-    const buckets = await scrape('apiserver_flowcontrol_request_wait_duration_seconds_bucket');
+    const buckets = await scrape(s, 'apiserver_flowcontrol_request_wait_duration_seconds_bucket');
     expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '0' })).toBe(3);
     expect(value(buckets, { priority_level: 'tiny-queue', flow_schema: 'tiny-queue', execute: 'true', le: '+Inf' })).toBe(8);
   });
@@ -373,9 +350,9 @@ describe('metrics', () => {
     const queued = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
     await new Promise((r) => setTimeout(r, 200));
     const want = { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' };
-    expect(value(await scrape('apiserver_flowcontrol_current_executing_requests'), want)).toBe(3);
-    expect(value(await scrape('apiserver_flowcontrol_current_inqueue_requests'), want)).toBe(1);
-    expect((await scrape('apiserver_current_inflight_requests')).find((x) => x.labels.request_kind === 'readOnly')!.value).toBeGreaterThanOrEqual(3);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_executing_requests'), want)).toBe(3);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_inqueue_requests'), want)).toBe(1);
+    expect((await scrape(s, 'apiserver_current_inflight_requests')).find((x) => x.labels.request_kind === 'readOnly')!.value).toBeGreaterThanOrEqual(3);
     expect((await queued).status).toBe(200);
     await Promise.all(slow);
   });

@@ -2,26 +2,12 @@
 // inflight, long-running, deprecated-API and storage-object metrics, and the process's own.
 import { describe, it, expect } from 'vitest';
 import { openWatch, request, startServer, until, useServer, type TestServer } from './helpers/server.js';
+import { scrape } from './helpers/metrics.js';
 import { kubectlOk } from './helpers/kubectl.js';
 
 let s: TestServer;
 useServer((started) => (s = started), { args: ['--disabled-metrics', 'apiserver_response_sizes,nodejs_eventloop_lag_seconds'] }, 60_000);
 
-/** The samples of one metric: label sets and values. */
-async function scrape(server: TestServer, name: string): Promise<Array<{ labels: Record<string, string>; value: number }>> {
-  const r = await request(server, 'GET', '/metrics');
-  expect(r.status).toBe(200);
-  expect(r.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
-  const out: Array<{ labels: Record<string, string>; value: number }> = [];
-  for (const line of r.body.split('\n')) {
-    const m = /^([a-z_:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
-    out.push({ labels, value: Number(m[3]) });
-  }
-  return out;
-}
 
 const value = (samples: Array<{ labels: Record<string, string>; value: number }>, want: Record<string, string>) =>
   samples.find((x) => Object.entries(want).every(([k, v]) => x.labels[k] === v))?.value;

@@ -194,10 +194,11 @@ export function openWatch(s: TestServer, path: string): { events: any[]; raw: ()
   return { events, raw: () => raw, close: () => req.destroy(), status, ended: () => ended };
 }
 
-export async function until<T>(fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
+/** Polls a check (synchronous or not) until it gives a truthy value. */
+export async function until<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 20));
