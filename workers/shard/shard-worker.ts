@@ -221,10 +221,10 @@ function flush(): void {
       last = rv;
     }
     if (records.length) {
-      const t0 = performance.now();
+      const logStart = performance.now();
       if (FAIL_LOG && ops.some((o) => o.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
       wal.append(records, first, last);
-      const took = performance.now() - t0;
+      const took = performance.now() - logStart;
       stats.logMs += took;
       if (took > stats.logMax) stats.logMax = took;
     }
