@@ -239,7 +239,6 @@ function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }):
   return c.detail ? `${s}: ${c.detail}` : s;
 }
 
-/** Wraps anything thrown into a StatusError; unknown errors become 500 InternalError. */
 /** Why flow control turned a request away (apiserver_flowcontrol_rejected_requests_total's reason label). */
 export type RejectReason = 'queue-full' | 'concurrency-limit' | 'time-out' | 'cancelled';
 
@@ -258,6 +257,7 @@ export class TooManyRequestsError extends StatusError {
   }
 }
 
+/** Wraps anything thrown into a StatusError; unknown errors become 500 InternalError. */
 export function toStatusError(err: unknown): StatusError {
   if (err instanceof StatusError) return err;
   const msg = err instanceof Error ? err.message : String(err);

@@ -110,40 +110,36 @@ async function uids(): Promise<{ fs: Record<string, string>; pl: Record<string, 
 
 const matched = (r: { headers: Record<string, unknown> }) => [r.headers['x-kubernetes-pf-flowschema-uid'], r.headers['x-kubernetes-pf-prioritylevel-uid']];
 
+type Uids = Awaited<ReturnType<typeof uids>>;
+
+/** GETs path with these headers and checks the FlowSchema and priority level its response names. */
+async function expectClassified(u: Uids, path: string, headers: Record<string, string> | undefined, fs: string, pl: string) {
+  const r = await request(s, 'GET', path, undefined, headers);
+  expect(matched(r)).toEqual([u.fs[fs], u.pl[pl]]);
+  return r;
+}
+
 describe('classification', () => {
   it('every classified response names its FlowSchema and priority level by uid, errors included', async () => {
     const u = await uids();
     // system:masters: the exempt schema
-    const admin = await request(s, 'GET', '/api/v1/namespaces/default');
-    expect(matched(admin)).toEqual([u.fs['exempt'], u.pl['exempt']]);
-    const missing = await request(s, 'GET', '/api/v1/namespaces/default/configmaps/none');
-    expect(missing.status).toBe(404);
-    expect(matched(missing)).toEqual([u.fs['exempt'], u.pl['exempt']]);
+    await expectClassified(u, '/api/v1/namespaces/default', undefined, 'exempt', 'exempt');
+    expect((await expectClassified(u, '/api/v1/namespaces/default/configmaps/none', undefined, 'exempt', 'exempt')).status).toBe(404);
     // an ordinary authenticated user: global-default
-    const alice = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
-    expect(alice.status).toBe(200);
-    expect(matched(alice)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    expect((await expectClassified(u, '/api/v1/namespaces/default/configmaps', as('alice-token'), 'global-default', 'global-default')).status).toBe(200);
     const bad = await request(s, 'POST', '/api/v1/namespaces/default/configmaps', '{nope', as('alice-token'));
     expect(bad.status).toBe(400);
     expect(matched(bad)).toEqual([u.fs['global-default'], u.pl['global-default']]);
     // nodes: their leases and node objects are node-high, the rest system
-    const lease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', undefined, as('node-token'));
-    expect(matched(lease)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
-    const nodeStatus = await request(s, 'GET', '/api/v1/nodes/n1/status', undefined, as('node-token'));
-    expect(matched(nodeStatus)).toEqual([u.fs['system-node-high'], u.pl['node-high']]);
-    const nodePods = await request(s, 'GET', '/api/v1/pods', undefined, as('node-token'));
-    expect(matched(nodePods)).toEqual([u.fs['system-nodes'], u.pl['system']]);
+    await expectClassified(u, '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1', as('node-token'), 'system-node-high', 'node-high');
+    await expectClassified(u, '/api/v1/nodes/n1/status', as('node-token'), 'system-node-high', 'node-high');
+    await expectClassified(u, '/api/v1/pods', as('node-token'), 'system-nodes', 'system');
     // a kube-system service account: leader election on leases, the rest workload-high
-    const saLease = await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', undefined, as('sa-token'));
-    expect(matched(saLease)).toEqual([u.fs['system-leader-election'], u.pl['leader-election']]);
-    const saList = await request(s, 'GET', '/apis/apps/v1/replicasets', undefined, as('sa-token'));
-    expect(matched(saList)).toEqual([u.fs['kube-system-service-accounts'], u.pl['workload-high']]);
+    await expectClassified(u, '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', as('sa-token'), 'system-leader-election', 'leader-election');
+    await expectClassified(u, '/apis/apps/v1/replicasets', as('sa-token'), 'kube-system-service-accounts', 'workload-high');
     // probes are exempt for everyone, anonymous included
-    const probe = await request(s, 'GET', '/readyz', undefined, { authorization: '' });
-    expect(probe.status).toBe(200);
-    expect(matched(probe)).toEqual([u.fs['probes'], u.pl['exempt']]);
-    const version = await request(s, 'GET', '/version', undefined, { authorization: '' });
-    expect(matched(version)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    expect((await expectClassified(u, '/readyz', { authorization: '' }, 'probes', 'exempt')).status).toBe(200);
+    await expectClassified(u, '/version', { authorization: '' }, 'global-default', 'global-default');
     // a request refused by authentication is never classified
     const unauth = await request(s, 'GET', '/api/v1/pods', undefined, as('wrong'));
     expect(unauth.status).toBe(401);
@@ -179,18 +175,13 @@ describe('classification', () => {
     };
     expect((await request(s, 'POST', FS, fs)).status).toBe(201);
     const u = await uids();
-    const hit = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
-    expect(matched(hit)).toEqual([u.fs['alice-configmaps'], u.pl['alice-level']]);
+    await expectClassified(u, '/api/v1/namespaces/default/configmaps', as('alice-token'), 'alice-configmaps', 'alice-level');
     // another namespace, verb or resource is not this rule's
-    const other = await request(s, 'GET', '/api/v1/namespaces/kube-system/configmaps', undefined, as('alice-token'));
-    expect(matched(other)).toEqual([u.fs['global-default'], u.pl['global-default']]);
-    const secrets = await request(s, 'GET', '/api/v1/namespaces/default/secrets', undefined, as('alice-token'));
-    expect(matched(secrets)).toEqual([u.fs['global-default'], u.pl['global-default']]);
-    const cluster = await request(s, 'GET', '/api/v1/configmaps', undefined, as('alice-token'));
-    expect(matched(cluster)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await expectClassified(u, '/api/v1/namespaces/kube-system/configmaps', as('alice-token'), 'global-default', 'global-default');
+    await expectClassified(u, '/api/v1/namespaces/default/secrets', as('alice-token'), 'global-default', 'global-default');
+    await expectClassified(u, '/api/v1/configmaps', as('alice-token'), 'global-default', 'global-default');
     await request(s, 'DELETE', `${FS}/alice-configmaps`);
-    const back = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('alice-token'));
-    expect(matched(back)).toEqual([u.fs['global-default'], u.pl['global-default']]);
+    await expectClassified(u, '/api/v1/namespaces/default/configmaps', as('alice-token'), 'global-default', 'global-default');
     await request(s, 'DELETE', `${PL}/alice-level`);
   });
 });

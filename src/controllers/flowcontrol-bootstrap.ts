@@ -13,7 +13,7 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
-import { objectKey, type ResourceTarget, type Store } from '../registry/store.js';
+import { nowTimestamp, objectKey, type ResourceTarget, type Store } from '../registry/store.js';
 import { AUTOUPDATE_ANNOTATION, mandatoryFlowSchemas, mandatoryPriorityLevels, suggestedFlowSchemas, suggestedPriorityLevels } from '../flowcontrol/bootstrap-objects.js';
 
 const GROUP = 'flowcontrol.apiserver.k8s.io';
@@ -28,10 +28,6 @@ function contains(have: unknown, want: unknown): boolean {
   }
   for (const [k, v] of Object.entries(want)) if (!contains((have as any)[k], v)) return false;
   return true;
-}
-
-function nowTs(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 export class FlowControlBootstrap {
@@ -124,7 +120,7 @@ export class FlowControlBootstrap {
       await this.store.guaranteedUpdate(this.fsT, '', name, { dryRun: false, subresource: 'status' }, (o) => {
         delete o.metadata.resourceVersion;
         const others = (o.status?.conditions ?? []).filter((c: any) => c?.type !== 'Dangling');
-        o.status = { ...(o.status ?? {}), conditions: [...others, { type: 'Dangling', ...want, lastTransitionTime: nowTs() }] };
+        o.status = { ...(o.status ?? {}), conditions: [...others, { type: 'Dangling', ...want, lastTransitionTime: nowTimestamp() }] };
         return o;
       });
     } catch (e) {

@@ -186,7 +186,6 @@ export class Coordinator {
     this.observers.push(fn);
   }
 
-  /** The cache of one resource type, created on first use. */
   /** Objects in the caches, by group-resource (apiserver_storage_objects). */
   objectCounts(): Array<[string, number]> {
     const out: Array<[string, number]> = [];
@@ -194,6 +193,7 @@ export class Coordinator {
     return out;
   }
 
+  /** The cache of one resource type, created on first use. */
   cache(gr: string): ResourceCache {
     let c = this.caches.get(gr);
     if (!c) {

@@ -17,10 +17,10 @@ import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import type { Store, ResourceTarget } from '../registry/store.js';
-import type { RejectReason } from '../errors.js';
+import { TooManyRequestsError, type RejectReason } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { Classifier, type Classification, type LevelConfig } from './classifier.js';
-import { LevelState, flowHash, nominalLimits, rejection, type Waiter } from './priority-levels.js';
+import { LevelState, flowHash, nominalLimits, type Waiter } from './priority-levels.js';
 import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
 import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
@@ -111,22 +111,14 @@ export class PriorityAndFairness {
     const stats = this.stats.of(c.level.name, c.schema.name);
     const state = c.level.state!;
     const inflight = this.inflight;
-    h = {
-      stats,
-      state,
-      releaseReadonly: () => {
-        inflight.readOnly--;
-        stats.executing--;
-        state.executing--;
-        state.dispatch();
-      },
-      releaseMutating: () => {
-        inflight.mutating--;
-        stats.executing--;
-        state.executing--;
-        state.dispatch();
-      },
+    const release = (mutating: boolean) => () => {
+      if (mutating) inflight.mutating--;
+      else inflight.readOnly--;
+      stats.executing--;
+      state.executing--;
+      state.dispatch();
     };
+    h = { stats, state, releaseReadonly: release(false), releaseMutating: release(true) };
     c.flow = h;
     return h;
   }
@@ -159,16 +151,17 @@ export class PriorityAndFairness {
           res.onDone(mutating ? h.releaseMutating : h.releaseReadonly);
           return;
         }
-        if (level.limitResponse === 'Reject' || st.queues.length === 0) return this.refuse(h, 'concurrency-limit', 0);
+        if (level.limitResponse === 'Reject' || st.queues.length === 0) throw this.refusal(h, 'concurrency-limit', 0);
         return this.enqueue(req, res, c, h, mutating);
       },
     };
   }
 
-  private refuse(h: FlowHandle, reason: RejectReason, waitedSeconds: number): never {
+  /** Counts a refusal and gives the 429 for it. */
+  private refusal(h: FlowHandle, reason: RejectReason, waitedSeconds: number): TooManyRequestsError {
     h.stats.rejected[reason]++;
     h.stats.waitRejected.observe(waitedSeconds);
-    throw rejection(reason);
+    return new TooManyRequestsError(reason);
   }
 
   /** Queues the request; the promise settles when it gets a seat (the chain goes on) or is refused. */
@@ -197,20 +190,12 @@ export class PriorityAndFairness {
             resolve();
             return;
           }
-          try {
-            this.refuse(h, reason ?? 'time-out', waited);
-          } catch (e) {
-            reject(e);
-          }
+          reject(this.refusal(h, reason ?? 'time-out', waited));
         },
       };
       const full = st.enqueue(w);
       if (full) {
-        try {
-          this.refuse(h, full, 0);
-        } catch (e) {
-          reject(e);
-        }
+        reject(this.refusal(h, full, 0));
         return;
       }
       h.stats.inqueue++;

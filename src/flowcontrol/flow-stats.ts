@@ -4,24 +4,10 @@
 //
 // Thread ownership: the front thread.
 import type { RejectReason } from '../errors.js';
+import { Histogram } from '../metrics/request-metrics.js';
 
 /** apiserver_flowcontrol_request_wait_duration_seconds' buckets, as kube's */
-export const WAIT_BUCKETS = [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30];
-
-export class WaitHistogram {
-  readonly bounds = WAIT_BUCKETS;
-  /** per bucket (not cumulative): a sample lands in its first bucket only */
-  readonly counts = new Float64Array(WAIT_BUCKETS.length);
-  sum = 0;
-  count = 0;
-  observe(v: number): void {
-    let i = 0;
-    while (i < WAIT_BUCKETS.length && v > WAIT_BUCKETS[i]) i++;
-    if (i < WAIT_BUCKETS.length) this.counts[i]++;
-    this.sum += v;
-    this.count++;
-  }
-}
+const WAIT_BUCKETS = [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30];
 
 export class FlowStats {
   dispatched = 0;
@@ -29,8 +15,8 @@ export class FlowStats {
   inqueue = 0;
   readonly rejected: Record<RejectReason, number> = { 'queue-full': 0, 'concurrency-limit': 0, 'time-out': 0, cancelled: 0 };
   /** waits of requests that then executed (execute="true") and of those that did not */
-  readonly waitExecuted = new WaitHistogram();
-  readonly waitRejected = new WaitHistogram();
+  readonly waitExecuted = new Histogram(WAIT_BUCKETS);
+  readonly waitRejected = new Histogram(WAIT_BUCKETS);
   constructor(
     readonly priorityLevel: string,
     readonly flowSchema: string,

@@ -14,7 +14,7 @@
 //
 // Thread ownership: the front thread owns every level, queue and counter here.
 import type { LevelConfig } from './classifier.js';
-import { TooManyRequestsError, type RejectReason } from '../errors.js';
+import type { RejectReason } from '../errors.js';
 
 /** A request waiting in a queue for a seat. */
 export interface Waiter {
@@ -150,9 +150,4 @@ export function nominalLimits(levels: Iterable<LevelConfig>, serverCL: number): 
   const out = new Map<string, number>();
   for (const l of all) out.set(l.name, sum > 0 ? Math.ceil((serverCL * Math.max(0, l.shares)) / sum) : 0);
   return out;
-}
-
-/** The 429 a refused request gets. */
-export function rejection(reason: RejectReason): TooManyRequestsError {
-  return new TooManyRequestsError(reason);
 }

@@ -36,7 +36,8 @@ interface Labels {
   scope: string;
 }
 
-class Histogram {
+/** Per-bucket counts of observed values (cumulated only when written out). Front thread. */
+export class Histogram {
   readonly counts: Float64Array;
   sum = 0;
   count = 0;

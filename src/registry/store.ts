@@ -15,7 +15,7 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
 import { Expect, type EventType } from '../../workers/shard/protocol.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
-import { countAt, getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
+import { getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
 import { encodeForCommit, orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
@@ -374,14 +374,19 @@ export class Store {
       more = i < entries.length;
       remaining = entries.length - i;
     } else {
-      for (const e of this.storageEntries(t, ns, listRv, start)) {
+      // One pass over the history read: the objects of the chunk are checked and taken, the
+      // rest of the range only counted (etcd counts it from its keys alone).
+      const stored = objectsAt(this.coord.history(t.gr, listRv), listRv, ns, start);
+      for (const s of stored) {
         if (o.limit > 0 && items.length >= o.limit) {
           more = true;
-          // etcd counts the rest of the range from its keys alone
-          if (!hasSelector) remaining = countAt(this.coord.history(t.gr, listRv), listRv, ns, e.key);
+          if (!hasSelector) {
+            remaining = 1;
+            for (const _ of stored) remaining++;
+          }
           break;
         }
-        accept(e);
+        accept(this.storedEntry(t, s));
       }
     }
     if (o.limit > 0 && more) {
@@ -418,11 +423,6 @@ export class Store {
     const out: CacheEntry[] = [];
     for (const s of listAt(this.coord.history(t.gr, rv), rv, ns)) out.push(this.storedEntry(t, s));
     return out;
-  }
-
-  /** storageList from the key `from` on, lazily: only what the caller takes is read and checked. */
-  private *storageEntries(t: ResourceTarget, ns: string, rv: number, from: string): Generator<CacheEntry> {
-    for (const s of objectsAt(this.coord.history(t.gr, rv), rv, ns, from)) yield this.storedEntry(t, s);
   }
 
   private storedEntry(t: ResourceTarget, s: { key: string; rv: number; json: Buffer }): CacheEntry {

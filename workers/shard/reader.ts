@@ -155,13 +155,6 @@ export function listAt(h: History, rv: number, ns = '', from = '', limit = 0): S
   return out;
 }
 
-/** How many objects objectsAt would yield (etcd counts a range's keys; nothing is copied). */
-export function countAt(h: History, rv: number, ns = '', from = ''): number {
-  let n = 0;
-  for (const _ of objectsAt(h, rv, ns, from)) n++;
-  return n;
-}
-
 /** One object as it was at rv. */
 export function getAt(h: History, key: string, rv: number): StoredObject | undefined {
   const c = h.cur.get(key);
