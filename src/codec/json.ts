@@ -46,10 +46,11 @@ export function orderedObject(obj: Record<string, any>): Record<string, any> {
 const RV_SLOT = '"resourceVersion":""';
 
 /**
- * Splits an object's JSON around its resourceVersion value. The object is reordered in
- * place (kept as the canonical form the cache will hold) and its resourceVersion set to "".
+ * Splits an object's JSON around its resourceVersion value: the object is written in the
+ * order above with an empty resourceVersion, and the version goes between head and tail.
+ * Runs on the shard worker, for every write (src/coordinator/coordinator.ts sends the object).
  */
-export function encodeForCommit(obj: Record<string, any>): { head: string; tail: string; ordered: Record<string, any> } {
+export function encodeForCommit(obj: Record<string, any>): { head: string; tail: string } {
   // One pass each over the object and its metadata (this runs on every write).
   const ordered: Record<string, any> = {};
   if (obj.kind !== undefined) ordered.kind = obj.kind;
@@ -68,5 +69,5 @@ export function encodeForCommit(obj: Record<string, any>): { head: string; tail:
   const i = s.indexOf(RV_SLOT);
   if (i < 0) throw new Error('object has no metadata');
   const cut = i + RV_SLOT.length - 1;
-  return { head: s.slice(0, cut), tail: s.slice(cut), ordered };
+  return { head: s.slice(0, cut), tail: s.slice(cut) };
 }

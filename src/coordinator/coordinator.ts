@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { SharedState } from './shared-state.js';
 import { WriteTrace } from './write-trace.js';
 import { errors } from '../errors.js';
+import { encodeForCommit } from '../codec/json.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
 import { currentObjects, type CurrentState, type History, type StoredObject } from '../../workers/shard/reader.js';
 import type { Ack, CommittedEvent, FrontToShard, ShardToFront, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
@@ -297,7 +298,29 @@ export class Coordinator {
     const ops = shard.queue;
     shard.queue = [];
     const msg: FrontToShard = { t: 'write', ops };
-    shard.worker.postMessage(msg);
+    try {
+      shard.worker.postMessage(msg);
+    } catch {
+      // An object the structured clone cannot copy (a DataCloneError: nothing of ours builds
+      // one, but a batch must not fail for it): those writes travel as JSON text instead.
+      const sendable: WriteOp[] = [];
+      for (const op of ops) {
+        if (op.obj !== undefined) {
+          try {
+            ({ head: op.head, tail: op.tail } = encodeForCommit(op.obj));
+            op.obj = undefined;
+          } catch (err) {
+            const p = this.pending.get(op.id);
+            this.pending.delete(op.id);
+            p?.reject(errors.internal(`cannot encode the object: ${err instanceof Error ? err.message : String(err)}`));
+            continue;
+          }
+        }
+        sendable.push(op);
+      }
+      msg.ops = sendable;
+      if (sendable.length) shard.worker.postMessage(msg);
+    }
     this.trace?.post(ops.map((o) => o.id));
   }
 

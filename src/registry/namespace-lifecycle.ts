@@ -12,7 +12,7 @@ import { entryObject, type CacheEntry } from '../../workers/watch/watch-cache.js
 import type { Catalog } from '../api/catalog.js';
 import type { Targets } from '../api/targets.js';
 import { nowTimestamp, objectKey, type DeleteOptions, type ResourceTarget, type Store } from './store.js';
-import { encodeForCommit, orderedObject } from '../codec/json.js';
+import { orderedObject } from '../codec/json.js';
 import { checkPreconditions } from './deletion.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
 import type { EventType } from '../../workers/shard/protocol.js';
@@ -63,8 +63,7 @@ export class NamespaceLifecycle {
   private async write(cur: CacheEntry, obj: any, type: EventType): Promise<Buffer> {
     const t = this.nsTarget();
     delete obj.metadata.resourceVersion;
-    const { head, tail, ordered } = encodeForCommit(obj);
-    const r = await this.store.coord.write({ type, gr: t.gr, key: cur.key, expect: cur.rv, head, tail }, ordered);
+    const r = await this.store.coord.write({ type, gr: t.gr, key: cur.key, expect: cur.rv, obj }, obj);
     return r.json;
   }
 

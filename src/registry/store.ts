@@ -16,7 +16,7 @@ import { WriteRejected } from '../coordinator/coordinator.js';
 import { Expect, type EventType } from '../../workers/shard/protocol.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
 import { getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
-import { encodeForCommit, orderedObject } from '../codec/json.js';
+import { orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
 import { convertFieldSelector } from '../request/field-labels.js';
@@ -469,8 +469,8 @@ export class Store {
 
   /** Commits obj as a write of `type`, with the precondition `expect`. */
   private commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<{ rv: number; json: Buffer }> {
-    const { head, tail, ordered } = encodeForCommit(t.conv ? t.conv.toStorage(obj) : obj);
-    const written = this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, head, tail }, ordered);
+    const stored = t.conv ? t.conv.toStorage(obj) : obj;
+    const written = this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, obj: stored }, stored);
     // The storage version's answer is the coordinator's own promise: no extra promise and turn.
     const conv = t.conv;
     return conv ? written.then(({ rv, json }) => ({ rv, json: convertedJson(conv, json) })) : written;

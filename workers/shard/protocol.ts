@@ -22,9 +22,15 @@ export interface WriteOp {
   key: string;
   /** Expect.Absent, Expect.Any, or the exact resourceVersion the key must hold */
   expect: number;
-  /** The object's JSON is head + resourceVersion + tail. The shard splices the version in at commit. */
-  head: string;
-  tail: string;
+  /**
+   * The object to store. The shard encodes it (src/codec/json.ts encodeForCommit) with its
+   * version in place: JSON.stringify is the largest single cost of a write, and the front
+   * thread, which sets the pace of writes, only pays the structured clone of the object.
+   */
+  obj?: Record<string, unknown>;
+  /** Or its JSON already split around the version: head + resourceVersion + tail. */
+  head?: string;
+  tail?: string;
 }
 
 /** storage: the write could not be made durable (the log failed); message says why */

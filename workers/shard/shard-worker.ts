@@ -18,6 +18,7 @@ import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeRecord, payload, type WalRecord } from './wal.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
+import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
 const data = workerData as ShardWorkerData;
@@ -199,12 +200,22 @@ function flush(): void {
         acks.push({ id: op.id, err: 'conflict' });
         continue;
       }
+      let head = op.head;
+      let tail = op.tail;
+      if (op.obj !== undefined) {
+        try {
+          ({ head, tail } = encodeForCommit(op.obj));
+        } catch (err) {
+          acks.push({ id: op.id, err: 'storage', message: err instanceof Error ? err.message : String(err) });
+          continue;
+        }
+      }
       const rv = shared.nextRv();
       const deleted = op.type === 'DELETED';
       // The stored value (flag byte + JSON) gets an ArrayBuffer of its own, written once:
       // the JSON the front keeps is a view of it, and posting it copies exactly these bytes
       // (a pooled Buffer would drag its whole 8 KiB slab along into the front's cache).
-      const text = op.head + rv + op.tail;
+      const text = head! + rv + tail!;
       const value = Buffer.allocUnsafeSlow(Buffer.byteLength(text) + 1);
       value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
       value.write(text, 1);
