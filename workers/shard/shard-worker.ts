@@ -254,7 +254,6 @@ function flush(): void {
   if (last) {
     maxRv = last;
     shared.setLastRv(data.index, last);
-    applyToTree(batch, last);
   }
   const msg: ShardToFront = { t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) };
   if (STATS) {
@@ -263,6 +262,8 @@ function flush(): void {
   }
   post(msg);
   shared.setPendingFrom(data.index, 0);
+  // The answer goes first: the writers wait for it, and only storage reads wait for the B-tree.
+  if (last) applyToTree(batch, last);
 }
 
 /**
