@@ -398,8 +398,7 @@ export function findDuplicateFields(text: string): string[] {
       }
       if (j < 0) break;
       if (expectKey && depth > 0 && isObj[depth - 1]) {
-        const raw = text.slice(i, j + 1);
-        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        const key = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : text.slice(i + 1, j);
         const t = depth - 1;
         const ks = keys[t];
         let dup = false;

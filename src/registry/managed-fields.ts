@@ -428,7 +428,13 @@ export function deepEqual(a: unknown, b: unknown): boolean {
  * "." entry first.
  */
 export function sortedFields(keys: string[], vals: Record<string, unknown>, self = false): Record<string, unknown> {
-  keys.sort();
+  // (Array.prototype.sort copies the array even when it is in order already, as one key always is)
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1] > keys[i]) {
+      keys.sort();
+      break;
+    }
+  }
   const out: Record<string, unknown> = {};
   if (self) out['.'] = {};
   for (const k of keys) out[k] = vals[k];
