@@ -32,7 +32,8 @@ import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
-import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
+import { auditFilter } from './http/filters/placeholders.js';
+import { impersonationFilter } from './http/filters/impersonation.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
@@ -224,7 +225,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     requestInfoFilter,
     authenticationFilter(authOpts, tokenAuthenticator),
     auditFilter,
-    impersonationFilter,
+    impersonationFilter(authorizer),
     flowControl,
     authorizationFilter(authorizer),
     router,
