@@ -30,4 +30,10 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--secure-port=abc'])).toThrowError(/invalid argument/);
     expect(() => parseArgs(['--tls-cert-file=/x'])).toThrowError(/together/);
   });
+  it('--authorization-mode takes RBAC and Node with the fixed modes; ABAC and Webhook are refused', () => {
+    expect((parseArgs(['--authorization-mode=Node,RBAC']) as any).authorizationMode).toEqual(['Node', 'RBAC']);
+    expect(() => parseArgs(['--authorization-mode=Webhook'])).toThrowError(/not supported yet/);
+    expect(() => parseArgs(['--authorization-mode=Bogus'])).toThrowError(/not a valid mode/);
+    expect(() => parseArgs(['--authorization-mode=RBAC,RBAC'])).toThrowError(/more than once/);
+  });
 });

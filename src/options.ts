@@ -104,7 +104,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
   'anonymous-auth': { kind: 'bool', help: 'Allow anonymous requests. (default true)', set: (o, v) => (o.anonymousAuth = v) },
-  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny. (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
+  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (Node has no opinion: there are no kubelets). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
   'enable-priority-and-fairness': { kind: 'bool', help: 'Priority and fairness (FlowSchemas, priority levels, queues) instead of the plain inflight limits; the two limits together are its concurrency. (default true)', set: (o, v) => (o.enablePriorityAndFairness = v) },
@@ -291,7 +291,13 @@ function validate(o: ServerOptions): void {
   if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   if (o.shards < 1 || o.shards > 64) throw new FlagError(`--shards ${o.shards} must be between 1 and 64`);
   for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);
-  for (const m of o.authorizationMode) if (m !== 'AlwaysAllow' && m !== 'AlwaysDeny') throw new FlagError(`--authorization-mode: authorization mode ${m} is not supported yet (AlwaysAllow, AlwaysDeny)`);
+  const seen = new Set<string>();
+  for (const m of o.authorizationMode) {
+    if (m === 'ABAC' || m === 'Webhook') throw new FlagError(`--authorization-mode: authorization mode ${m} is not supported yet (AlwaysAllow, AlwaysDeny, RBAC, Node)`);
+    if (!['AlwaysAllow', 'AlwaysDeny', 'RBAC', 'Node'].includes(m)) throw new FlagError(`--authorization-mode: authorization mode ${JSON.stringify(m)} is not a valid mode`);
+    if (seen.has(m)) throw new FlagError(`--authorization-mode: authorization mode ${m} has mode specified more than once`);
+    seen.add(m);
+  }
   if (o.maxRequestsInflight < 0 || o.maxMutatingRequestsInflight < 0) throw new FlagError('inflight limits cannot be negative');
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);

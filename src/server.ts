@@ -32,8 +32,12 @@ import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
-import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
-import { authorizationFilter } from './http/filters/authorization.js';
+import { auditFilter } from './http/filters/placeholders.js';
+import { impersonationFilter } from './http/filters/impersonation.js';
+import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
+import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
+import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
+import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
@@ -107,6 +111,22 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, coord, targets);
   await apfBootstrap.start();
+  // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
+  // roles' rules, and the resolver the authorizer and the escalation checks read. The
+  // resolver's index follows the caches: any committed RBAC change marks it stale.
+  const rbacBootstrap = new RbacBootstrap(store, targets);
+  await rbacBootstrap.start();
+  const aggregation = new ClusterRoleAggregation(store, coord, rbacBootstrap.clusterRolesT);
+  await aggregation.start();
+  const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
+  const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
+  const rbac = new RbacResolver({
+    objects: (resource) => [...store.cacheOf(rbacTargets[resource]).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp),
+  });
+  coord.observe((cache) => {
+    if (rbacGrs.has(cache.gr)) rbac.invalidate();
+  });
+  const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
   if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
@@ -198,16 +218,16 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     health,
     serverAddress: `${advertised}:${o.securePort}`,
     limits: { minRequestTimeoutSeconds: o.minRequestTimeout, watchMaxBufferedBytes: 16 * 1024 * 1024 },
-    auth: { authorizationModes: o.authorizationMode, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
+    auth: { authorizer, rbac, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
     extraPaths,
   });
   const chain = new FilterChain([
     requestInfoFilter,
     authenticationFilter(authOpts, tokenAuthenticator),
     auditFilter,
-    impersonationFilter,
+    impersonationFilter(authorizer),
     flowControl,
-    authorizationFilter(o.authorizationMode),
+    authorizationFilter(authorizer),
     router,
   ]);
   const listener: RunningServer = await startUwsServer({
@@ -236,6 +256,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         gc.stop();
         saController.stop();
         apfBootstrap.stop();
+        aggregation.stop();
         rootCa.stop();
         storageProtection.stop();
         quotaController.stop();

@@ -6,10 +6,14 @@ import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { Targets } from '../api/targets.js';
 import type { TokenAuthenticator } from '../http/filters/authentication.js';
 import type { ServiceAccountTokens } from '../auth/service-account.js';
+import type { Authorizer } from '../http/filters/authorization.js';
+import type { RbacResolver } from '../auth/rbac/resolver.js';
 
 /** What the review kinds and serviceaccounts/token need: the server's authenticators and authorizer. */
 export interface AuthContext {
-  authorizationModes: string[];
+  authorizer: Authorizer;
+  /** RBAC's rule resolver, for the escalation checks on role and binding writes (whatever the modes, as kube) */
+  rbac: RbacResolver;
   tokens: TokenAuthenticator;
   serviceAccounts: ServiceAccountTokens;
   /** --service-account-max-token-expiration (seconds, 0: none) */

@@ -6,6 +6,7 @@ import { recordUpdate, type ManagedContext, type WriteIdentity } from '../regist
 import { ANY, rootNode } from '../registry/schema-walk.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import type { FieldsHook, ResourceTarget } from '../registry/store.js';
+import { withEscalationCheck } from '../auth/rbac/escalation.js';
 import type { FieldError } from '../registry/strategy.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 
@@ -90,5 +91,6 @@ export function managedContext(t: ResourceTarget): ManagedContext {
 export function updateHook(c: HandlerContext, kind: OptionsKind): FieldsHook {
   const id = writeIdentity(c, kind);
   const ctx = managedContext(c.target);
-  return (old, obj) => recordUpdate(old, obj, id, ctx);
+  // RBAC kinds: the escalation check runs on the object as it will be stored.
+  return withEscalationCheck(c, (old, obj) => recordUpdate(old, obj, id, ctx));
 }

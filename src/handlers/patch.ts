@@ -1,6 +1,7 @@
 // patch: JSON merge patch, JSON patch, strategic merge patch (built-in kinds only) and
 // server-side apply (spec 4.3, 4.9). Every non-apply patch records Update ownership of
 // the fields it changed; an apply owns what its configuration sets.
+import { withEscalationCheck } from '../auth/rbac/escalation.js';
 import { responseRepresentation, sendObject } from './representation.js';
 import { decodeApplyPatchCbor, parseYaml11, yamlDuplicatesOf } from '../codec/decode.js';
 import { boolParam, dryRunParam } from '../request/query.js';
@@ -98,7 +99,7 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
         plan = p.plan;
         return p.obj;
       },
-      fields: (old, obj) => finishApply(old, obj, plan!, id, { force }, ctx),
+      fields: withEscalationCheck(c, (old, obj) => finishApply(old, obj, plan!, id, { force }, ctx)),
     },
     (current) => {
       delete current.metadata.resourceVersion;

@@ -9,7 +9,7 @@
 import { errors } from '../errors.js';
 import { decodeObject, mediaTypeOf, parseBody } from '../codec/decode.js';
 import { fieldValidationMode, isJsonMediaType, validateBody } from '../registry/field-validation.js';
-import { decide, rulesFor, type AuthorizationAttributes } from '../http/filters/authorization.js';
+import type { Authorizer, AuthorizationAttributes } from '../http/filters/authorization.js';
 import type { FieldError } from '../registry/strategy.js';
 import { responseRepresentation, sendObject } from './representation.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
@@ -71,7 +71,7 @@ function specErrors(spec: any, self: boolean): FieldError[] {
   return errs;
 }
 
-function attributesOf(spec: any, user: string): AuthorizationAttributes {
+function attributesOf(spec: any, user: UserInfo): AuthorizationAttributes {
   const ra = spec.resourceAttributes;
   if (ra) {
     return {
@@ -90,8 +90,8 @@ function attributesOf(spec: any, user: string): AuthorizationAttributes {
   return { user, verb: nra.verb ?? '', resourceRequest: false, apiGroup: '', resource: '', subresource: '', namespace: '', name: '', path: nra.path ?? '' };
 }
 
-function accessStatus(modes: string[], attrs: AuthorizationAttributes): Record<string, unknown> {
-  const d = decide(modes, attrs);
+function accessStatus(authorizer: Authorizer, attrs: AuthorizationAttributes): Record<string, unknown> {
+  const d = authorizer.decide(attrs);
   // Our modes only allow or have no opinion (AlwaysDeny is kube's NoOpinion), so `denied` stays unset.
   return { allowed: d.allowed, ...(d.reason ? { reason: d.reason } : {}) };
 }
@@ -145,15 +145,19 @@ export async function handleReview(c: HandlerContext): Promise<void> {
         if (spec.nonResourceAttributes) errs.push({ field: 'spec.nonResourceAttributes', type: 'FieldValueInvalid', value: spec.nonResourceAttributes, detail: 'disallowed on this kind of request' });
       }
       if (errs.length) throw errors.invalid(kind, group, '', errs);
-      const subject = self ? user.name : (spec.user ?? '');
+      // A SubjectAccessReview asks about the user, groups and extra it names, as given (no
+      // system:authenticated added); the self kinds about the requesting user.
+      const subject: UserInfo = self
+        ? user
+        : { name: spec.user ?? '', uid: spec.uid ?? '', groups: Array.isArray(spec.groups) ? spec.groups : [], ...(spec.extra ? { extra: spec.extra } : {}) };
       if (local) base.metadata = { namespace: ns, creationTimestamp: null };
-      reply(c, { ...base, spec: compact(spec), status: accessStatus(auth.authorizationModes, attributesOf(spec, subject)) });
+      reply(c, { ...base, spec: compact(spec), status: accessStatus(auth.authorizer, attributesOf(spec, subject)) });
       return;
     }
     case 'SelfSubjectRulesReview': {
       const ns: string = body.spec?.namespace ?? '';
       if (!ns) throw errors.badRequest('no namespace on request');
-      const rules = rulesFor(auth.authorizationModes, user.name, ns);
+      const rules = auth.authorizer.rulesFor(user, ns);
       reply(c, { ...base, spec: {}, status: rules });
       return;
     }

@@ -4,7 +4,7 @@
 //   1. request-info     parse the path into verb/resource/namespace/name (everything after needs it)
 //   2. authentication   who is calling; a bad credential is 401 here, before anything else runs
 //   3. audit            (placeholder) records see the authenticated user
-//   4. impersonation    (placeholder) must follow authentication and precede authorization
+//   4. impersonation    act as another user (Impersonate-* headers): after authentication, before authorization
 //   5. flow-control     inflight limits and priority-and-fairness: rejects (429) before any real work
 //   6. authorization    may the (possibly impersonated) user do this verb on this resource
 //   7. handler          the router, then the verb's handler

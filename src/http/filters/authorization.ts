@@ -1,17 +1,22 @@
-// Authorization (--authorization-mode). AlwaysAllow and AlwaysDeny for now; RBAC and
-// Node plug in here later, in the order the flag gives.
+// Authorization (--authorization-mode): AlwaysAllow, AlwaysDeny, RBAC and Node, in the
+// order the flag gives (kube's union authorizer: the first mode that allows or denies
+// decides; one with no opinion passes the request on, its reason kept for the message).
 //
 // The filter decides the request's own verb. It also leaves the decision function on the
 // request (req.authorize), for the checks kube-apiserver makes later with another verb on
 // the same resource (a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential needs
-// "unsafe-delete-ignore-read-errors" as well).
+// "unsafe-delete-ignore-read-errors" as well), and for RBAC's escalation checks.
+//
+// Thread ownership: the front thread; the RBAC resolver's index lives there too.
 import type { Filter } from '../filter-chain.js';
 import type { ApiRequest } from '../types.js';
 import { errors } from '../../errors.js';
+import { ANONYMOUS, type UserInfo } from '../../auth/user.js';
+import type { RbacResolver } from '../../auth/rbac/resolver.js';
 
 /** kube's authorizer.Attributes, the part our modes look at. */
 export interface AuthorizationAttributes {
-  user: string;
+  user: UserInfo;
   verb: string;
   resourceRequest: boolean;
   apiGroup: string;
@@ -28,15 +33,6 @@ export interface Decision {
   reason: string;
 }
 
-/** Runs the modes in order; the first with an opinion decides, none means deny. */
-export function decide(modes: string[], _a: AuthorizationAttributes): Decision {
-  for (const mode of modes) {
-    if (mode === 'AlwaysAllow') return { allowed: true, reason: '' };
-    if (mode === 'AlwaysDeny') return { allowed: false, reason: 'Everything is forbidden.' };
-  }
-  return { allowed: false, reason: 'no authorizer has an opinion' };
-}
-
 export interface ResourceRule {
   verbs: string[];
   apiGroups?: string[];
@@ -51,60 +47,115 @@ export interface Rules {
   resourceRules: ResourceRule[];
   nonResourceRules: NonResourceRule[];
   incomplete: boolean;
+  evaluationError?: string;
 }
 
-/**
- * What a user may do in a namespace (kube's RuleResolver, behind SelfSubjectRulesReview):
- * the rules of every mode, in order. AlwaysAllow grants everything (`*` on every resource
- * and URL); AlwaysDeny grants nothing. Both are complete, as kube's are.
- */
-export function rulesFor(modes: string[], _user: string, _namespace: string): Rules {
-  const out: Rules = { resourceRules: [], nonResourceRules: [], incomplete: false };
-  for (const mode of modes) {
-    if (mode === 'AlwaysAllow') {
-      out.resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
-      out.nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
-    }
+/** Modes whose answer does not depend on the request. */
+const FIXED = new Set(['AlwaysAllow', 'AlwaysDeny']);
+
+export class Authorizer {
+  /** the decision when every mode is fixed (none then looks at the request), else null */
+  readonly fixed: Decision | null;
+
+  constructor(
+    readonly modes: string[],
+    readonly rbac: RbacResolver | null = null,
+  ) {
+    this.fixed = modes.every((m) => FIXED.has(m)) ? this.decide({} as AuthorizationAttributes) : null;
   }
-  return out;
+
+  /** Runs the modes in order; the first that allows decides; none means deny, with their reasons. */
+  decide(a: AuthorizationAttributes): Decision {
+    let reasons: string[] | null = null;
+    for (const mode of this.modes) {
+      let d: Decision | null = null;
+      if (mode === 'AlwaysAllow') return { allowed: true, reason: '' };
+      // kube's AlwaysDeny has no opinion: a later mode may still allow
+      if (mode === 'AlwaysDeny') d = { allowed: false, reason: 'Everything is forbidden.' };
+      else if (mode === 'RBAC' && this.rbac) {
+        d = this.rbac.authorize(a);
+        if (d.allowed) return d;
+      }
+      // Node: no opinion (kubeshard runs no kubelets; system:node:* identities get nothing from it)
+      if (d?.reason) (reasons ??= []).push(d.reason);
+    }
+    return { allowed: false, reason: reasons ? reasons.join('\n') : '' };
+  }
+
+  /**
+   * What a user may do in a namespace (kube's RuleResolver, behind SelfSubjectRulesReview):
+   * the rules of every mode, in order. AlwaysAllow grants everything (`*` on every resource
+   * and URL); AlwaysDeny and Node grant nothing; RBAC its bound rules.
+   */
+  rulesFor(user: UserInfo, namespace: string): Rules {
+    const out: Rules = { resourceRules: [], nonResourceRules: [], incomplete: false };
+    const errs: string[] = [];
+    for (const mode of this.modes) {
+      if (mode === 'AlwaysAllow') {
+        out.resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
+        out.nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
+      } else if (mode === 'RBAC' && this.rbac) {
+        const r = this.rbac.resolve(user, namespace);
+        for (const { rule } of r.rules) {
+          if (rule.resources?.length) out.resourceRules.push({ verbs: rule.verbs, apiGroups: rule.apiGroups, resources: rule.resources, ...(rule.resourceNames?.length ? { resourceNames: rule.resourceNames } : {}) });
+          if (rule.nonResourceURLs?.length) out.nonResourceRules.push({ verbs: rule.verbs, nonResourceURLs: rule.nonResourceURLs });
+        }
+        errs.push(...r.errors);
+      }
+    }
+    if (errs.length) out.evaluationError = errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`;
+    return out;
+  }
 }
 
-export function authorizationFilter(modes: string[]): Filter {
+/** The attributes of a request, for a verb (the request's own or another). */
+export function attributesOfRequest(req: ApiRequest, verb?: string): AuthorizationAttributes {
+  const info = req.requestInfo!;
+  return {
+    user: req.user ?? ANONYMOUS,
+    verb: verb ?? info.verb,
+    resourceRequest: info.isResourceRequest,
+    apiGroup: info.apiGroup,
+    resource: info.resource,
+    subresource: info.subresource,
+    namespace: info.namespace,
+    name: info.name,
+    path: info.path,
+  };
+}
+
+/** kube's forbidden message for a request the authorizer refused (with the modes' reasons after a colon). */
+export function forbiddenError(attrs: AuthorizationAttributes, reason: string): Error {
+  const user = attrs.user.name;
+  const tail = reason ? `: ${reason}` : '';
+  if (!attrs.resourceRequest) {
+    return errors.forbidden({ group: '', resource: '' }, undefined, `forbidden: User "${user}" cannot ${attrs.verb} path "${attrs.path}"${tail}`);
+  }
+  // A subresource is a resource of its own to the authorizer ("pods/eviction").
+  const gr = { group: attrs.apiGroup, resource: attrs.resource };
+  const scope = attrs.namespace ? ` in the namespace "${attrs.namespace}"` : ' at the cluster scope';
+  const res = attrs.apiGroup ? `${attrs.resource}.${attrs.apiGroup}` : attrs.resource;
+  const what = attrs.name ? `${res} "${attrs.name}"` : res;
+  return errors.forbidden(gr, attrs.name || undefined, `${what} is forbidden: User "${user}" cannot ${attrs.verb} resource "${attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource}" in API group "${attrs.apiGroup}"${scope}${tail}`);
+}
+
+export function authorizationFilter(authorizer: Authorizer): Filter {
   // Modes whose answer does not depend on the request (AlwaysAllow, AlwaysDeny) are decided
   // once: no attributes, closure or decision built per request.
-  const fixed = modes.every((m) => m === 'AlwaysAllow' || m === 'AlwaysDeny') ? decide(modes, {} as AuthorizationAttributes) : null;
+  const fixed = authorizer.fixed;
   const fixedAuthorize = fixed ? () => ({ allowed: fixed.allowed, reason: fixed.reason }) : null;
   return {
     name: 'authorization',
     run(req) {
-      const info = req.requestInfo!;
       if (fixedAuthorize && fixed!.allowed) {
         req.authorize = fixedAuthorize;
         return;
       }
-      const user = req.user?.name ?? 'system:anonymous';
-      const attrs: AuthorizationAttributes = {
-        user,
-        verb: info.verb,
-        resourceRequest: info.isResourceRequest,
-        apiGroup: info.apiGroup,
-        resource: info.resource,
-        subresource: info.subresource,
-        namespace: info.namespace,
-        name: info.name,
-        path: info.path,
-      };
-      req.authorize = (verb) => decide(modes, { ...attrs, verb });
-      if (decide(modes, attrs).allowed) return;
-      if (!info.isResourceRequest) {
-        throw errors.forbidden({ group: '', resource: '' }, undefined, `forbidden: User "${user}" cannot ${info.verb} path "${info.path}"`);
-      }
-      // A subresource is a resource of its own to the authorizer ("pods/eviction").
-      const gr = { group: info.apiGroup, resource: info.resource };
-      const scope = info.namespace ? ` in the namespace "${info.namespace}"` : ' at the cluster scope';
-      const res = info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
-      const what = info.name ? `${res} "${info.name}"` : res;
-      throw errors.forbidden(gr, info.name || undefined, `${what} is forbidden: User "${user}" cannot ${info.verb} resource "${info.subresource ? `${info.resource}/${info.subresource}` : info.resource}" in API group "${info.apiGroup}"${scope}`);
+      const attrs = attributesOfRequest(req);
+      req.authorize = (verb) => authorizer.decide({ ...attrs, verb });
+      const d = authorizer.decide(attrs);
+      if (d.allowed) return;
+      throw forbiddenError(attrs, d.reason);
     },
   };
 }

@@ -3,6 +3,3 @@ import type { Filter } from '../filter-chain.js';
 
 /** Audit (spec 6.2): will record each request with the authenticated user. */
 export const auditFilter: Filter = { name: 'audit', run() {} };
-
-/** Impersonation (Impersonate-User / -Group headers): must sit between authn and authz. */
-export const impersonationFilter: Filter = { name: 'impersonation', run() {} };

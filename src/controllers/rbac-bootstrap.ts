@@ -1,0 +1,92 @@
+// RBAC's bootstrap policy upkeep (kube-apiserver's rbac/bootstrap-roles post-start hook): at
+// start every default ClusterRole and ClusterRoleBinding is created when missing, and one
+// that still says rbac.authorization.kubernetes.io/autoupdate "true" is reconciled as kube
+// does: missing labels, annotations, rules and subjects are added, nothing is removed (a
+// user who set "false" keeps theirs). Runs whatever the authorization mode, as kube does.
+//
+// Thread ownership: the front thread. Writes go through the generic store without a field
+// manager hook, so they skip the escalation checks a client's write meets.
+import type { Targets } from '../api/targets.js';
+import { StatusError } from '../errors.js';
+import { entryObject } from '../../workers/watch/watch-cache.js';
+import { objectKey, type ResourceTarget, type Store } from '../registry/store.js';
+import { AUTOUPDATE_ANNOTATION, bootstrapClusterRoleBindings, bootstrapClusterRoles } from '../auth/rbac/bootstrap-policy.js';
+import { RBAC_GROUP } from '../auth/rbac/resolver.js';
+import { ruleOf, uncovered } from '../auth/rbac/rules.js';
+
+const sameSubject = (a: any, b: any) => a?.kind === b?.kind && a?.name === b?.name && (a?.namespace ?? '') === (b?.namespace ?? '');
+
+/** The reconciled object (kube's computeReconciledRole / RoleBinding), or null when nothing is missing. */
+function reconcile(have: any, want: any): any | null {
+  const out = structuredClone(have);
+  let changed = false;
+  for (const key of ['labels', 'annotations'] as const) {
+    for (const [k, v] of Object.entries(want.metadata[key] ?? {})) {
+      if (out.metadata[key]?.[k] !== undefined) continue;
+      (out.metadata[key] ??= {})[k] = v;
+      changed = true;
+    }
+  }
+  if (want.kind === 'ClusterRole') {
+    if (want.aggregationRule) {
+      const sels: any[] = out.aggregationRule?.clusterRoleSelectors ?? [];
+      for (const s of want.aggregationRule.clusterRoleSelectors) {
+        if (sels.some((x) => JSON.stringify(x) === JSON.stringify(s))) continue;
+        out.aggregationRule = { clusterRoleSelectors: [...sels, s] };
+        changed = true;
+      }
+    } else {
+      const missing = uncovered((out.rules ?? []).map(ruleOf), want.rules ?? []);
+      if (missing.length) {
+        out.rules = [...(out.rules ?? []), ...missing];
+        changed = true;
+      }
+    }
+  } else {
+    for (const s of want.subjects) {
+      if ((out.subjects ?? []).some((x: any) => sameSubject(x, s))) continue;
+      (out.subjects ??= []).push(s);
+      changed = true;
+    }
+  }
+  return changed ? out : null;
+}
+
+export class RbacBootstrap {
+  readonly clusterRolesT: ResourceTarget;
+  readonly clusterBindingsT: ResourceTarget;
+
+  constructor(
+    private store: Store,
+    targets: Targets,
+  ) {
+    this.clusterRolesT = targets.resolve(RBAC_GROUP, 'v1', 'clusterroles')!;
+    this.clusterBindingsT = targets.resolve(RBAC_GROUP, 'v1', 'clusterrolebindings')!;
+  }
+
+  async start(): Promise<void> {
+    for (const o of bootstrapClusterRoles()) await this.ensure(this.clusterRolesT, o);
+    for (const o of bootstrapClusterRoleBindings()) await this.ensure(this.clusterBindingsT, o);
+  }
+
+  private async ensure(t: ResourceTarget, want: any): Promise<void> {
+    const name = want.metadata.name;
+    try {
+      const cur = this.store.cacheOf(t).items.get(objectKey('', name));
+      if (!cur) {
+        await this.store.create(t, '', structuredClone(want), { dryRun: false });
+        return;
+      }
+      const obj = entryObject(cur);
+      if (obj?.metadata?.annotations?.[AUTOUPDATE_ANNOTATION] !== 'true' || obj?.metadata?.deletionTimestamp) return;
+      if (!reconcile(obj, want)) return;
+      await this.store.guaranteedUpdate(t, '', name, { dryRun: false, subresource: '' }, (o) => {
+        delete o.metadata.resourceVersion;
+        return reconcile(o, want) ?? o;
+      });
+    } catch (e) {
+      // A race with a client (409) leaves the client's object; anything else is worth a line.
+      if (!(e instanceof StatusError && e.code === 409)) console.warn(`W rbac bootstrap: ${t.gr} ${name}: ${e}`);
+    }
+  }
+}
