@@ -32,7 +32,9 @@ import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
-import { auditFilter, impersonationFilter } from './http/filters/placeholders.js';
+import { impersonationFilter } from './http/filters/placeholders.js';
+import { auditFilter } from './http/filters/audit.js';
+import { createAuditor } from './audit/auditor.js';
 import { authorizationFilter } from './http/filters/authorization.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
@@ -59,6 +61,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   features.reset();
   features.set(o.featureGates);
   for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
+  // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
+  const auditor = createAuditor(o.audit);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
@@ -204,7 +208,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const chain = new FilterChain([
     requestInfoFilter,
     authenticationFilter(authOpts, tokenAuthenticator),
-    auditFilter,
+    // Only when auditing is on: otherwise requests never meet the filter.
+    ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter,
     flowControl,
     authorizationFilter(o.authorizationMode),
@@ -243,6 +248,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
+        // What the audit backends buffered is written (or sent) before the process exits.
+        await auditor?.backend.shutdown();
         await coord.close();
       })();
       return stopping;

@@ -69,6 +69,12 @@ export function rulesFor(modes: string[], _user: string, _namespace: string): Ru
   return out;
 }
 
+/** kube's audit annotations of the authorization decision ("allow" or "forbid", and the deciding mode's reason). */
+function annotateDecision(req: ApiRequest, d: Decision): void {
+  req.audit!.annotate('authorization.k8s.io/decision', d.allowed ? 'allow' : 'forbid');
+  req.audit!.annotate('authorization.k8s.io/reason', d.reason);
+}
+
 export function authorizationFilter(modes: string[]): Filter {
   // Modes whose answer does not depend on the request (AlwaysAllow, AlwaysDeny) are decided
   // once: no attributes, closure or decision built per request.
@@ -80,6 +86,7 @@ export function authorizationFilter(modes: string[]): Filter {
       const info = req.requestInfo!;
       if (fixedAuthorize && fixed!.allowed) {
         req.authorize = fixedAuthorize;
+        if (req.audit !== undefined) annotateDecision(req, fixed!);
         return;
       }
       const user = req.user?.name ?? 'system:anonymous';
@@ -95,7 +102,9 @@ export function authorizationFilter(modes: string[]): Filter {
         path: info.path,
       };
       req.authorize = (verb) => decide(modes, { ...attrs, verb });
-      if (decide(modes, attrs).allowed) return;
+      const decision = decide(modes, attrs);
+      if (req.audit !== undefined) annotateDecision(req, decision);
+      if (decision.allowed) return;
       if (!info.isResourceRequest) {
         throw errors.forbidden({ group: '', resource: '' }, undefined, `forbidden: User "${user}" cannot ${info.verb} path "${info.path}"`);
       }
