@@ -22,6 +22,7 @@ import type { ApiRequest, AuditHook, HeaderList, ResponseSink } from '../types.j
 import { StatusError } from '../../errors.js';
 import type { Auditor } from '../../audit/auditor.js';
 import { AUDIT_API_VERSION, microNow, withoutManagedFields, type AuditEvent, type ObjectReference, type ResponseStatus } from '../../audit/event.js';
+import { mediaTypeOf, parseBody } from '../../codec/decode.js';
 import { evaluate, levelRank, type Decision, type Stage } from '../../audit/policy.js';
 
 /** kube-apiserver's long-running requests: these get a ResponseStarted event. */
@@ -43,8 +44,18 @@ function contentTypeOf(headers: HeaderList | Record<string, string>): string {
   return headers['content-type'] ?? '';
 }
 
-/** A body as an object, when it is JSON or YAML (other media types are not decoded for the record). */
+/**
+ * A body as an object: through the server's own decoding (JSON, YAML, protobuf, CBOR) when
+ * it takes the media type, else as JSON or YAML text (the patch types). A body that does not
+ * decode is recorded without its object.
+ */
 function decodeBody(body: Uint8Array | string, contentType: string): unknown {
+  try {
+    const mt = mediaTypeOf(contentType);
+    if (mt !== '' && !mt.includes('patch')) return parseBody(typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength), contentType);
+  } catch {
+    // not one of the object media types: try text
+  }
   try {
     if (contentType === '' || contentType.includes('json')) return JSON.parse(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString());
     if (contentType.includes('yaml')) return parseYaml(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString());
@@ -68,6 +79,15 @@ function sourceIPs(req: ApiRequest): string[] {
   if (real && !out.includes(real)) out.push(real);
   const peer = req.remoteAddress;
   if (peer && !out.includes(peer)) out.push(peer);
+  return out;
+}
+
+const REF_KEYS = ['resource', 'namespace', 'name', 'uid', 'apiGroup', 'apiVersion', 'resourceVersion', 'subresource'] as const;
+
+/** A copy of the objectRef in kube's field order (uid and resourceVersion may have been added last). */
+function orderedRef(r: ObjectReference): ObjectReference {
+  const out: ObjectReference = {};
+  for (const k of REF_KEYS) if (r[k]) out[k] = r[k];
   return out;
 }
 
@@ -119,8 +139,8 @@ class AuditRecord implements AuditHook {
       if (info.resource) ref.resource = info.resource;
       if (info.namespace) ref.namespace = info.namespace;
       if (info.name) ref.name = info.name;
-      ref.apiGroup = info.apiGroup;
-      ref.apiVersion = info.apiVersion;
+      if (info.apiGroup) ref.apiGroup = info.apiGroup;
+      if (info.apiVersion) ref.apiVersion = info.apiVersion;
       if (info.subresource) ref.subresource = info.subresource;
       ev.objectRef = ref;
     }
@@ -151,7 +171,7 @@ class AuditRecord implements AuditHook {
     if (e.impersonatedUser) out.impersonatedUser = e.impersonatedUser;
     if (e.sourceIPs?.length) out.sourceIPs = e.sourceIPs;
     if (e.userAgent) out.userAgent = e.userAgent;
-    if (e.objectRef) out.objectRef = { ...e.objectRef };
+    if (e.objectRef) out.objectRef = orderedRef(e.objectRef);
     if (e.responseStatus) out.responseStatus = e.responseStatus;
     if (e.requestObject !== undefined) out.requestObject = e.requestObject;
     if (e.responseObject !== undefined) out.responseObject = e.responseObject;
@@ -200,14 +220,20 @@ class AuditRecord implements AuditHook {
     this.ev.responseStatus = rs;
     if (!parts || this.rank < METADATA) return;
     const ct = contentTypeOf(headers);
-    if (!ct.includes('json')) return;
-    const first = parts[0];
-    const head = typeof first === 'string' ? first.slice(0, 20) : Buffer.from(first.buffer, first.byteOffset, Math.min(20, first.byteLength)).toString();
-    const isStatus = head.startsWith('{"kind":"Status"');
-    if (!isStatus && this.rank < REQUEST_RESPONSE) return;
+    let maybeStatus: boolean;
+    if (ct.includes('json')) {
+      // A JSON Status is written kind first: found without parsing the body.
+      const first = parts[0];
+      const head = typeof first === 'string' ? first.slice(0, 20) : Buffer.from(first.buffer, first.byteOffset, Math.min(20, first.byteLength)).toString();
+      maybeStatus = head.startsWith('{"kind":"Status"');
+    } else {
+      // protobuf, CBOR: only errors and deletes answer with a Status
+      maybeStatus = code >= 300 || this.req.requestInfo!.verb.startsWith('delete');
+    }
+    if (!maybeStatus && this.rank < REQUEST_RESPONSE) return;
     const obj = decodeBody(joinParts(parts), ct) as any;
-    if (obj === undefined) return;
-    if (isStatus && obj && typeof obj === 'object') {
+    if (obj === undefined || obj === null) return;
+    if (maybeStatus && typeof obj === 'object' && obj.kind === 'Status') {
       if (obj.status) rs.status = obj.status;
       if (obj.message) rs.message = obj.message;
       if (obj.reason) rs.reason = obj.reason;
