@@ -64,8 +64,14 @@ export class LogWriter implements Writer {
   write(events: AuditEvent[]): boolean {
     let text = '';
     for (const ev of events) text += this.encode(ev);
+    if (this.fd === 1) {
+      // Standard out through the process's stream: a pipe there may be non-blocking, where a
+      // writeSync could fail with EAGAIN; the stream keeps the lines in order either way.
+      process.stdout.write(text);
+      return true;
+    }
     const buf = Buffer.from(text);
-    if (this.fd !== 1 && this.size > 0 && this.size + buf.length > this.maxBytes) this.rotate();
+    if (this.size > 0 && this.size + buf.length > this.maxBytes) this.rotate();
     let off = 0;
     while (off < buf.length) off += writeSync(this.fd, buf, off);
     this.size += buf.length;

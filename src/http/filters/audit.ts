@@ -269,11 +269,18 @@ class AuditRecord implements AuditHook {
     void this.emit('ResponseStarted');
   }
 
-  streamEnded(): void {
+  /**
+   * The response ended without a send this record saw (the client went away first): the
+   * record still ends, as kube's does when its handler returns, with code 200 when no
+   * status was set.
+   */
+  ended(): void {
     if (this.finished) return;
     this.finished = true;
+    this.ev.responseStatus ??= { metadata: {}, code: 200 };
     void this.emit(this.panic !== undefined ? 'Panic' : 'ResponseComplete');
   }
+
 }
 
 /** Shadows the sink's sending methods with ones that record the response first. */
@@ -290,8 +297,9 @@ function wrapSink(rec: AuditRecord, res: ResponseSink): void {
   res.startStream = function (status, headers) {
     rec.streamStarted(status);
     startStream.call(res, status, headers);
-    res.onDone(() => rec.streamEnded());
   };
+  // The end of a stream (a watch), or of a request whose client left before its answer.
+  res.onDone(() => rec.ended());
 }
 
 const FAILED_TO_STORE = 'failed to store audit event';
