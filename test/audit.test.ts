@@ -298,6 +298,41 @@ users:
   });
 });
 
+describe('blocking modes with the webhook down', () => {
+  /** a kubeconfig naming a port nothing listens on */
+  async function deadWebhook(): Promise<string> {
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const file = join(dir, `dead-${port}.kubeconfig`);
+    writeFileSync(file, `apiVersion: v1\nkind: Config\nclusters:\n- name: d\n  cluster: {server: "http://127.0.0.1:${port}"}\nusers:\n- name: d\n  user: {}\n`);
+    return file;
+  }
+
+  it('blocking-strict fails a request whose RequestReceived event cannot be stored; blocking does not', async () => {
+    const file = await deadWebhook();
+    for (const mode of ['blocking-strict', 'blocking']) {
+      const s = await startServer({ args: ['--audit-policy-file', policyFile, '--audit-webhook-config-file', file, '--audit-webhook-mode', mode, '--audit-webhook-initial-backoff', '0.01s'] });
+      try {
+        // configmaps are audited; a request the policy does not record is never held up
+        const r = await request(s, 'GET', '/api/v1/namespaces/default/configmaps');
+        const sa = await request(s, 'GET', '/api/v1/namespaces/default/serviceaccounts');
+        expect(sa.status).toBe(200);
+        if (mode === 'blocking-strict') {
+          expect(r.status).toBe(500);
+          expect(r.body).toContain('failed to store audit event');
+        } else {
+          expect(r.status).toBe(200);
+        }
+      } finally {
+        await s.stop();
+        s.cleanup();
+      }
+    }
+  });
+});
+
 describe('bad audit configuration stops start-up', () => {
   it('a policy with an unknown level', async () => {
     const bad = join(dir, 'bad-policy.yaml');
