@@ -33,7 +33,7 @@ import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
 import { impersonationFilter } from './http/filters/placeholders.js';
-import { auditFilter } from './http/filters/audit.js';
+import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { authorizationFilter } from './http/filters/authorization.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
@@ -207,7 +207,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   });
   const chain = new FilterChain([
     requestInfoFilter,
-    authenticationFilter(authOpts, tokenAuthenticator),
+    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),
     // Only when auditing is on: otherwise requests never meet the filter.
     ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter,

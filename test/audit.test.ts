@@ -133,6 +133,14 @@ describe('audit log (json, blocking)', () => {
     expect(ev.responseStatus.details).toMatchObject({ name: 'nope', kind: 'configmaps' });
   });
 
+  it('a failed authentication is recorded: one ResponseStarted event, no user', async () => {
+    const r = await request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, { authorization: 'Bearer wrong-token' });
+    expect(r.status).toBe(401);
+    const evs = events().filter((e) => e.auditID === r.headers['audit-id']);
+    expect(evs.length).toBe(1);
+    expect(evs[0]).toMatchObject({ stage: 'ResponseStarted', verb: 'list', user: {}, responseStatus: { metadata: {}, message: 'Authentication failed, attempted: bearer', code: 401 } });
+  });
+
   it('delete is recorded with its response status', async () => {
     await k(['delete', 'cm', 'c1', '-n', 'default']);
     const ev = events().find((e) => e.verb === 'delete' && e.objectRef?.name === 'c1' && e.stage === 'ResponseComplete');

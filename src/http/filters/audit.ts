@@ -269,6 +269,13 @@ class AuditRecord implements AuditHook {
     void this.emit('ResponseStarted');
   }
 
+  /** kube's record of a request that failed authentication: one ResponseStarted event, no user. */
+  failedAuthentication(code: number, message: string): void {
+    this.finished = true;
+    this.ev.responseStatus = { metadata: {}, message, code };
+    void this.emit('ResponseStarted');
+  }
+
   /**
    * The response ended without a send this record saw (the client went away first): the
    * record still ends, as kube's does when its handler returns, with code 200 when no
@@ -333,6 +340,61 @@ export function auditFilter(a: Auditor): Filter {
       return r.then((ok) => {
         if (!ok && a.strict) throw fail();
       });
+    },
+  };
+}
+
+/** What kube says a failed authentication attempted: the kinds of credential the request carried. */
+function authMethodsMessage(req: ApiRequest): string {
+  const methods: string[] = [];
+  const auth = (req.headers['authorization'] ?? '').trim();
+  if (/^basic\s+\S/i.test(auth)) methods.push('basic');
+  const parts = auth.split(' ');
+  if (parts.length > 1 && parts[0].toLowerCase() === 'bearer') methods.push('bearer');
+  if (req.rawQuery.includes('access_token=') && req.query.get('access_token')?.trim()) methods.push('access_token');
+  if (req.clientCert) methods.push('x509');
+  return methods.length ? `Authentication failed, attempted: ${methods.join(', ')}` : 'Authentication failed, no credentials provided';
+}
+
+function isUnauthorized(err: unknown): boolean {
+  return err instanceof StatusError && err.code === 401;
+}
+
+/**
+ * The authentication filter, with kube's record of a failed authentication: the audit
+ * filter comes after authentication and never sees such a request, so this one records it
+ * (as the policy decides for a request without a user) when the filter rejects it with a 401.
+ */
+export function withFailedAuthenticationAudit(inner: Filter, a: Auditor): Filter {
+  const record = (req: ApiRequest, res: ResponseSink) => {
+    const id = req.headers['audit-id'] || randomUUID();
+    req.responseHeaders = [['Audit-Id', id]];
+    const d = evaluate(a.policy, undefined, req.requestInfo!);
+    if (d.level === 'None') return;
+    const rec = new AuditRecord(a, req, id, d, false);
+    const send = res.send;
+    res.send = function (status, headers, body) {
+      rec.failedAuthentication(status, authMethodsMessage(req));
+      send.call(res, status, headers, body);
+    };
+  };
+  return {
+    name: inner.name,
+    run(req, res) {
+      let r;
+      try {
+        r = inner.run(req, res);
+      } catch (e) {
+        if (isUnauthorized(e)) record(req, res);
+        throw e;
+      }
+      if (r && typeof (r as Promise<unknown>).then === 'function') {
+        return (r as Promise<void | boolean>).catch((e) => {
+          if (isUnauthorized(e)) record(req, res);
+          throw e;
+        });
+      }
+      return r;
     },
   };
 }
