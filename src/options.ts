@@ -1,4 +1,5 @@
 import { FeatureGates, FeatureGateError } from './features.js';
+import { backendFlags, defaultAuditOptions, validateAuditOptions, type AuditOptions } from './audit/audit-options.js';
 
 // Command-line flags, named and defaulted as kube-apiserver's where kube-apiserver has
 // them. A flag we do not know, or a value we cannot use, stops start-up with a message.
@@ -54,11 +55,13 @@ export interface ServerOptions {
   disableAdmissionPlugins: string[];
   /** --controllers: kube-controller-manager's list of the in-process controllers ('*', 'name', '-name') */
   controllers: string[];
+  /** the --audit-* flags */
+  audit: AuditOptions;
 }
 
 export class FlagError extends Error {}
 
-type Kind = 'int' | 'string' | 'bool' | 'duration' | 'list';
+type Kind = 'int' | 'float' | 'string' | 'bool' | 'duration' | 'list';
 
 interface FlagSpec {
   kind: Kind;
@@ -184,7 +187,24 @@ const FLAGS: Record<string, FlagSpec> = {
       o.serviceNodePortRange = { min: Number(m[1]), max: Number(m[2]) };
     },
   },
+  'audit-policy-file': { kind: 'string', help: 'Path to the audit.k8s.io/v1 Policy (YAML or JSON) deciding what is audited; without it nothing is.', set: (o, v) => (o.audit.policyFile = v) },
+  'audit-log-path': { kind: 'string', help: "If set, audit events are written to this file; '-' means standard out.", set: (o, v) => (o.audit.log.path = v) },
+  'audit-log-format': { kind: 'string', help: 'Format of the audit log: "legacy" (one line of text per event) or "json" (one Event per line). (default "json")', set: (o, v) => (o.audit.log.format = v) },
+  'audit-log-maxage': { kind: 'int', help: 'Days to keep old audit log files (by the timestamp in their name); 0 keeps them.', set: (o, v) => (o.audit.log.maxAge = v) },
+  'audit-log-maxbackup': { kind: 'int', help: 'Old audit log files to keep; 0 keeps them all.', set: (o, v) => (o.audit.log.maxBackup = v) },
+  'audit-log-maxsize': { kind: 'int', help: 'Megabytes of the audit log file before it is rotated. (default 100 when 0)', set: (o, v) => (o.audit.log.maxSize = v) },
+  'audit-log-compress': { kind: 'bool', help: 'Gzip rotated audit log files.', set: (o, v) => (o.audit.log.compress = v) },
+  ...auditFlags('log'),
+  'audit-webhook-config-file': { kind: 'string', help: 'Path to a kubeconfig naming the remote audit webhook (its server, and how to authenticate to it).', set: (o, v) => (o.audit.webhook.configFile = v) },
+  'audit-webhook-initial-backoff': { kind: 'duration', help: 'Wait before the first retry of a failed webhook request; later ones back off exponentially. (default 10s)', set: (o, v) => (o.audit.webhook.initialBackoff = v) },
+  ...auditFlags('webhook'),
 };
+
+function auditFlags(plugin: 'log' | 'webhook'): Record<string, FlagSpec> {
+  const out: Record<string, FlagSpec> = {};
+  for (const [name, f] of Object.entries(backendFlags(plugin))) out[name] = { kind: f.kind, help: f.help, set: (o, v) => f.set(o.audit, v) };
+  return out;
+}
 
 const DEFAULT_ISSUERS = ['https://kubernetes.default.svc.cluster.local'];
 
@@ -231,6 +251,7 @@ export function defaultOptions(): ServerOptions {
     serviceAccountMaxTokenExpirationSeconds: 0,
     serviceAccountJwksUri: '',
     serviceAccountExtendTokenExpiration: true,
+    audit: defaultAuditOptions(),
   };
 }
 
@@ -263,6 +284,10 @@ export function parseArgs(argv: string[]): ServerOptions | 'help' {
     switch (spec.kind) {
       case 'int':
         if (!/^-?\d+$/.test(value)) throw new FlagError(`invalid argument "${value}" for "--${name}" flag: strconv.ParseInt: parsing "${value}": invalid syntax`);
+        parsed = Number(value);
+        break;
+      case 'float':
+        if (!/^-?(\d+\.?\d*|\.\d+)(e-?\d+)?$/i.test(value)) throw new FlagError(`invalid argument "${value}" for "--${name}" flag: strconv.ParseFloat: parsing "${value}": invalid syntax`);
         parsed = Number(value);
         break;
       case 'bool':
@@ -316,4 +341,9 @@ function validate(o: ServerOptions): void {
     throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);
   }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
+  try {
+    validateAuditOptions(o.audit);
+  } catch (e) {
+    throw new FlagError((e as Error).message);
+  }
 }

@@ -32,8 +32,9 @@ import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
-import { auditFilter } from './http/filters/placeholders.js';
 import { impersonationFilter } from './http/filters/impersonation.js';
+import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
+import { createAuditor } from './audit/auditor.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
@@ -63,6 +64,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   features.reset();
   features.set(o.featureGates);
   for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
+  // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
+  const auditor = createAuditor(o.audit);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
@@ -223,8 +226,9 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   });
   const chain = new FilterChain([
     requestInfoFilter,
-    authenticationFilter(authOpts, tokenAuthenticator),
-    auditFilter,
+    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),
+    // Only when auditing is on: otherwise requests never meet the filter.
+    ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter(authorizer),
     flowControl,
     authorizationFilter(authorizer),
@@ -264,6 +268,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
+        // What the audit backends buffered is written (or sent) before the process exits.
+        await auditor?.backend.shutdown();
         await coord.close();
       })();
       return stopping;

@@ -156,6 +156,10 @@ export class Router implements Filter {
     if (dep) {
       this.deps.metrics?.deprecatedRequested(target.info.group, target.info.version, target.info.resource, info.subresource, dep.removed ?? '');
       if (!info.subresource) (req.warnings ??= []).push(deprecationWarning(target.info.group, target.info.version, target.info.kind, dep));
+      if (req.audit !== undefined) {
+        req.audit.annotate('k8s.io/deprecated', 'true');
+        if (dep.removed) req.audit.annotate('k8s.io/removed-release', dep.removed);
+      }
     }
     let verbs = target.info.verbs;
     const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });

@@ -132,7 +132,8 @@ export class PriorityAndFairness {
         if (info.verb === 'proxy' || (info.subresource !== '' && info.isResourceRequest && LONG_RUNNING_SUBRESOURCES.has(info.subresource))) return;
         const c = classifier.classify(req.user!, info);
         if (c === null) return;
-        req.responseHeaders = c.headers;
+        // The audit filter may have put the Audit-Id header first: the shared list is never mutated.
+        req.responseHeaders = req.responseHeaders === undefined ? c.headers : req.responseHeaders.concat(c.headers);
         const h = this.handleOf(c);
         const level = c.level;
         if (level.exempt || info.verb === 'watch') {

@@ -2,7 +2,7 @@
 // handling the request leave as one `Warning: 299 - "..."` header each.
 import { gzip } from 'node:zlib';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
-import { toStatusError } from '../errors.js';
+import { StatusError, toStatusError } from '../errors.js';
 import { features } from '../features.js';
 import { negotiateError } from '../codec/negotiate.js';
 import { encodeStatus } from '../codec/representation.js';
@@ -67,6 +67,8 @@ export function sendText(res: ResponseSink, code: number, text: string, contentT
 
 export function sendError(req: ApiRequest | null, res: ResponseSink, err: unknown): void {
   const se = toStatusError(err);
+  // An unexpected error is kube's handler panic: the audit record ends at the Panic stage.
+  if (req?.audit !== undefined && !(err instanceof StatusError)) req.audit.panicked(err);
   if (se.code >= 500 && se.code !== 503 && se.code !== 504) console.error('internal error:', err);
   const extra: HeaderList = [];
   if (se.headers) for (const [k, v] of Object.entries(se.headers)) extra.push([k, v]);

@@ -30,6 +30,18 @@ export interface ApiRequest {
    * priority-and-fairness headers); a shared list, never mutated once set.
    */
   responseHeaders?: HeaderList;
+  /** The request's audit record, when auditing is on and the policy records it (src/http/filters/audit.ts). */
+  audit?: AuditHook;
+}
+
+/** What the rest of the chain tells the audit record of a request. */
+export interface AuditHook {
+  /** An audit annotation (the authorization decision, a deprecated API's use). */
+  annotate(key: string, value: string): void;
+  /** The handler failed with an unexpected error: the record ends at the Panic stage. */
+  panicked(err: unknown): void;
+  /** The request runs as another user (impersonation): the event keeps both. */
+  impersonated(user: UserInfo): void;
 }
 
 export type HeaderList = Array<[string, string]>;

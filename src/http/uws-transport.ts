@@ -373,6 +373,7 @@ class UwsRequest implements ApiRequest {
   user?: ApiRequest['user'];
   warnings?: string[];
   responseHeaders?: HeaderList;
+  audit?: ApiRequest['audit'];
   clientCert?: ApiRequest['clientCert'];
   private parsedQuery?: URLSearchParams;
   private peer?: string;

@@ -139,6 +139,12 @@ export function forbiddenError(attrs: AuthorizationAttributes, reason: string): 
   return errors.forbidden(gr, attrs.name || undefined, `${what} is forbidden: User "${user}" cannot ${attrs.verb} resource "${attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource}" in API group "${attrs.apiGroup}"${scope}${tail}`);
 }
 
+/** kube's audit annotations of the authorization decision ("allow" or "forbid", and the deciding mode's reason). */
+function annotateDecision(req: ApiRequest, d: Decision): void {
+  req.audit!.annotate('authorization.k8s.io/decision', d.allowed ? 'allow' : 'forbid');
+  req.audit!.annotate('authorization.k8s.io/reason', d.reason);
+}
+
 export function authorizationFilter(authorizer: Authorizer): Filter {
   // Modes whose answer does not depend on the request (AlwaysAllow, AlwaysDeny) are decided
   // once: no attributes, closure or decision built per request.
@@ -149,11 +155,13 @@ export function authorizationFilter(authorizer: Authorizer): Filter {
     run(req) {
       if (fixedAuthorize && fixed!.allowed) {
         req.authorize = fixedAuthorize;
+        if (req.audit !== undefined) annotateDecision(req, fixed!);
         return;
       }
       const attrs = attributesOfRequest(req);
       req.authorize = (verb) => authorizer.decide({ ...attrs, verb });
       const d = authorizer.decide(attrs);
+      if (req.audit !== undefined) annotateDecision(req, d);
       if (d.allowed) return;
       throw forbiddenError(attrs, d.reason);
     },

@@ -107,6 +107,7 @@ export function impersonationFilter(authorizer: Authorizer): Filter {
       } else if (!groups.includes('system:unauthenticated')) groups.push('system:unauthenticated');
       const user: UserInfo = { name, uid: wantUid ?? '', groups, ...(Object.keys(extra).length ? { extra } : {}) };
       req.user = user;
+      req.audit?.impersonated(user);
     },
   };
 }
