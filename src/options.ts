@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { FeatureGates, FeatureGateError } from './features.js';
 import { backendFlags, defaultAuditOptions, validateAuditOptions, type AuditOptions } from './audit/audit-options.js';
 
@@ -11,6 +12,10 @@ export interface ServerOptions {
   tlsCertFile: string;
   tlsPrivateKeyFile: string;
   tokenAuthFile: string;
+  /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
+  clientCaFile: string;
+  /** --http2-max-streams-per-connection (0: the runtime's default) */
+  http2MaxStreams: number;
   dataDir: string;
   anonymousAuth: boolean;
   authorizationMode: string[];
@@ -104,6 +109,8 @@ const FLAGS: Record<string, FlagSpec> = {
   'cert-dir': { kind: 'string', help: 'Where the self-signed serving certificate is generated when none is given. (default <data-dir>/certs)', set: (o, v) => (o.certDir = v) },
   'tls-cert-file': { kind: 'string', help: 'x509 serving certificate (with intermediates after it).', set: (o, v) => (o.tlsCertFile = v) },
   'tls-private-key-file': { kind: 'string', help: 'x509 private key matching --tls-cert-file.', set: (o, v) => (o.tlsPrivateKeyFile = v) },
+  'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
+  'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection (with --client-ca-file); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
   'anonymous-auth': { kind: 'bool', help: 'Allow anonymous requests. (default true)', set: (o, v) => (o.anonymousAuth = v) },
@@ -216,6 +223,8 @@ export function defaultOptions(): ServerOptions {
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
     tokenAuthFile: '',
+    clientCaFile: '',
+    http2MaxStreams: 0,
     dataDir: './data',
     anonymousAuth: true,
     authorizationMode: ['AlwaysAllow'],
@@ -314,6 +323,8 @@ function validate(o: ServerOptions): void {
   if (o.securePort < 1 || o.securePort > 65535) throw new FlagError(`--secure-port ${o.securePort} must be between 1 and 65535, inclusive`);
   if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(o.bindAddress)) throw new FlagError(`invalid argument "${o.bindAddress}" for "--bind-address" flag: failed to parse IP: "${o.bindAddress}"`);
   if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
+  if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
+  if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);
   if (o.shards < 1 || o.shards > 64) throw new FlagError(`--shards ${o.shards} must be between 1 and 64`);
   for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);
   const seen = new Set<string>();

@@ -42,6 +42,7 @@ import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
+import { startHttp2Server } from './http/http2-transport.js';
 import { ensureServingCert } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
@@ -234,15 +235,18 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     authorizationFilter(authorizer),
     router,
   ]);
-  const listener: RunningServer = await startUwsServer({
+  // The front end: uWS, unless client certificates are to be read (it cannot read them);
+  // node:http2 then serves HTTP/2 and HTTP/1.1 through the same chain.
+  const front = {
     host: o.bindAddress,
     port: o.securePort,
     certFile: cert.certFile,
     keyFile: cert.keyFile,
     maxBodyBytes: o.maxRequestBodyBytes,
-    handle: (req, res) => chain.handle(req, res),
+    handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
-  });
+  };
+  const listener: RunningServer = o.clientCaFile ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams }) : await startUwsServer(front);
   const url = `https://${advertised}:${listener.port}`;
   const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfigPath, url, cert.caPem, admin.token);

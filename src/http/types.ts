@@ -15,8 +15,10 @@ export interface ApiRequest {
   headers: Record<string, string>;
   body: Buffer | null;
   remoteAddress: string;
-  /** the TLS client certificate's subject, when the transport could read one */
+  /** the TLS client certificate's subject, when the transport could read one and verified it */
   clientCert?: { commonName: string; organizations: string[] };
+  /** why the client certificate presented was refused (unknown authority, key usage) */
+  clientCertError?: string;
   // Filled in by the filter chain:
   requestInfo?: RequestInfo;
   user?: UserInfo;

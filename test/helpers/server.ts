@@ -1,7 +1,7 @@
 // Starts the real server (the built dist/src/main.js) as a child process on a free port,
-import { fileURLToPath } from 'node:url';
 // with its LMDB data in a temp dir, and talks to it over HTTPS with the admin token.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -59,6 +59,23 @@ export function useServer(use: (s: TestServer) => void, opts: Parameters<typeof 
   });
 }
 
+/**
+ * KUBESHARD_TEST_FRONT=http2 runs every test server on the node:http2 front end (as
+ * --client-ca-file selects it), with a client CA made once: the whole suite can then be
+ * run against that transport too.
+ */
+let testClientCa: string | undefined;
+function frontArgs(args: string[]): string[] {
+  if (process.env.KUBESHARD_TEST_FRONT !== 'http2' || args.includes('--client-ca-file')) return [];
+  if (!testClientCa) {
+    const d = mkdtempSync(join(tmpdir(), 'kubeshard-test-ca-'));
+    execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key'], { cwd: d, stdio: 'ignore' });
+    execFileSync('openssl', ['req', '-x509', '-new', '-key', 'ca.key', '-days', '2', '-subj', '/CN=test-client-ca', '-out', 'ca.crt'], { cwd: d, stdio: 'ignore' });
+    testClientCa = join(d, 'ca.crt');
+  }
+  return ['--client-ca-file', testClientCa];
+}
+
 export async function startServer(opts: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kubeshard-test-'));
   const port = await freePort();
@@ -66,7 +83,7 @@ export async function startServer(opts: { dataDir?: string; args?: string[]; env
   const server: Partial<TestServer> & { proc?: ChildProcess } = {};
   const launch = async () => {
     const from = out.length;
-    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...(opts.args ?? [])], {
+    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...frontArgs(opts.args ?? []), ...(opts.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
       // read at each launch: a test may change opts.env between a kill and a restart
       env: opts.env ? { ...process.env, ...opts.env } : process.env,

@@ -359,7 +359,7 @@ function authMethodsMessage(req: ApiRequest): string {
   const parts = auth.split(' ');
   if (parts.length > 1 && parts[0].toLowerCase() === 'bearer') methods.push('bearer');
   if (req.rawQuery.includes('access_token=') && req.query.get('access_token')?.trim()) methods.push('access_token');
-  if (req.clientCert) methods.push('x509');
+  if (req.clientCert || req.clientCertError !== undefined) methods.push('x509');
   return methods.length ? `Authentication failed, attempted: ${methods.join(', ')}` : 'Authentication failed, no credentials provided';
 }
 

@@ -64,6 +64,12 @@ export function authenticationFilter(opts: AuthenticationOptions, tokens = new T
   return {
     name: 'authentication',
     run(req) {
+      // A verified client certificate decides first, as kube's x509 authenticator comes
+      // before the token ones; a refused one fails the request unless a token succeeds.
+      if (req.clientCert) {
+        req.user = withAuthenticated({ name: req.clientCert.commonName, uid: '', groups: req.clientCert.organizations });
+        return;
+      }
       const auth = req.headers['authorization'];
       if (auth) {
         const known = byHeader.get(auth);
@@ -85,11 +91,8 @@ export function authenticationFilter(opts: AuthenticationOptions, tokens = new T
           req.user = r.user;
         });
       }
-      if (req.clientCert) {
-        req.user = withAuthenticated({ name: req.clientCert.commonName, uid: '', groups: req.clientCert.organizations });
-        return;
-      }
-      if (!opts.anonymous) throw errors.unauthorized();
+      // (never anonymous after a failed credential: kube's union fails on the error)
+      if (req.clientCertError !== undefined || !opts.anonymous) throw errors.unauthorized();
       req.user = ANONYMOUS;
     },
   };

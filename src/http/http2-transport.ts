@@ -1,0 +1,305 @@
+// The node:http2 front end: HTTP/2 and HTTP/1.1 (ALPN decides) over one TLS port, with the
+// client certificates uWebSockets.js cannot read. The server serves through it when
+// --client-ca-file is given (X509 client certificate authentication, spec 5.2); otherwise
+// through uWS, which is faster. It fills in the same ApiRequest and ResponseSink as the uWS
+// front end and hands them to the same filter chain, so nothing past it knows which one
+// carried a request.
+//
+// Client certificates: the TLS layer asks for one and verifies it against the client CA
+// bundle, but lets a connection without one (or with a bad one) in: bearer tokens and
+// anonymous requests are still served. A verified certificate whose extended key usage
+// does not include client authentication counts as a bad one, as in kube-apiserver's x509
+// authenticator; a bad one fails authentication unless a token authenticates the request.
+//
+// Thread ownership: the server, its sessions and every sink made here belong to the thread
+// that called startHttp2Server (the main thread).
+import http2 from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket, PeerCertificate } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
+import type { RunningServer } from './uws-transport.js';
+import { errors } from '../errors.js';
+
+export interface Http2ServerOptions {
+  host: string;
+  port: number;
+  certFile: string;
+  keyFile: string;
+  /** PEM bundle of the authorities client certificates are verified against (--client-ca-file) */
+  clientCaFile: string;
+  maxBodyBytes: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS (--http2-max-streams-per-connection; 0: the runtime's default) */
+  maxStreams: number;
+  handle: (req: ApiRequest, res: ResponseSink) => void;
+  observer?: RequestObserver;
+}
+
+type Req = IncomingMessage | http2.Http2ServerRequest;
+// Http2ServerResponse follows http.ServerResponse's API (writeHead, write, end, 'drain'):
+// the sink is written against the latter.
+type Res = ServerResponse;
+
+/** extended key usages a client certificate may carry: TLS client authentication, or any */
+const CLIENT_AUTH_EKU = new Set(['1.3.6.1.5.5.7.3.2', '2.5.29.37.0']);
+const MAX_HEADER_BYTES = 1 << 20;
+/** HTTP/1 connection headers that HTTP/2 forbids */
+const H1_ONLY = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
+
+const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+/** The verified client certificate's identity, or why the one presented is refused; nothing when none was sent. */
+function clientIdentity(socket: TLSSocket): { cert?: ApiRequest['clientCert']; error?: string } {
+  const peer: PeerCertificate | Record<string, never> = socket.getPeerCertificate();
+  if (!peer || Object.keys(peer).length === 0) return {};
+  if (!socket.authorized) return { error: `verifying certificate failed: ${String(socket.authorizationError ?? 'unknown authority')}` };
+  const eku = (peer as PeerCertificate & { ext_key_usage?: string[] }).ext_key_usage;
+  if (eku && !eku.some((u) => CLIENT_AUTH_EKU.has(u))) return { error: 'verifying certificate failed: incompatible key usage' };
+  const subject = peer.subject ?? ({} as PeerCertificate['subject']);
+  const cn = asList(subject.CN as string | string[] | undefined)[0] ?? '';
+  return { cert: { commonName: cn, organizations: asList(subject.O as string | string[] | undefined) } };
+}
+
+/** The TLS socket under a request, for HTTP/1.1 and HTTP/2 alike. */
+function tlsSocketOf(req: Req): TLSSocket {
+  const s = (req as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket;
+  return s as TLSSocket;
+}
+
+class NodeRequest implements ApiRequest {
+  body: Buffer | null = null;
+  requestInfo?: ApiRequest['requestInfo'];
+  user?: ApiRequest['user'];
+  warnings?: string[];
+  responseHeaders?: HeaderList;
+  audit?: ApiRequest['audit'];
+  clientCert?: ApiRequest['clientCert'];
+  clientCertError?: string;
+  private parsedQuery?: URLSearchParams;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly rawQuery: string,
+    readonly headers: Record<string, string>,
+    readonly remoteAddress: string,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+
+  set query(q: URLSearchParams) {
+    this.parsedQuery = q;
+  }
+}
+
+/** A response through node's compatibility API (http.ServerResponse or Http2ServerResponse). */
+class NodeSink implements ResponseSink {
+  aborted = false;
+  req: ApiRequest | null = null;
+  observer: RequestObserver | null = null;
+  private readonly startedAt = performance.now();
+  private status = 0;
+  private bytes = -1;
+  private done = false;
+  private streamEnd: (() => void) | null = null;
+  private doneFns: Array<() => void> | null = null;
+  private abortFns: Array<() => void> | null = null;
+
+  constructor(
+    private res: Res,
+    private readonly h2: boolean,
+  ) {
+    res.on('finish', () => this.finish());
+    res.on('close', () => {
+      if (!this.done && !res.writableFinished) {
+        this.aborted = true;
+        if (this.abortFns) for (const f of this.abortFns) f();
+      }
+      this.finish();
+    });
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    const fns = this.doneFns;
+    this.doneFns = null;
+    if (fns) for (const f of fns) f();
+    if (this.observer && this.status !== 0) {
+      this.streamEnd?.();
+      this.observer.finished(this.req!, this.status, this.bytes, (performance.now() - this.startedAt) / 1000);
+    }
+  }
+
+  private head(status: number, headers: HeaderList, extra?: Record<string, string | number>): void {
+    this.status = status;
+    const out: Record<string, string | string[] | number> = {};
+    const put = (k: string, v: string) => {
+      const key = k.toLowerCase();
+      if (this.h2 && H1_ONLY.has(key)) return;
+      const prev = out[key];
+      out[key] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [String(prev), v];
+    };
+    for (const [k, v] of headers) put(k, v);
+    const more = this.req?.responseHeaders;
+    if (more) for (const [k, v] of more) put(k, v);
+    if (extra) Object.assign(out, extra);
+    this.res.writeHead(status, out as never);
+  }
+
+  send(status: number, headers: HeaderList, body: string | Uint8Array): void {
+    this.sendParts(status, headers, [typeof body === 'string' ? Buffer.from(body) : body]);
+  }
+
+  sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
+    if (this.aborted || this.done) return;
+    let total = 0;
+    for (const p of parts) total += p.byteLength;
+    this.bytes = total;
+    this.head(status, headers, { 'content-length': total });
+    for (let i = 0; i < parts.length - 1; i++) this.res.write(parts[i]);
+    if (parts.length) this.res.end(parts[parts.length - 1]);
+    else this.res.end();
+  }
+
+  startStream(status: number, headers: HeaderList): void {
+    if (this.aborted || this.done) return;
+    if (this.observer) this.streamEnd = this.observer.streamStarted(this.req!);
+    this.head(status, headers);
+    // the status and headers go now: a watch may wait long for its first event
+    this.res.flushHeaders();
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    if (this.aborted || this.done) return false;
+    return this.res.write(chunk);
+  }
+
+  end(): void {
+    if (this.aborted || this.done) return;
+    this.res.end();
+  }
+
+  cork(fn: () => void): void {
+    // HTTP/1.1: many writes leave in one syscall and TLS record; HTTP/2 frames them itself.
+    const socket = this.h2 ? null : this.res.socket;
+    socket?.cork();
+    try {
+      fn();
+    } finally {
+      socket?.uncork();
+    }
+  }
+
+  onAborted(fn: () => void): void {
+    (this.abortFns ??= []).push(fn);
+  }
+
+  onDone(fn: () => void): void {
+    if (this.done) fn();
+    else (this.doneFns ??= []).push(fn);
+  }
+
+  onDrain(fn: () => void): void {
+    this.res.on('drain', fn);
+  }
+
+  bufferedBytes(): number {
+    const r = this.res as ServerResponse & { stream?: { writableLength: number } };
+    return r.stream?.writableLength ?? r.writableLength;
+  }
+
+  close(): void {
+    if (this.done) return;
+    if (this.h2) (this.res as unknown as http2.Http2ServerResponse).stream.close(http2.constants.NGHTTP2_CANCEL);
+    else this.res.socket?.destroy();
+  }
+}
+
+/** Request headers as the chain expects them: lower-case names, HTTP/2 pseudo-headers left out, repeats joined. */
+function headersOf(req: Req): Record<string, string> {
+  const out: Record<string, string> = {};
+  const raw = req.headers as Record<string, string | string[] | undefined>;
+  for (const k in raw) {
+    if (k.charCodeAt(0) === 0x3a /* : */) continue;
+    const v = raw[k];
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServer> {
+  const server = http2.createSecureServer({
+    cert: readFileSync(opts.certFile),
+    key: readFileSync(opts.keyFile),
+    allowHTTP1: true,
+    requestCert: true,
+    rejectUnauthorized: false,
+    ca: readFileSync(opts.clientCaFile),
+    // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
+    settings: { maxHeaderListSize: MAX_HEADER_BYTES, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
+  });
+  // (the HTTP/1.1 side reads its limit from the server object: node's default is 16 KiB)
+  (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES;
+  // Idle keep-alive connections stay open as long as the client wants (watches are long).
+  server.setTimeout(0);
+  server.on('request', (r: Req, w: Res | http2.Http2ServerResponse) => {
+    const h2 = r.httpVersionMajor === 2;
+    const url = r.url ?? '/';
+    const q = url.indexOf('?');
+    const socket = tlsSocketOf(r);
+    const req = new NodeRequest((r.method ?? 'GET').toUpperCase(), q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1), headersOf(r), socket.remoteAddress ?? '');
+    const id = clientIdentity(socket);
+    if (id.cert) req.clientCert = id.cert;
+    else if (id.error) req.clientCertError = id.error;
+    const sink = new NodeSink(w as Res, h2);
+    sink.req = req;
+    if (opts.observer) sink.observer = opts.observer;
+    const tooLarge = () => {
+      const se = errors.tooLarge(opts.maxBodyBytes);
+      sink.send(413, [['Content-Type', 'application/json'], ['Connection', 'close']], JSON.stringify(se.toStatus()));
+    };
+    const cl = req.headers['content-length'];
+    if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
+      tooLarge();
+      r.resume();
+      return;
+    }
+    const parts: Buffer[] = [];
+    let total = 0;
+    let rejected = false;
+    r.on('data', (chunk: Buffer) => {
+      if (rejected) return;
+      total += chunk.length;
+      if (total > opts.maxBodyBytes) {
+        rejected = true;
+        tooLarge();
+        return;
+      }
+      parts.push(chunk);
+    });
+    r.on('end', () => {
+      if (rejected) return;
+      if (total > 0) req.body = parts.length === 1 ? parts[0] : Buffer.concat(parts, total);
+      opts.handle(req, sink);
+    });
+    r.on('error', () => sink.close());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: opts.host, port: opts.port, exclusive: true }, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve({
+        port: typeof addr === 'object' && addr ? addr.port : opts.port,
+        stopListening: () => {
+          server.close();
+          // open HTTP/2 sessions and keep-alive connections do not stop a close: end them
+          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        },
+      });
+    });
+  });
+}
