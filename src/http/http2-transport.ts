@@ -19,7 +19,7 @@ import type { TLSSocket, PeerCertificate } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import type { RunningServer } from './uws-transport.js';
-import { errors } from '../errors.js';
+import { RequestBase, SinkBase } from './transport-base.js';
 
 export interface Http2ServerOptions {
   host: string;
@@ -66,71 +66,31 @@ function tlsSocketOf(req: Req): TLSSocket {
   return s as TLSSocket;
 }
 
-class NodeRequest implements ApiRequest {
-  body: Buffer | null = null;
-  requestInfo?: ApiRequest['requestInfo'];
-  user?: ApiRequest['user'];
-  warnings?: string[];
-  responseHeaders?: HeaderList;
-  audit?: ApiRequest['audit'];
-  clientCert?: ApiRequest['clientCert'];
-  clientCertError?: string;
-  private parsedQuery?: URLSearchParams;
-
+class NodeRequest extends RequestBase implements ApiRequest {
   constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly rawQuery: string,
-    readonly headers: Record<string, string>,
+    method: string,
+    path: string,
+    rawQuery: string,
+    headers: Record<string, string>,
     readonly remoteAddress: string,
-  ) {}
-
-  get query(): URLSearchParams {
-    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
-  }
-
-  set query(q: URLSearchParams) {
-    this.parsedQuery = q;
+  ) {
+    super(method, path, rawQuery, headers);
   }
 }
 
 /** A response through node's compatibility API (http.ServerResponse or Http2ServerResponse). */
-class NodeSink implements ResponseSink {
-  aborted = false;
-  req: ApiRequest | null = null;
-  observer: RequestObserver | null = null;
-  private readonly startedAt = performance.now();
-  private status = 0;
-  private bytes = -1;
-  private done = false;
-  private streamEnd: (() => void) | null = null;
-  private doneFns: Array<() => void> | null = null;
-  private abortFns: Array<() => void> | null = null;
-
+class NodeSink extends SinkBase implements ResponseSink {
   constructor(
     private res: Res,
     private readonly h2: boolean,
   ) {
+    super();
+    this.startedAt = performance.now();
     res.on('finish', () => this.finish());
     res.on('close', () => {
-      if (!this.done && !res.writableFinished) {
-        this.aborted = true;
-        if (this.abortFns) for (const f of this.abortFns) f();
-      }
-      this.finish();
+      if (!this.done && !res.writableFinished) this.aborting();
+      else this.finish();
     });
-  }
-
-  private finish(): void {
-    if (this.done) return;
-    this.done = true;
-    const fns = this.doneFns;
-    this.doneFns = null;
-    if (fns) for (const f of fns) f();
-    if (this.observer && this.status !== 0) {
-      this.streamEnd?.();
-      this.observer.finished(this.req!, this.status, this.bytes, (performance.now() - this.startedAt) / 1000);
-    }
   }
 
   private head(status: number, headers: HeaderList, extra?: Record<string, string | number>): void {
@@ -149,10 +109,6 @@ class NodeSink implements ResponseSink {
     this.res.writeHead(status, out as never);
   }
 
-  send(status: number, headers: HeaderList, body: string | Uint8Array): void {
-    this.sendParts(status, headers, [typeof body === 'string' ? Buffer.from(body) : body]);
-  }
-
   sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
     if (this.aborted || this.done) return;
     let total = 0;
@@ -166,7 +122,7 @@ class NodeSink implements ResponseSink {
 
   startStream(status: number, headers: HeaderList): void {
     if (this.aborted || this.done) return;
-    if (this.observer) this.streamEnd = this.observer.streamStarted(this.req!);
+    this.streamStarting();
     this.head(status, headers);
     // the status and headers go now: a watch may wait long for its first event
     this.res.flushHeaders();
@@ -191,15 +147,6 @@ class NodeSink implements ResponseSink {
     } finally {
       socket?.uncork();
     }
-  }
-
-  onAborted(fn: () => void): void {
-    (this.abortFns ??= []).push(fn);
-  }
-
-  onDone(fn: () => void): void {
-    if (this.done) fn();
-    else (this.doneFns ??= []).push(fn);
   }
 
   onDrain(fn: () => void): void {
@@ -257,13 +204,9 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     const sink = new NodeSink(w as Res, h2);
     sink.req = req;
     if (opts.observer) sink.observer = opts.observer;
-    const tooLarge = () => {
-      const se = errors.tooLarge(opts.maxBodyBytes);
-      sink.send(413, [['Content-Type', 'application/json'], ['Connection', 'close']], JSON.stringify(se.toStatus()));
-    };
     const cl = req.headers['content-length'];
     if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
-      tooLarge();
+      sink.sendTooLarge(opts.maxBodyBytes);
       r.resume();
       return;
     }
@@ -275,7 +218,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
       total += chunk.length;
       if (total > opts.maxBodyBytes) {
         rejected = true;
-        tooLarge();
+        sink.sendTooLarge(opts.maxBodyBytes);
         return;
       }
       parts.push(chunk);

@@ -8,10 +8,10 @@
 import uws from 'uWebSockets.js';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
+import { RequestBase, SinkBase } from './transport-base.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
-import { errors } from '../errors.js';
 
 /** Node ABI versions the package ships native binaries for (Node 16, 18, 20). */
 const NATIVE_ABIS = new Set(['93', '108', '115']);
@@ -55,13 +55,11 @@ const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
  * chunked stream. tryEnd is not affected (it reports the bytes it took, and the rest is
  * offered again from onWritable), so whole bodies go through it (sendParts).
  */
-class UwsSink implements ResponseSink {
-  aborted = false;
+class UwsSink extends SinkBase implements ResponseSink {
   /** a chunk goes to uWS in pieces of at most this size, one cork (one send) each */
   readonly writeQuantum = MAX_PIECE;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
   inHandler = false;
-  private done = false;
   /** end() was called; the end follows what is queued (see finishEnd) */
   private ending = false;
   /** bytes queued here, not yet handed to uWS */
@@ -74,43 +72,16 @@ class UwsSink implements ResponseSink {
   /** bytes written in the cork this sink opened (a fresh cork starts empty); null outside one */
   private fill: number | null = null;
   private pumpScheduled = false;
-  // Callback lists are made on first use: most responses (a GET) never register one, and
-  // an open watch keeps this object for its whole life.
-  private abortFns: Array<() => void> | null = null;
-  private doneFns: Array<() => void> | null = null;
   private drainFns: Array<() => void> | null = null;
   private writableHooked = false;
-  // For the request observer (metrics), set only when there is one.
-  observer: RequestObserver | null = null;
-  /** the request this answers (its responseHeaders go out with the head; the observer reports it) */
-  req: ApiRequest | null = null;
-  startedAt = 0;
-  private status = 0;
-  /** the body's size; -1 for a stream */
-  private bytes = -1;
-  private streamEnd: (() => void) | null = null;
 
   constructor(private res: uws.HttpResponse) {
+    super();
     res.onAborted(() => {
-      this.aborted = true;
       this.queue = null;
       this.backlog = 0;
-      if (this.abortFns) for (const f of this.abortFns) f();
-      this.finish();
+      this.aborting();
     });
-  }
-
-  private finish(): void {
-    if (this.done) return;
-    this.done = true;
-    const fns = this.doneFns;
-    this.doneFns = null;
-    if (fns) for (const f of fns) f();
-    // A request whose client left before any status was sent is not reported.
-    if (this.observer && this.status !== 0) {
-      this.streamEnd?.();
-      this.observer.finished(this.req!, this.status, this.bytes, (performance.now() - this.startedAt) / 1000);
-    }
   }
 
   isOpen(): boolean {
@@ -126,15 +97,11 @@ class UwsSink implements ResponseSink {
     if (extra !== undefined) for (let i = 0; i < extra.length; i++) res.writeHeader(extra[i][0], extra[i][1]);
   }
 
-  /** One whole response: through tryEnd (see sendParts), since end(body) may lose the body. */
-  send(status: number, headers: HeaderList, body: string | Uint8Array): void {
-    this.sendParts(status, headers, [typeof body === 'string' ? Buffer.from(body) : body]);
-  }
-
   /**
-   * One response whose body is the concatenation of parts, sent with its Content-Length and
-   * without joining the parts: each goes to the socket as far as it takes it, and the rest
-   * follows from onWritable (uWS's tryEnd protocol), so a large list is never copied whole.
+   * One response whose body is the concatenation of parts (a whole response too: end(body)
+   * may lose the body), sent with its Content-Length and without joining the parts: each
+   * goes to the socket as far as it takes it, and the rest follows from onWritable (uWS's
+   * tryEnd protocol), so a large list is never copied whole.
    */
   sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
     if (this.aborted || this.done) return;
@@ -175,7 +142,7 @@ class UwsSink implements ResponseSink {
 
   startStream(status: number, headers: HeaderList): void {
     if (this.aborted) return;
-    if (this.observer) this.streamEnd = this.observer.streamStarted(this.req!);
+    this.streamStarting();
     this.res.cork(() => this.writeHead(status, headers));
   }
 
@@ -322,15 +289,6 @@ class UwsSink implements ResponseSink {
     if (this.ending) this.finishEnd();
   }
 
-  onAborted(fn: () => void): void {
-    (this.abortFns ??= []).push(fn);
-  }
-
-  onDone(fn: () => void): void {
-    if (this.done) fn();
-    else (this.doneFns ??= []).push(fn);
-  }
-
   onDrain(fn: () => void): void {
     (this.drainFns ??= []).push(fn);
   }
@@ -367,32 +325,18 @@ export interface RunningServer {
  * it, and the peer address (a getpeername syscall) only when something asks for it: most
  * requests need neither.
  */
-class UwsRequest implements ApiRequest {
-  body: Buffer | null = null;
-  requestInfo?: ApiRequest['requestInfo'];
-  user?: ApiRequest['user'];
-  warnings?: string[];
-  responseHeaders?: HeaderList;
-  audit?: ApiRequest['audit'];
-  clientCert?: ApiRequest['clientCert'];
-  private parsedQuery?: URLSearchParams;
+class UwsRequest extends RequestBase implements ApiRequest {
   private peer?: string;
 
   constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly rawQuery: string,
-    readonly headers: Record<string, string>,
+    method: string,
+    path: string,
+    rawQuery: string,
+    headers: Record<string, string>,
     private sink: UwsSink,
     private res: uws.HttpResponse,
-  ) {}
-
-  get query(): URLSearchParams {
-    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
-  }
-
-  set query(q: URLSearchParams) {
-    this.parsedQuery = q;
+  ) {
+    super(method, path, rawQuery, headers);
   }
 
   get remoteAddress(): string {
@@ -438,12 +382,8 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
       sink.inHandler = false;
       return;
     }
-    const tooLarge = () => {
-      const se = errors.tooLarge(opts.maxBodyBytes);
-      sink.send(413, [['Content-Type', 'application/json'], ['Connection', 'close']], JSON.stringify(se.toStatus()));
-    };
     if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
-      tooLarge();
+      sink.sendTooLarge(opts.maxBodyBytes);
       return;
     }
     const parts: Buffer[] = [];
@@ -454,7 +394,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
       total += ab.byteLength;
       if (total > opts.maxBodyBytes) {
         rejected = true;
-        tooLarge();
+        sink.sendTooLarge(opts.maxBodyBytes);
         return;
       }
       // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
