@@ -9,6 +9,12 @@ describe('parseArgs', () => {
     expect(o.dataDir).toBe('./data');
     expect(o.maxRequestsInflight).toBe(400);
   });
+  it('--goaway-chance between 0 and 0.02; --client-ca-file must exist', () => {
+    expect((parseArgs(['--goaway-chance', '0.02']) as any).goawayChance).toBe(0.02);
+    expect(() => parseArgs(['--goaway-chance', '0.03'])).toThrowError(/can not be less than 0 or greater than 0.02/);
+    expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
+    expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
+  });
   it('reads both --flag=value and --flag value', () => {
     const o = parseArgs(['--secure-port=7443', '--data-dir', '/tmp/x', '--anonymous-auth=false']) as any;
     expect(o.securePort).toBe(7443);

@@ -16,6 +16,8 @@ export interface ServerOptions {
   clientCaFile: string;
   /** --http2-max-streams-per-connection (0: the runtime's default) */
   http2MaxStreams: number;
+  /** --goaway-chance: the probability that an HTTP/2 request ends its connection (GOAWAY) */
+  goawayChance: number;
   dataDir: string;
   anonymousAuth: boolean;
   authorizationMode: string[];
@@ -110,6 +112,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'tls-cert-file': { kind: 'string', help: 'x509 serving certificate (with intermediates after it).', set: (o, v) => (o.tlsCertFile = v) },
   'tls-private-key-file': { kind: 'string', help: 'x509 private key matching --tls-cert-file.', set: (o, v) => (o.tlsPrivateKeyFile = v) },
   'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
+  'goaway-chance': { kind: 'float', help: 'Probability (0 to 0.02) that an HTTP/2 request closes its connection gracefully (GOAWAY), so clients spread over servers; 0 disables. (default 0)', set: (o, v) => (o.goawayChance = v) },
   'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection (with --client-ca-file); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
@@ -225,6 +228,7 @@ export function defaultOptions(): ServerOptions {
     tokenAuthFile: '',
     clientCaFile: '',
     http2MaxStreams: 0,
+    goawayChance: 0,
     dataDir: './data',
     anonymousAuth: true,
     authorizationMode: ['AlwaysAllow'],
@@ -324,6 +328,7 @@ function validate(o: ServerOptions): void {
   if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(o.bindAddress)) throw new FlagError(`invalid argument "${o.bindAddress}" for "--bind-address" flag: failed to parse IP: "${o.bindAddress}"`);
   if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
+  if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);
   if (o.shards < 1 || o.shards > 64) throw new FlagError(`--shards ${o.shards} must be between 1 and 64`);
   for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);

@@ -246,7 +246,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };
-  const listener: RunningServer = o.clientCaFile ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams }) : await startUwsServer(front);
+  const listener: RunningServer = o.clientCaFile ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance }) : await startUwsServer(front);
   const url = `https://${advertised}:${listener.port}`;
   const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfigPath, url, cert.caPem, admin.token);

@@ -5,7 +5,7 @@
 // (401, never anonymous), and bearer tokens and HTTP/1.1 clients are still served.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http2 from 'node:http2';
@@ -70,7 +70,6 @@ describe('client certificates (--client-ca-file, node:http2 front end)', () => {
   afterAll(async () => {
     await s?.stop();
     s?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('a certificate signed by the client CA authenticates its common name, organizations as groups', async () => {
@@ -130,5 +129,45 @@ describe('client certificates (--client-ca-file, node:http2 front end)', () => {
     // anonymous (no certificate, no token) is still anonymous
     const anon = await request(s, 'GET', '/version', undefined, { authorization: '' });
     expect(anon.status).toBe(200);
+  });
+});
+
+describe('--goaway-chance (HTTP/2)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    if (!existsSync(join(dir, 'ca.crt'))) makeCerts();
+    s = await startServer({ args: ['--client-ca-file', join(dir, 'ca.crt'), '--goaway-chance', '0.02'] });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+    s?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a request now and then ends its connection with GOAWAY after completing', async () => {
+    const session = http2.connect(s.url, { ca: s.ca });
+    let goaway = false;
+    session.on('goaway', () => (goaway = true));
+    session.on('error', () => {});
+    const statuses: number[] = [];
+    try {
+      // with a chance of 0.02 per request, 2,000 requests all passing without a GOAWAY has a probability of 3e-18
+      for (let i = 0; i < 2000 && !goaway; i++) {
+        const status = await new Promise<number>((res, rej) => {
+          const st = session.request({ ':path': '/version', authorization: `Bearer ${s.token}` });
+          let code = 0;
+          st.on('response', (h) => (code = Number(h[':status'])));
+          st.resume();
+          st.on('end', () => res(code));
+          st.on('error', rej);
+        });
+        statuses.push(status);
+      }
+    } finally {
+      session.destroy();
+    }
+    expect(goaway).toBe(true);
+    // every request made before the GOAWAY was answered in full
+    expect(statuses.every((c) => c === 200)).toBe(true);
   });
 });

@@ -31,6 +31,8 @@ export interface Http2ServerOptions {
   maxBodyBytes: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS (--http2-max-streams-per-connection; 0: the runtime's default) */
   maxStreams: number;
+  /** --goaway-chance: an HTTP/2 request ends its connection gracefully with this probability */
+  goawayChance: number;
   handle: (req: ApiRequest, res: ResponseSink) => void;
   observer?: RequestObserver;
 }
@@ -202,6 +204,13 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     if (id.cert) req.clientCert = id.cert;
     else if (id.error) req.clientCertError = id.error;
     const sink = new NodeSink(w as Res, h2);
+    // kube's probabilistic GOAWAY: the GOAWAY goes out now, ahead of this response, so
+    // the client opens its next requests on a new connection (maybe to another server);
+    // this request and those already in flight on the connection complete.
+    if (h2 && opts.goawayChance > 0 && Math.random() < opts.goawayChance) {
+      const session = (r as http2.Http2ServerRequest).stream.session;
+      if (session && !session.closed) session.close();
+    }
     sink.req = req;
     if (opts.observer) sink.observer = opts.observer;
     const cl = req.headers['content-length'];
