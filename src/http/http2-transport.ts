@@ -50,8 +50,26 @@ const H1_ONLY = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgra
 
 const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
+interface ClientIdentity {
+  cert?: ApiRequest['clientCert'];
+  error?: string;
+}
+
+/**
+ * A connection's client identity, read once: the certificate is the connection's, and
+ * getPeerCertificate builds a new object from it on every call (an HTTP/2 connection
+ * carries many requests). One object per connection also lets the authentication filter
+ * and the authorizer's memo see the same user on each of its requests.
+ */
+const identities = new WeakMap<TLSSocket, ClientIdentity>();
+function connectionIdentity(socket: TLSSocket): ClientIdentity {
+  let id = identities.get(socket);
+  if (id === undefined) identities.set(socket, (id = clientIdentity(socket)));
+  return id;
+}
+
 /** The verified client certificate's identity, or why the one presented is refused; nothing when none was sent. */
-function clientIdentity(socket: TLSSocket): { cert?: ApiRequest['clientCert']; error?: string } {
+function clientIdentity(socket: TLSSocket): ClientIdentity {
   const peer: PeerCertificate | Record<string, never> = socket.getPeerCertificate();
   if (!peer || Object.keys(peer).length === 0) return {};
   if (!socket.authorized) return { error: `verifying certificate failed: ${String(socket.authorizationError ?? 'unknown authority')}` };
@@ -200,7 +218,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     const q = url.indexOf('?');
     const socket = tlsSocketOf(r);
     const req = new NodeRequest((r.method ?? 'GET').toUpperCase(), q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1), headersOf(r), socket.remoteAddress ?? '');
-    const id = clientIdentity(socket);
+    const id = connectionIdentity(socket);
     if (id.cert) req.clientCert = id.cert;
     else if (id.error) req.clientCertError = id.error;
     const sink = new NodeSink(w as Res, h2);

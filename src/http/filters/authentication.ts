@@ -2,6 +2,7 @@
 // TLS client certificate when the transport has one, else anonymous (when allowed). A
 // credential that is presented and wrong is 401 at once; it never falls through to anonymous.
 import type { Filter } from '../filter-chain.js';
+import type { ApiRequest } from '../types.js';
 import type { UserInfo } from '../../auth/user.js';
 import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
@@ -61,13 +62,18 @@ export function authenticationFilter(opts: AuthenticationOptions, tokens = new T
   // on every request, so most requests cost one map lookup. Bounded, and only valid ones enter.
   // Service-account tokens are not remembered: they expire, and their account may go.
   const byHeader = new Map<string, UserInfo>();
+  const byCert = new WeakMap<NonNullable<ApiRequest['clientCert']>, UserInfo>();
   return {
     name: 'authentication',
     run(req) {
       // A verified client certificate decides first, as kube's x509 authenticator comes
       // before the token ones; a refused one fails the request unless a token succeeds.
-      if (req.clientCert) {
-        req.user = withAuthenticated({ name: req.clientCert.commonName, uid: '', groups: req.clientCert.organizations });
+      const cert = req.clientCert;
+      if (cert) {
+        // one user per certificate object (the transport keeps one per connection)
+        let user = byCert.get(cert);
+        if (!user) byCert.set(cert, (user = withAuthenticated({ name: cert.commonName, uid: '', groups: cert.organizations })));
+        req.user = user;
         return;
       }
       const auth = req.headers['authorization'];
