@@ -15,6 +15,16 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
     expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
   });
+  it('durations as Go writes them: units from h to ns, combined, fractional; a bare number is seconds', () => {
+    expect((parseArgs([]) as any).storageBatchIntervalSeconds).toBe(0.1);
+    expect((parseArgs(['--storage-batch-interval=250ms']) as any).storageBatchIntervalSeconds).toBeCloseTo(0.25);
+    expect((parseArgs(['--storage-batch-interval', '0']) as any).storageBatchIntervalSeconds).toBe(0);
+    expect((parseArgs(['--history-retention=1h1m30.5s']) as any).historyRetentionSeconds).toBeCloseTo(3690.5);
+    expect((parseArgs(['--request-timeout=1.5m']) as any).requestTimeoutSeconds).toBe(90);
+    expect((parseArgs(['--request-timeout=1500us']) as any).requestTimeoutSeconds).toBeCloseTo(0.0015);
+    expect(() => parseArgs(['--storage-batch-interval=100 ms'])).toThrowError(/invalid duration "100 ms"/);
+    expect(() => parseArgs(['--history-retention=5x'])).toThrowError(/invalid duration/);
+  });
   it('reads both --flag=value and --flag value', () => {
     const o = parseArgs(['--secure-port=7443', '--data-dir', '/tmp/x', '--anonymous-auth=false']) as any;
     expect(o.securePort).toBe(7443);

@@ -81,6 +81,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     shardMap: o.shardMap,
     retentionMs: o.historyRetentionSeconds * 1000,
     compactIntervalMs: Math.max(1000, Math.min(60_000, (o.historyRetentionSeconds * 1000) / 5)),
+    treeIntervalMs: o.storageBatchIntervalSeconds * 1000,
     watchCacheCapacity: o.defaultWatchCacheSize,
     watchCacheSizes: o.watchCacheSizes,
   });

@@ -14,8 +14,9 @@ import { WriteTrace } from './write-trace.js';
 import { errors } from '../errors.js';
 import { encodeForCommit } from '../codec/json.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
-import { currentObjects, type CurrentState, type History, type StoredObject } from '../../workers/shard/reader.js';
-import type { Ack, CommittedEvent, FrontToShard, ShardToFront, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
+import { currentObjects, overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
+import { recordValue } from '../../workers/shard/record.js';
+import type { Ack, CommittedEvent, FrontToShard, ShardToFront, ShardWorkerData, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
 import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
 
 export interface CoordinatorOptions {
@@ -25,6 +26,8 @@ export interface CoordinatorOptions {
   shardMap: Record<string, number>;
   retentionMs: number;
   compactIntervalMs: number;
+  /** the shards' B-trees take the log's records at most once per this interval (0: after every group commit) */
+  treeIntervalMs: number;
   /** ring capacity of each resource type's watch cache; per-type overrides (0 disables) */
   watchCacheCapacity: number;
   watchCacheSizes: Record<string, number>;
@@ -63,6 +66,12 @@ interface ShardHandle {
   env: ShardEnv;
   /** highest rv of this shard applied to the caches */
   applied: number;
+  /**
+   * The shard's committed records the B-tree may not hold yet, in version order: reads of
+   * the revision history take them from here (records()). Dropped once a read snapshot of
+   * the B-tree holds them.
+   */
+  newer: RecordEntry[];
   queue: WriteOp[];
   flushScheduled: boolean;
   freshWaiters: Array<() => void>;
@@ -127,9 +136,9 @@ export class Coordinator {
       const path = join(dataDir, `shard-${i}`);
       mkdirSync(path, { recursive: true });
       const worker = new Worker(SHARD_WORKER, {
-        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs },
+        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs } satisfies ShardWorkerData,
       });
-      const handle: ShardHandle = { index: i, worker, env: null as unknown as ShardEnv, applied: 0, queue: [], flushScheduled: false, freshWaiters: [] };
+      const handle: ShardHandle = { index: i, worker, env: null as unknown as ShardEnv, applied: 0, newer: [], queue: [], flushScheduled: false, freshWaiters: [] };
       this.shards.push(handle);
       ready.push(
         new Promise((resolve, reject) => {
@@ -207,19 +216,40 @@ export class Coordinator {
   }
 
   /**
-   * The shard's environment, for a read of the state at version rv (Infinity: the newest).
-   * A write is acknowledged once its log record is durable, and its B-tree transaction
-   * commits a moment later (shard-worker.ts): this waits, blocking the front thread, until
-   * the B-tree holds every version of the shard the read can see. Only storage reads (cache
-   * off, history, old watch replays) come here, and the lag is a commit, about a millisecond.
+   * The shard's revision records, for a read of the state at version rv (Infinity: the
+   * newest): the B-tree's read snapshot, then the newer records this thread holds. A write
+   * is acknowledged once its log record is durable, and the B-tree takes it up to a batch
+   * interval later (shard-worker.ts), so the B-tree alone would lag; every record up to the
+   * version the caches have applied is held here. Only a version beyond that (a commit
+   * whose message this thread has not taken yet, which no caller asks for after waiting
+   * for the cache) makes the read wait, blocking this thread, until the B-tree holds it.
    */
-  storage(shard: number, rv = Infinity): ShardEnv {
-    const need = Math.min(rv, this.shared.lastRv(shard));
-    if (this.shared.appliedRv(shard) < need && !this.shared.waitApplied(shard, need, STORAGE_WAIT_MS)) {
+  records(shardIndex: number, rv = Infinity): RecordSource {
+    const shard = this.shards[shardIndex];
+    const need = Math.min(rv, this.shared.lastRv(shardIndex));
+    if (need > shard.applied && this.shared.appliedRv(shardIndex) < need && !this.shared.waitApplied(shardIndex, need, STORAGE_WAIT_MS)) {
       // a stalled disk: the read cannot be answered consistently in time
       throw errors.timeout(`Timeout: storage has not caught up to resource version ${need} within ${STORAGE_WAIT_MS / 1000}s`);
     }
-    return this.shards[shard].env;
+    const upto = this.dropHeld(shard);
+    return shard.newer.length === 0 ? treeRecords(shard.env) : overlayRecords(shard.env, upto, shard.newer);
+  }
+
+  /**
+   * Drops the held records that the B-tree's current read snapshot holds, and returns the
+   * snapshot's last version (every B-tree transaction writes it last). Snapshots only move
+   * forward, so a record a snapshot holds is never needed from here again.
+   */
+  private dropHeld(shard: ShardHandle): number {
+    const upto: number = shard.env.meta.get('maxRv') ?? 0;
+    const newer = shard.newer;
+    if (newer.length > 0 && newer[0].key <= upto) {
+      let i = 0;
+      while (i < newer.length && newer[i].key <= upto) i++;
+      // a new array: a read still iterating the old one keeps its view
+      shard.newer = newer.slice(i);
+    }
+    return upto;
   }
 
   /**
@@ -230,7 +260,7 @@ export class Coordinator {
   history(gr: string, rv: number): History {
     const cache = this.cache(gr);
     const cur = this.currentState(cache);
-    return { env: this.storage(cache.shard, Math.max(rv, cur.at)), gr, cur };
+    return { src: this.records(cache.shard, Math.max(rv, cur.at)), gr, cur };
   }
 
   private currentState(cache: ResourceCache): CurrentState {
@@ -350,7 +380,10 @@ export class Coordinator {
       const p = this.pending.get(e.id);
       let obj = p?.obj;
       if (obj?.metadata) obj.metadata.resourceVersion = String(e.rv);
-      const json = Buffer.from(e.json.buffer, e.json.byteOffset, e.json.byteLength);
+      const rec = Buffer.from(e.rec.buffer, e.rec.byteOffset, e.rec.byteLength);
+      shard.newer.push({ key: e.rv, value: rec });
+      // the object's JSON: a view of the record, past its flag byte
+      const json = recordValue(rec).subarray(1);
       stored.set(e.id, json);
       const ev = cache.apply(e.type, e.key, e.rv, json, obj);
       let list = byType.get(cache);
@@ -358,6 +391,8 @@ export class Coordinator {
       list.push(ev);
     }
     if (lastRv > shard.applied) shard.applied = lastRv;
+    // the B-tree has taken held records since: let them go
+    if (shard.newer.length > 0 && this.shared.appliedRv(shard.index) >= shard.newer[0].key) this.dropHeld(shard);
     for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
     // In-process controllers (garbage collector, grace sweeper) see the same events.
     for (const [cache, evs] of byType) for (const o of this.observers) o(cache, evs);

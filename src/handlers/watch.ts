@@ -144,7 +144,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     let replay = cache.eventsAfter(startRv);
     if (replay === null) {
       // The ring starts after startRv: the older part comes from the revision log.
-      const older = eventsBetween(coord.storage(shard, cache.startRv), target.gr, startRv, cache.startRv, watcher.filtered).map((s): WatchEvent => {
+      const older = eventsBetween(coord.records(shard, cache.startRv), target.gr, startRv, cache.startRv, watcher.filtered).map((s): WatchEvent => {
         const [ns, nm] = splitKey(s.key);
         const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
         if (s.prevJson) ev.prev = { key: s.key, ns, name: nm, rv: s.prevRv, json: s.prevJson };

@@ -50,7 +50,8 @@ export interface CommittedEvent {
   gr: string;
   key: string;
   rv: number;
-  json: Uint8Array;
+  /** the revision record as stored (record.ts): the front keeps it until the B-tree holds it, and serves its JSON */
+  rec: Uint8Array;
 }
 
 export type FrontToShard =
@@ -74,4 +75,6 @@ export interface ShardWorkerData {
   shardCount: number;
   retentionMs: number;
   compactIntervalMs: number;
+  /** the B-tree takes the log's records at most once per this interval (0: after every group commit) */
+  treeIntervalMs: number;
 }

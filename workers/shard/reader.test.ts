@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { openShardEnv, encodeRev, FLAG_LIVE, FLAG_TOMBSTONE, LAYOUT } from './layout.js';
 import { encodePayload } from './record.js';
-import { currentObjects, eventsBetween, getAt, listAt, objectsAt, type CurrentState, type History, type StoredObject } from './reader.js';
+import { currentObjects, eventsBetween, getAt, listAt, objectsAt, overlayRecords, treeRecords, type CurrentState, type History, type RecordSource, type StoredObject } from './reader.js';
 import type { EventType } from './protocol.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'reader-'));
@@ -48,10 +48,19 @@ function stateAt(gr: string, at: number): CurrentState {
 const keys = (l: Array<{ key: string }>) => l.map((o) => o.key);
 const values = (l: Array<{ json: Buffer }>) => l.map((o) => JSON.parse(o.json.toString()).v);
 
-describe('history reads (etcd range at a revision, from the current state and the records after)', () => {
+// The records as a read sees them: the B-tree alone, or the B-tree up to 6 and the records
+// after it held apart (those the front keeps until the B-tree has them).
+const tree = treeRecords(env);
+const split: RecordSource = overlayRecords(env, 6, [...env.hist.getRange({ start: 7 })].map(({ key, value }) => ({ key, value: Buffer.from(value) })));
+const sources: Array<[string, RecordSource]> = [
+  ['the B-tree', tree],
+  ['the B-tree up to 6, newer records held apart', split],
+];
+
+describe.each(sources)('history reads (etcd range at a revision, from the current state and the records after): %s', (_, src) => {
   // the same answers whatever version the current state is at: before, at or after the one asked
   for (const at of [6, 9, 11]) {
-    const h: History = { env, gr: 'configmaps', cur: stateAt('configmaps', at) };
+    const h: History = { src, gr: 'configmaps', cur: stateAt('configmaps', at) };
     it(`the whole namespace at a revision (current state at ${at})`, () => {
       expect(values(listAt(h, 9, 'a'))).toEqual(['k0@1', 'k1@7', 'k3@4', 'k4@5', 'k5@6']);
       expect(values(listAt(h, 6, 'a'))).toEqual(['k0@1', 'k1@2', 'k2@3', 'k3@4', 'k4@5', 'k5@6']);
@@ -83,7 +92,7 @@ describe('history reads (etcd range at a revision, from the current state and th
     });
   }
   it('stops reading where the caller stops', () => {
-    const h: History = { env, gr: 'configmaps', cur: stateAt('configmaps', 11) };
+    const h: History = { src, gr: 'configmaps', cur: stateAt('configmaps', 11) };
     const it = objectsAt(h, 9, 'a', 'a/k3');
     expect(it.next().value?.key).toBe('a/k3');
     it.return(undefined);
@@ -91,7 +100,7 @@ describe('history reads (etcd range at a revision, from the current state and th
     expect(listAt(h, 9, 'b', 'b/y')).toEqual([]);
   });
   it('events between two versions, with the previous state when asked', () => {
-    const evs = eventsBetween(env, 'configmaps', 6, 11, true);
+    const evs = eventsBetween(src, 'configmaps', 6, 11, true);
     expect(evs.map((e) => [e.key, e.rv, e.type, e.prevRv])).toEqual([
       ['a/k1', 7, 'MODIFIED', 2],
       ['a/k2', 8, 'DELETED', 3],
@@ -143,7 +152,7 @@ describe('a store of the first layout', () => {
           ['a/k0', 1],
           ['a/k1', 4],
         ]);
-        const evs = eventsBetween(upgraded, 'configmaps', 2, 5, true);
+        const evs = eventsBetween(treeRecords(upgraded), 'configmaps', 2, 5, true);
         expect(evs.map((e) => [e.key, e.rv, e.type, e.prevRv])).toEqual([
           ['a/k1', 3, 'ADDED', 0],
           ['a/k1', 4, 'MODIFIED', 3],

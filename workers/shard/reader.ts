@@ -4,8 +4,9 @@
 // front's cache, which holds every object's newest revision (the state at `at`). The state
 // at an older revision x is that state with the records after x undone: the first record
 // of a key after x names the revision the key had at x (its previous one, 0 when none).
-// Each call reads inside one LMDB read transaction, a stable snapshot; the caller makes
-// sure the B-tree holds every record up to the versions it asks about (Coordinator.history).
+// The records come from a RecordSource: the B-tree's read snapshot (one LMDB read
+// transaction, stable) and the newer records the front holds; the caller makes sure it
+// holds every record up to the versions it asks about (Coordinator.history).
 import { FLAG_LIVE, type ShardEnv } from './layout.js';
 import { recordGr, recordIsOf, recordKey, recordPrev, recordType, recordValue } from './record.js';
 import type { EventType } from './protocol.js';
@@ -33,9 +34,61 @@ export interface CurrentState {
   range(ns: string, from: string): Iterable<StoredObject>;
 }
 
-/** One type's history: its shard's environment and its current state. */
+/** One revision record: its version and its bytes (record.ts), as the B-tree holds it. */
+export interface RecordEntry {
+  key: number;
+  value: Buffer;
+}
+
+/**
+ * The revision records of a shard that a read can see, in version order. The B-tree holds
+ * them up to the last version it was given; the newer ones are those the front keeps until
+ * the B-tree has them (Coordinator.records).
+ */
+export interface RecordSource {
+  /** the records with start <= version < end */
+  range(start: number, end: number): Iterable<RecordEntry>;
+  get(rv: number): Buffer | undefined;
+}
+
+/** The B-tree alone. */
+export function treeRecords(env: ShardEnv): RecordSource {
+  return { range: (start, end) => env.hist.getRange({ start, end }), get: (rv) => env.hist.get(rv) };
+}
+
+/** The first entry of `entries` (in version order) at or after rv. */
+function firstAtOrAfter(entries: RecordEntry[], rv: number): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (entries[mid].key < rv) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The B-tree's records up to `upto` (the last version its read snapshot holds), then those
+ * of `newer`: every record after upto, in version order.
+ */
+export function overlayRecords(env: ShardEnv, upto: number, newer: RecordEntry[]): RecordSource {
+  return {
+    *range(start, end) {
+      if (start <= upto) yield* env.hist.getRange({ start, end: Math.min(end, upto + 1) });
+      for (let i = firstAtOrAfter(newer, Math.max(start, upto + 1)); i < newer.length && newer[i].key < end; i++) yield newer[i];
+    },
+    get(rv) {
+      if (rv <= upto) return env.hist.get(rv);
+      const i = firstAtOrAfter(newer, rv);
+      return i < newer.length && newer[i].key === rv ? newer[i].value : undefined;
+    },
+  };
+}
+
+/** One type's history: its shard's revision records and the type's current state. */
 export interface History {
-  env: ShardEnv;
+  src: RecordSource;
   gr: string;
   cur: CurrentState;
 }
@@ -88,8 +141,8 @@ export function currentObjects(env: ShardEnv): Array<{ gr: string } & StoredObje
 }
 
 /** The object at revision p, or null when it is a tombstone or gone. */
-function revision(env: ShardEnv, key: string, p: number): StoredObject | null {
-  const v = env.hist.get(p);
+function revision(src: RecordSource, key: string, p: number): StoredObject | null {
+  const v = src.get(p);
   if (!v || recordValue(v)[0] !== FLAG_LIVE) return null;
   return { key, rv: p, json: json(v) };
 }
@@ -105,15 +158,15 @@ function changedAt(h: History, rv: number, want: (key: string) => boolean): Map<
   if (rv === at) return out;
   const gr = Buffer.from(h.gr);
   if (rv < at) {
-    for (const { value } of h.env.hist.getRange({ start: rv + 1, end: at + 1 })) {
+    for (const { value } of h.src.range(rv + 1, at + 1)) {
       if (!recordIsOf(value, gr)) continue;
       const key = recordKey(value);
       if (out.has(key) || !want(key)) continue;
       const p = recordPrev(value);
-      out.set(key, p ? revision(h.env, key, p) : null);
+      out.set(key, p ? revision(h.src, key, p) : null);
     }
   } else {
-    for (const { key: r, value } of h.env.hist.getRange({ start: at + 1, end: rv + 1 })) {
+    for (const { key: r, value } of h.src.range(at + 1, rv + 1)) {
       if (!recordIsOf(value, gr)) continue;
       const key = recordKey(value);
       if (want(key)) out.set(key, recordValue(value)[0] === FLAG_LIVE ? { key, rv: r, json: json(value) } : null);
@@ -169,17 +222,17 @@ export function getAt(h: History, key: string, rv: number): StoredObject | undef
  * adds each one's previous state (a filtered watcher judges selector transitions by it).
  * History after afterRv is not compacted, nor therefore the revisions those events superseded.
  */
-export function eventsBetween(env: ShardEnv, gr: string, afterRv: number, uptoRv: number, withPrev = false): StoredEvent[] {
+export function eventsBetween(src: RecordSource, gr: string, afterRv: number, uptoRv: number, withPrev = false): StoredEvent[] {
   const out: StoredEvent[] = [];
   const grBytes = Buffer.from(gr);
-  for (const { key: rv, value } of env.hist.getRange({ start: afterRv + 1, end: uptoRv + 1 })) {
+  for (const { key: rv, value } of src.range(afterRv + 1, uptoRv + 1)) {
     if (!recordIsOf(value, grBytes)) continue;
     const key = recordKey(value);
     const type = recordType(value);
     const prevRv = recordPrev(value);
     const ev: StoredEvent = { key, rv, type, prevRv, json: json(value) };
     if (withPrev && prevRv && type !== 'ADDED') {
-      const prev = revision(env, key, prevRv);
+      const prev = revision(src, key, prevRv);
       if (prev) ev.prevJson = prev.json;
     }
     out.push(ev);

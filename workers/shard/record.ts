@@ -25,6 +25,11 @@ export interface RevisionRecord {
 
 /** The record's bytes, written at `offset` of a buffer of `offset + recordLength(r)` bytes. */
 export function writeRecord(r: RevisionRecord, b: Buffer, offset: number): void {
+  b.set(r.value, writeRecordHead(r, b, offset));
+}
+
+/** Everything of the record but its value, written at `offset`; returns where the value goes. */
+export function writeRecordHead(r: Omit<RevisionRecord, 'value'>, b: Buffer, offset: number): number {
   let o = offset;
   b.writeDoubleLE(r.rv, o);
   b.writeDoubleLE(r.prev, o + 8);
@@ -36,8 +41,7 @@ export function writeRecord(r: RevisionRecord, b: Buffer, offset: number): void 
   o += grLen;
   const keyLen = b.write(r.key, o);
   b.writeUInt16LE(keyLen, offset + 27);
-  o += keyLen;
-  b.set(r.value, o);
+  return o + keyLen;
 }
 
 export function recordLength(r: RevisionRecord): number {

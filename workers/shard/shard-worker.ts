@@ -7,16 +7,17 @@
 // Writes arrive in batches. Every batch that is waiting when the worker gets the CPU is
 // one group commit: its records are appended to the write-ahead log (wal.ts) with one
 // fdatasync, so the busier the server, the bigger the batch. A write is acknowledged only
-// after its log record is durable. The B-tree (hist, meta) is then brought up to date
-// by one asynchronous LMDB transaction per batch, committed on lmdb-js's write thread
-// with overlappingSync (crash-safe; its flush runs behind later commits). The front reads
-// the B-tree, so the last version it holds is published (appliedRv) and a storage read
-// waits for the version it needs. Once the B-tree has flushed a version, the log segments
-// up to it are removed; at start-up the records it had not flushed are applied again.
+// after its log record is durable. The B-tree (hist, meta) is brought up to date behind
+// the log, by asynchronous LMDB transactions of many group commits each (at most one per
+// treeIntervalMs), committed on lmdb-js's write thread with overlappingSync (crash-safe;
+// its flush runs behind later commits). The front keeps each committed record until the
+// B-tree holds it, so reads never wait for the B-tree; the last version it holds is
+// published (appliedRv). Once the B-tree has flushed a version, the log segments up to it
+// are removed; at start-up the records it had not flushed are applied again.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
-import { WriteAheadLog, encodeRecord, payload, type WalRecord } from './wal.js';
+import { WriteAheadLog, encodeEntry, payload } from './wal.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
@@ -61,13 +62,15 @@ let treeIdle: Promise<void> = Promise.resolve();
 let treeIdleResolve: (() => void) | null = null;
 
 /**
- * Brings the B-tree up to the durable log, one transaction at a time: the records of every
- * group commit made while the previous transaction committed and flushed go into the next
- * one. Why not one transaction per group commit: with overlappingSync each commit is
- * followed by a flush of its dirty pages, and every fdatasync (the log's included) waits
- * for the device's cache flush; hundreds of B-tree flushes a second made the log's
- * fdatasync several times slower. One transaction in flight lets the batches grow with
- * the load, and the lag stays one flush (storage reads wait for it, see Coordinator.storage).
+ * Brings the B-tree up to the durable log: one transaction at a time, and at most one per
+ * treeIntervalMs (etcd's backend batch interval). Every group commit made meanwhile goes
+ * into the next transaction. Why: with overlappingSync each B-tree commit is followed by a
+ * flush of its dirty pages, and every fdatasync (the log's included) waits for the
+ * device's cache flush. A flush per group commit (hundreds a second) made the log's
+ * fdatasync, which every writer waits for, half as slow again; ten a second hardly touch
+ * it, and a transaction of a thousand appends costs lmdb-js less per record. Nothing
+ * waits for the B-tree: the front keeps each committed record until the B-tree holds it
+ * and reads them from there (Coordinator.records).
  */
 function applyToTree(batch: Array<[number, Buffer]>, last: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync
@@ -76,18 +79,31 @@ function applyToTree(batch: Array<[number, Buffer]>, last: number): void {
   for (const r of batch) treeQueue.push(r);
   treeLast = last;
   if (!treeBusy) {
+    treeBusy = true;
     treeIdle = new Promise((r) => (treeIdleResolve = r));
-    drainTree();
+    nextTree();
   }
 }
 
+/** when the B-tree's last transaction began (performance.now()) */
+let treeStarted = -Infinity;
+let treeTimer: NodeJS.Timeout | null = null;
+
+/** The next transaction: now, or when the interval since the last one has passed. */
+function nextTree(): void {
+  const wait = treeStarted + data.treeIntervalMs - performance.now();
+  if (wait > 0 && treeQueue.length > 0 && !closing) treeTimer = setTimeout(drainTree, wait);
+  else drainTree();
+}
+
 function drainTree(): void {
+  treeTimer = null;
   if (treeQueue.length === 0 || broken) {
     treeBusy = false;
     treeIdleResolve?.();
     return;
   }
-  treeBusy = true;
+  treeStarted = performance.now();
   const batch = treeQueue;
   const last = treeLast;
   treeQueue = [];
@@ -106,7 +122,7 @@ function drainTree(): void {
       () => {
         // flushed: the log segments up to here are no longer needed
         wal.release(last);
-        drainTree();
+        nextTree();
       },
       (err: unknown) => {
         // The log holds the batch (it is acknowledged and will be applied again at start-up),
@@ -212,22 +228,18 @@ function flush(): void {
       }
       const rv = shared.nextRv();
       const deleted = op.type === 'DELETED';
-      // The stored value (flag byte + JSON) gets an ArrayBuffer of its own, written once:
-      // the JSON the front keeps is a view of it, and posting it copies exactly these bytes
-      // (a pooled Buffer would drag its whole 8 KiB slab along into the front's cache).
-      const text = head! + rv + tail!;
-      const value = Buffer.allocUnsafeSlow(Buffer.byteLength(text) + 1);
-      value[0] = deleted ? FLAG_TOMBSTONE : FLAG_LIVE;
-      value.write(text, 1);
-      const rec: WalRecord = { rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key, value };
-      const entry = encodeRecord(rec);
+      // The record is written once, straight from the text: the log appends the entry, the
+      // B-tree stores its payload, and the front keeps that same payload (its JSON is what
+      // the cache serves) until the B-tree holds it.
+      const entry = encodeEntry({ rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key }, deleted ? FLAG_TOMBSTONE : FLAG_LIVE, head! + rv + tail!);
+      const rec = payload(entry);
       records.push(entry);
-      batch.push([rv, payload(entry)]);
+      batch.push([rv, rec]);
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
       else index.set(ik, rv);
       acks.push({ id: op.id, rv });
-      events.push({ id: op.id, type: op.type, gr: op.gr, key: op.key, rv, json: value.subarray(1) });
+      events.push({ id: op.id, type: op.type, gr: op.gr, key: op.key, rv, rec });
       if (!first) first = rv;
       last = rv;
     }
@@ -314,6 +326,11 @@ port.on('message', (msg: FrontToShard) => {
       closing = true;
       clearInterval(compactTimer);
       flush();
+      // a transaction waiting out its interval goes now
+      if (treeTimer) {
+        clearTimeout(treeTimer);
+        drainTree();
+      }
       treeIdle
         .then(() => env.root.flushed)
         .then(() => wal.release(maxRv))

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WriteAheadLog, decodeRecords, encodeRecord, type WalRecord } from './wal.js';
+import { WriteAheadLog, decodeRecords, encodeEntry, encodeRecord, payload, type WalRecord } from './wal.js';
 
 const rec = (rv: number, type: WalRecord['type'] = 'ADDED'): WalRecord => ({
   rv,
@@ -31,6 +31,14 @@ describe('write-ahead log', () => {
     const bad = Buffer.from(b);
     bad[bad.length - 2] ^= 0xff;
     expect([...decodeRecords(Buffer.concat([a, bad, a]))].map((r) => r.rv)).toEqual([7]);
+  });
+
+  it('makes the same entry from an object\'s JSON text as from its value, in a buffer of its own', () => {
+    const { value: _, ...head } = rec(9);
+    const e = encodeEntry(head, 1, '{"n":"név"}');
+    expect(e.equals(encodeRecord({ ...head, value: Buffer.from('\u0001{"n":"név"}') }))).toBe(true);
+    expect(e.buffer.byteLength).toBe(e.length);
+    expect(payload(e).byteOffset).toBe(8);
   });
 
   it('replays appended records after a restart, and removes segments once flushed', () => {

@@ -24,7 +24,7 @@
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readdirSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { join } from 'node:path';
-import { decodeRecord, recordLength, validRecord, writeRecord, type RevisionRecord } from './record.js';
+import { FIXED, decodeRecord, recordLength, validRecord, writeRecord, writeRecordHead, type RevisionRecord } from './record.js';
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
 const ZERO_STEP = 4 * 1024 * 1024;
@@ -39,6 +39,27 @@ export function encodeRecord(r: WalRecord): Buffer {
   const b = Buffer.allocUnsafe(HEADER + payloadLen);
   b.writeUInt32LE(payloadLen, 0);
   writeRecord(r, b, HEADER);
+  b.writeUInt32LE(crc32(b.subarray(HEADER)), 4);
+  return b;
+}
+
+/**
+ * The log entry of a committed write, made straight from the object's JSON text: the
+ * record's fields, the flag byte and the text, in an ArrayBuffer of exactly the entry's
+ * size. Why its own ArrayBuffer: the record (payload() of the entry) is posted to the front
+ * thread, which keeps it (its JSON is what the cache serves) and a view of a pooled Buffer
+ * would copy, and pin, the whole 8 KiB slab.
+ */
+export function encodeEntry(r: Omit<WalRecord, 'value'>, flag: number, json: string): Buffer {
+  const grLen = Buffer.byteLength(r.gr);
+  const keyLen = Buffer.byteLength(r.key);
+  const payloadLen = FIXED + grLen + keyLen + 1 + Buffer.byteLength(json);
+  const b = Buffer.allocUnsafeSlow(HEADER + payloadLen);
+  b.writeUInt32LE(payloadLen, 0);
+  writeRecordHead(r, b, HEADER);
+  let o = HEADER + FIXED + grLen + keyLen;
+  b[o++] = flag;
+  b.write(json, o);
   b.writeUInt32LE(crc32(b.subarray(HEADER)), 4);
   return b;
 }
