@@ -40,6 +40,16 @@ describe('findDuplicateFields', () => {
     expect(findDuplicateFields('{"a":[{},"v"],"a":1}')).toEqual(['a']);
     expect(findDuplicateFields('{"a":{},"b":[{}, {"k":1,"k":2}]}')).toEqual(['b[1].k']);
   });
+  it('keeps the keys of each object apart when objects of more than 16 keys follow one another', () => {
+    const obj = (keys: string[]) => `{${keys.map((k, i) => `"${k}":${i}`).join(',')}}`;
+    const many = Array.from({ length: 20 }, (_, i) => `k${i}`);
+    // siblings at one depth: the second has the first's keys and no duplicate of its own, the third one
+    const text = `{"a":${obj(many)},"b":${obj(many)},"c":${obj([...many, 'k3'])},"d":[${obj([...many, 'k19'])},${obj(['k19', 'k19'])}]}`;
+    expect(findDuplicateFields(text)).toEqual(['c.k3', 'd[0].k19', 'd[1].k19']);
+    expect(findDuplicateFields(obj(many))).toEqual([]);
+    expect(findDuplicateFields(`{"x":${obj([...many.slice(0, 16), 'k0'])}}`)).toEqual(['x.k0']);
+  });
+
   it('gives what the previous implementation gave on random documents', () => {
     // the previous implementation (an object and a Set per container), kept as the reference
     const reference = (text: string): string[] => {

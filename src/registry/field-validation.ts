@@ -374,10 +374,13 @@ export function enforceFieldCheck(r: FieldCheckResult, kind: string, apiVersion:
  */
 export function findDuplicateFields(text: string): string[] {
   let out: string[] | undefined;
-  const isObj: boolean[] = [];
-  const keys: Array<string[] | Set<string> | null> = [];
-  /** an object's current key, or an array's current index */
-  const at: Array<string | number> = [];
+  // The stacks are the module's, reused by every call (it runs to completion, and never
+  // inside itself): new arrays for them were most of a call's allocation.
+  const isObj = scanIsObj;
+  const keys = scanKeys;
+  const nkeys = scanKeyCount;
+  const sets = scanSets;
+  const at = scanAt;
   let depth = 0;
   // A string right after '{' or an object's ',' is a key; after anything else it is a value.
   let expectKey = false;
@@ -400,15 +403,33 @@ export function findDuplicateFields(text: string): string[] {
       if (expectKey && depth > 0 && isObj[depth - 1]) {
         const key = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : text.slice(i + 1, j);
         const t = depth - 1;
-        const ks = keys[t];
         let dup = false;
-        if (ks === null) keys[t] = [key];
-        else if (Array.isArray(ks)) {
-          if (ks.includes(key)) dup = true;
-          else if (ks.length >= 16) keys[t] = new Set([...ks, key]);
-          else ks.push(key);
-        } else if (ks.has(key)) dup = true;
-        else ks.add(key);
+        const cnt = nkeys[t];
+        if (cnt >= 0) {
+          let arr = keys[t];
+          if (!arr) keys[t] = arr = [];
+          for (let q = 0; q < cnt; q++) {
+            if (arr[q] === key) {
+              dup = true;
+              break;
+            }
+          }
+          if (!dup) {
+            if (cnt < 16) {
+              arr[cnt] = key;
+              nkeys[t] = cnt + 1;
+            } else {
+              // past 16 keys, a set
+              let set = sets[t];
+              if (set) set.clear();
+              else sets[t] = set = new Set();
+              for (let q = 0; q < cnt; q++) set.add(arr[q]);
+              set.add(key);
+              nkeys[t] = -1;
+            }
+          }
+        } else if (sets[t]!.has(key)) dup = true;
+        else sets[t]!.add(key);
         if (dup) {
           const p = containerPath(isObj, at, t);
           (out ??= []).push(p ? `${p}.${key}` : key);
@@ -421,13 +442,13 @@ export function findDuplicateFields(text: string): string[] {
     }
     if (c === 0x7b /* { */) {
       isObj[depth] = true;
-      keys[depth] = null;
+      nkeys[depth] = 0;
       at[depth] = '';
       depth++;
       expectKey = true;
     } else if (c === 0x5b /* [ */) {
       isObj[depth] = false;
-      keys[depth] = null;
+      nkeys[depth] = 0;
       at[depth] = 0;
       depth++;
       expectKey = false;
@@ -445,6 +466,16 @@ export function findDuplicateFields(text: string): string[] {
   }
   return out ?? [];
 }
+
+// findDuplicateFields' stacks, indexed by depth.
+const scanIsObj: boolean[] = [];
+/** the keys of the object open at a depth, its first nkeys entries (the array is reused) */
+const scanKeys: string[][] = [];
+/** how many keys the object open at a depth has had; -1 past 16, when scanSets holds them */
+const scanKeyCount: number[] = [];
+const scanSets: Array<Set<string>> = [];
+/** an object's current key, or an array's current index */
+const scanAt: Array<string | number> = [];
 
 /** The field path of the container at depth t: its parents' keys and indexes ("spec.x[0]"). */
 function containerPath(isObj: boolean[], at: Array<string | number>, t: number): string {

@@ -159,15 +159,19 @@ interface JoinedList {
 /**
  * One namespace's objects ("" holds a cluster-scoped type's). base is sorted by key and never
  * mutated once built, so a reader may hold it across an await. A change costs O(1): it is
- * noted in `changes` (key -> new entry, or null once deleted), and the next read merges the
- * changes into a new sorted base in one pass. So a burst of writes pays nothing per write,
+ * noted in `changes` (key and new entry, or null once deleted, appended in order), and the
+ * next read merges the changes into a new sorted base in one pass. So a burst of writes pays
+ * an append per write (not an insert into a map that grows with the burst),
  * and a read pays once per burst, never a re-sort of the whole type.
  */
 interface NsIndex {
   base: CacheEntry[];
   /** base was given to a reader: it must not change any more */
   handedOut: boolean;
-  changes: Map<string, CacheEntry | null>;
+  /** the keys changed since base was built, in order (a key may recur: the last one counts) */
+  changeKeys: string[];
+  /** each change's new entry, null for a deletion */
+  changeEntries: Array<CacheEntry | null>;
   /** bumped by every change: the joined bytes are valid for one version */
   version: number;
   joined?: JoinedList;
@@ -225,7 +229,7 @@ export class ResourceCache {
     // yet, they need no merge (a million-object start-up builds no change map).
     const idx = this.nsIndex(ns);
     const base = idx.base;
-    if (!idx.handedOut && idx.changes.size === 0 && (base.length === 0 || base[base.length - 1].key < key)) {
+    if (!idx.handedOut && idx.changeKeys.length === 0 && (base.length === 0 || base[base.length - 1].key < key)) {
       base.push(entry);
       idx.version++;
       this.version++;
@@ -239,7 +243,9 @@ export class ResourceCache {
   }
 
   apply(type: EventType, key: string, rv: number, json: Buffer, obj?: any): WatchEvent {
-    const prev = this.items.get(key);
+    // An ADDED key was absent (the shard committed it as such): one lookup in a map of every
+    // object of the type saved per create.
+    const prev = type === 'ADDED' ? undefined : this.items.get(key);
     const [ns, name] = prev ? [prev.ns, prev.name] : splitKey(key);
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
     // The object is at hand now: read its selectable fields once, so no selector parses it later.
@@ -274,7 +280,7 @@ export class ResourceCache {
   private nsIndex(ns: string): NsIndex {
     let idx = this.byNs.get(ns);
     if (!idx) {
-      idx = { base: [], handedOut: false, changes: new Map(), version: 0 };
+      idx = { base: [], handedOut: false, changeKeys: [], changeEntries: [], version: 0 };
       this.byNs.set(ns, idx);
       this.nsOrder = null;
     }
@@ -283,7 +289,8 @@ export class ResourceCache {
 
   private note(ns: string, key: string, entry: CacheEntry | null): void {
     const idx = this.nsIndex(ns);
-    idx.changes.set(key, entry);
+    idx.changeKeys.push(key);
+    idx.changeEntries.push(entry);
     idx.version++;
     idx.joined = undefined;
     this.version++;
@@ -294,10 +301,15 @@ export class ResourceCache {
     const idx = this.byNs.get(ns);
     if (!idx) return [];
     idx.handedOut = true;
-    if (idx.changes.size === 0) return idx.base;
+    if (idx.changeKeys.length === 0) return idx.base;
+    // each changed key's last change
+    const changes = new Map<string, CacheEntry | null>();
+    for (let i = 0; i < idx.changeKeys.length; i++) changes.set(idx.changeKeys[i], idx.changeEntries[i]);
+    idx.changeKeys = [];
+    idx.changeEntries = [];
     const base = idx.base;
     const added: CacheEntry[] = [];
-    for (const [key, e] of idx.changes) {
+    for (const [key, e] of changes) {
       if (e === null) continue;
       const i = firstKeyAtOrAfter(base, key);
       if (i >= base.length || base[i].key !== key) added.push(e);
@@ -307,14 +319,13 @@ export class ResourceCache {
     let j = 0;
     for (let i = 0; i < base.length; i++) {
       let cur: CacheEntry | null = base[i];
-      const ch = idx.changes.get(cur.key);
+      const ch = changes.get(cur.key);
       if (ch !== undefined) cur = ch;
       while (j < added.length && added[j].key < base[i].key) out.push(added[j++]);
       if (cur !== null) out.push(cur);
     }
     while (j < added.length) out.push(added[j++]);
     idx.base = out;
-    idx.changes.clear();
     if (out.length === 0) {
       this.byNs.delete(ns);
       this.nsOrder = null;
