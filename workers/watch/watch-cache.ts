@@ -165,6 +165,8 @@ interface JoinedList {
  * and a read pays once per burst, never a re-sort of the whole type.
  */
 interface NsIndex {
+  /** the namespace: every entry of it holds this one string (not a copy of its own) */
+  ns: string;
   base: CacheEntry[];
   /** base was given to a reader: it must not change any more */
   handedOut: boolean;
@@ -222,12 +224,13 @@ export class ResourceCache {
 
   /** Start-up load; no events, no watchers yet. */
   load(key: string, rv: number, json: Buffer): void {
-    const [ns, name] = splitKey(key);
-    const entry: CacheEntry = { key, ns, name, rv, json };
+    const slash = key.indexOf('/');
+    const idx = this.nsIndex(key.slice(0, slash));
+    const ns = idx.ns;
+    const entry: CacheEntry = { key, ns, name: key.slice(slash + 1), rv, json };
     this.items.set(key, entry);
     // Storage hands objects over in key order: appended to a namespace nobody has read
     // yet, they need no merge (a million-object start-up builds no change map).
-    const idx = this.nsIndex(ns);
     const base = idx.base;
     if (!idx.handedOut && idx.changeKeys.length === 0 && (base.length === 0 || base[base.length - 1].key < key)) {
       base.push(entry);
@@ -246,7 +249,18 @@ export class ResourceCache {
     // An ADDED key was absent (the shard committed it as such): one lookup in a map of every
     // object of the type saved per create.
     const prev = type === 'ADDED' ? undefined : this.items.get(key);
-    const [ns, name] = prev ? [prev.ns, prev.name] : splitKey(key);
+    let ns: string;
+    let name: string;
+    if (prev) {
+      ns = prev.ns;
+      name = prev.name;
+    } else {
+      const slash = key.indexOf('/');
+      ns = key.slice(0, slash);
+      // a new object takes its namespace's string (one string per namespace, not per object)
+      if (type !== 'DELETED') ns = this.nsIndex(ns).ns;
+      name = key.slice(slash + 1);
+    }
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
     // The object is at hand now: read its selectable fields once, so no selector parses it later.
     if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
@@ -280,7 +294,7 @@ export class ResourceCache {
   private nsIndex(ns: string): NsIndex {
     let idx = this.byNs.get(ns);
     if (!idx) {
-      idx = { base: [], handedOut: false, changeKeys: [], changeEntries: [], version: 0 };
+      idx = { ns, base: [], handedOut: false, changeKeys: [], changeEntries: [], version: 0 };
       this.byNs.set(ns, idx);
       this.nsOrder = null;
     }
