@@ -15,7 +15,7 @@ import { errors } from '../errors.js';
 import { encodeForCommit } from '../codec/json.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
 import { currentObjects, overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
-import { recordValue } from '../../workers/shard/record.js';
+import { recordGr, recordKey, recordType, recordValue } from '../../workers/shard/record.js';
 import type { Ack, CommittedEvent, FrontToShard, ShardToFront, ShardWorkerData, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
 import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
 
@@ -58,6 +58,8 @@ interface PendingWrite {
   resolve: (c: Committed) => void;
   reject: (err: Error) => void;
   obj?: any;
+  /** the write as sent: its commit names the type, group-resource and key by its id alone */
+  op: WriteOp;
 }
 
 interface ShardHandle {
@@ -311,7 +313,7 @@ export class Coordinator {
     const queued = op as WriteOp;
     queued.id = id;
     return new Promise<Committed>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, obj });
+      this.pending.set(id, { resolve, reject, obj, op: queued });
       this.trace?.write(id);
       shard.queue.push(queued);
       if (!shard.flushScheduled) {
@@ -357,8 +359,8 @@ export class Coordinator {
   private onShardMessage(shard: ShardHandle, msg: ShardToFront): void {
     switch (msg.t) {
       case 'commit':
-        if (this.trace && msg.t0 !== undefined) this.trace.committed(msg.acks.map((a) => a.id), msg.t0, msg.t1!);
-        this.applyCommit(shard, msg.acks, msg.events, msg.lastRv);
+        if (this.trace && msg.t0 !== undefined) this.trace.committed([...msg.events.map((e) => e.id), ...msg.refused.map((a) => a.id)], msg.t0, msg.t1!);
+        this.applyCommit(shard, msg.refused, msg.events, msg.lastRv);
         break;
       case 'closed':
         shard.closed?.();
@@ -370,22 +372,26 @@ export class Coordinator {
     }
   }
 
-  private applyCommit(shard: ShardHandle, acks: Ack[], events: CommittedEvent[], lastRv: number): void {
+  private applyCommit(shard: ShardHandle, refused: Ack[], events: CommittedEvent[], lastRv: number): void {
     // 1. caches and watchers first, so that a client that sees its write acknowledged
     //    can read it back at once;
     const byType = new Map<ResourceCache, WatchEvent[]>();
-    const stored = new Map<number, Buffer>();
+    /** the committed writes' stored bytes, in event order */
+    const stored: Buffer[] = [];
     for (const e of events) {
-      const cache = this.cache(e.gr);
       const p = this.pending.get(e.id);
+      const rec = Buffer.from(e.rec.buffer, e.rec.byteOffset, e.rec.byteLength);
+      // (a write this thread no longer waits for cannot be, but its record names it too)
+      const type = p ? p.op.type : recordType(rec);
+      const key = p ? p.op.key : recordKey(rec);
+      const cache = this.cache(p ? p.op.gr : recordGr(rec));
       let obj = p?.obj;
       if (obj?.metadata) obj.metadata.resourceVersion = String(e.rv);
-      const rec = Buffer.from(e.rec.buffer, e.rec.byteOffset, e.rec.byteLength);
       shard.newer.push({ key: e.rv, value: rec });
       // the object's JSON: a view of the record, past its flag byte
       const json = recordValue(rec).subarray(1);
-      stored.set(e.id, json);
-      const ev = cache.apply(e.type, e.key, e.rv, json, obj);
+      stored.push(json);
+      const ev = cache.apply(type, key, e.rv, json, obj);
       let list = byType.get(cache);
       if (!list) byType.set(cache, (list = []));
       list.push(ev);
@@ -401,15 +407,21 @@ export class Coordinator {
     // objects kept alive per second would all survive into the old generation and cost the
     // front thread more in garbage collection than a later parse costs the rare reader.
     for (const evs of byType.values()) for (const ev of evs) ev.entry.obj = undefined;
-    // 2. then the acknowledgements;
-    for (const a of acks) {
+    // 2. then the acknowledgements: a committed write's event is its own;
+    for (let i = 0; i < events.length; i++) {
+      const id = events[i].id;
+      const p = this.pending.get(id);
+      if (!p) continue;
+      this.pending.delete(id);
+      p.resolve({ rv: events[i].rv, json: stored[i] });
+    }
+    for (const a of refused) {
       const p = this.pending.get(a.id);
       if (!p) continue;
       this.pending.delete(a.id);
       // a storage failure is the server's fault, not a precondition: a 500, never retried as a conflict
       if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
-      else if (a.err) p.reject(new WriteRejected(a.err));
-      else p.resolve({ rv: a.rv!, json: stored.get(a.id)! });
+      else p.reject(new WriteRejected(a.err));
     }
     // 3. then whoever waits for the cache to catch up.
     if (shard.freshWaiters.length) {

@@ -1,7 +1,8 @@
 // Messages between the front thread and a shard worker. One message carries a batch:
 // the front sends every write of one event-loop turn together, and the shard answers
-// each commit with one message that carries both the acks and the committed events,
-// so a write costs one hop there and one hop back, shared by everything in the batch.
+// each commit with one message that carries the committed events (a write's event is its
+// acknowledgement) and the refusals, so a write costs one hop there and one hop back,
+// shared by everything in the batch.
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -36,19 +37,19 @@ export interface WriteOp {
 /** storage: the write could not be made durable (the log failed); message says why */
 export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage';
 
+/** A write refused: a failed precondition, or storage that could not take it. */
 export interface Ack {
   id: number;
-  rv?: number;
-  err?: WriteFailure;
+  err: WriteFailure;
   message?: string;
 }
 
 export interface CommittedEvent {
-  /** op id, so the front can reuse the object it already holds instead of parsing the bytes */
+  /**
+   * op id: the front holds the write it sent (its type, group-resource and key, and the
+   * object, which it reuses instead of parsing the bytes), so they do not travel back
+   */
   id: number;
-  type: EventType;
-  gr: string;
-  key: string;
   rv: number;
   /** the revision record as stored (record.ts): the front keeps it until the B-tree holds it, and serves its JSON */
   rec: Uint8Array;
@@ -62,7 +63,7 @@ export type FrontToShard =
 export type ShardToFront =
   | { t: 'ready'; maxRv: number; compactedRv: number }
   /** t0, t1 (KUBESHARD_COMMIT_STATS only): when the group commit began, and when its log was durable (ms, absolute) */
-  | { t: 'commit'; acks: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
+  | { t: 'commit'; refused: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
   | { t: 'compacted'; compactedRv: number }
   | { t: 'closed' }
   | { t: 'fatal'; message: string };

@@ -188,7 +188,8 @@ function flush(): void {
   stats.commits++;
   stats.ops += ops.length;
   if (ops.length > stats.maxBatch) stats.maxBatch = ops.length;
-  const acks: Ack[] = [];
+  /** the writes refused (a committed write's event is its acknowledgement) */
+  const refused: Ack[] = [];
   const events: CommittedEvent[] = [];
   const undo: Array<[string, number | undefined]> = [];
   /** the batch's durable records, in version order, for the B-tree */
@@ -206,14 +207,14 @@ function flush(): void {
       const cur = index.get(ik);
       if (op.expect === Expect.Absent) {
         if (cur !== undefined) {
-          acks.push({ id: op.id, err: 'exists' });
+          refused.push({ id: op.id, err: 'exists' });
           continue;
         }
       } else if (cur === undefined) {
-        acks.push({ id: op.id, err: 'notfound' });
+        refused.push({ id: op.id, err: 'notfound' });
         continue;
       } else if (op.expect > 0 && cur !== op.expect) {
-        acks.push({ id: op.id, err: 'conflict' });
+        refused.push({ id: op.id, err: 'conflict' });
         continue;
       }
       let head = op.head;
@@ -222,7 +223,7 @@ function flush(): void {
         try {
           ({ head, tail } = encodeForCommit(op.obj));
         } catch (err) {
-          acks.push({ id: op.id, err: 'storage', message: err instanceof Error ? err.message : String(err) });
+          refused.push({ id: op.id, err: 'storage', message: err instanceof Error ? err.message : String(err) });
           continue;
         }
       }
@@ -238,8 +239,7 @@ function flush(): void {
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
       else index.set(ik, rv);
-      acks.push({ id: op.id, rv });
-      events.push({ id: op.id, type: op.type, gr: op.gr, key: op.key, rv, rec });
+      events.push({ id: op.id, rv, rec });
       if (!first) first = rv;
       last = rv;
     }
@@ -259,7 +259,7 @@ function flush(): void {
       else index.set(ik, prev);
     }
     const message = err instanceof Error ? err.message : String(err);
-    post({ t: 'commit', acks: ops.map((o) => ({ id: o.id, err: 'storage' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
+    post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: 'storage' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
     shared.setPendingFrom(data.index, 0);
     return;
   }
@@ -267,7 +267,7 @@ function flush(): void {
     maxRv = last;
     shared.setLastRv(data.index, last);
   }
-  const msg: ShardToFront = { t: 'commit', acks, events, lastRv: last || shared.lastRv(data.index) };
+  const msg: ShardToFront = { t: 'commit', refused, events, lastRv: last || shared.lastRv(data.index) };
   if (STATS) {
     msg.t0 = t0;
     msg.t1 = performance.timeOrigin + performance.now();
@@ -313,7 +313,7 @@ port.on('message', (msg: FrontToShard) => {
   switch (msg.t) {
     case 'write':
       if (closing) {
-        post({ t: 'commit', acks: msg.ops.map((o) => ({ id: o.id, err: 'conflict' as const })), events: [], lastRv: shared.lastRv(data.index) });
+        post({ t: 'commit', refused: msg.ops.map((o) => ({ id: o.id, err: 'conflict' as const })), events: [], lastRv: shared.lastRv(data.index) });
         return;
       }
       for (const op of msg.ops) pending.push(op);
