@@ -20,6 +20,16 @@ describe('verbs', () => {
     expect(m.resourceVersion).toMatch(/^\d+$/);
   });
 
+  it('a name the client gives wins over generateName, and a taken one is 409, not a generated name', async () => {
+    expect((await request(s, 'POST', CM, { metadata: { name: 'gen-given' } })).status).toBe(201);
+    const again = await request(s, 'POST', CM, { metadata: { name: 'gen-given', generateName: 'gen-' } });
+    expect(again.status).toBe(409);
+    expect(again.json()).toMatchObject({ reason: 'AlreadyExists', details: { name: 'gen-given' } });
+    const dry = await request(s, 'POST', `${CM}?dryRun=All`, { metadata: { generateName: 'gen-' } });
+    expect(dry.status).toBe(201);
+    expect(dry.json().metadata.name).toMatch(/^gen-[a-z0-9]{5}$/);
+  });
+
   it('cluster-scoped objects ignore a namespace and list at the cluster path', async () => {
     const r = await request(s, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'reader' }, rules: [] });
     expect(r.status).toBe(201);
