@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ApiRequest, HeaderList, ResponseSink } from '../src/http/types.js';
+import { RequestBase } from '../src/http/transport-base.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -46,22 +47,12 @@ function ticks(): { main: number; other: number } {
   return { main, other };
 }
 
-class FakeRequest implements ApiRequest {
-  query: URLSearchParams;
+/** A request as a transport makes it (the same base class, so the same shape and lazy query), with no socket. */
+class FakeRequest extends RequestBase implements ApiRequest {
   remoteAddress = '127.0.0.1';
-  warnings?: string[];
-  // declared as the transport's request declares it, so that setting it keeps the object's shape
-  responseHeaders?: HeaderList;
-  requestInfo?: ApiRequest['requestInfo'];
-  user?: ApiRequest['user'];
-  constructor(
-    readonly method: string,
-    readonly path: string,
-    readonly rawQuery: string,
-    readonly headers: Record<string, string>,
-    public body: Buffer | null,
-  ) {
-    this.query = new URLSearchParams(rawQuery);
+  constructor(method: string, path: string, rawQuery: string, headers: Record<string, string>, body: Buffer | null) {
+    super(method, path, rawQuery, headers);
+    this.body = body;
   }
 }
 

@@ -14,6 +14,7 @@ import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { nowTimestamp, objectKey, type ResourceTarget, type Store } from '../registry/store.js';
+import { ensureBootstrapObject } from './bootstrap-object.js';
 import { AUTOUPDATE_ANNOTATION, mandatoryFlowSchemas, mandatoryPriorityLevels, suggestedFlowSchemas, suggestedPriorityLevels } from '../flowcontrol/bootstrap-objects.js';
 
 const GROUP = 'flowcontrol.apiserver.k8s.io';
@@ -57,27 +58,15 @@ export class FlowControlBootstrap {
     this.stopped = true;
   }
 
-  private async ensure(t: ResourceTarget, want: any): Promise<void> {
-    const name = want.metadata.name;
-    try {
-      const cur = this.store.cacheOf(t).items.get(objectKey('', name));
-      if (!cur) {
-        await this.store.create(t, '', want, { dryRun: false });
-        return;
-      }
-      const obj = entryObject(cur);
-      if (obj?.metadata?.annotations?.[AUTOUPDATE_ANNOTATION] !== 'true' || obj?.metadata?.deletionTimestamp) return;
-      if (contains(obj.spec, want.spec)) return;
-      await this.store.guaranteedUpdate(t, '', name, { dryRun: false, subresource: '' }, (o) => {
-        delete o.metadata.resourceVersion;
-        o.spec = structuredClone(want.spec);
-        return o;
-      });
-    } catch (e) {
-      // A race with a client (409) leaves the client's object; anything else is worth a line.
-      if (!(e instanceof StatusError && e.code === 409)) console.warn(`W flowcontrol bootstrap: ${t.gr} ${name}: ${e}`);
-    }
+  private ensure(t: ResourceTarget, want: any): Promise<void> {
+    return ensureBootstrapObject(this.store, t, want, {
+      annotation: AUTOUPDATE_ANNOTATION,
+      // the bootstrap spec, put back whole unless every field of it is there
+      reconcile: (have) => (contains(have.spec, want.spec) ? null : { ...have, spec: structuredClone(want.spec) }),
+      label: 'flowcontrol bootstrap',
+    });
   }
+
 
   private onEvents(cache: ResourceCache, evs: WatchEvent[]): void {
     if (this.stopped) return;

@@ -7,9 +7,8 @@
 // Thread ownership: the front thread. Writes go through the generic store without a field
 // manager hook, so they skip the escalation checks a client's write meets.
 import type { Targets } from '../api/targets.js';
-import { StatusError } from '../errors.js';
-import { entryObject } from '../../workers/watch/watch-cache.js';
-import { objectKey, type ResourceTarget, type Store } from '../registry/store.js';
+import { ensureBootstrapObject } from './bootstrap-object.js';
+import type { ResourceTarget, Store } from '../registry/store.js';
 import { AUTOUPDATE_ANNOTATION, bootstrapClusterRoleBindings, bootstrapClusterRoles } from '../auth/rbac/bootstrap-policy.js';
 import { RBAC_GROUP } from '../auth/rbac/resolver.js';
 import { ruleOf, uncovered } from '../auth/rbac/rules.js';
@@ -69,24 +68,8 @@ export class RbacBootstrap {
     for (const o of bootstrapClusterRoleBindings()) await this.ensure(this.clusterBindingsT, o);
   }
 
-  private async ensure(t: ResourceTarget, want: any): Promise<void> {
-    const name = want.metadata.name;
-    try {
-      const cur = this.store.cacheOf(t).items.get(objectKey('', name));
-      if (!cur) {
-        await this.store.create(t, '', structuredClone(want), { dryRun: false });
-        return;
-      }
-      const obj = entryObject(cur);
-      if (obj?.metadata?.annotations?.[AUTOUPDATE_ANNOTATION] !== 'true' || obj?.metadata?.deletionTimestamp) return;
-      if (!reconcile(obj, want)) return;
-      await this.store.guaranteedUpdate(t, '', name, { dryRun: false, subresource: '' }, (o) => {
-        delete o.metadata.resourceVersion;
-        return reconcile(o, want) ?? o;
-      });
-    } catch (e) {
-      // A race with a client (409) leaves the client's object; anything else is worth a line.
-      if (!(e instanceof StatusError && e.code === 409)) console.warn(`W rbac bootstrap: ${t.gr} ${name}: ${e}`);
-    }
+  private ensure(t: ResourceTarget, want: any): Promise<void> {
+    return ensureBootstrapObject(this.store, t, want, { annotation: AUTOUPDATE_ANNOTATION, reconcile: (have) => reconcile(have, want), label: 'rbac bootstrap' });
   }
+
 }

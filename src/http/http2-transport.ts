@@ -19,7 +19,7 @@ import type { TLSSocket, PeerCertificate } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import type { RunningServer } from './uws-transport.js';
-import { RequestBase, SinkBase } from './transport-base.js';
+import { BodyCollector, RequestBase, SinkBase } from './transport-base.js';
 
 export interface Http2ServerOptions {
   host: string;
@@ -237,22 +237,13 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
       r.resume();
       return;
     }
-    const parts: Buffer[] = [];
-    let total = 0;
-    let rejected = false;
+    const body = new BodyCollector(sink, opts.maxBodyBytes);
     r.on('data', (chunk: Buffer) => {
-      if (rejected) return;
-      total += chunk.length;
-      if (total > opts.maxBodyBytes) {
-        rejected = true;
-        sink.sendTooLarge(opts.maxBodyBytes);
-        return;
-      }
-      parts.push(chunk);
+      if (body.accept(chunk.length)) body.push(chunk);
     });
     r.on('end', () => {
-      if (rejected) return;
-      if (total > 0) req.body = parts.length === 1 ? parts[0] : Buffer.concat(parts, total);
+      if (body.rejected) return;
+      if (body.size > 0) req.body = body.body();
       opts.handle(req, sink);
     });
     r.on('error', () => sink.close());

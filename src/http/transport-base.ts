@@ -101,3 +101,39 @@ export abstract class SinkBase {
   /** A response whose body is the parts' concatenation, sent with its Content-Length and without joining them. */
   abstract sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void;
 }
+
+/**
+ * A request body gathered chunk by chunk, for either transport. Past maxBytes it is refused
+ * once, with a 413 Status on the sink, and later chunks are dropped.
+ */
+export class BodyCollector {
+  /** bytes taken so far */
+  size = 0;
+  rejected = false;
+  private parts: Buffer[] = [];
+
+  constructor(
+    private readonly sink: SinkBase,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Counts a chunk of `length` bytes in: false once the body is refused (the chunk is then not to be kept). */
+  accept(length: number): boolean {
+    if (this.rejected) return false;
+    this.size += length;
+    if (this.size <= this.maxBytes) return true;
+    this.rejected = true;
+    this.sink.sendTooLarge(this.maxBytes);
+    return false;
+  }
+
+  /** Keeps a chunk accept() let in. */
+  push(chunk: Buffer): void {
+    this.parts.push(chunk);
+  }
+
+  /** The whole body (one chunk as it came, several joined). */
+  body(): Buffer {
+    return this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
+  }
+}

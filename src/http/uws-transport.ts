@@ -8,7 +8,7 @@
 import uws from 'uWebSockets.js';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
-import { RequestBase, SinkBase } from './transport-base.js';
+import { BodyCollector, RequestBase, SinkBase } from './transport-base.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -386,22 +386,14 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
       sink.sendTooLarge(opts.maxBodyBytes);
       return;
     }
-    const parts: Buffer[] = [];
-    let total = 0;
-    let rejected = false;
+    const body = new BodyCollector(sink, opts.maxBodyBytes);
     res.onData((ab, isLast) => {
-      if (rejected) return;
-      total += ab.byteLength;
-      if (total > opts.maxBodyBytes) {
-        rejected = true;
-        sink.sendTooLarge(opts.maxBodyBytes);
-        return;
-      }
       // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
       // when small, which costs less than a new ArrayBuffer of its own).
-      parts.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
+      if (!body.accept(ab.byteLength)) return;
+      body.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
       if (isLast) {
-        req.body = parts.length === 1 ? parts[0] : Buffer.concat(parts, total);
+        req.body = body.body();
         sink.inHandler = true;
         opts.handle(req, sink);
         sink.inHandler = false;

@@ -226,8 +226,7 @@ export class ResourceCache {
   load(key: string, rv: number, json: Buffer): void {
     const slash = key.indexOf('/');
     const idx = this.nsIndex(key.slice(0, slash));
-    const ns = idx.ns;
-    const entry: CacheEntry = { key, ns, name: key.slice(slash + 1), rv, json };
+    const entry: CacheEntry = { key, ns: idx.ns, name: key.slice(slash + 1), rv, json };
     this.items.set(key, entry);
     // Storage hands objects over in key order: appended to a namespace nobody has read
     // yet, they need no merge (a million-object start-up builds no change map).
@@ -236,7 +235,7 @@ export class ResourceCache {
       base.push(entry);
       idx.version++;
       this.version++;
-    } else this.note(ns, key, entry);
+    } else this.note(idx, key, entry);
     if (rv > this.newestRv) this.newestRv = rv;
   }
 
@@ -249,18 +248,12 @@ export class ResourceCache {
     // An ADDED key was absent (the shard committed it as such): one lookup in a map of every
     // object of the type saved per create.
     const prev = type === 'ADDED' ? undefined : this.items.get(key);
-    let ns: string;
-    let name: string;
-    if (prev) {
-      ns = prev.ns;
-      name = prev.name;
-    } else {
-      const slash = key.indexOf('/');
-      ns = key.slice(0, slash);
-      // a new object takes its namespace's string (one string per namespace, not per object)
-      if (type !== 'DELETED') ns = this.nsIndex(ns).ns;
-      name = key.slice(slash + 1);
-    }
+    const slash = prev ? -1 : key.indexOf('/');
+    // The change is noted in its namespace's index, whose one string the entry shares (not a
+    // copy per object); deleting a key the cache does not hold touches no index.
+    const idx = prev ? this.nsIndex(prev.ns) : type === 'DELETED' ? undefined : this.nsIndex(key.slice(0, slash));
+    const ns = idx ? idx.ns : key.slice(0, slash);
+    const name = prev ? prev.name : key.slice(slash + 1);
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
     // The object is at hand now: read its selectable fields once, so no selector parses it later.
     if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
@@ -268,11 +261,11 @@ export class ResourceCache {
     if (type === 'DELETED') {
       if (prev) {
         this.items.delete(key);
-        this.note(ns, key, null);
+        this.note(idx!, key, null);
       }
     } else {
       this.items.set(key, entry);
-      this.note(ns, key, entry);
+      this.note(idx!, key, entry);
     }
     const ev: WatchEvent = { rv, type, entry, prev, ts: Date.now() };
     if (this.capacity > 0) {
@@ -301,8 +294,7 @@ export class ResourceCache {
     return idx;
   }
 
-  private note(ns: string, key: string, entry: CacheEntry | null): void {
-    const idx = this.nsIndex(ns);
+  private note(idx: NsIndex, key: string, entry: CacheEntry | null): void {
     idx.changeKeys.push(key);
     idx.changeEntries.push(entry);
     idx.version++;
