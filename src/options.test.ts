@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { parseArgs } from './options.js';
+import { completeOptions, parseArgs, type ServerOptions } from './options.js';
 
 describe('parseArgs', () => {
   it('defaults as kube-apiserver, with our data dir', () => {
@@ -51,5 +51,42 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--authorization-mode=Webhook'])).toThrowError(/not supported yet/);
     expect(() => parseArgs(['--authorization-mode=Bogus'])).toThrowError(/not a valid mode/);
     expect(() => parseArgs(['--authorization-mode=RBAC,RBAC'])).toThrowError(/more than once/);
+  });
+  it('anonymous is switched off, with kube\'s warning, whenever AlwaysAllow is among the modes', () => {
+    const warning = 'AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer';
+    for (const args of [[], ['--anonymous-auth=true'], ['--authorization-mode=RBAC,AlwaysAllow']]) {
+      const o = parseArgs(args) as ServerOptions;
+      expect(completeOptions(o)).toEqual([warning]);
+      expect(o.anonymousAuth).toBe(false);
+    }
+    for (const args of [['--anonymous-auth=false'], ['--authorization-mode=RBAC'], ['--authorization-mode=Node,RBAC', '--anonymous-auth=true']]) {
+      const o = parseArgs(args) as ServerOptions;
+      const anonymous = o.anonymousAuth;
+      expect(completeOptions(o)).toEqual([]);
+      expect(o.anonymousAuth).toBe(anonymous);
+    }
+  });
+  it('--tls-min-version takes kube\'s four names; --tls-cipher-suites Go\'s names, insecure ones with a warning', () => {
+    expect((parseArgs([]) as ServerOptions).tlsMinVersion).toBe('');
+    expect((parseArgs(['--tls-min-version=VersionTLS13']) as ServerOptions).tlsMinVersion).toBe('VersionTLS13');
+    expect(() => parseArgs(['--tls-min-version=VersionTLS14'])).toThrowError('unknown tls version "VersionTLS14"');
+    expect(() => parseArgs(['--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,NOPE'])).toThrowError("Cipher suite NOPE not supported or doesn't exist");
+    // repeated flags add up, as pflag's string slices do
+    const o = parseArgs(['--tls-cipher-suites=TLS_RSA_WITH_AES_128_GCM_SHA256', '--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']) as ServerOptions;
+    expect(o.tlsCipherSuites).toEqual(['TLS_RSA_WITH_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']);
+    o.authorizationMode = ['RBAC'];
+    expect(completeOptions(o)).toEqual(["Use of insecure cipher 'TLS_RSA_WITH_AES_128_GCM_SHA256' detected."]);
+    // Go's HTTP/2 server (so kube-apiserver) will not start without HTTP/2's mandatory suite below TLS 1.3
+    expect(() => parseArgs(['--tls-cipher-suites=TLS_RSA_WITH_AES_128_GCM_SHA256'])).toThrowError(/missing an HTTP\/2-required AES_128_GCM_SHA256 cipher/);
+    expect((parseArgs(['--tls-min-version=VersionTLS13', '--tls-cipher-suites=TLS_AES_128_GCM_SHA256']) as ServerOptions).tlsCipherSuites).toEqual(['TLS_AES_128_GCM_SHA256']);
+  });
+  it('--tls-sni-cert-key as kube\'s: cert,key[:names], repeatable', () => {
+    const o = parseArgs(['--tls-sni-cert-key=a.crt,a.key', '--tls-sni-cert-key', 'b.crt,b.key:*.foo.com, foo.com']) as ServerOptions;
+    expect(o.tlsSniCertKeys).toEqual([
+      { certFile: 'a.crt', keyFile: 'a.key', names: [] },
+      { certFile: 'b.crt', keyFile: 'b.key', names: ['*.foo.com', 'foo.com'] },
+    ]);
+    expect(() => parseArgs(['--tls-sni-cert-key=a.crt'])).toThrowError('invalid argument "a.crt" for "--tls-sni-cert-key" flag: expected comma separated certificate and key file paths');
+    expect(() => parseArgs(['--tls-sni-cert-key=a.crt,a.key:'])).toThrowError(/empty names list is not allowed/);
   });
 });

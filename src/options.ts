@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { FeatureGates, FeatureGateError } from './features.js';
 import { backendFlags, defaultAuditOptions, validateAuditOptions, type AuditOptions } from './audit/audit-options.js';
+import { cipherSuiteNames, cipherSuitesError, insecureCipherWarnings, isTlsVersionName, parseSniCertKey, type SniCertKey } from './http/tls-config.js';
 
 // Command-line flags, named and defaulted as kube-apiserver's where kube-apiserver has
 // them. A flag we do not know, or a value we cannot use, stops start-up with a message.
@@ -11,6 +12,12 @@ export interface ServerOptions {
   certDir: string;
   tlsCertFile: string;
   tlsPrivateKeyFile: string;
+  /** --tls-min-version: VersionTLS10..VersionTLS13 ('' means VersionTLS12) */
+  tlsMinVersion: string;
+  /** --tls-cipher-suites: Go's crypto/tls names (none: Go's defaults) */
+  tlsCipherSuites: string[];
+  /** --tls-sni-cert-key, in flag order (earlier ones win a name) */
+  tlsSniCertKeys: SniCertKey[];
   tokenAuthFile: string;
   /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
   clientCaFile: string;
@@ -117,12 +124,37 @@ const FLAGS: Record<string, FlagSpec> = {
   'cert-dir': { kind: 'string', help: 'Where the self-signed serving certificate is generated when none is given. (default <data-dir>/certs)', set: (o, v) => (o.certDir = v) },
   'tls-cert-file': { kind: 'string', help: 'x509 serving certificate (with intermediates after it).', set: (o, v) => (o.tlsCertFile = v) },
   'tls-private-key-file': { kind: 'string', help: 'x509 private key matching --tls-cert-file.', set: (o, v) => (o.tlsPrivateKeyFile = v) },
+  'tls-min-version': {
+    kind: 'string',
+    help: 'Minimum TLS version supported: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13. The uWebSockets.js front end (BoringSSL) is fixed at TLS 1.2 and 1.3, so any other minimum is served through the node:http2 front end. (default VersionTLS12)',
+    set: (o, v) => (o.tlsMinVersion = v),
+  },
+  'tls-cipher-suites': {
+    kind: 'list',
+    help: `Comma-separated cipher suites for TLS 1.0-1.2, by Go's crypto/tls names (TLS 1.3's suites are always on, as in Go). If omitted, Go's defaults: ECDHE key exchange only, with AES-GCM, ChaCha20-Poly1305 or AES-CBC-SHA. Suites the front end's TLS library lacks are left out with a warning. Preferred values: ${cipherSuiteNames().preferred.join(', ')}. Insecure values: ${cipherSuiteNames().insecure.join(', ')}.`,
+    set: (o, v: string[]) => (o.tlsCipherSuites = [...o.tlsCipherSuites, ...v]),
+  },
+  'tls-sni-cert-key': {
+    kind: 'string',
+    help: 'A certificate and key file pair, optionally followed by the domain patterns it serves ("foo.crt,foo.key:*.foo.com,foo.com"); without patterns, the names in the certificate. Explicit patterns win over extracted names, exact names over wildcards, earlier flags over later ones. Repeatable. (Clients that send no server name, e.g. to an IP address, get the default certificate.)',
+    set: (o, v: string) => {
+      try {
+        o.tlsSniCertKeys = [...o.tlsSniCertKeys, parseSniCertKey(v)];
+      } catch (e) {
+        throw new FlagError(`invalid argument "${v}" for "--tls-sni-cert-key" flag: ${(e as Error).message}`);
+      }
+    },
+  },
   'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
   'goaway-chance': { kind: 'float', help: 'Probability (0 to 0.02) that an HTTP/2 request closes its connection gracefully (GOAWAY), so clients spread over servers; 0 disables. (default 0)', set: (o, v) => (o.goawayChance = v) },
   'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection (with --client-ca-file); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
-  'anonymous-auth': { kind: 'bool', help: 'Allow anonymous requests. (default true)', set: (o, v) => (o.anonymousAuth = v) },
+  'anonymous-auth': {
+    kind: 'bool',
+    help: 'Allow anonymous requests (user system:anonymous, group system:unauthenticated). Switched off, with a warning, when AlwaysAllow is among the authorization modes, as in kube-apiserver. (default true)',
+    set: (o, v) => (o.anonymousAuth = v),
+  },
   'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (Node has no opinion: there are no kubelets). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
@@ -236,6 +268,9 @@ export function defaultOptions(): ServerOptions {
     certDir: '',
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
+    tlsMinVersion: '',
+    tlsCipherSuites: [],
+    tlsSniCertKeys: [],
     tokenAuthFile: '',
     clientCaFile: '',
     http2MaxStreams: 0,
@@ -334,11 +369,31 @@ export function parseArgs(argv: string[]): ServerOptions | 'help' {
   return o;
 }
 
+/**
+ * Start-up adjustments kube-apiserver makes after parsing (its Complete and ApplyTo
+ * steps), applied to o; the warnings it logs are returned, for the caller to log.
+ */
+export function completeOptions(o: ServerOptions): string[] {
+  const warnings: string[] = [];
+  // kube's BuiltInAuthenticationOptions.ApplyAuthorization: AlwaysAllow would hand every
+  // anonymous request the whole cluster, so anonymous authentication is switched off
+  // (unauthenticated requests get 401 everywhere, /healthz included).
+  if (o.anonymousAuth && o.authorizationMode.includes('AlwaysAllow')) {
+    o.anonymousAuth = false;
+    warnings.push('AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer');
+  }
+  warnings.push(...insecureCipherWarnings(o.tlsCipherSuites));
+  return warnings;
+}
+
 function validate(o: ServerOptions): void {
   if (o.securePort === 0) throw new FlagError('--secure-port 0 is not allowed: the secure port cannot be switched off');
   if (o.securePort < 1 || o.securePort > 65535) throw new FlagError(`--secure-port ${o.securePort} must be between 1 and 65535, inclusive`);
   if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(o.bindAddress)) throw new FlagError(`invalid argument "${o.bindAddress}" for "--bind-address" flag: failed to parse IP: "${o.bindAddress}"`);
   if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
+  if (o.tlsMinVersion && !isTlsVersionName(o.tlsMinVersion)) throw new FlagError(`unknown tls version ${JSON.stringify(o.tlsMinVersion)}`);
+  const cipherError = cipherSuitesError(o.tlsCipherSuites, isTlsVersionName(o.tlsMinVersion) ? o.tlsMinVersion : 'VersionTLS12');
+  if (cipherError) throw new FlagError(cipherError);
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
   if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);

@@ -4,7 +4,9 @@
 // the listener, and only then is the server ready.
 import { join, resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import type { ServerOptions } from './options.js';
+import { completeOptions, type ServerOptions } from './options.js';
+import { restrictUmask, tightenTree } from './file-modes.js';
+import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
@@ -62,15 +64,26 @@ export interface StartedServer {
 }
 
 export async function startServer(o: ServerOptions): Promise<StartedServer> {
+  // Before anything is written: nothing the server creates is for other local users.
+  restrictUmask();
   features.reset();
   features.set(o.featureGates);
   for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
+  // kube's post-parse adjustments (anonymous off under AlwaysAllow, insecure cipher notes).
+  for (const w of completeOptions(o)) console.warn(`W ${w}`);
+  // Serving TLS (versions, suites, SNI certificates) is read now: a bad file stops start-up.
+  const tlsSettings = servingTls(o);
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
   const auditor = createAuditor(o.audit);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig).
+  const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
+  tightenTree(dataDir, warnFiles);
+  const certDir = o.certDir || join(dataDir, 'certs');
+  if (!o.tlsCertFile && o.certDir) tightenTree(certDir, warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
-  const cert = ensureServingCert({ certDir: o.certDir || join(dataDir, 'certs'), tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
+  const cert = ensureServingCert({ certDir, tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
   const admin = ensureAdminToken(dataDir);
   const tokens = new Map(admin.tokens);
   if (o.tokenAuthFile) for (const [t, u] of loadTokenFile(o.tokenAuthFile)) tokens.set(t, u);
@@ -247,7 +260,13 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };
-  const listener: RunningServer = o.clientCaFile ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance }) : await startUwsServer(front);
+  // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve)
+  const nodeFront = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
+  const tlsWarnings: string[] = [];
+  const listener: RunningServer = nodeFront
+    ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings) })
+    : await startUwsServer({ ...front, tls: uwsTls(tlsSettings, tlsWarnings) });
+  for (const w of tlsWarnings) console.warn(`W ${w}`);
   const url = `https://${advertised}:${listener.port}`;
   const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfigPath, url, cert.caPem, admin.token);

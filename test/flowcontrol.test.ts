@@ -137,9 +137,9 @@ describe('classification', () => {
     // a kube-system service account: leader election on leases, the rest workload-high
     await expectClassified(u, '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', as('sa-token'), 'system-leader-election', 'leader-election');
     await expectClassified(u, '/apis/apps/v1/replicasets', as('sa-token'), 'kube-system-service-accounts', 'workload-high');
-    // probes are exempt for everyone, anonymous included
-    expect((await expectClassified(u, '/readyz', { authorization: '' }, 'probes', 'exempt')).status).toBe(200);
-    await expectClassified(u, '/version', { authorization: '' }, 'global-default', 'global-default');
+    // probes are exempt for everyone (anonymous is off under AlwaysAllow, as in kube: an ordinary user here)
+    expect((await expectClassified(u, '/readyz', as('alice-token'), 'probes', 'exempt')).status).toBe(200);
+    await expectClassified(u, '/version', as('alice-token'), 'global-default', 'global-default');
     // a request refused by authentication is never classified
     const unauth = await request(s, 'GET', '/api/v1/pods', undefined, as('wrong'));
     expect(unauth.status).toBe(401);

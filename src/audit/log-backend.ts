@@ -10,7 +10,7 @@
 // Writes are synchronous (one writeSync per batch): in blocking mode the line is on disk
 // before the response completes; in batch mode the buffered backend calls this off the
 // request's path.
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Writer } from './backend.js';
@@ -54,6 +54,11 @@ export class LogWriter implements Writer {
     // Created (and its directory) at start, so a path that cannot be written fails start-up.
     mkdirSync(dirname(o.path), { recursive: true });
     this.fd = openSync(o.path, 'a', 0o600);
+    // Audit events can carry request and response bodies (Secrets): a log that an earlier
+    // version left readable to others is made the owner's only (a regular file: never a
+    // device or pipe given as the path).
+    const st = fstatSync(this.fd);
+    if (st.isFile() && st.mode & 0o077) fchmodSync(this.fd, st.mode & 0o7700);
     this.size = statSync(o.path).size;
   }
 

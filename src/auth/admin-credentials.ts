@@ -1,16 +1,17 @@
 // The generated admin identity: a static token of a system:masters user in
 // <data-dir>/admin-token.csv, and a kubeconfig that uses it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseTokenFile } from './token-file.js';
+import { writePrivateFile } from '../file-modes.js';
 import type { UserInfo } from './user.js';
 
 export function ensureAdminToken(dataDir: string): { token: string; file: string; tokens: Map<string, UserInfo> } {
   const file = join(dataDir, 'admin-token.csv');
   if (!existsSync(file)) {
     const token = randomBytes(24).toString('base64url');
-    writeFileSync(file, `${token},admin,kubeshard-admin,"system:masters"\n`, { mode: 0o600 });
+    writePrivateFile(file, `${token},admin,kubeshard-admin,"system:masters"\n`);
   }
   const tokens = parseTokenFile(readFileSync(file, 'utf8'), file);
   const [token] = [...tokens.keys()];
@@ -39,5 +40,6 @@ contexts:
 current-context: kubeshard
 preferences: {}
 `;
-  writeFileSync(path, yaml, { mode: 0o600 });
+  // rewritten at every start: 0600 even over a file an earlier version left 0644
+  writePrivateFile(path, yaml);
 }

@@ -7,7 +7,8 @@
 // Thread ownership: the front thread. Issuing and verifying are async (WebCrypto); the
 // object lookups (--service-account-lookup) read the watch caches synchronously.
 import { X509Certificate, createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writePrivateFile } from '../file-modes.js';
 import { SignJWT, compactVerify, exportJWK, decodeProtectedHeader } from 'jose';
 import type { UserInfo } from './user.js';
 
@@ -30,7 +31,7 @@ export const SA_PREFIX = 'system:serviceaccount:';
 export function ensureSigningKey(file: string): void {
   if (existsSync(file)) return;
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writePrivateFile(file, privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
 }
 
 /** The public keys a PEM file holds: public keys, private keys (their public half) or certificates. */

@@ -3,7 +3,8 @@
 // --client-ca-file is given (X509 client certificate authentication, spec 5.2); otherwise
 // through uWS, which is faster. It fills in the same ApiRequest and ResponseSink as the uWS
 // front end and hands them to the same filter chain, so nothing past it knows which one
-// carried a request.
+// carried a request. It also serves when --tls-min-version asks for anything but TLS 1.2,
+// which uWS's BoringSSL context cannot (see tls-config.ts).
 //
 // Client certificates: the TLS layer asks for one and verifies it against the client CA
 // bundle, but lets a connection without one (or with a bad one) in: bearer tokens and
@@ -15,7 +16,7 @@
 // that called startHttp2Server (the main thread).
 import http2 from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TLSSocket, PeerCertificate } from 'node:tls';
+import type { TLSSocket, PeerCertificate, TlsOptions } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import type { RunningServer } from './uws-transport.js';
@@ -26,8 +27,10 @@ export interface Http2ServerOptions {
   port: number;
   certFile: string;
   keyFile: string;
-  /** PEM bundle of the authorities client certificates are verified against (--client-ca-file) */
+  /** PEM bundle of the authorities client certificates are verified against (--client-ca-file; '' asks for none) */
   clientCaFile: string;
+  /** minimum version, cipher suites, SNI (tls-config.ts nodeTls); node's defaults without it */
+  tls?: TlsOptions;
   maxBodyBytes: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS (--http2-max-streams-per-connection; 0: the runtime's default) */
   maxStreams: number;
@@ -201,10 +204,9 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
   const server = http2.createSecureServer({
     cert: readFileSync(opts.certFile),
     key: readFileSync(opts.keyFile),
+    ...opts.tls,
     allowHTTP1: true,
-    requestCert: true,
-    rejectUnauthorized: false,
-    ca: readFileSync(opts.clientCaFile),
+    ...(opts.clientCaFile ? { requestCert: true, rejectUnauthorized: false, ca: readFileSync(opts.clientCaFile) } : {}),
     // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
     settings: { maxHeaderListSize: MAX_HEADER_BYTES, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
   });

@@ -312,6 +312,8 @@ export interface UwsServerOptions {
   handle: (req: ApiRequest, res: ResponseSink) => void;
   /** told of each request's end (the request metrics) */
   observer?: RequestObserver;
+  /** TLS 1.2 cipher list and SNI certificates (tls-config.ts uwsTls); BoringSSL's defaults without it */
+  tls?: { ssl_ciphers: string; serverNames: Array<{ name: string; certFile: string; keyFile: string }> };
 }
 
 export interface RunningServer {
@@ -352,7 +354,10 @@ const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', 
 
 export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   assertNativeUws();
-  const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile });
+  const ciphers = opts.tls?.ssl_ciphers ? { ssl_ciphers: opts.tls.ssl_ciphers } : {};
+  const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile, ...ciphers });
+  // SNI: each name gets its own context, with the same suites (uSockets matches '*.' one label deep, as Go does).
+  for (const sni of opts.tls?.serverNames ?? []) app.addServerName(sni.name, { cert_file_name: sni.certFile, key_file_name: sni.keyFile, ...ciphers });
   app.any('/*', (res, r) => {
     const m = r.getMethod();
     const method = METHODS[m] ?? m.toUpperCase();
