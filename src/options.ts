@@ -147,7 +147,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
   'goaway-chance': { kind: 'float', help: 'Probability (0 to 0.02) that an HTTP/2 request closes its connection gracefully (GOAWAY), so clients spread over servers; 0 disables. (default 0)', set: (o, v) => (o.goawayChance = v) },
-  'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection (with --client-ca-file); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
+  'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection on the node:http2 front end (with --client-ca-file, or a --tls-min-version other than VersionTLS12); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
   'anonymous-auth': {

@@ -264,7 +264,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const nodeFront = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
   const tlsWarnings: string[] = [];
   const listener: RunningServer = nodeFront
-    ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings) })
+    ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })
     : await startUwsServer({ ...front, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   const url = `https://${advertised}:${listener.port}`;

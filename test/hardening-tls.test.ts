@@ -7,7 +7,8 @@
 // `openssl s_client`, against an RSA serving certificate (static RSA needs one).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, copyFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,29 @@ function makeCerts(): void {
   ec('baz', 'baz-cert', 'DNS:not-used.example.com');
   run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'client-ca.key']);
   run(['req', '-x509', '-new', '-key', 'client-ca.key', '-days', '2', '-subj', '/CN=client-ca', '-out', 'client-ca.crt']);
+  run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'jane.key', '-subj', '/O=team-a/CN=jane', '-out', 'jane.csr']);
+  run(['x509', '-req', '-in', 'jane.csr', '-CA', 'client-ca.crt', '-CAkey', 'client-ca.key', '-CAcreateserial', '-days', '2', '-out', 'jane.crt']);
+}
+
+/** Who the server says the caller is, over a connection that asks for serverName and shows jane's client certificate. */
+function whoAmIWithCert(s: TestServer, serverName: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const req = https.request(
+      {
+        host: '127.0.0.1', port: s.port, method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', servername: serverName,
+        rejectUnauthorized: false, cert: readFileSync(file('jane.crt')), key: readFileSync(file('jane.key')), agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(res.statusCode === 201 ? JSON.parse(text).status.userInfo.username : `${res.statusCode} ${text}`));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** A server on the RSA certificate; the test helper trusts <data-dir>/certs/ca.crt, so it is put there. */
@@ -137,6 +161,13 @@ for (const front of ['uws', 'http2'] as const) {
       expect(handshake(s, '-servername', 'other.example.com').subject).toBe('localhost');
       expect(handshake(s, '-noservername').subject).toBe('localhost');
     });
+
+    if (front === 'http2') {
+      it('a client certificate still authenticates on a connection that picked an SNI certificate', async () => {
+        expect(await whoAmIWithCert(s, 'foo.example.com')).toBe('jane');
+        expect(await whoAmIWithCert(s, 'other.example.com')).toBe('jane');
+      });
+    }
   });
 }
 

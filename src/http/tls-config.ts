@@ -231,8 +231,12 @@ export function uwsTls(t: ServingTls, warnings: string[]): { ssl_ciphers: string
   return { ssl_ciphers: ciphers.join(':'), serverNames: [...t.sni].map(([name, c]) => ({ name, certFile: c.certFile, keyFile: c.keyFile })) };
 }
 
-/** What node's tls.createServer / http2.createSecureServer take. */
-export function nodeTls(t: ServingTls, warnings: string[]): tls.TlsOptions {
+/**
+ * What node's tls.createServer / http2.createSecureServer take. An SNI context carries the
+ * client CA too: OpenSSL verifies a client certificate against the store of the context
+ * the handshake switched to.
+ */
+export function nodeTls(t: ServingTls, warnings: string[], clientCaFile = ''): tls.TlsOptions {
   const built = new Set(tls.getCiphers());
   const ciphers = available(t, (c) => built.has(c.toLowerCase()), `Node's OpenSSL ${process.versions.openssl}`, warnings);
   // OpenSSL 3 allows TLS 1.0 and 1.1 only at security level 0 (SHA-1 handshake signatures).
@@ -243,7 +247,8 @@ export function nodeTls(t: ServingTls, warnings: string[]): tls.TlsOptions {
     honorCipherOrder: true,
   };
   const contexts = new Map<SniCertKey, tls.SecureContext>();
-  for (const c of new Set(t.sni.values())) contexts.set(c, tls.createSecureContext({ ...base, cert: readFileSync(c.certFile), key: readFileSync(c.keyFile) }));
+  const ca = clientCaFile ? { ca: readFileSync(clientCaFile) } : {};
+  for (const c of new Set(t.sni.values())) contexts.set(c, tls.createSecureContext({ ...base, ...ca, cert: readFileSync(c.certFile), key: readFileSync(c.keyFile) }));
   const named = new Map([...t.sni].map(([n, c]) => [n, contexts.get(c)!]));
   return {
     ...base,
