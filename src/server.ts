@@ -5,7 +5,7 @@
 import { join, resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { completeOptions, type ServerOptions } from './options.js';
-import { restrictUmask, tightenTree } from './file-modes.js';
+import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { Coordinator } from './coordinator/coordinator.js';
 import { Catalog } from './api/catalog.js';
@@ -45,7 +45,7 @@ import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
-import { ensureServingCert } from './auth/certs.js';
+import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
@@ -77,11 +77,14 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const auditor = createAuditor(o.audit);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig).
+  // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
+  // the data dir's entries are the coordinator's layout file and shard directories, the
+  // admin token and kubeconfig, the service-account key and the generated certificates.
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
-  tightenTree(dataDir, warnFiles);
   const certDir = o.certDir || join(dataDir, 'certs');
-  if (!o.tlsCertFile && o.certDir) tightenTree(certDir, warnFiles);
+  const DATA_DIR_ENTRIES = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
+  tightenOwnDir(dataDir, (n) => DATA_DIR_ENTRIES.has(n) || /^shard-\d+$/.test(n), warnFiles);
+  if (o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
   const cert = ensureServingCert({ certDir, tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
   const admin = ensureAdminToken(dataDir);

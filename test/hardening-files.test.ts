@@ -76,9 +76,13 @@ describe('files the server writes', () => {
   it('a data dir an older version left 0755/0644 is closed at start; so is an existing audit log', async () => {
     for (const e of walk(s.dataDir)) chmodSync(e.path, e.dir ? 0o755 : 0o644);
     chmodSync(join(auditDir, 'audit.log'), 0o644);
+    // a file of the user's own in the data dir is not the server's to change
+    writeFileSync(join(s.dataDir, 'NOTES.txt'), 'mine', { mode: 0o644 });
+    chmodSync(join(s.dataDir, 'NOTES.txt'), 0o644);
     expect(open(s.dataDir).length).toBeGreaterThan(5);
     await s.restart();
-    expect(open(s.dataDir)).toEqual([]);
+    expect(open(s.dataDir)).toEqual([`644 ${join(s.dataDir, 'NOTES.txt')}`]);
+    rmSync(join(s.dataDir, 'NOTES.txt'));
     expect(lstatSync(join(auditDir, 'audit.log')).mode & 0o777).toBe(0o600);
     // and what it writes from then on stays closed
     await writeSomething('after');

@@ -6,6 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** Every file generation leaves in the cert dir (the permission pass at start-up closes these, and only these). */
+export const GENERATED_CERT_FILES = new Set(['apiserver.crt', 'apiserver.key', 'apiserver.key.ec', 'apiserver.csr', 'ca.crt', 'ca.key', 'ca.srl', 'san.ext']);
+
 export interface ServingCert {
   certFile: string;
   keyFile: string;
