@@ -79,11 +79,12 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   mkdirSync(dataDir, { recursive: true });
   // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
   // the data dir's entries are the coordinator's layout file and shard directories, the
-  // admin token and kubeconfig, the service-account key and the generated certificates.
+  // admin token and kubeconfig, the service-account key and the generated certificates
+  // (a new file the server writes there joins this list).
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
   const certDir = o.certDir || join(dataDir, 'certs');
-  const DATA_DIR_ENTRIES = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
-  tightenOwnDir(dataDir, (n) => DATA_DIR_ENTRIES.has(n) || /^shard-\d+$/.test(n), warnFiles);
+  const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
+  tightenOwnDir(dataDir, (n) => ownEntries.has(n) || /^shard-\d+$/.test(n), warnFiles);
   if (o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
   const cert = ensureServingCert({ certDir, tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
