@@ -1,7 +1,7 @@
 // The startup scenario: N ConfigMaps written straight into a fresh data dir in the shard
 // layout (as if a server had stored them), then the time from process start to /readyz 200.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,8 +43,11 @@ export async function seedAndTimeStartup(n: number, shards = 2): Promise<{ secon
     const start = Date.now();
     const proc = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, '--shards', String(shards)], { stdio: 'ignore' });
     for (;;) {
+      // anonymous is off by default (AlwaysAllow): ask with the admin token once the server wrote it
+      const tokenFile = join(dataDir, 'admin-token.csv');
+      const headers: Record<string, string> = existsSync(tokenFile) ? { authorization: `Bearer ${readFileSync(tokenFile, 'utf8').split(',')[0]}` } : {};
       const ok = await new Promise<boolean>((res) => {
-        const req = https.get(`https://127.0.0.1:${port}/readyz`, { rejectUnauthorized: false }, (r) => {
+        const req = https.get(`https://127.0.0.1:${port}/readyz`, { rejectUnauthorized: false, headers }, (r) => {
           r.resume();
           res(r.statusCode === 200);
         });
