@@ -131,7 +131,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'tls-cipher-suites': {
     kind: 'list',
-    help: `Comma-separated cipher suites for TLS 1.0-1.2, by Go's crypto/tls names (TLS 1.3's suites are always on, as in Go). If omitted, Go's defaults: ECDHE key exchange only, with AES-GCM, ChaCha20-Poly1305 or AES-CBC-SHA. Suites the front end's TLS library lacks are left out with a warning. Preferred values: ${cipherSuiteNames().preferred.join(', ')}. Insecure values: ${cipherSuiteNames().insecure.join(', ')}.`,
+    help: `Comma-separated cipher suites for TLS 1.0-1.2, by Go's crypto/tls names (TLS 1.3's suites are always on, as in Go). If omitted, Go's defaults: ECDHE key exchange only, with AES-GCM, ChaCha20-Poly1305 or AES-CBC-SHA. Suites the front end's TLS library lacks (RC4 and CBC-SHA256 in uWebSockets.js's BoringSSL; RC4 and 3DES in Node's OpenSSL 3) are left out with a warning. Preferred values: ${cipherSuiteNames().preferred.join(', ')}. Insecure values: ${cipherSuiteNames().insecure.join(', ')}.`,
     set: (o, v: string[]) => (o.tlsCipherSuites = [...o.tlsCipherSuites, ...v]),
   },
   'tls-sni-cert-key': {
