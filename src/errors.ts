@@ -178,12 +178,22 @@ export const errors = {
   /**
    * An object larger than storage takes. kube-apiserver passes etcd's refusal through
    * unconverted (no storage error matches it), so ErrorToAPIStatus answers a 500 with no
-   * reason and etcd's own text (kubernetes/kubernetes#112152, still so in 1.33).
+   * reason and etcd's own text (kubernetes/kubernetes#112152, still so in 1.33). Past 2 MiB
+   * the etcd client's gRPC send limit refuses it first, with its own text (kube's
+   * isTooLargeError knows both); bytes is the stored size, where kube names its protobuf
+   * request's.
    */
-  storageRequestTooLarge: () => Object.assign(new StatusError(500, '', 'etcdserver: request is too large'), { objectTooLarge: true as const }),
+  storageRequestTooLarge: (bytes = 0) =>
+    Object.assign(
+      new StatusError(500, '', bytes > GRPC_MAX_SEND_BYTES ? `rpc error: code = ResourceExhausted desc = trying to send message larger than max (${bytes} vs. ${GRPC_MAX_SEND_BYTES})` : 'etcdserver: request is too large'),
+      { objectTooLarge: true as const },
+    ),
   /** A patch that ran past its time budget: the Status kube's finisher gives a request past its deadline. */
   patchTimeout: () => new StatusError(504, StatusReason.Timeout, 'Timeout: request did not complete within requested timeout - context deadline exceeded', {}),
 };
+
+/** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */
+const GRPC_MAX_SEND_BYTES = 2 * 1024 * 1024;
 
 /** Whether err is storage's refusal of an object too large to hold (errors.storageRequestTooLarge). */
 export function isObjectTooLarge(err: unknown): boolean {

@@ -424,7 +424,7 @@ export class Coordinator {
       // a storage failure is the server's fault, not a precondition: a 500, never retried as a conflict
       if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
       // too large is final: a Status of its own for every writer, never retried as a conflict
-      else if (a.err === 'toolarge') p.reject(errors.storageRequestTooLarge());
+      else if (a.err === 'toolarge') p.reject(errors.storageRequestTooLarge(Number(a.message) || 0));
       else p.reject(new WriteRejected(a.err));
     }
     // 3. then whoever waits for the cache to catch up.

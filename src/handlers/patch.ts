@@ -99,13 +99,13 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       rejectResourceVersion: true,
       // kube's patch handler retries a too-large write without managedFields, but not an apply's.
       keepManagedFields: true,
+      // Weighed where it would go to storage (YAML's aliases make the body no bound on what
+      // it decodes to, so always).
+      beforeCommit: (obj) => refuseOversized(obj, Infinity),
       // Apply to a missing object creates it.
       createIfMissing: () => {
         const p = planApply(null, structuredClone(config), id, ctx);
         plan = p.plan;
-        // (always weighed: YAML's aliases make the body no bound on what it decodes to;
-        // never on a dry run, which kube answers whatever its size)
-        if (!dryRun) refuseOversized(p.obj, Infinity);
         return p.obj;
       },
       fields: withEscalationCheck(c, (old, obj) => finishApply(old, obj, plan!, id, { force }, ctx)),
@@ -114,7 +114,6 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       delete current.metadata.resourceVersion;
       const p = planApply(current, structuredClone(config), id, ctx);
       plan = p.plan;
-      if (!dryRun) refuseOversized(p.obj, Infinity);
       return p.obj;
     },
   );

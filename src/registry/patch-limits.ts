@@ -135,5 +135,11 @@ export function nestsDeeperThan(v: unknown, max: number): boolean {
  */
 export function refuseOversized(obj: unknown, hint: number): void {
   if (hint <= maxObjectBytes) return;
-  if (jsonSizeUpTo(obj, maxObjectBytes, true) > maxObjectBytes) throw errors.storageRequestTooLarge();
+  const cap = Math.max(maxObjectBytes, GRPC_NAMED_ABOVE);
+  const size = jsonSizeUpTo(obj, cap, true);
+  // (weighed on to 2 MiB, where storage's answer names the size, and no further)
+  if (size > maxObjectBytes) throw errors.storageRequestTooLarge(size > cap ? jsonSizeUpTo(obj, Infinity, true) : size);
 }
+
+/** Past this, storage's refusal names the object's size (errors.storageRequestTooLarge). */
+const GRPC_NAMED_ABOVE = 2 * 1024 * 1024;

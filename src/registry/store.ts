@@ -621,6 +621,11 @@ export class Store {
       uid?: string;
       /** storage's refusal of an object too large is final (apply's): not retried without managedFields */
       keepManagedFields?: boolean;
+      /**
+       * Runs where the write would go to storage (after validation and admission, never on a
+       * dry run): a patch weighs its result there, in kube's order of refusals.
+       */
+      beforeCommit?: (obj: any) => void;
     },
     /** currentBytes: the size of the current object's stored JSON */
     build: (current: any, currentBytes: number) => any,
@@ -669,6 +674,7 @@ export class Store {
       let committed = false;
       try {
         if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
+        opts.beforeCommit?.(obj);
         const type = finalizing ? 'DELETED' : 'MODIFIED';
         let r: { rv: number; json: Buffer };
         try {
@@ -791,7 +797,11 @@ export class Store {
     // The patch sees the current resourceVersion (a JSON patch may `test` it); it pins the
     // version only when it names it, and then a stale one is a 409.
     const pinned = patchPinsVersion(patchType, patch);
-    return this.guaranteedUpdate(t, ns, name, opts, (current, currentBytes) => {
+    // The result grew by at most the patch's body and its copies: it is weighed (before it is
+    // copied to a shard and encoded there) only when that bound passes the storage limit.
+    let bound = 0;
+    const beforeCommit = (obj: any) => refuseOversized(obj, bound);
+    return this.guaranteedUpdate(t, ns, name, { ...opts, beforeCommit }, (current, currentBytes) => {
       const rv = current.metadata.resourceVersion;
       const stats: JsonPatchStats = { copied: 0 };
       let out: any;
@@ -806,10 +816,7 @@ export class Store {
         throw e;
       }
       if (out === null || typeof out !== 'object' || Array.isArray(out)) throw errors.badRequest('the patch produced an object that is not a JSON object');
-      // The result grew by at most the patch's body and its copies: past the storage limit
-      // only when that bound is, and then weighed before validation and the rest of the write.
-      // (A dry run never reaches storage, and kube answers it whatever its size.)
-      if (!opts.dryRun) refuseOversized(out, currentBytes + (opts.patchBytes ?? 0) + stats.copied);
+      bound = currentBytes + (opts.patchBytes ?? 0) + stats.copied;
       if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};
       out.apiVersion = current.apiVersion;
       out.kind = current.kind;

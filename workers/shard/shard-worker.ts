@@ -243,7 +243,8 @@ function flush(): void {
       // Storage's size limit, weighed on the bytes just encoded (etcd's --max-request-bytes).
       // A deletion's tombstone carries the last state, which was stored already: never refused.
       if (!deleted && tooLarge(head!, tail!)) {
-        refused.push({ id: op.id, err: 'toolarge' });
+        // (the size travels in message: the front names it past the gRPC send limit)
+        refused.push({ id: op.id, err: 'toolarge', message: String(Buffer.byteLength(head!) + Buffer.byteLength(tail!) + String(shared.currentRv() + 1).length) });
         continue;
       }
       const rv = shared.nextRv();
