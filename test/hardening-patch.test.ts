@@ -128,6 +128,10 @@ describe('deep nesting', () => {
     const apply = await request(s, 'PATCH', `${CM}/nested?fieldManager=deep`, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"nested","annotations":{"x":${deep(5_000)}}}}`, { 'content-type': 'application/apply-patch+yaml' });
     expect(apply.status).toBe(400);
     expect((await stored('nested')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    // the scale subresource's patches too
+    await request(s, 'POST', '/apis/apps/v1/namespaces/default/deployments', { metadata: { name: 'scaled' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } } });
+    const scale = await request(s, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/scaled/scale', `{"metadata":{"annotations":{"x":${deep(5_000)}}}}`, MP);
+    expect(scale.status, scale.body.slice(0, 200)).toBe(400);
     expect((await request(s, 'GET', '/healthz')).status).toBe(200);
   });
 

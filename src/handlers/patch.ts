@@ -74,7 +74,6 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
   const id = writeIdentity(c, 'PatchOptions');
   const ctx = managedContext(c.target);
   const config = decodeApplyBody(c);
-  if (nestsDeeperThan(config, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding YAML: the apply configuration nests deeper than ${MAX_PATCH_DEPTH} levels`);
   // The configuration is partial: types and unknown fields are checked, required fields not.
   const checked = checkFields(config, c.target.info, mode, { required: false });
   enforceFieldCheck(checked, c.target.info.kind, apiVersionOf(c.target), c.target.info.group, c.info.name, (c.req.warnings ??= []));
@@ -136,6 +135,8 @@ export function decodeApplyBody(c: HandlerContext, apiVersion = apiVersionOf(c.t
     }
   }
   if (!isObj(cfg)) throw errors.badRequest(`error decoding YAML: the apply configuration must be an object, not ${cfg === null ? 'null' : Array.isArray(cfg) ? 'a list' : typeof cfg}`);
+  // The apply engine recurses as deep as the configuration nests (see MAX_PATCH_DEPTH).
+  if (nestsDeeperThan(cfg, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding YAML: the apply configuration nests deeper than ${MAX_PATCH_DEPTH} levels`);
   if (typeof cfg.kind !== 'string' || cfg.kind === '') throw errors.badRequest(`Object 'Kind' is missing in '${JSON.stringify(cfg)}'`);
   if (typeof cfg.apiVersion !== 'string' || cfg.apiVersion === '') throw errors.badRequest(`Object 'apiVersion' is missing in '${JSON.stringify(cfg)}'`);
   if (cfg.apiVersion !== apiVersion || cfg.kind !== kind) {

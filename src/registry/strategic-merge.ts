@@ -290,19 +290,21 @@ function normalizeOrder(patchItems: any[], serverOnly: any[], patchOrder: any[],
     const k = keyOf(x);
     if (!sIdx.has(k)) sIdx.set(k, i);
   });
-  const left = patchItems.slice().sort((a, b) => (pIdx.get(keyOf(a)) ?? 0) - (pIdx.get(keyOf(b)) ?? 0));
-  const right = serverOnly.slice().sort((a, b) => (sIdx.get(keyOf(a)) ?? 0) - (sIdx.get(keyOf(b)) ?? 0));
+  // Each item's key is encoded once, not once per comparison of the sorts.
+  const keyed = (items: any[]) => items.map((x) => ({ x, k: keyOf(x) }));
+  const left = keyed(patchItems).sort((a, b) => (pIdx.get(a.k) ?? 0) - (pIdx.get(b.k) ?? 0));
+  const right = keyed(serverOnly).sort((a, b) => (sIdx.get(a.k) ?? 0) - (sIdx.get(b.k) ?? 0));
   const out: any[] = [];
   let i = 0;
   let j = 0;
   while (i < left.length || j < right.length) {
-    if (i >= left.length) out.push(right[j++]);
-    else if (j >= right.length) out.push(left[i++]);
+    if (i >= left.length) out.push(right[j++].x);
+    else if (j >= right.length) out.push(left[i++].x);
     else {
-      const li = sIdx.get(keyOf(left[i]));
-      const ri = sIdx.get(keyOf(right[j]));
-      if (li !== undefined && ri !== undefined && li < ri) out.push(left[i++]);
-      else out.push(right[j++]);
+      const li = sIdx.get(left[i].k);
+      const ri = sIdx.get(right[j].k);
+      if (li !== undefined && ri !== undefined && li < ri) out.push(left[i++].x);
+      else out.push(right[j++].x);
     }
   }
   return out;
