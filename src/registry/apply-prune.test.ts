@@ -32,3 +32,29 @@ describe('apply prunes long lists in linear time', () => {
     expect(out.spec.template.spec.containers[0].env).toEqual([{ name: 'b', value: '2' }, { name: 'd', value: '5' }]);
   });
 });
+
+describe('FieldSet.sameMembers', () => {
+  it('agrees with comparing the FieldsV1 forms', async () => {
+    const { FieldSet } = await import('./managed-fields.js');
+    const forms: unknown[] = [
+      {},
+      { 'f:a': {} },
+      { 'f:a': { '.': {}, 'f:b': {} } },
+      { 'f:a': { 'f:b': {} } },
+      { 'f:a': {}, 'f:c': {} },
+      { 'f:a': { 'k:{"name":"x"}': { '.': {}, 'f:name': {} } } },
+      { 'f:a': { 'k:{"name":"y"}': { '.': {}, 'f:name': {} } } },
+    ];
+    for (const a of forms) {
+      for (const b of forms) {
+        const sa = FieldSet.fromFieldsV1(a);
+        const sb = FieldSet.fromFieldsV1(b);
+        expect(sa.sameMembers(sb)).toBe(JSON.stringify(sa.toFieldsV1()) === JSON.stringify(sb.toFieldsV1()));
+      }
+    }
+    // an inner node without members is no member at all
+    const hollow = new FieldSet();
+    hollow.child('f:a').child('f:b');
+    expect(hollow.sameMembers(new FieldSet())).toBe(true);
+  });
+});

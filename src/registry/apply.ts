@@ -320,7 +320,7 @@ export function planApply(live: any | null, config: any, id: WriteIdentity, ctx:
   const last = managed.get(key);
   me.time = last?.time;
   managed.set(key, me);
-  const setChanged = !last || JSON.stringify(last.set.toFieldsV1()) !== JSON.stringify(newSet.toFieldsV1()) || last.apiVersion !== id.apiVersion;
+  const setChanged = !last || !last.set.sameMembers(newSet) || last.apiVersion !== id.apiVersion;
   if (last) prune(merged, last.set, managed, ignored, ctx.root);
   delete merged.metadata?.managedFields;
   const plan: ApplyPlan = { managed, key, setChanged };

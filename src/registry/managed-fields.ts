@@ -71,6 +71,24 @@ export class FieldSet {
     return !s.empty();
   }
 
+  /**
+   * Whether both sets hold the same members: what comparing their FieldsV1 forms tells,
+   * without building and sorting them (an apply asks it of every configuration).
+   */
+  sameMembers(o: FieldSet): boolean {
+    if (this.member !== o.member) return false;
+    let n = 0;
+    for (const [k, c] of this.children) {
+      if (c.empty()) continue;
+      const oc = o.children.get(k);
+      if (!oc || !c.sameMembers(oc)) return false;
+      n++;
+    }
+    let m = 0;
+    for (const c of o.children.values()) if (!c.empty() && ++m > n) return false;
+    return m === n;
+  }
+
   empty(): boolean {
     if (this.member) return false;
     for (const c of this.children.values()) if (!c.empty()) return false;
