@@ -58,3 +58,17 @@ describe('FieldSet.sameMembers', () => {
     expect(hollow.sameMembers(new FieldSet())).toBe(true);
   });
 });
+
+describe('the apply clock', () => {
+  it('an apply that runs past the patch time budget is abandoned with 504', async () => {
+    const { setPatchTimeBudget, PATCH_TIME_BUDGET_MS } = await import('./patch-limits.js');
+    const live = apply(null, dep(env('A', 2000)));
+    setPatchTimeBudget(0);
+    try {
+      expect(() => apply(live, dep(env('B', 2000)))).toThrow(expect.objectContaining({ code: 504, reason: 'Timeout' }));
+    } finally {
+      setPatchTimeBudget(PATCH_TIME_BUDGET_MS);
+    }
+    expect(apply(live, dep(env('B', 2000))).spec.template.spec.containers[0].env).toHaveLength(2000);
+  });
+});

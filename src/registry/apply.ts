@@ -13,6 +13,7 @@
 // front thread, once per attempt of its optimistic update loop.
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
+import { PatchClock } from './patch-limits.js';
 import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString, sortedFields } from './managed-fields.js';
 
 export type Operation = 'Apply' | 'Update';
@@ -304,6 +305,19 @@ const KUBECTL = 'kubectl';
  * Returns the new object (without managedFields) and the plan for finishApply.
  */
 export function planApply(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
+  // The merge and the prune run on the patch clock (patch-limits.ts), as every patch engine.
+  clock = new PatchClock();
+  try {
+    return planApplyTimed(live, config, id, ctx);
+  } finally {
+    clock = undefined;
+  }
+}
+
+/** The clock of the apply being planned, ticked per merged node and pruned path. */
+let clock: PatchClock | undefined;
+
+function planApplyTimed(live: any | null, config: any, id: WriteIdentity, ctx: ManagedContext): { obj: any; plan: ApplyPlan } {
   const ignored = ignoredPaths(id.subresource, ctx.hasStatus, ctx.statusReset);
   let managed = decodeManaged(live?.metadata?.managedFields) ?? new Map<string, Managed>();
   const liveObj = live ? stripManaged(live) : null;
@@ -415,6 +429,7 @@ export function applyConflict(conflicts: Array<{ manager: Managed; path: string[
 
 /** The applier's configuration merged over the live object (structured-merge-diff's Merge). */
 export function mergeApply(lhs: any, rhs: any, n: TypeNode): any {
+  clock?.tick();
   if (rhs === undefined) return lhs;
   if (rhs === null) return undefined;
   if (Array.isArray(rhs)) {
@@ -494,6 +509,7 @@ function prune(obj: any, last: FieldSet, managed: Map<string, Managed>, ignored:
   candidates.sort((a, b) => a.length - b.length);
   const lists = new ListItems();
   for (const p of candidates) {
+    clock?.tick();
     if (isIgnored(p) || owned(p)) continue;
     removePath(obj, p, root, lists);
   }
