@@ -165,7 +165,40 @@ export const errors = {
   internal: (message: string) =>
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
   serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
+
+  // Issue 17, items 2 and 8: bounded patches and objects larger than storage holds.
+  /** kube's patch handler caps a JSON patch at maxJSONPatchOperations (NewRequestEntityTooLargeError). */
+  jsonPatchTooManyOperations: (max: number, got: number) =>
+    new StatusError(413, StatusReason.RequestEntityTooLarge, `Request entity too large: The allowed maximum operations in a JSON patch is ${max}, got ${got}`),
+  /**
+   * A JSON patch that cannot be applied: kube wraps json-patch's error in
+   * NewGenericServerResponse(422), which keeps none of its text (empty details).
+   */
+  patchNotApplicable: () => new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {}),
+  /**
+   * An object larger than storage takes. kube-apiserver passes etcd's refusal through
+   * unconverted (no storage error matches it), so ErrorToAPIStatus answers a 500 with no
+   * reason and etcd's own text (kubernetes/kubernetes#112152, still so in 1.33). Past 2 MiB
+   * the etcd client's gRPC send limit refuses it first, with its own text (kube's
+   * isTooLargeError knows both); bytes is the stored size, where kube names its protobuf
+   * request's.
+   */
+  storageRequestTooLarge: (bytes = 0) =>
+    Object.assign(
+      new StatusError(500, '', bytes > GRPC_MAX_SEND_BYTES ? `rpc error: code = ResourceExhausted desc = trying to send message larger than max (${bytes} vs. ${GRPC_MAX_SEND_BYTES})` : 'etcdserver: request is too large'),
+      { objectTooLarge: true as const },
+    ),
+  /** A patch that ran past its time budget: the Status kube's finisher gives a request past its deadline. */
+  patchTimeout: () => new StatusError(504, StatusReason.Timeout, 'Timeout: request did not complete within requested timeout - context deadline exceeded', {}),
 };
+
+/** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */
+const GRPC_MAX_SEND_BYTES = 2 * 1024 * 1024;
+
+/** Whether err is storage's refusal of an object too large to hold (errors.storageRequestTooLarge). */
+export function isObjectTooLarge(err: unknown): boolean {
+  return err instanceof StatusError && (err as { objectTooLarge?: boolean }).objectTooLarge === true;
+}
 
 /** The field-error types of k8s.io/apimachinery/pkg/util/validation/field, as they appear in causes[].reason. */
 export type CauseType =

@@ -42,6 +42,8 @@ export interface ServerOptions {
   historyRetentionSeconds: number;
   /** --storage-batch-interval: how often each shard's B-tree takes the write-ahead log's records */
   storageBatchIntervalSeconds: number;
+  /** --max-object-size-bytes: the largest object storage takes, in encoded bytes (etcd's --max-request-bytes) */
+  maxObjectSizeBytes: number;
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
   maxRequestBodyBytes: number;
@@ -191,6 +193,14 @@ const FLAGS: Record<string, FlagSpec> = {
     help: "At most how often each shard's B-tree takes the records of its write-ahead log, as etcd's backend batch interval: fewer B-tree flushes leave the device to the log's fdatasync, which writes wait for. Reads never wait for it. 0 means after every group commit. (default 100ms)",
     set: (o, v) => (o.storageBatchIntervalSeconds = v),
   },
+  'max-object-size-bytes': {
+    kind: 'int',
+    help: "The largest object storage takes, in bytes of its stored JSON, as etcd's --max-request-bytes: a create, update or patch whose result is larger is refused as kube-apiserver refuses it over etcd (500, \"etcdserver: request is too large\"); after an update or a non-apply patch is refused, it is tried once more without metadata.managedFields. Deleting a larger object stored before is never refused. (default 1572864, 1.5 MiB)",
+    set: (o, v) => {
+      if (v < 1024) throw new FlagError(`invalid argument "${v}" for "--max-object-size-bytes" flag: must be at least 1024`);
+      o.maxObjectSizeBytes = v;
+    },
+  },
   'feature-gates': {
     kind: 'string',
     help: 'Comma-separated Gate=true|false pairs, e.g. CBORServingAndStorage=true. (APIResponseCompression=true, CBORServingAndStorage=false, WatchList=false, ...)',
@@ -291,6 +301,7 @@ export function defaultOptions(): ServerOptions {
     defaultWatchCacheSize: 10000,
     historyRetentionSeconds: 300,
     storageBatchIntervalSeconds: 0.1,
+    maxObjectSizeBytes: 1_572_864,
     serviceClusterIpRange: '10.96.0.0/12',
     serviceNodePortRange: { min: 30000, max: 32767 },
     maxRequestBodyBytes: 3 * 1024 * 1024,

@@ -50,6 +50,7 @@ import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
 import type { HealthState } from './handlers/health.js';
 import { setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
+import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
@@ -99,10 +100,13 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     retentionMs: o.historyRetentionSeconds * 1000,
     compactIntervalMs: Math.max(1000, Math.min(60_000, (o.historyRetentionSeconds * 1000) / 5)),
     treeIntervalMs: o.storageBatchIntervalSeconds * 1000,
+    maxObjectBytes: o.maxObjectSizeBytes,
     watchCacheCapacity: o.defaultWatchCacheSize,
     watchCacheSizes: o.watchCacheSizes,
   });
   setFanoutTick(o.watchFanoutTickMs);
+  // The patch engines weigh their results against storage's limit before the write goes on.
+  setMaxObjectBytes(o.maxObjectSizeBytes);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
   await coord.start();
   const strategies = new StrategyRegistry(coord, {

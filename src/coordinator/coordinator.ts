@@ -31,6 +31,8 @@ export interface CoordinatorOptions {
   /** ring capacity of each resource type's watch cache; per-type overrides (0 disables) */
   watchCacheCapacity: number;
   watchCacheSizes: Record<string, number>;
+  /** the largest object a write may store, in encoded bytes (default etcd's 1.5 MiB) */
+  maxObjectBytes?: number;
 }
 
 /** An object whose stored bytes cannot be decoded: its version and the bytes as stored. */
@@ -138,7 +140,7 @@ export class Coordinator {
       const path = join(dataDir, `shard-${i}`);
       mkdirSync(path, { recursive: true });
       const worker = new Worker(SHARD_WORKER, {
-        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs } satisfies ShardWorkerData,
+        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864 } satisfies ShardWorkerData,
       });
       const handle: ShardHandle = { index: i, worker, env: null as unknown as ShardEnv, applied: 0, newer: [], queue: [], flushScheduled: false, freshWaiters: [] };
       this.shards.push(handle);
@@ -421,6 +423,8 @@ export class Coordinator {
       this.pending.delete(a.id);
       // a storage failure is the server's fault, not a precondition: a 500, never retried as a conflict
       if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
+      // too large is final: a Status of its own for every writer, never retried as a conflict
+      else if (a.err === 'toolarge') p.reject(errors.storageRequestTooLarge(Number(a.message) || 0));
       else p.reject(new WriteRejected(a.err));
     }
     // 3. then whoever waits for the cache to catch up.

@@ -12,6 +12,7 @@ import { mediaTypeOf, parseJson } from '../codec/decode.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type FieldValidationMode } from '../registry/field-validation.js';
 import { rootNode } from '../registry/schema-walk.js';
 import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
+import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseOversized } from '../registry/patch-limits.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
 
@@ -52,11 +53,13 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   if ((kind === 'merge' || kind === 'strategic') && (patch === null || typeof patch !== 'object' || Array.isArray(patch))) {
     throw errors.badRequest(`error decoding patch: a ${kind === 'merge' ? 'merge' : 'strategic merge'} patch must be a JSON object`);
   }
+  // The engines recurse as deep as the patch nests: a body of `[[[[...` is refused whole.
+  if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
   // Field validation runs on the patched object; a merge patch's duplicate keys are object paths too.
   const warnings = (c.req.warnings ??= []);
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
   const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name, required: !c.target.strategy.handlesRequired });
-  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields });
+  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields, patchBytes: c.req.body?.length ?? 0 });
   sendObject(c, repr, r.code, r.json);
 }
 
@@ -93,6 +96,11 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       subresource: c.info.subresource,
       alwaysCreate: true,
       rejectResourceVersion: true,
+      // kube's patch handler retries a too-large write without managedFields, but not an apply's.
+      keepManagedFields: true,
+      // Weighed where it would go to storage (YAML's aliases make the body no bound on what
+      // it decodes to, so always).
+      beforeCommit: (obj) => refuseOversized(obj, Infinity),
       // Apply to a missing object creates it.
       createIfMissing: () => {
         const p = planApply(null, structuredClone(config), id, ctx);
@@ -127,6 +135,8 @@ export function decodeApplyBody(c: HandlerContext, apiVersion = apiVersionOf(c.t
     }
   }
   if (!isObj(cfg)) throw errors.badRequest(`error decoding YAML: the apply configuration must be an object, not ${cfg === null ? 'null' : Array.isArray(cfg) ? 'a list' : typeof cfg}`);
+  // The apply engine recurses as deep as the configuration nests (see MAX_PATCH_DEPTH).
+  if (nestsDeeperThan(cfg, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding YAML: the apply configuration nests deeper than ${MAX_PATCH_DEPTH} levels`);
   if (typeof cfg.kind !== 'string' || cfg.kind === '') throw errors.badRequest(`Object 'Kind' is missing in '${JSON.stringify(cfg)}'`);
   if (typeof cfg.apiVersion !== 'string' || cfg.apiVersion === '') throw errors.badRequest(`Object 'apiVersion' is missing in '${JSON.stringify(cfg)}'`);
   if (cfg.apiVersion !== apiVersion || cfg.kind !== kind) {

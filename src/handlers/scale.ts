@@ -12,6 +12,7 @@ import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch } from '../registry/patch.js';
 import { strategicMergePatch } from '../registry/strategic-merge.js';
+import { MAX_PATCH_DEPTH, nestsDeeperThan } from '../registry/patch-limits.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
 import { finishApply, planApply, recordUpdate, type ApplyPlan, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
 import { ANY, rootNode } from '../registry/schema-walk.js';
@@ -214,6 +215,8 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       } catch (e) {
         throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
       }
+      // (as handlePatch: the engines recurse as deep as the patch nests)
+      if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
       await writeScale(c, a, {
         build: (scale) => {
           // The patch pins a version only when it names one.

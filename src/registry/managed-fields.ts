@@ -71,6 +71,24 @@ export class FieldSet {
     return !s.empty();
   }
 
+  /**
+   * Whether both sets hold the same members: what comparing their FieldsV1 forms tells,
+   * without building and sorting them (an apply asks it of every configuration).
+   */
+  sameMembers(o: FieldSet): boolean {
+    if (this.member !== o.member) return false;
+    let n = 0;
+    for (const [k, c] of this.children) {
+      if (c.empty()) continue;
+      const oc = o.children.get(k);
+      if (!oc || !c.sameMembers(oc)) return false;
+      n++;
+    }
+    let m = 0;
+    for (const c of o.children.values()) if (!c.empty() && ++m > n) return false;
+    return m === n;
+  }
+
   empty(): boolean {
     if (this.member) return false;
     for (const c of this.children.values()) if (!c.empty()) return false;
@@ -246,13 +264,16 @@ function walkSet(v: unknown, n: TypeNode, path: string[], s: FieldSet): void {
       return;
     }
     const en = itemNode(n);
-    v.forEach((item, i) => {
-      const pe = itemElement(n, item, i);
-      if (!pe) return;
-      const p = [...path, pe];
-      walkSet(item, en, p, s);
-      s.insert(p);
-    });
+    // path is one array, extended and restored around each child (insert keeps no path):
+    // a copy per node made an apply of a long list mostly garbage collection
+    for (let i = 0; i < v.length; i++) {
+      const pe = itemElement(n, v[i], i);
+      if (!pe) continue;
+      path.push(pe);
+      walkSet(v[i], en, path, s);
+      s.insert(path);
+      path.pop();
+    }
     return;
   }
   if (isObj(v)) {
@@ -261,10 +282,11 @@ function walkSet(v: unknown, n: TypeNode, path: string[], s: FieldSet): void {
       return;
     }
     for (const [k, c] of Object.entries(v)) {
-      const p = [...path, 'f:' + k];
+      path.push('f:' + k);
       const cn = n.kind === 'struct' || n.kind === 'map' ? childNode(n, k) : ANY;
-      walkSet(c, cn, p, s);
-      if (c === null || (isObj(c) && Object.keys(c).length === 0) || (n.kind !== 'struct' || !hasField(n, k))) s.insert(p);
+      walkSet(c, cn, path, s);
+      if (c === null || (isObj(c) && Object.keys(c).length === 0) || (n.kind !== 'struct' || !hasField(n, k))) s.insert(path);
+      path.pop();
     }
     return;
   }

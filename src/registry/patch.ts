@@ -1,7 +1,9 @@
 // JSON merge patch (RFC 7386) and JSON patch (RFC 6902). A patch document that cannot be
 // read is 400; one that cannot be applied (a failed `test`, a missing path) is 422, the
-// way kube-apiserver answers both.
+// way kube-apiserver answers both. A JSON patch is bounded as kube bounds it (10,000
+// operations, 3 MiB of copies) and by the patch clock (patch-limits.ts).
 import { StatusError, StatusReason, errors } from '../errors.js';
+import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, PatchClock, jsonSizeUpTo } from './patch-limits.js';
 
 export function mergePatch(target: any, patch: any): any {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
@@ -18,6 +20,8 @@ function unprocessable(message: string): StatusError {
 }
 
 function parsePointer(path: string): string[] {
+  // (a `from` that is missing or not a string: json-patch finds no such path)
+  if (typeof path !== 'string') throw unprocessable(`doc is missing from path: ${String(path)}: missing value`);
   if (path === '') return [];
   if (!path.startsWith('/')) throw unprocessable(`invalid JSON pointer "${path}"`);
   return path
@@ -26,14 +30,22 @@ function parsePointer(path: string): string[] {
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
+/**
+ * Whether a (in the document) equals b (in the patch). Work is bounded by b's size, which
+ * the request body bounds: a `test` of a small value against a huge subtree must not walk
+ * the subtree once per operation.
+ */
 function deepEqual(a: any, b: any): boolean {
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) return a.length === b.length && a.every((x: any, i: number) => deepEqual(x, b[i]));
-  const ka = Object.keys(a);
   const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k]));
+  for (const k of kb) if (!Object.prototype.hasOwnProperty.call(a, k) || !deepEqual(a[k], b[k])) return false;
+  // a holds every key of b: equal when it holds no more (counted up to one past b's)
+  let n = 0;
+  for (const _ in a) if (++n > kb.length) return false;
+  return true;
 }
 
 interface Loc {
@@ -84,25 +96,42 @@ function removeAt(doc: any, path: string): any {
   return v;
 }
 
-function addAt(doc: any, path: string, value: any, replace: boolean): any {
+/**
+ * Puts value at path. It is copied unless owned (a moved value, taken out of the document
+ * already: copying it would cost its size once per `move`).
+ */
+function addAt(doc: any, path: string, value: any, replace: boolean, owned = false): any {
   const tokens = parsePointer(path);
-  if (tokens.length === 0) return structuredClone(value);
+  const v = owned ? value : structuredClone(value);
+  if (tokens.length === 0) return v;
   const { parent, key } = locate(doc, tokens, path);
   if (Array.isArray(parent)) {
     const i = arrayIndex(parent, key, path, !replace);
-    if (replace) parent[i] = structuredClone(value);
-    else parent.splice(i, 0, structuredClone(value));
+    if (replace) parent[i] = v;
+    else parent.splice(i, 0, v);
   } else {
     if (replace && !(key in parent)) throw unprocessable(`replace operation does not apply: doc is missing key: ${path}: missing value`);
-    parent[key] = structuredClone(value);
+    parent[key] = v;
   }
   return doc;
 }
 
-export function jsonPatch(doc: any, patch: unknown): any {
+/** What a JSON patch did that the caller weighs afterwards. */
+export interface JsonPatchStats {
+  /** the JSON bytes (estimated) that copy operations added */
+  copied: number;
+}
+
+export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, clock = new PatchClock()): any {
   if (!Array.isArray(patch)) throw errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  // Counted before anything is applied, as kube's handler does once the patch is decoded.
+  if (patch.length > MAX_JSON_PATCH_OPERATIONS) throw errors.jsonPatchTooManyOperations(MAX_JSON_PATCH_OPERATIONS, patch.length);
   let cur = structuredClone(doc);
+  // json-patch's AccumulatedCopySizeLimit: what copies added so far, weighed per copy
+  // (a copy larger than what is left of the limit is not weighed past the limit).
+  let copied = 0;
   for (const op of patch) {
+    clock.tick();
     if (op === null || typeof op !== 'object') throw errors.badRequest('json: cannot unmarshal into Go value of type jsonpatch.Operation');
     const path = op.path;
     if (typeof path !== 'string') throw unprocessable(`Unexpected kind: ${op.op}`);
@@ -118,12 +147,16 @@ export function jsonPatch(doc: any, patch: unknown): any {
         break;
       case 'move': {
         const v = removeAt(cur, op.from);
-        cur = addAt(cur, path, v, false);
+        cur = addAt(cur, path, v, false, true);
         break;
       }
       case 'copy': {
         const v = getAt(cur, op.from);
         if (v === undefined) throw unprocessable(`copy from missing path: "${op.from}"`);
+        copied += jsonSizeUpTo(v, JSON_PATCH_MAX_COPY_BYTES - copied);
+        // kube: "Unable to complete the copy, the accumulated size increase of copy is N,
+        // exceeding the limit 3145728", wrapped in a generic 422 that drops the text.
+        if (copied > JSON_PATCH_MAX_COPY_BYTES) throw errors.patchNotApplicable();
         cur = addAt(cur, path, v, false);
         break;
       }
@@ -136,5 +169,6 @@ export function jsonPatch(doc: any, patch: unknown): any {
         throw unprocessable(`Unexpected kind: ${String(op.op)}`);
     }
   }
+  if (stats) stats.copied = copied;
   return cur;
 }

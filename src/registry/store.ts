@@ -9,7 +9,7 @@
 // a stale version the client itself sent is a 409.
 import { podSubresourceView, validatePodSubresourceUpdate } from './pod-subresources.js';
 import { randomFillSync, randomUUID } from 'node:crypto';
-import { errors, StatusError, type GroupResource } from '../errors.js';
+import { errors, isObjectTooLarge, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import { WriteRejected } from '../coordinator/coordinator.js';
@@ -24,7 +24,8 @@ import { validateListOptions } from '../request/list-options.js';
 import { listFromCacheSnapshot } from './read-gates.js';
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
 import { validateAnnotations, validateFinalizers, validateLabels, validateName } from './validation.js';
-import { jsonPatch, mergePatch } from './patch.js';
+import { jsonPatch, mergePatch, type JsonPatchStats } from './patch.js';
+import { PatchClock, refuseOversized } from './patch-limits.js';
 import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
@@ -512,7 +513,7 @@ export class Store {
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
 
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean }): Promise<WriteResult> {
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean }): Promise<WriteResult> {
     const m = obj.metadata;
     const sentRv: unknown = m.resourceVersion;
     if (t.info.namespaced) {
@@ -582,6 +583,7 @@ export class Store {
             committed = true;
             return { code: 201, json: r.json };
           } catch (e) {
+            if (isObjectTooLarge(e) && !opts.keepManagedFields && shedManagedFields(obj)) continue;
             if (!(e instanceof WriteRejected && e.failure === 'exists')) throw e;
           }
         }
@@ -617,8 +619,16 @@ export class Store {
       fields?: FieldsHook;
       /** a uid the client pinned (PUT with metadata.uid): 409 when it is not the object's */
       uid?: string;
+      /** storage's refusal of an object too large is final (apply's): not retried without managedFields */
+      keepManagedFields?: boolean;
+      /**
+       * Runs where the write would go to storage (after validation and admission, never on a
+       * dry run): a patch weighs its result there, in kube's order of refusals.
+       */
+      beforeCommit?: (obj: any) => void;
     },
-    build: (current: any) => any,
+    /** currentBytes: the size of the current object's stored JSON */
+    build: (current: any, currentBytes: number) => any,
   ): Promise<WriteResult> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
@@ -627,7 +637,7 @@ export class Store {
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.coord, t, ns, name);
-          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion });
+          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields });
         }
         this.missing(t, ns, name);
       }
@@ -635,7 +645,7 @@ export class Store {
       if (opts.uid && opts.uid !== old.metadata.uid) {
         throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${opts.uid}, UID in object meta: ${old.metadata.uid}`);
       }
-      const obj = build(structuredClone(old));
+      const obj = build(structuredClone(old), cur.json.length);
       const clientRv: string = obj?.metadata?.resourceVersion ?? '';
       if (clientRv !== '' && clientRv !== String(cur.rv)) throw errors.staleConflict(t.groupResource, name);
       if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
@@ -664,7 +674,15 @@ export class Store {
       let committed = false;
       try {
         if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
-        const r = await this.commit(t, finalizing ? 'DELETED' : 'MODIFIED', ns, name, obj, cur.rv);
+        opts.beforeCommit?.(obj);
+        const type = finalizing ? 'DELETED' : 'MODIFIED';
+        let r: { rv: number; json: Buffer };
+        try {
+          r = await this.commit(t, type, ns, name, obj, cur.rv);
+        } catch (e) {
+          if (!(isObjectTooLarge(e) && !opts.keepManagedFields && shedManagedFields(obj))) throw e;
+          r = await this.commit(t, type, ns, name, obj, cur.rv);
+        }
         committed = true;
         if (finalizing) await t.strategy.afterDelete(obj);
         return { code: 200, json: r.json };
@@ -774,17 +792,31 @@ export class Store {
   }
 
   /** `check` sees the patched object before anything else (field validation; may drop fields or throw). */
-  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook }): Promise<WriteResult> {
+  /** `patchBytes`: the size of the patch body (what the patch can add to the object, copies aside). */
+  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook; patchBytes?: number }): Promise<WriteResult> {
     // The patch sees the current resourceVersion (a JSON patch may `test` it); it pins the
     // version only when it names it, and then a stale one is a 409.
     const pinned = patchPinsVersion(patchType, patch);
-    return this.guaranteedUpdate(t, ns, name, opts, (current) => {
+    // The result grew by at most the patch's body and its copies: it is weighed (before it is
+    // copied to a shard and encoded there) only when that bound passes the storage limit.
+    let bound = 0;
+    const beforeCommit = (obj: any) => refuseOversized(obj, bound);
+    return this.guaranteedUpdate(t, ns, name, { ...opts, beforeCommit }, (current, currentBytes) => {
       const rv = current.metadata.resourceVersion;
+      const stats: JsonPatchStats = { copied: 0 };
       let out: any;
-      if (patchType === 'merge') out = mergePatch(current, patch);
-      else if (patchType === 'strategic') out = strategicMergePatch(current, patch as any, rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY);
-      else out = jsonPatch(current, patch);
+      try {
+        if (patchType === 'merge') out = mergePatch(current, patch);
+        else if (patchType === 'strategic') out = strategicMergePatch(current, patch as any, rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY, new PatchClock());
+        else out = jsonPatch(current, patch, stats, new PatchClock());
+      } catch (e) {
+        // Nesting past what the engines recurse through cannot be applied (the handler
+        // refuses deep patches; this is the net under it, a 422 and never a 500).
+        if (e instanceof RangeError) throw errors.patchNotApplicable();
+        throw e;
+      }
       if (out === null || typeof out !== 'object' || Array.isArray(out)) throw errors.badRequest('the patch produced an object that is not a JSON object');
+      bound = currentBytes + (opts.patchBytes ?? 0) + stats.copied;
       if (!out.metadata || typeof out.metadata !== 'object') out.metadata = {};
       out.apiVersion = current.apiVersion;
       out.kind = current.kind;
@@ -845,4 +877,15 @@ export class Store {
     const json = getAt(this.coord.history(t.gr, rv), objectKey(ns, name), rv)?.json;
     return json && t.conv ? convertedJson(t.conv, json) : json;
   }
+}
+
+/**
+ * Drops managedFields from an object storage refused as too large, for one more try;
+ * false when it has none. kube's create, update and (non-apply) patch handlers do the
+ * same: managedFields can be large, and an object is still whole without them.
+ */
+function shedManagedFields(obj: any): boolean {
+  if (obj?.metadata?.managedFields === undefined) return false;
+  delete obj.metadata.managedFields;
+  return true;
 }

@@ -14,6 +14,7 @@
 // Custom resources have no patch markers and are refused by the handler (415).
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, isMergeList, itemNode, type TypeNode } from './schema-walk.js';
+import { PatchClock } from './patch-limits.js';
 
 const DIRECTIVE = '$patch';
 const RETAIN_KEYS = '$retainKeys';
@@ -61,11 +62,19 @@ function noMergeKey(item: Obj, mergeKey: string): StatusError {
   return new StatusError(500, '', `map: ${goFormat(item)} does not contain declared merge key: ${mergeKey}`);
 }
 
+/** The clock of the patch being applied (patch-limits.ts), ticked per map key and list item. */
+let clock: PatchClock | undefined;
+const tick = () => clock?.tick();
+
 /** Applies a strategic merge patch to original (not modified) and returns the result. */
-export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode): Obj {
+export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode, patchClock = new PatchClock()): Obj {
   if (!isObj(patch)) throw badPatch('strategic merge patch must be a JSON object');
-  const out = mergeMap(structuredClone(original), structuredClone(patch), schema);
-  return out;
+  clock = patchClock;
+  try {
+    return mergeMap(structuredClone(original), structuredClone(patch), schema);
+  } finally {
+    clock = undefined;
+  }
 }
 
 function directiveOf(m: Obj): string | undefined {
@@ -150,6 +159,7 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
   }
 
   for (const [rawKey, pv] of Object.entries(patch)) {
+    tick();
     let key = rawKey;
     let deleteList = false;
     if (rawKey.startsWith(DELETE_PRIMITIVE)) {
@@ -230,22 +240,38 @@ function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: st
     return out;
   }
   if (!mergeKey) throw unprocessable('cannot merge lists without a merge key');
-  let out = original.slice();
+  const out = original.slice();
   const keyOf = (x: any) => JSON.stringify(x?.[mergeKey]);
+  // Where each merge key sits in out (every place: a delete removes all of them, a merge
+  // takes the first), so that a patch of m items costs m lookups, not m scans of the list.
+  const at = new Map<string, number[]>();
+  const note = (k: string, i: number) => {
+    const l = at.get(k);
+    if (l) l.push(i);
+    else at.set(k, [i]);
+  };
+  out.forEach((x, i) => note(keyOf(x), i));
+  const gone = new Set<number>();
   for (const p of patch) {
+    tick();
     if (!isObj(p)) throw unprocessable(`unable to merge a list of maps with a non-map item: ${JSON.stringify(p)}`);
     const d = directiveOf(p);
+    if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
+    const k = keyOf(p);
+    const places = at.get(k);
     if (d === 'delete') {
-      if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
-      out = out.filter((x) => keyOf(x) !== keyOf(p));
+      if (places) for (const i of places) gone.add(i);
+      at.delete(k);
       continue;
     }
-    if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
-    const i = out.findIndex((x) => isObj(x) && keyOf(x) === keyOf(p));
-    if (i >= 0) out[i] = mergeMap(out[i], p, item);
-    else out.push(clean(p, item));
+    const i = places?.find((j) => isObj(out[j]));
+    if (i !== undefined) out[i] = mergeMap(out[i], p, item);
+    else {
+      note(k, out.length);
+      out.push(clean(p, item));
+    }
   }
-  return out;
+  return gone.size === 0 ? out : out.filter((_, i) => !gone.has(i));
 }
 
 /**
@@ -264,19 +290,21 @@ function normalizeOrder(patchItems: any[], serverOnly: any[], patchOrder: any[],
     const k = keyOf(x);
     if (!sIdx.has(k)) sIdx.set(k, i);
   });
-  const left = patchItems.slice().sort((a, b) => (pIdx.get(keyOf(a)) ?? 0) - (pIdx.get(keyOf(b)) ?? 0));
-  const right = serverOnly.slice().sort((a, b) => (sIdx.get(keyOf(a)) ?? 0) - (sIdx.get(keyOf(b)) ?? 0));
+  // Each item's key is encoded once, not once per comparison of the sorts.
+  const keyed = (items: any[]) => items.map((x) => ({ x, k: keyOf(x) }));
+  const left = keyed(patchItems).sort((a, b) => (pIdx.get(a.k) ?? 0) - (pIdx.get(b.k) ?? 0));
+  const right = keyed(serverOnly).sort((a, b) => (sIdx.get(a.k) ?? 0) - (sIdx.get(b.k) ?? 0));
   const out: any[] = [];
   let i = 0;
   let j = 0;
   while (i < left.length || j < right.length) {
-    if (i >= left.length) out.push(right[j++]);
-    else if (j >= right.length) out.push(left[i++]);
+    if (i >= left.length) out.push(right[j++].x);
+    else if (j >= right.length) out.push(left[i++].x);
     else {
-      const li = sIdx.get(keyOf(left[i]));
-      const ri = sIdx.get(keyOf(right[j]));
-      if (li !== undefined && ri !== undefined && li < ri) out.push(left[i++]);
-      else out.push(right[j++]);
+      const li = sIdx.get(left[i].k);
+      const ri = sIdx.get(right[j].k);
+      if (li !== undefined && ri !== undefined && li < ri) out.push(left[i++].x);
+      else out.push(right[j++].x);
     }
   }
   return out;

@@ -34,8 +34,11 @@ export interface WriteOp {
   tail?: string;
 }
 
-/** storage: the write could not be made durable (the log failed); message says why */
-export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage';
+/**
+ * storage: the write could not be made durable (the log failed); message says why.
+ * toolarge: the encoded object is over the shard's maxObjectBytes (etcd's "request is too large").
+ */
+export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage' | 'toolarge';
 
 /** A write refused: a failed precondition, or storage that could not take it. */
 export interface Ack {
@@ -78,4 +81,6 @@ export interface ShardWorkerData {
   compactIntervalMs: number;
   /** the B-tree takes the log's records at most once per this interval (0: after every group commit) */
   treeIntervalMs: number;
+  /** the largest object, in encoded bytes, a write may store (--max-object-size-bytes); deletions are never refused */
+  maxObjectBytes: number;
 }

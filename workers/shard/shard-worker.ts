@@ -179,6 +179,18 @@ function schedule(): void {
   }
 }
 
+/**
+ * Whether an object's JSON (head + version + tail) is over maxObjectBytes. A UTF-16 unit is
+ * one to three UTF-8 bytes, so the exact byte count is taken only between those bounds.
+ */
+function tooLarge(head: string, tail: string): boolean {
+  const units = head.length + tail.length + 20;
+  const max = data.maxObjectBytes;
+  if (units * 3 <= max) return false;
+  if (units - 20 > max) return true;
+  return Buffer.byteLength(head) + Buffer.byteLength(tail) + 20 > max;
+}
+
 function flush(): void {
   scheduled = false;
   if (pending.length === 0) return;
@@ -227,8 +239,15 @@ function flush(): void {
           continue;
         }
       }
-      const rv = shared.nextRv();
       const deleted = op.type === 'DELETED';
+      // Storage's size limit, weighed on the bytes just encoded (etcd's --max-request-bytes).
+      // A deletion's tombstone carries the last state, which was stored already: never refused.
+      if (!deleted && tooLarge(head!, tail!)) {
+        // (the size travels in message: the front names it past the gRPC send limit)
+        refused.push({ id: op.id, err: 'toolarge', message: String(Buffer.byteLength(head!) + Buffer.byteLength(tail!) + String(shared.currentRv() + 1).length) });
+        continue;
+      }
+      const rv = shared.nextRv();
       // The record is written once, straight from the text: the log appends the entry, the
       // B-tree stores its payload, and the front keeps that same payload (its JSON is what
       // the cache serves) until the B-tree holds it.
