@@ -99,6 +99,28 @@ describe('quantities of any length in linear time', () => {
   });
 });
 
+describe('quantity arithmetic in admission', () => {
+  it('answers a pod of a huge-exponent quantity under a LimitRange and a ResourceQuota at once', async () => {
+    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'huge-q' } };
+    expect((await request(s, 'POST', '/api/v1/namespaces', ns)).status).toBe(201);
+    const lr = { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'lr' }, spec: { limits: [{ type: 'Container', min: { cpu: '1m' }, default: { cpu: '1' } }] } };
+    expect((await request(s, 'POST', '/api/v1/namespaces/huge-q/limitranges', lr)).status).toBe(201);
+    const rq = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'rq' }, spec: { hard: { 'requests.cpu': '100', 'limits.cpu': '1e999999999' } } };
+    expect((await request(s, 'POST', '/api/v1/namespaces/huge-q/resourcequotas', rq)).status).toBe(201);
+    // Before, 10n ** 999999999n (kube's MilliValue and Quantity.Add done exactly) never returned.
+    const { result, attackMs } = await underProbe(() =>
+      request(s, 'POST', '/api/v1/namespaces/huge-q/pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p' },
+        spec: { containers: [{ name: 'c', image: 'busybox', resources: { requests: { cpu: '1m' }, limits: { cpu: '1e999999999' } } }, { name: 'd', image: 'busybox', resources: { requests: { cpu: '1m' }, limits: { cpu: '1m' } } }] },
+      }),
+    );
+    expect([201, 403]).toContain(result.status);
+    expect(attackMs).toBeLessThan(2000);
+  });
+});
+
 describe('CRD patterns run as Go regexp (RE2)', () => {
   it('refuses patterns RE2 refuses, with kube message', async () => {
     const bad = structuredClone(CRD) as any;

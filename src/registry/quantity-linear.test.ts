@@ -69,3 +69,26 @@ describe('quantity in linear time', () => {
     expect(parseQuantity('1500m')!.m * 10n ** BigInt(parseQuantity('1500m')!.s + 3)).toBe(1500n);
   });
 });
+
+describe('quantity arithmetic with huge exponents', () => {
+  it('adds exactly, and drops only digits a hundred thousand places below the sum', async () => {
+    const { addQuantity } = await import('./quantity.js');
+    expect(canonicalQuantity(addQuantity(parseQuantity('1.5')!, parseQuantity('250m')!))).toBe('1750m');
+    expect(canonicalQuantity(addQuantity(parseQuantity('1Gi')!, parseQuantity('1Gi')!))).toBe('2Gi');
+    expect(canonicalQuantity(addQuantity(parseQuantity('-1')!, parseQuantity('1')!))).toBe('0');
+    const [sum, ms] = timed(() => canonicalQuantity(addQuantity(parseQuantity('1Ki')!, parseQuantity('1e999999999')!)));
+    expect(sum).toBe('1e999999999');
+    expect(ms).toBeLessThan(200);
+  });
+
+  it('gives milli-values rounded up, saturating past int64', async () => {
+    const { milliValue } = await import('./quantity.js');
+    expect(milliValue(parseQuantity('1.5')!)).toBe(1500n);
+    expect(milliValue(parseQuantity('1n')!)).toBe(1n);
+    expect(milliValue(parseQuantity('-1n')!)).toBe(0n);
+    expect(milliValue(parseQuantity('-2.0001')!)).toBe(-2000n);
+    const [m, ms] = timed(() => milliValue(parseQuantity('1e999999999')!));
+    expect(m).toBe(0x7fffffffffffffffn);
+    expect(ms).toBeLessThan(50);
+  });
+});

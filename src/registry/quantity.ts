@@ -244,6 +244,51 @@ export function isWholeQuantity(q: Quantity): boolean {
   return d.digits === '' || d.exp >= 0;
 }
 
+// A sum is exact while it spans at most this many digits. Past it (a term like 1e999999999
+// beside 1m, whose exact sum has a billion digits) the digits below the span are dropped:
+// kube's inf.Dec would build the billion digits, holding its thread as long.
+const SUM_DIGITS = 100_000;
+
+/** a + b, in a's format (b's when a is zero), as Quantity.Add. */
+export function addQuantity(a: Quantity, b: Quantity): Quantity {
+  let da = decimalOf(a);
+  let db = decimalOf(b);
+  const format = da.digits === '' ? b.format : a.format;
+  if (da.digits === '') return new ParsedQuantity(db, format);
+  if (db.digits === '') return new ParsedQuantity(da, format);
+  const top = Math.max(da.digits.length + da.exp, db.digits.length + db.exp);
+  const cut = top - SUM_DIGITS;
+  const clip = (d: Decimal): Decimal => {
+    if (d.exp >= cut) return d;
+    const keep = d.digits.length - (cut - d.exp);
+    return keep <= 0 ? { neg: false, digits: '', exp: 0 } : trimmed(d.neg, d.digits.slice(0, keep), cut);
+  };
+  da = clip(da);
+  db = clip(db);
+  const lo = Math.min(da.digits === '' ? Infinity : da.exp, db.digits === '' ? Infinity : db.exp);
+  const big = (d: Decimal) => (d.digits === '' ? 0n : (d.neg ? -1n : 1n) * BigInt(d.digits) * 10n ** BigInt(d.exp - lo));
+  const m = big(da) + big(db);
+  const neg = m < 0n;
+  return new ParsedQuantity(trimmed(neg, (neg ? -m : m).toString(), lo === Infinity ? 0 : lo), format);
+}
+
+/**
+ * Quantity.MilliValue(): the value in thousandths, rounded up (toward positive infinity).
+ * kube's is an int64; a value past it saturates here instead of wrapping.
+ */
+export function milliValue(q: Quantity): bigint {
+  const d = decimalOf(q);
+  if (d.digits === '') return 0n;
+  const e = d.exp + 3;
+  if (d.digits.length + e > 19) return d.neg ? -0x7fffffffffffffffn : 0x7fffffffffffffffn;
+  if (e >= 0) return (d.neg ? -1n : 1n) * BigInt(d.digits) * 10n ** BigInt(e);
+  // Digits below a thousandth are dropped; they are not all zero (no trailing zeros), so a
+  // positive value goes up by one.
+  const keep = d.digits.length + e;
+  const whole = keep <= 0 ? 0n : BigInt(d.digits.slice(0, keep));
+  return d.neg ? -whole : whole + 1n;
+}
+
 /** The canonical string kube-apiserver serializes a quantity as. */
 export function canonicalQuantity(q: Quantity): string {
   const d = decimalOf(q);
@@ -251,9 +296,10 @@ export function canonicalQuantity(q: Quantity): string {
   const sign = d.neg ? '-' : '';
   let format = q.format;
   if (format === 'BinarySI') {
-    // Binary values are capped at 2^63-1 in magnitude, so BigInt work here is small; one that
-    // is not whole, or under 1024 in magnitude, is written as a decimal one.
-    if (d.exp < 0 || compareAbs(d, { neg: false, digits: '1024', exp: 0 }) < 0) {
+    // Parsed binary values are capped at 2^63-1 in magnitude, so BigInt work here is small; one
+    // that is not whole, or under 1024 in magnitude, is written as a decimal one, and so is a
+    // sum past 10^40 (whose powers of 1024 would be a long division for nothing).
+    if (d.exp < 0 || compareAbs(d, { neg: false, digits: '1024', exp: 0 }) < 0 || d.digits.length + d.exp > 40) {
       format = 'DecimalSI';
     } else {
       let n = BigInt(d.digits) * 10n ** BigInt(d.exp);
@@ -272,9 +318,11 @@ export function canonicalQuantity(q: Quantity): string {
   if (extra < 0) extra += 3;
   e -= extra;
   digits += '0'.repeat(extra);
-  if (format === 'DecimalExponent') return sign + digits + (e === 0 ? '' : 'e' + e);
+  // A parsed DecimalSI value's exponent past E is only as large as the zeros its text had (a
+  // request body holds fewer than 4M); a sum with a huge exponent in another format cannot be
+  // written out in zeros.
+  if (format === 'DecimalExponent' || e - 18 > 1 << 22) return sign + digits + (e === 0 ? '' : 'e' + e);
   if (e > 18) {
-    // Only as many zeros as the text had: a DecimalSI exponent comes from a suffix of at most E.
     digits += '0'.repeat(e - 18);
     e = 18;
   }
