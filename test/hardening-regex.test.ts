@@ -121,6 +121,32 @@ describe('quantity arithmetic in admission', () => {
   });
 });
 
+describe('YAML aliases in linear time', () => {
+  const YAML = { 'content-type': 'application/yaml' };
+  it('decodes 40,000 aliases without rescanning the document for each', async () => {
+    const body = 'metadata: {name: many-aliases}\ndata: {a: &a x}\nbinaryData: {}\nimmutable: false\n' + 'x-list:\n' + '- *a\n'.repeat(40_000);
+    const { result, attackMs, worstMs } = await underProbe(() => request(s, 'POST', '/api/v1/namespaces/default/configmaps', body, YAML));
+    expect(result.status, result.body.slice(0, 200)).toBe(201);
+    expect(attackMs).toBeLessThan(3000);
+    expect(worstMs).toBeLessThan(3000);
+  });
+
+  it('refuses merge keys that expand a big map many times, as go-yaml does, at once', async () => {
+    const body = 'metadata: {name: merges}\nbig: &b\n' + Array.from({ length: 5000 }, (_, i) => `  k${i}: v\n`).join('') + 'list:\n' + '- <<: *b\n'.repeat(5000);
+    const { result, attackMs } = await underProbe(() => request(s, 'POST', '/api/v1/namespaces/default/configmaps', body, YAML));
+    expect(result.status).toBe(400);
+    expect(result.json().message).toBe("couldn't get version/kind; yaml parse error: yaml: document contains excessive aliasing");
+    expect(attackMs).toBeLessThan(3000);
+  });
+
+  it('still merges and aliases as before', async () => {
+    const body = 'metadata: {name: merged, labels: &l {a: b}}\ndata:\n  <<: *l\n  c: d\n';
+    const r = await request(s, 'POST', '/api/v1/namespaces/default/configmaps', body, YAML);
+    expect(r.status).toBe(201);
+    expect(r.json().data).toEqual({ a: 'b', c: 'd' });
+  });
+});
+
 describe('CRD patterns run as Go regexp (RE2)', () => {
   it('refuses patterns RE2 refuses, with kube message', async () => {
     const bad = structuredClone(CRD) as any;
