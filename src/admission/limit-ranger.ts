@@ -4,19 +4,10 @@
 // pods (per Container and per Pod) and PersistentVolumeClaims (create and update) outside
 // min, max or maxLimitRequestRatio are refused with kube's 403 messages. Pod updates are
 // not looked at (containers' resources cannot change there, as kube reasons).
-import { canonicalQuantity, parseQuantity, type Quantity } from '../registry/quantity.js';
+import { addQuantity, canonicalQuantity, milliValue as milli, parseQuantity, type Quantity } from '../registry/quantity.js';
 import { AdmissionPlugin, aggregate, arr, forbidden, isObj, type Attributes } from './plugin.js';
 
 const ANNOTATION = 'kubernetes.io/limit-ranger';
-
-/** Milli-units, rounded up as kube's MilliValue. */
-function milli(q: Quantity): bigint {
-  const e = q.s + 3;
-  if (e >= 0) return q.m * 10n ** BigInt(e);
-  const d = 10n ** BigInt(-e);
-  const r = q.m / d;
-  return r * d === q.m || q.m < 0n ? r : r + 1n;
-}
 
 const str = (v: unknown): string => {
   const q = parseQuantity(v);
@@ -83,10 +74,7 @@ function podTotal(spec: any, which: 'req' | 'lim'): Resources {
   const add = (into: Map<string, Quantity>, k: string, q: Quantity) => {
     const cur = into.get(k);
     if (!cur) into.set(k, q);
-    else {
-      const s = Math.min(cur.s, q.s);
-      into.set(k, { m: cur.m * 10n ** BigInt(cur.s - s) + q.m * 10n ** BigInt(q.s - s), s, format: cur.format });
-    }
+    else into.set(k, addQuantity(cur, q));
   };
   for (const c of arr(spec.containers)) for (const [k, v] of Object.entries(resourcesOf(c)[which])) { const q = parseQuantity(v); if (q) add(sum, k, q); }
   for (const c of arr(spec.initContainers)) {

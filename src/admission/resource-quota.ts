@@ -11,7 +11,7 @@
 // Usage is computed from the caches at admission time (kube reads status.used and writes
 // it back in the same step); src/controllers/resource-quota.ts keeps status current for
 // readers. Two racing creates may both pass where kube's status write would stop one.
-import { canonicalQuantity, parseQuantity, type Quantity } from '../registry/quantity.js';
+import { addQuantity as add, canonicalQuantity, compareQuantity as cmp, parseQuantity, type Quantity } from '../registry/quantity.js';
 import { AdmissionPlugin, arr, forbidden, isObj, type Attributes, type ObjectSource } from './plugin.js';
 
 const LEGACY_COUNTS: Record<string, string> = {
@@ -35,16 +35,6 @@ const COMPUTE: Record<string, ['requests' | 'limits', string]> = {
 };
 
 const ZERO: Quantity = { m: 0n, s: 0, format: 'DecimalSI' };
-function add(a: Quantity, b: Quantity): Quantity {
-  const s = Math.min(a.s, b.s);
-  return { m: a.m * 10n ** BigInt(a.s - s) + b.m * 10n ** BigInt(b.s - s), s, format: a.m === 0n ? b.format : a.format };
-}
-function cmp(a: Quantity, b: Quantity): number {
-  const s = Math.min(a.s, b.s);
-  const x = a.m * 10n ** BigInt(a.s - s);
-  const y = b.m * 10n ** BigInt(b.s - s);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
 const count = (n: number): Quantity => ({ m: BigInt(n), s: 0, format: 'DecimalSI' });
 
 function podTerminal(pod: any): boolean {

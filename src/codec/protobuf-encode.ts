@@ -40,13 +40,34 @@ function parseTime(v: unknown): { seconds: number; nanos: number } | undefined {
 }
 
 const DURATION_UNITS: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
-function parseDuration(v: unknown): number {
+// Longest first where one is a prefix of another ("ms" before "m").
+const DURATION_UNIT_NAMES = ['ns', 'us', 'µs', 'ms', 's', 'm', 'h'];
+
+/** metav1.Duration text (Go's time.Duration.String()) in nanoseconds, for protobuf's int64. */
+export function parseDuration(v: unknown): number {
   if (typeof v !== 'string') return 0;
   let total = 0;
   const neg = v.startsWith('-');
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(v))) total += Number(m[1]) * DURATION_UNITS[m[2]];
+  // One pass, number then unit (a global regular expression here re-read a long run of digits
+  // from each of its positions: quadratic). A number without a unit is skipped whole, as no
+  // shorter tail of it could be followed by a unit either.
+  const digit = (i: number) => i < v.length && v.charCodeAt(i) >= 48 && v.charCodeAt(i) <= 57;
+  let i = 0;
+  while (i < v.length) {
+    if (!digit(i)) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (digit(j)) j++;
+    let k = j;
+    if (v[k] === '.' && digit(k + 1)) for (k++; digit(k); ) k++;
+    const unit = DURATION_UNIT_NAMES.find((u) => v.startsWith(u, k));
+    if (unit) {
+      total += Number(v.slice(i, k)) * DURATION_UNITS[unit];
+      i = k + unit.length;
+    } else i = j;
+  }
   return Math.round(neg ? -total : total);
 }
 

@@ -12,7 +12,10 @@ const ENDPOINTS = new Set(['/healthz', '/livez', '/readyz']);
 
 export function healthHandler(state: HealthState): (req: ApiRequest, res: ResponseSink) => boolean {
   return (req, res) => {
-    const path = req.path.replace(/\/+$/, '');
+    // Trailing slashes off by a loop: /\/+$/ is quadratic in a path of many slashes.
+    let end = req.path.length;
+    while (end > 0 && req.path.charCodeAt(end - 1) === 47) end--;
+    const path = req.path.slice(0, end);
     const base = '/' + (path.split('/')[1] ?? '');
     if (!ENDPOINTS.has(base)) return false;
     const ok = state.ready && !(base === '/readyz' && state.shuttingDown);

@@ -26,12 +26,12 @@ import { errors, StatusError, StatusReason } from '../errors.js';
 import { bodyText, yamlDuplicatesOf } from '../codec/decode.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import { prune } from './crd/structural.js';
+import { matchesQuantityPattern, QUANTITY_ERROR } from './quantity.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
 const QUANTITY = 'io.k8s.apimachinery.pkg.api.resource.Quantity';
 const INT_OR_STRING = 'io.k8s.apimachinery.pkg.util.intstr.IntOrString';
-const QUANTITY_RE = /^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/;
 // RFC 3339 as Go's time.RFC3339 parses it (fractional seconds allowed).
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -210,8 +210,8 @@ class Walker {
     if (!def) return;
     if (name === QUANTITY) {
       const s = typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
-      if (s === undefined || !QUANTITY_RE.test(s.trim()) || s.trim() === '') {
-        if (!this.typeError) this.typeError = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      if (s === undefined || !matchesQuantityPattern(s.trim()) || s.trim() === '') {
+        if (!this.typeError) this.typeError = QUANTITY_ERROR;
       }
       return;
     }

@@ -8,6 +8,7 @@ import { GoValue } from '../../errors.js';
 import { Strategy, type FieldError } from '../strategy.js';
 import { nameErrors } from '../validation.js';
 import { compareVersions } from '../../api/catalog.js';
+import { compilePattern } from '../re2.js';
 
 export const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
 
@@ -74,6 +75,26 @@ function validateRootSchema(s: any, field: string, errs: FieldError[]): void {
   walk(s, field);
 }
 
+/**
+ * Every `pattern` in a schema must compile as Go's regexp compiles it (RE2 syntax: no
+ * backreferences, no lookaround), as kube's structural schema validation requires; the
+ * compiled pattern is cached for the validation of the resources.
+ */
+function validatePatterns(n: unknown, at: string, errs: FieldError[]): void {
+  if (!isObj(n)) return;
+  if (typeof n.pattern === 'string' && n.pattern !== '') {
+    const c = compilePattern(n.pattern);
+    if (c.error !== undefined) errs.push({ field: `${at}.pattern`, type: 'FieldValueInvalid', value: n.pattern, detail: `must be a valid regular expression, but isn't: ${c.error}` });
+  }
+  if (isObj(n.properties)) for (const [k, p] of Object.entries(n.properties)) validatePatterns(p, `${at}.properties[${k}]`, errs);
+  validatePatterns(n.items, `${at}.items`, errs);
+  validatePatterns(n.additionalProperties, `${at}.additionalProperties`, errs);
+  for (const junctor of ['allOf', 'anyOf', 'oneOf'] as const) {
+    if (Array.isArray(n[junctor])) n[junctor].forEach((s: unknown, i: number) => validatePatterns(s, `${at}.${junctor}[${i}]`, errs));
+  }
+  validatePatterns(n.not, `${at}.not`, errs);
+}
+
 export function validateCrd(obj: any): FieldError[] {
   const errs: FieldError[] = [];
   const spec = isObj(obj.spec) ? obj.spec : {};
@@ -126,6 +147,7 @@ export function validateCrd(obj: any): FieldError[] {
         seen.add(name);
       }
       validateRootSchema(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
+      validatePatterns(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
       const scale = v?.subresources?.scale;
       if (isObj(scale)) {
         validateJsonPath(scale.specReplicasPath, `${at}.subresources.scale.specReplicasPath`, 'spec', true, errs);

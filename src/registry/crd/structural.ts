@@ -11,6 +11,7 @@
 // Thread ownership: pure functions over plain data; run on the front thread.
 import type { FieldError } from '../strategy.js';
 import type { TypeNode } from '../schema-walk.js';
+import { compilePattern } from '../re2.js';
 
 export interface JSONSchemaProps {
   type?: string;
@@ -188,14 +189,14 @@ function validateAt(v: unknown, s: JSONSchemaProps, path: Path, errs: FieldError
     const len = [...v].length;
     if (s.maxLength !== undefined && len > s.maxLength) errs.push({ field: at, type: 'FieldValueTooLong', value: v, detail: `may not be more than ${s.maxLength} bytes` });
     if (s.minLength !== undefined && len < s.minLength) errs.push({ field: at, type: 'FieldValueInvalid', value: v, detail: `${name} in body should be at least ${s.minLength} chars long` });
-    if (s.pattern !== undefined) {
-      let re: RegExp | undefined;
-      try {
-        re = new RegExp(s.pattern, 'u');
-      } catch {
-        re = undefined;
+    if (typeof s.pattern === 'string' && s.pattern !== '') {
+      // Go's regexp, linear in the value (V8's RegExp backtracks: '^(a+)+$' took seconds on 31 bytes).
+      const c = compilePattern(s.pattern);
+      if (c.error !== undefined) {
+        errs.push({ field: at, type: 'FieldValueInvalid', value: v, detail: `${name} in body should match '${s.pattern}, but pattern is invalid: ${c.error}'` });
+      } else if (!c.pattern.test(v)) {
+        errs.push({ field: at, type: 'FieldValueInvalid', value: v, detail: `${name} in body should match '${s.pattern}'` });
       }
-      if (re && !re.test(v)) errs.push({ field: at, type: 'FieldValueInvalid', value: v, detail: `${name} in body should match '${s.pattern}'` });
     }
   }
   if (Array.isArray(v)) {

@@ -3,7 +3,7 @@
 // what the admission plugins of a default cluster add to a new Pod (DefaultTolerationSeconds,
 // ServiceAccount's default name, Priority).
 import type { ResourceInfo } from '../../api/catalog-types.js';
-import { canonicalQuantity, parseQuantity, QUANTITY_ERROR } from '../quantity.js';
+import { canonicalQuantity, parseQuantity, QUANTITY_ERROR, quantitySign } from '../quantity.js';
 import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
 
 const VOLUME_SOURCES = [
@@ -198,7 +198,7 @@ export function podQosClass(spec: any): 'Guaranteed' | 'Burstable' | 'BestEffort
       const l = parseQuantity(lim[name]);
       if ((r && r.m > 0n) || (l && l.m > 0n)) any = true;
       if (!l || l.m <= 0n) guaranteed = false;
-      else if (r && r.m > 0n && canonicalQuantity(r) !== canonicalQuantity(l)) guaranteed = false;
+      else if (r && quantitySign(r) > 0 && canonicalQuantity(r) !== canonicalQuantity(l)) guaranteed = false;
     }
   }
   if (!any) return 'BestEffort';

@@ -3,7 +3,7 @@
 // targetCPUUtilizationPercentage is the internal spec.metrics[0] Resource cpu target, so
 // errors name that path, as kube's do), an autoscaling/v2 body as written.
 import type { FieldError } from '../strategy.js';
-import { parseQuantity } from '../quantity.js';
+import { parseQuantity, quantitySign } from '../quantity.js';
 import { features } from '../../features.js';
 import {
   dns1123LabelErrors,
@@ -49,7 +49,7 @@ function crossVersionRef(ref: any, path: string): FieldError[] {
 /** Quantity.Sign() != 1 */
 function notPositive(v: unknown): boolean {
   const q = parseQuantity(v);
-  return !q || q.m <= 0n;
+  return !q || quantitySign(q) <= 0;
 }
 
 function metricTarget(t: any, path: string): FieldError[] {

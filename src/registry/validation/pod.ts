@@ -2,7 +2,7 @@
 // (containers, names, images, ports, env, resources, volumes and mounts, restart and DNS
 // policies), with its field paths and wording.
 import type { FieldError } from '../strategy.js';
-import { compareQuantity, canonicalQuantity, parseQuantity } from '../quantity.js';
+import { compareQuantity, canonicalQuantity, isWholeQuantity, parseQuantity, quantitySign } from '../quantity.js';
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
 import { validatePvcSpec } from './storage.js';
 import { labelValueErrors, qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
@@ -104,8 +104,8 @@ function containerResourceNameErrors(name: string, path: string): FieldError[] {
 /** ValidateResourceQuantityValue: not negative; whole numbers for extended resources. */
 function quantityValueErrors(name: string, q: ReturnType<typeof parseQuantity>, path: string): FieldError[] {
   if (!q) return [];
-  if (q.m < 0n) return [invalid(path, canonicalQuantity(q), 'must be greater than or equal to 0')];
-  if (isExtended(name) && q.s < 0 && q.m % 10n ** BigInt(-q.s) !== 0n) return [invalid(path, canonicalQuantity(q), 'must be an integer')];
+  if (quantitySign(q) < 0) return [invalid(path, canonicalQuantity(q), 'must be greater than or equal to 0')];
+  if (isExtended(name) && !isWholeQuantity(q)) return [invalid(path, canonicalQuantity(q), 'must be an integer')];
   return [];
 }
 

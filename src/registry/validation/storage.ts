@@ -3,7 +3,7 @@
 // ValidatePersistentVolumeSpec) and pkg/apis/storage/validation (StorageClass) check them,
 // with kube's field paths and wording (note kube's own `spec.resources[storage]` path).
 import type { FieldError } from '../strategy.js';
-import { canonicalQuantity, compareQuantity, parseQuantity, type Quantity } from '../quantity.js';
+import { canonicalQuantity, compareQuantity, parseQuantity, quantitySign, type Quantity } from '../quantity.js';
 import { qualifiedNameErrors } from '../validation.js';
 import { validateLabelSelector } from './selector.js';
 import {
@@ -50,11 +50,13 @@ function validateAccessModes(modes: unknown, path: string): FieldError[] {
 
 /** ValidatePositiveQuantityValue: the value is printed as its canonical string. */
 function positiveQuantity(q: Quantity, path: string): FieldError[] {
-  return q.m > 0n ? [] : [invalid(path, canonicalQuantity(q), POSITIVE_MSG)];
+  return quantitySign(q) > 0 ? [] : [invalid(path, canonicalQuantity(q), POSITIVE_MSG)];
 }
 
 /** Quantity.Value(): the integer value, rounded away from zero. */
 function quantityValue(q: Quantity): bigint {
+  // Past 10^400 the value prints as ±Infinity anyway; 10^s of a large s is a long stall.
+  if (q.s > 400) return q.m < 0n ? -(10n ** 400n) : 10n ** 400n;
   if (q.s >= 0) return q.m * 10n ** BigInt(q.s);
   const d = 10n ** BigInt(-q.s);
   const abs = q.m < 0n ? -q.m : q.m;
@@ -210,8 +212,7 @@ export function validatePv(obj: any): FieldError[] {
     const q = parseQuantity(capacity[name]);
     if (!q) continue;
     const p = `spec.capacity[${name}]`;
-    const v = quantityValue(q);
-    if (v < 0n) errs.push(invalid(p, Number(v), 'must be a valid resource quantity'));
+    if (quantitySign(q) < 0) errs.push(invalid(p, Number(quantityValue(q)), 'must be a valid resource quantity'));
     errs.push(...positiveQuantity(q, p));
   }
   const policy = spec.persistentVolumeReclaimPolicy;
