@@ -19,7 +19,8 @@ import type { TLSSocket, PeerCertificate } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import type { RunningServer } from './uws-transport.js';
-import { BodyCollector, RequestBase, SinkBase } from './transport-base.js';
+import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
+import { BodyBudget } from './body-budget.js';
 
 export interface Http2ServerOptions {
   host: string;
@@ -29,6 +30,8 @@ export interface Http2ServerOptions {
   /** PEM bundle of the authorities client certificates are verified against (--client-ca-file) */
   clientCaFile: string;
   maxBodyBytes: number;
+  /** what the request bodies in flight may hold together (BodyBudget) */
+  maxBodyBytesInFlight: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS (--http2-max-streams-per-connection; 0: the runtime's default) */
   maxStreams: number;
   /** --goaway-chance: an HTTP/2 request ends its connection gracefully with this probability */
@@ -45,6 +48,12 @@ type Res = ServerResponse;
 /** extended key usages a client certificate may carry: TLS client authentication, or any */
 const CLIENT_AUTH_EKU = new Set(['1.3.6.1.5.5.7.3.2', '2.5.29.37.0']);
 const MAX_HEADER_BYTES = 1 << 20;
+/**
+ * Header lines a request may carry: as many as fit in MAX_HEADER_BYTES (Go counts bytes
+ * only). node's defaults would cut them short: the HTTP/1 parser drops those past 2000
+ * silently, and HTTP/2 refuses a stream past 128 (an impersonating client's many groups).
+ */
+const MAX_HEADER_PAIRS = MAX_HEADER_BYTES / 32;
 /** HTTP/1 connection headers that HTTP/2 forbids */
 const H1_ONLY = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
 
@@ -98,11 +107,18 @@ class NodeRequest extends RequestBase implements ApiRequest {
   }
 }
 
-/** A response through node's compatibility API (http.ServerResponse or Http2ServerResponse). */
-class NodeSink extends SinkBase implements ResponseSink {
+/**
+ * A response through node's compatibility API (http.ServerResponse or Http2ServerResponse),
+ * and the source of its request's body: node reads no more of it than its stream buffer
+ * (and HTTP/2's flow-control window) holds until the reader asks for it.
+ */
+class NodeSink extends SinkBase implements ResponseSink, BodySource {
+  private listening = false;
+
   constructor(
     private res: Res,
     private readonly h2: boolean,
+    private readonly request: Req,
   ) {
     super();
     this.startedAt = performance.now();
@@ -126,7 +142,33 @@ class NodeSink extends SinkBase implements ResponseSink {
     const more = this.req?.responseHeaders;
     if (more) for (const [k, v] of more) put(k, v);
     if (extra) Object.assign(out, extra);
+    if (this.h2 && this.bodyUnread()) {
+      // The rest of the body is not wanted: the stream is reset with NO_ERROR once the
+      // response has left, as Go's server does. (HTTP/1.1: node reads the rest of an unread
+      // body to drop it once the response has ended, and keeps the connection.)
+      const stream = (this.res as unknown as http2.Http2ServerResponse).stream;
+      this.res.once('finish', () => {
+        if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      });
+    }
     this.res.writeHead(status, out as never);
+  }
+
+  flow(on: boolean): void {
+    const r = this.request;
+    if (!on) {
+      r.pause();
+      return;
+    }
+    if (!this.listening) {
+      this.listening = true;
+      const reader = this.reader!;
+      r.on('data', (chunk: Buffer) => {
+        if (reader.accept(chunk.length)) reader.push(chunk);
+      });
+      r.on('end', () => reader.end());
+    }
+    r.resume();
   }
 
   sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
@@ -207,9 +249,12 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     ca: readFileSync(opts.clientCaFile),
     // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
     settings: { maxHeaderListSize: MAX_HEADER_BYTES, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
+    maxHeaderListPairs: MAX_HEADER_PAIRS,
   });
-  // (the HTTP/1.1 side reads its limit from the server object: node's default is 16 KiB)
+  // (the HTTP/1.1 side reads its limits from the server object: node's default is 16 KiB)
   (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES;
+  (server as unknown as { maxHeadersCount: number }).maxHeadersCount = 0;
+  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
   // Idle keep-alive connections stay open as long as the client wants (watches are long).
   server.setTimeout(0);
   server.on('request', (r: Req, w: Res | http2.Http2ServerResponse) => {
@@ -221,7 +266,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     const id = connectionIdentity(socket);
     if (id.cert) req.clientCert = id.cert;
     else if (id.error) req.clientCertError = id.error;
-    const sink = new NodeSink(w as Res, h2);
+    const sink = new NodeSink(w as Res, h2, r);
     // kube's probabilistic GOAWAY: the GOAWAY goes out now, ahead of this response, so
     // the client opens its next requests on a new connection (maybe to another server);
     // this request and those already in flight on the connection complete.
@@ -231,21 +276,15 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     }
     sink.req = req;
     if (opts.observer) sink.observer = opts.observer;
+    // The chain runs from the headers; the body is read when it asks (the request-body
+    // filter). node has checked the framing (a bad one never reaches here: its parser
+    // answers 400), so a body is there when HTTP/1.1 declares one or an HTTP/2 stream did
+    // not end with its headers.
     const cl = req.headers['content-length'];
-    if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
-      sink.sendTooLarge(opts.maxBodyBytes);
-      r.resume();
-      return;
-    }
-    const body = new BodyCollector(sink, opts.maxBodyBytes);
-    r.on('data', (chunk: Buffer) => {
-      if (body.accept(chunk.length)) body.push(chunk);
-    });
-    r.on('end', () => {
-      if (body.rejected) return;
-      if (body.size > 0) req.body = body.body();
-      opts.handle(req, sink);
-    });
+    const hasBody = h2 ? !(r as http2.Http2ServerRequest).stream.endAfterHeaders : (cl !== undefined && cl !== '0') || req.headers['transfer-encoding'] !== undefined;
+    if (hasBody) new BodyReader(req, sink, limits, cl !== undefined ? Number(cl) : -1, sink);
+    else r.resume();
+    opts.handle(req, sink);
     r.on('error', () => sink.close());
   });
   return new Promise((resolve, reject) => {

@@ -1,14 +1,29 @@
-// The uWebSockets.js front end: HTTPS/1.1, parsing, body collection and the size limit.
-// It turns each request into a transport-neutral ApiRequest and ResponseSink and hands
-// them to the filter chain. It cannot read a client certificate and has no HTTP/2; the
-// node:http2 front end covers those, behind the same chain.
+// The uWebSockets.js front end: HTTPS/1.1, parsing, and body reading. It turns each request
+// into a transport-neutral ApiRequest and ResponseSink and hands them to the filter chain
+// as soon as the headers are in; the body is read only when the chain asks for it (see
+// BodyReader). It cannot read a client certificate and has no HTTP/2; the node:http2 front
+// end covers those, behind the same chain.
+//
+// What this uWS build (v20.30) refuses before any of our code runs, by closing the
+// connection without a response (its limits are compiled in; kube-apiserver, through Go's
+// net/http, answers 400 or 431 instead): a header block of more than 48 lines (kubectl
+// impersonating a user with more than 38 groups), or too large for one read of the socket
+// (about 64 KiB), or of more than 4 KiB when it comes in more than one read (Go's client
+// writes a header block in 4 KiB pieces: a kubectl request with more than 4 KiB of headers
+// is refused more often than not), a header line with a bare CR or LF, a control character, a space before its
+// colon or a folded continuation, a missing Host, HTTP/1.0, a Content-Length that is not a
+// plain number, and a Content-Length together with Transfer-Encoding. Framing it lets
+// through but Go refuses is refused here (frameOf). The node:http2 front end
+// (--client-ca-file) parses with node's llhttp, which answers all of these, and takes
+// header blocks up to 1 MiB as kube-apiserver does.
 //
 // Thread ownership: the uWS app, its sockets and every ResponseSink made here belong to
 // the thread that called startUwsServer (the main thread).
 import uws from 'uWebSockets.js';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
-import { BodyCollector, RequestBase, SinkBase } from './transport-base.js';
+import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
+import { BodyBudget } from './body-budget.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -42,6 +57,11 @@ const WRITE_OVERHEAD = 128;
 const CORK_BUDGET = CORK_BUFFER_BYTES - WRITE_OVERHEAD;
 /** the largest piece of a chunk handed to uWS in one write: one piece always fits a fresh cork */
 const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
+/**
+ * The largest response that closes its connection (a framing refusal: a line of text): it
+ * goes out in one end(body, true), which must fit in one cork with its head.
+ */
+const MAX_CLOSING_BODY = 8 * 1024;
 
 /**
  * Why a streamed chunk goes to uWS in pieces, each one in a cork that has room for it:
@@ -55,7 +75,7 @@ const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
  * chunked stream. tryEnd is not affected (it reports the bytes it took, and the rest is
  * offered again from onWritable), so whole bodies go through it (sendParts).
  */
-class UwsSink extends SinkBase implements ResponseSink {
+class UwsSink extends SinkBase implements ResponseSink, BodySource {
   /** a chunk goes to uWS in pieces of at most this size, one cork (one send) each */
   readonly writeQuantum = MAX_PIECE;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
@@ -74,6 +94,8 @@ class UwsSink extends SinkBase implements ResponseSink {
   private pumpScheduled = false;
   private drainFns: Array<() => void> | null = null;
   private writableHooked = false;
+  /** the request body's flow is paused (uWS stops reading the socket) */
+  private paused = false;
 
   constructor(private res: uws.HttpResponse) {
     super();
@@ -86,6 +108,26 @@ class UwsSink extends SinkBase implements ResponseSink {
 
   isOpen(): boolean {
     return !this.aborted && !this.done;
+  }
+
+  /** The request body's chunks flow (uWS reads the socket) or not. */
+  flow(on: boolean): void {
+    if (this.aborted || this.done || on !== this.paused) return;
+    this.paused = !on;
+    if (on) this.res.resume();
+    else this.res.pause();
+  }
+
+  /**
+   * A request refused for its framing, before the chain: Go's plain-text answer, and the
+   * connection closed. It leaves after uWS has parsed what it read with the request, not
+   * from within: had that read carried more bytes that uWS parsed as another request (the
+   * smuggled one), uWS has closed the connection instead, since this request was still
+   * unanswered, and the other one never reached us.
+   */
+  refuseFraming(status: number, text: string): void {
+    this.closeAfter = true;
+    setImmediate(() => this.sendParts(status, [['Content-Type', 'text/plain; charset=utf-8']], [Buffer.from(text)]));
   }
 
   private writeHead(status: number, headers: HeaderList): void {
@@ -127,8 +169,18 @@ class UwsSink extends SinkBase implements ResponseSink {
       }
       return true;
     };
+    const closing = this.closeAfter && total <= MAX_CLOSING_BODY;
+    const unread = !closing && this.bodyUnread();
     const first = () => {
       this.writeHead(status, headers);
+      if (closing) {
+        // uWS adds Connection: close, and closes the connection once the response has left.
+        res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), true);
+        this.finish();
+        return;
+      }
+      // (uWS goes on taking the rest of the body from the socket, and the reader drops it)
+      if (unread) res.writeHeader('Connection', 'close');
       if (total === 0) {
         res.end();
         this.finish();
@@ -309,6 +361,8 @@ export interface UwsServerOptions {
   certFile: string;
   keyFile: string;
   maxBodyBytes: number;
+  /** what the request bodies in flight may hold together (BodyBudget) */
+  maxBodyBytesInFlight: number;
   handle: (req: ApiRequest, res: ResponseSink) => void;
   /** told of each request's end (the request metrics) */
   observer?: RequestObserver;
@@ -348,10 +402,31 @@ class UwsRequest extends RequestBase implements ApiRequest {
   }
 }
 
+/**
+ * A body's framing as Go's net/http reads it: the declared length (-1 for chunked), or the
+ * status and text it refuses it with. Repeated Content-Length headers (uWS passes them
+ * joined by ", ") must agree, as uWS frames the body by the first: otherwise what the later
+ * one counts as body would be parsed as a request of its own (request smuggling). A
+ * Transfer-Encoding other than chunked is Go's 501.
+ */
+export function frameOf(contentLength: string | undefined, transferEncoding: string | undefined): number | { status: number; text: string } {
+  if (transferEncoding !== undefined) {
+    // (with a Content-Length too, uWS closes the connection before our handler runs)
+    return transferEncoding.trim().toLowerCase() === 'chunked' ? -1 : { status: 501, text: 'Unsupported transfer encoding' };
+  }
+  const values = contentLength!.split(',');
+  const first = values[0].trim();
+  for (let i = 1; i < values.length; i++) if (values[i].trim() !== first) return BAD_REQUEST;
+  // (uWS itself closes the connection on a value that is not a plain number)
+  return /^[0-9]{1,15}$/.test(first) ? Number(first) : BAD_REQUEST;
+}
+const BAD_REQUEST = { status: 400, text: '400 Bad Request' };
+
 const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE', head: 'HEAD', options: 'OPTIONS' };
 
 export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   assertNativeUws();
+  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
   const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile });
   app.any('/*', (res, r) => {
     const m = r.getMethod();
@@ -373,32 +448,28 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     }
     const cl = headers['content-length'];
     const te = headers['transfer-encoding'];
-    const hasBody = (cl !== undefined && cl !== '0') || (te !== undefined && te.includes('chunked'));
-    if (!hasBody) {
-      // Still inside uWS's request callback: uWS corks the socket itself, so a response
-      // sent synchronously from here leaves without an extra cork.
-      sink.inHandler = true;
-      opts.handle(req, sink);
-      sink.inHandler = false;
+    const frame = (cl === undefined || cl === '0') && te === undefined ? 0 : frameOf(cl, te);
+    if (typeof frame !== 'number') {
+      sink.refuseFraming(frame.status, frame.text);
       return;
     }
-    if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
-      sink.sendTooLarge(opts.maxBodyBytes);
-      return;
+    if (frame !== 0) {
+      // The chain runs from the headers; the body is read when it asks (the request-body
+      // filter). uWS hands over the chunks it parses from here on, wanted or not: they go to
+      // the reader, which keeps them only until it knows the request is refused.
+      const reader = new BodyReader(req, sink, limits, frame, sink);
+      res.onData((ab, isLast) => {
+        // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
+        // when small, which costs less than a new ArrayBuffer of its own).
+        if (ab.byteLength > 0 && reader.accept(ab.byteLength)) reader.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
+        if (isLast) reader.end();
+      });
     }
-    const body = new BodyCollector(sink, opts.maxBodyBytes);
-    res.onData((ab, isLast) => {
-      // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
-      // when small, which costs less than a new ArrayBuffer of its own).
-      if (!body.accept(ab.byteLength)) return;
-      body.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
-      if (isLast) {
-        req.body = body.body();
-        sink.inHandler = true;
-        opts.handle(req, sink);
-        sink.inHandler = false;
-      }
-    });
+    // Still inside uWS's request callback: uWS corks the socket itself, so a response
+    // sent synchronously from here leaves without an extra cork.
+    sink.inHandler = true;
+    opts.handle(req, sink);
+    sink.inHandler = false;
   });
   return new Promise((resolve, reject) => {
     // LIBUS_LISTEN_EXCLUSIVE_PORT: uWS sets SO_REUSEPORT by default, and two servers on one
