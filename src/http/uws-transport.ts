@@ -13,7 +13,7 @@
 // is refused more often than not), a header line with a bare CR or LF, a control character, a space before its
 // colon or a folded continuation, a missing Host, HTTP/1.0, a Content-Length that is not a
 // plain number, and a Content-Length together with Transfer-Encoding. Framing it lets
-// through but Go refuses is refused here (frameOf). The node:http2 front end
+// through but Go refuses is refused here (body-framing.ts). The node:http2 front end
 // (--client-ca-file) parses with node's llhttp, which answers all of these, and takes
 // header blocks up to 1 MiB as kube-apiserver does.
 //
@@ -24,6 +24,7 @@ import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './ty
 import { statusLine } from './types.js';
 import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
 import { BodyBudget } from './body-budget.js';
+import { frameOf } from './body-framing.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -401,26 +402,6 @@ class UwsRequest extends RequestBase implements ApiRequest {
     return this.peer;
   }
 }
-
-/**
- * A body's framing as Go's net/http reads it: the declared length (-1 for chunked), or the
- * status and text it refuses it with. Repeated Content-Length headers (uWS passes them
- * joined by ", ") must agree, as uWS frames the body by the first: otherwise what the later
- * one counts as body would be parsed as a request of its own (request smuggling). A
- * Transfer-Encoding other than chunked is Go's 501.
- */
-export function frameOf(contentLength: string | undefined, transferEncoding: string | undefined): number | { status: number; text: string } {
-  if (transferEncoding !== undefined) {
-    // (with a Content-Length too, uWS closes the connection before our handler runs)
-    return transferEncoding.trim().toLowerCase() === 'chunked' ? -1 : { status: 501, text: 'Unsupported transfer encoding' };
-  }
-  const values = contentLength!.split(',');
-  const first = values[0].trim();
-  for (let i = 1; i < values.length; i++) if (values[i].trim() !== first) return BAD_REQUEST;
-  // (uWS itself closes the connection on a value that is not a plain number)
-  return /^[0-9]{1,15}$/.test(first) ? Number(first) : BAD_REQUEST;
-}
-const BAD_REQUEST = { status: 400, text: '400 Bad Request' };
 
 const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE', head: 'HEAD', options: 'OPTIONS' };
 
