@@ -4,6 +4,7 @@
 // KUBESHARD_TEST_FRONT=http2), plus a node:http2 server for what only it can do.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import tls from 'node:tls';
+import http2 from 'node:http2';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -192,6 +193,37 @@ describe('header limits of the node:http2 front end (item 6)', () => {
     const got = JSON.parse(r.stdout).status.userInfo.groups;
     expect(got).toHaveLength(301);
     expect(got).toContain(`group-299-${'x'.repeat(40)}`);
+  });
+});
+
+describe('bodies on the node:http2 front end over HTTP/2 (item 7)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ args: HTTP2 ? [] : ['--client-ca-file', CA_FILE()] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    s.cleanup();
+  });
+
+  it('an upload refused from its headers is answered at once, and its stream reset', async () => {
+    const session = http2.connect(`https://127.0.0.1:${s.port}`, { ca: s.ca, servername: 'localhost' });
+    session.on('error', () => {});
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': CM, authorization: 'Bearer not-a-token', 'content-type': 'application/json', 'content-length': String(3 << 20) });
+      stream.on('error', () => {});
+      stream.write(Buffer.alloc(256 * 1024, 'x'));
+      const status = await new Promise<number>((resolve) => stream.on('response', (h) => resolve(Number(h[':status']))));
+      expect(status).toBe(401);
+      await until(() => stream.closed, 5000);
+      // the session serves on
+      const ok = session.request({ ':path': '/readyz', authorization: `Bearer ${s.token}` });
+      const code = await new Promise<number>((resolve) => ok.on('response', (h) => resolve(Number(h[':status']))));
+      ok.resume();
+      expect(code).toBe(200);
+    } finally {
+      session.close();
+    }
   });
 });
 

@@ -128,6 +128,8 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
    */
   refuseFraming(status: number, text: string): void {
     this.closeAfter = true;
+    // (not a request the server handled: Go's server answers it before any handler or metric)
+    this.observer = null;
     setImmediate(() => this.sendParts(status, [['Content-Type', 'text/plain; charset=utf-8']], [Buffer.from(text)]));
   }
 
