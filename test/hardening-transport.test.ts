@@ -174,7 +174,7 @@ describe('header limits of the node:http2 front end (item 6)', () => {
 
   const groupHeaders = (n: number) => Array.from({ length: n }, (_, i) => `Impersonate-Group: group-${i}\r\n`).join('');
 
-  it('HTTP/1.1: 300 impersonated groups are served; a header block past 1 MiB is 431', async () => {
+  it('HTTP/1.1: 300 impersonated groups are served; a header block past 1 MiB and 4 KiB is 431', async () => {
     const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
     const who = await exchange(
       s,
@@ -182,8 +182,10 @@ describe('header limits of the node:http2 front end (item 6)', () => {
     );
     expect(statuses(who.text)).toEqual([201]);
     expect(who.text).toContain('"group-299"');
-    const big = await exchange(s, `GET /readyz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat((1 << 20) + 10)}\r\n\r\n`);
-    expect(statuses(big.text)).toEqual([431]);
+    // Go reads 4 KiB past its 1 MiB before it answers 431 (measured on kube-apiserver 1.24)
+    const block = (n: number) => exchange(s, `GET /readyz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(n)}\r\nConnection: close\r\n\r\n`);
+    expect(statuses((await block((1 << 20) + 3900)).text)).toEqual([200]);
+    expect(statuses((await block((1 << 20) + 4200)).text)).toEqual([431]);
   });
 
   it('kubectl (HTTP/2) impersonating a user with 300 groups is served', async () => {

@@ -47,7 +47,14 @@ type Res = ServerResponse;
 
 /** extended key usages a client certificate may carry: TLS client authentication, or any */
 const CLIENT_AUTH_EKU = new Set(['1.3.6.1.5.5.7.3.2', '2.5.29.37.0']);
+/**
+ * Go's http.DefaultMaxHeaderBytes (1 MiB), which kube-apiserver keeps. Go's HTTP/1 server
+ * reads 4096 bytes past it before answering 431 (request line included), and its HTTP/2
+ * server advertises 320 more (32 bytes of accounting for ten header fields).
+ */
 const MAX_HEADER_BYTES = 1 << 20;
+const MAX_HEADER_BYTES_H1 = MAX_HEADER_BYTES + 4096;
+const MAX_HEADER_LIST_SIZE_H2 = MAX_HEADER_BYTES + 10 * 32;
 /**
  * Header lines a request may carry: as many as fit in MAX_HEADER_BYTES (Go counts bytes
  * only). node's defaults would cut them short: the HTTP/1 parser drops those past 2000
@@ -248,11 +255,11 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     rejectUnauthorized: false,
     ca: readFileSync(opts.clientCaFile),
     // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
-    settings: { maxHeaderListSize: MAX_HEADER_BYTES, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
+    settings: { maxHeaderListSize: MAX_HEADER_LIST_SIZE_H2, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
     maxHeaderListPairs: MAX_HEADER_PAIRS,
   });
   // (the HTTP/1.1 side reads its limits from the server object: node's default is 16 KiB)
-  (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES;
+  (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES_H1;
   (server as unknown as { maxHeadersCount: number }).maxHeadersCount = 0;
   const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
   // Idle keep-alive connections stay open as long as the client wants (watches are long).

@@ -5,17 +5,19 @@
 // end covers those, behind the same chain.
 //
 // What this uWS build (v20.30) refuses before any of our code runs, by closing the
-// connection without a response (its limits are compiled in; kube-apiserver, through Go's
-// net/http, answers 400 or 431 instead): a header block of more than 48 lines (kubectl
-// impersonating a user with more than 38 groups), or too large for one read of the socket
-// (about 64 KiB), or of more than 4 KiB when it comes in more than one read (Go's client
-// writes a header block in 4 KiB pieces: a kubectl request with more than 4 KiB of headers
-// is refused more often than not), a header line with a bare CR or LF, a control character, a space before its
-// colon or a folded continuation, a missing Host, HTTP/1.0, a Content-Length that is not a
-// plain number, and a Content-Length together with Transfer-Encoding. Framing it lets
-// through but Go refuses is refused here (body-framing.ts). The node:http2 front end
-// (--client-ca-file) parses with node's llhttp, which answers all of these, and takes
-// header blocks up to 1 MiB as kube-apiserver does.
+// connection without a response (its limits are compiled in, and it reads no environment
+// variable to change them): a header block of more than 48 lines (kubectl impersonating a
+// user with more than 38 groups), or too large for one read of the socket (about 64 KiB),
+// or of more than 4 KiB when it comes in more than one read (Go's client writes a header
+// block in 4 KiB pieces, so a kubectl request with more than 4 KiB of headers is refused
+// more often than not); a header line with a bare CR or LF, a control character, a space
+// before its colon or a folded continuation; a missing Host, HTTP/1.0, a Content-Length
+// that is not a plain number. kube-apiserver (Go's net/http) answers 400 for those, takes
+// up to 1 MiB and 4 KiB of headers with any number of lines (431 past it), and takes a
+// Content-Length together with Transfer-Encoding: chunked as chunked, which uWS refuses
+// too. Framing uWS lets through but Go refuses is refused here (body-framing.ts). The
+// node:http2 front end (--client-ca-file) parses with node's llhttp, which answers all of
+// these with a status, and takes header blocks as large as Go does.
 //
 // Thread ownership: the uWS app, its sockets and every ResponseSink made here belong to
 // the thread that called startUwsServer (the main thread).
