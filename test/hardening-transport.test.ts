@@ -101,8 +101,10 @@ describe('request smuggling and header limits (item 6)', () => {
   it('a Transfer-Encoding other than chunked is refused, and nothing runs', async () => {
     const body = cmBody('te-gzip');
     const r = await exchange(s, `POST ${CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n${body}`);
-    // Go: 501; node: 400; uWS closes the connection itself
-    expect(statuses(r.text).every((c) => c === 400 || c === 501)).toBe(true);
+    // Go's 501; uWS, which has parsed the body as the next request by then, closes the connection itself
+    if (HTTP2) expect(statuses(r.text)).toEqual([501]);
+    else expect(statuses(r.text).every((c) => c === 501)).toBe(true);
+    if (HTTP2) expect(r.text).toContain('\r\n\r\nUnsupported transfer encoding');
     expect(r.closed).toBe(true);
     expect((await request(s, 'GET', `${CM}/te-gzip`)).status).toBe(404);
   });
@@ -121,7 +123,7 @@ describe('request smuggling and header limits (item 6)', () => {
       const r = await exchange(s, `POST ${CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nX-Bad: ${bad}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, 1000);
       // node answers 400 (as Go); this uWS build never hands such a request over, and closes
       // the connection after its 10 s idle time without a response.
-      if (HTTP2) expect(statuses(r.text)).toEqual([400]);
+      if (HTTP2) expect(r.text).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\n400 Bad Request$/);
       else expect(statuses(r.text)).toEqual([]);
       expect((await request(s, 'GET', `${CM}/crlf`)).status).toBe(404);
     }

@@ -61,6 +61,12 @@ const MAX_HEADER_LIST_SIZE_H2 = MAX_HEADER_BYTES + 10 * 32;
  * silently, and HTTP/2 refuses a stream past 128 (an impersonating client's many groups).
  */
 const MAX_HEADER_PAIRS = MAX_HEADER_BYTES / 32;
+/** Go's answers to requests its server cannot read, by node's parser error (status line, body). */
+const BAD_REQUEST: [string, string] = ['400 Bad Request', '400 Bad Request'];
+const PARSE_ERRORS: Record<string, [string, string]> = {
+  HPE_HEADER_OVERFLOW: ['431 Request Header Fields Too Large', '431 Request Header Fields Too Large'],
+  HPE_INVALID_TRANSFER_ENCODING: ['501 Not Implemented', 'Unsupported transfer encoding'],
+};
 /** HTTP/1 connection headers that HTTP/2 forbids */
 const H1_ONLY = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
 
@@ -262,6 +268,19 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
   (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES_H1;
   (server as unknown as { maxHeadersCount: number }).maxHeadersCount = 0;
   const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
+  // A request node's HTTP/1 parser refuses never reaches us: it is answered as Go's server
+  // answers one it cannot read (plain text, the connection closed).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+    // (llhttp refuses a Content-Length beside Transfer-Encoding with the same code as an
+    // unknown encoding; Go takes the body as chunked: 400 says what node did)
+    const both = /Content-Length/i.test(String((err as { reason?: string }).reason ?? ''));
+    const answer = both ? BAD_REQUEST : (PARSE_ERRORS[err.code ?? ''] ?? (err.code?.startsWith('HPE_') ? BAD_REQUEST : undefined));
+    if (answer === undefined || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(`HTTP/1.1 ${answer[0]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${answer[1]}`);
+  });
   // Idle keep-alive connections stay open as long as the client wants (watches are long).
   server.setTimeout(0);
   server.on('request', (r: Req, w: Res | http2.Http2ServerResponse) => {
