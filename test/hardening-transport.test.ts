@@ -243,14 +243,14 @@ describe('bodies are read only once the chain admitted the request (item 7)', ()
 
   it('slow uploads refused from their headers (401, 403) are answered at once, and their bodies not kept', async () => {
     const N = 100;
-    const SENT = 1 << 20;
+    const SENT = 2 << 20;
     const before = rssBytes(s);
     const conns = await Promise.all(Array.from({ length: N }, () => connect(s)));
     const chunk = Buffer.alloc(SENT, 'x');
     conns.forEach((c, i) => {
       c.socket.on('error', () => {});
       const auth = i % 2 ? 'Authorization: Bearer not-a-token\r\n' : '';
-      // 3 MiB declared, 1 MiB sent, the rest never
+      // 3 MiB declared, 2 MiB sent, the rest never
       c.socket.write(`POST ${CM} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${3 << 20}\r\n\r\n`);
       c.socket.write(chunk);
     });
@@ -259,10 +259,12 @@ describe('bodies are read only once the chain admitted the request (item 7)', ()
       conns.forEach((c, i) => expect(statuses(c.text())).toEqual([i % 2 ? 401 : 403]));
       // the client is told not to go on (node's HTTP/1.1 drops the rest and keeps the connection)
       if (!HTTP2) for (const c of conns) expect(c.text()).toMatch(/^Connection: close\r$/im);
-      // what the bodies' first MiB would have cost, 100 MiB, is not held
+      // What the bodies sent would have cost, 200 MiB, is not held. (uWS drops what comes
+      // after the answer as it reads it; node reads the rest of each body into buffers it
+      // drops, which its garbage collector takes back in its own time.)
       await new Promise((r) => setTimeout(r, 500));
       const grown = rssBytes(s) - before;
-      expect(grown, `RSS grew ${(grown / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(48 << 20);
+      expect(grown, `RSS grew ${(grown / 2 ** 20).toFixed(1)} MiB`).toBeLessThan((HTTP2 ? 100 : 32) << 20);
     } finally {
       for (const c of conns) c.socket.destroy();
     }
