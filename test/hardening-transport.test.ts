@@ -281,6 +281,18 @@ describe('bodies are read only once the chain admitted the request (item 7)', ()
     const big = await exchange(s, `POST ${CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nContent-Type: application/json\r\nContent-Length: ${10 << 20}\r\n\r\n{`, 2000);
     expect(statuses(big.text)).toEqual([413]);
     expect(big.text).toContain('Request entity too large: limit is 3145728');
+    // a chunked one, refused once past the limit as it comes
+    const c = await connect(s);
+    c.socket.on('error', () => {});
+    c.socket.write(`POST ${CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const piece = 'x'.repeat(256 * 1024);
+    for (let i = 0; i < 14 && statuses(c.text()).length === 0; i++) {
+      c.socket.write(`${piece.length.toString(16)}\r\n${piece}\r\n`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await until(() => statuses(c.text()).length > 0, 5000);
+    expect(statuses(c.text())).toEqual([413]);
+    c.socket.destroy();
     const ok = await request(s, 'POST', CM, cmBody('large', 1_000_000));
     expect(ok.status).toBe(201);
     expect((await request(s, 'GET', `${CM}/large`)).json().data.big.length).toBe(1_000_000);

@@ -252,13 +252,18 @@ export class BodyReader {
 
   private refuse(err: StatusError): false {
     this.parts = [];
-    this.source.flow(false);
     if (this.state === READING) {
+      // The flow goes on and what comes is dropped, so the client reads the refusal and the
+      // connection ends cleanly (stopping the socket would leave a kept-alive one hanging).
       this.state = DONE;
       const fail = this.fail!;
       this.settle = this.fail = null;
       fail(err);
-    } else this.refusal = err;
+    } else {
+      // not asked for yet: kept until the chain asks, which it may never do
+      this.refusal = err;
+      this.source.flow(false);
+    }
     return false;
   }
 }
