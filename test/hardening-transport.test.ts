@@ -46,7 +46,8 @@ async function exchange(s: TestServer, bytes: string | Buffer, waitMs = 3000): P
   return out;
 }
 
-const statuses = (text: string) => [...text.matchAll(/^HTTP\/1\.[01] (\d{3})/gm)].map((m) => Number(m[1]));
+/** The status codes of the responses read (a response may follow a body on the same line). */
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1]));
 
 function rssBytes(s: TestServer): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.proc.pid}/status`, 'utf8'));
@@ -271,6 +272,21 @@ describe('bodies are read only once the chain admitted the request (item 7)', ()
     // the server serves on
     expect((await request(s, 'GET', '/readyz')).status).toBe(200);
   }, 60_000);
+
+  it('a small body refused from the headers is drained, and the connection kept (as Go keeps it up to 256 KiB)', async () => {
+    const c = await connect(s);
+    try {
+      const body = cmBody('small-refused');
+      c.socket.write(`POST ${CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-token\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await until(() => statuses(c.text()).length === 1, 5000);
+      expect(c.text()).not.toMatch(/^Connection: close/im);
+      c.socket.write(`GET /readyz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\n\r\n`);
+      await until(() => statuses(c.text()).length === 2, 5000);
+      expect(statuses(c.text())).toEqual([401, 200]);
+    } finally {
+      c.socket.destroy();
+    }
+  });
 
   it('an anonymous body past --max-request-body-bytes is refused for who sends it (403), as kube checks the size in its handler', async () => {
     const r = await exchange(s, `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 << 20}\r\n\r\n{`, 2000);

@@ -98,13 +98,22 @@ export abstract class SinkBase {
 
   /**
    * The response goes out before the request's body was all read (a refusal from the
-   * headers). The transport then says Connection: close, and reads the rest of the body only
-   * to drop it: as its framing is known, none of it is ever parsed as a request. Closing at
-   * once instead would lose the answer: the client, still sending, would meet a TCP reset
-   * (Go's server drains a little and lingers for the same reason).
+   * headers). The transport reads the rest of the body only to drop it: as its framing is
+   * known, none of it is ever parsed as a request. Closing at once instead would lose the
+   * answer: the client, still sending, would meet a TCP reset (Go's server drains and
+   * lingers for the same reason).
    */
   protected bodyUnread(): boolean {
     return this.reader !== null && !this.reader.ended;
+  }
+
+  /**
+   * As Go's server: with more than 256 KiB of the body still to come, or a length not
+   * known, the response says Connection: close (the client stops sending, and does not
+   * reuse the connection); a smaller rest is drained and the connection kept.
+   */
+  protected tellsClose(): boolean {
+    return this.reader !== null && !this.reader.ended && this.reader.toCome() > DRAIN_BYTES;
   }
 
   onAborted(fn: () => void): void {
@@ -135,6 +144,9 @@ export interface BodyLimits {
 export interface BodySource {
   flow(on: boolean): void;
 }
+
+/** What Go's server drains of an unread body to keep the connection (its maxPostHandlerReadBytes). */
+const DRAIN_BYTES = 256 * 1024;
 
 /** Bytes of a body kept before its request was admitted, past which the transport stops reading it. */
 const IDLE_BYTES = 64 * 1024;
@@ -184,6 +196,11 @@ export class BodyReader {
         this.settle!(true);
       }
     });
+  }
+
+  /** Bytes of the body not come yet (Infinity when its length is not known). */
+  toCome(): number {
+    return this.declared < 0 ? Infinity : this.declared - this.size;
   }
 
   /** The chain wants the body (the request-body filter); see ApiRequest.readBody. */

@@ -175,7 +175,7 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
       return true;
     };
     const closing = this.closeAfter && total <= MAX_CLOSING_BODY;
-    const unread = !closing && this.bodyUnread();
+    const tellClose = !closing && this.tellsClose();
     const first = () => {
       this.writeHead(status, headers);
       if (closing) {
@@ -185,7 +185,7 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
         return;
       }
       // (uWS goes on taking the rest of the body from the socket, and the reader drops it)
-      if (unread) res.writeHeader('Connection', 'close');
+      if (tellClose) res.writeHeader('Connection', 'close');
       if (total === 0) {
         res.end();
         this.finish();
