@@ -143,6 +143,9 @@ export const errors = {
     new StatusError(415, StatusReason.UnsupportedMediaType,
       `the body of the request was in an unknown format - accepted media types include: ${supported.join(', ')}`),
   tooLarge: (limit: number) => new StatusError(413, StatusReason.RequestEntityTooLarge, `Request entity too large: limit is ${limit}`),
+  /** The request bodies being read already hold the server's budget for them (src/http/body-budget.ts). */
+  bodiesInFlight: (retryAfterSeconds = 1) =>
+    new StatusError(429, StatusReason.TooManyRequests, 'Too many request bodies in flight, please try again later.', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) }),
   /** storage.NewTooLargeResourceVersionError: a NewTimeoutError, so its message starts "Timeout: " (clients match on it). */
   // retryAfter 0 (etcd's validateMinimumResourceVersion, a resource without a watch cache):
   // neither retryAfterSeconds nor a Retry-After header.

@@ -35,6 +35,7 @@ import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
 import { impersonationFilter } from './http/filters/impersonation.js';
+import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
@@ -255,6 +256,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     impersonationFilter(authorizer),
     flowControl,
     authorizationFilter(authorizer),
+    // Only now is the body read: a request refused above never has its body buffered.
+    requestBodyFilter,
     router,
   ]);
   // The front end: uWS, unless client certificates are to be read (it cannot read them);
@@ -265,6 +268,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     certFile: cert.certFile,
     keyFile: cert.keyFile,
     maxBodyBytes: o.maxRequestBodyBytes,
+    // Room for 64 bodies of the largest size (192 MiB by default), far more of smaller ones.
+    maxBodyBytesInFlight: 64 * o.maxRequestBodyBytes,
     handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };

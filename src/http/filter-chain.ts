@@ -3,14 +3,17 @@
 //
 //   1. request-info     parse the path into verb/resource/namespace/name (everything after needs it)
 //   2. authentication   who is calling; a bad credential is 401 here, before anything else runs
-//   3. audit            (placeholder) records see the authenticated user
+//   3. audit            (when auditing is on) records see the authenticated user
 //   4. impersonation    act as another user (Impersonate-* headers): after authentication, before authorization
 //   5. flow-control     inflight limits and priority-and-fairness: rejects (429) before any real work
 //   6. authorization    may the (possibly impersonated) user do this verb on this resource
-//   7. handler          the router, then the verb's handler
+//   7. request-body     only now is the body read: everything above decides from the headers
+//   8. handler          the router, then the verb's handler
 //
-// A filter returns true when it has answered the request itself; it throws a StatusError
-// to reject it. Filters are synchronous where they can be: only the handler awaits.
+// The transport hands a request over as soon as its headers are in; filters 1-6 never see
+// its body. A filter returns true when it has answered the request itself; it throws a
+// StatusError to reject it. Filters are synchronous where they can be: a request without a
+// body that is served from the cache passes the whole chain synchronously.
 import type { ApiRequest, ResponseSink } from './types.js';
 import { sendError } from './respond.js';
 

@@ -13,7 +13,18 @@ export interface ApiRequest {
   query: URLSearchParams;
   /** lower-cased header names */
   headers: Record<string, string>;
+  /**
+   * The request body, once read: null until the request-body filter has read it (after the
+   * filters admitted the request), and for a request without one.
+   */
   body: Buffer | null;
+  /**
+   * Reads the body, when the request has one still unread: undefined when there is none or
+   * it is already in `body` (the chain goes on synchronously), else a promise that resolves
+   * once `body` is set, or to true when the request was answered meanwhile (the client went
+   * away). Throws, or rejects, with the Status that refuses the body (413, 429).
+   */
+  readBody(): Promise<boolean> | undefined;
   remoteAddress: string;
   /** the TLS client certificate's subject, when the transport could read one and verified it */
   clientCert?: { commonName: string; organizations: string[] };
@@ -108,7 +119,9 @@ export const STATUS_TEXT: Record<number, string> = {
   415: '415 Unsupported Media Type',
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
+  431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error',
+  501: '501 Not Implemented',
   503: '503 Service Unavailable',
   504: '504 Gateway Timeout',
 };

@@ -1,14 +1,32 @@
-// The uWebSockets.js front end: HTTPS/1.1, parsing, body collection and the size limit.
-// It turns each request into a transport-neutral ApiRequest and ResponseSink and hands
-// them to the filter chain. It cannot read a client certificate and has no HTTP/2; the
-// node:http2 front end covers those, behind the same chain.
+// The uWebSockets.js front end: HTTPS/1.1, parsing, and body reading. It turns each request
+// into a transport-neutral ApiRequest and ResponseSink and hands them to the filter chain
+// as soon as the headers are in; the body is read only when the chain asks for it (see
+// BodyReader). It cannot read a client certificate and has no HTTP/2; the node:http2 front
+// end covers those, behind the same chain.
+//
+// What this uWS build (v20.30) refuses before any of our code runs, by closing the
+// connection without a response (its limits are compiled in, and it reads no environment
+// variable to change them): a header block of more than 48 lines (kubectl impersonating a
+// user with more than 38 groups), or too large for one read of the socket (about 64 KiB),
+// or of more than 4 KiB when it comes in more than one read (Go's client writes a header
+// block in 4 KiB pieces, so a kubectl request with more than 4 KiB of headers is refused
+// more often than not); a header line with a bare CR or LF, a control character, a space
+// before its colon or a folded continuation; a missing Host, HTTP/1.0, a Content-Length
+// that is not a plain number. kube-apiserver (Go's net/http) answers 400 for those, takes
+// up to 1 MiB and 4 KiB of headers with any number of lines (431 past it), and takes a
+// Content-Length together with Transfer-Encoding: chunked as chunked, which uWS refuses
+// too. Framing uWS lets through but Go refuses is refused here (body-framing.ts). The
+// node:http2 front end (--client-ca-file) parses with node's llhttp, which answers all of
+// these with a status, and takes header blocks as large as Go does.
 //
 // Thread ownership: the uWS app, its sockets and every ResponseSink made here belong to
 // the thread that called startUwsServer (the main thread).
 import uws from 'uWebSockets.js';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
-import { BodyCollector, RequestBase, SinkBase } from './transport-base.js';
+import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
+import { BodyBudget } from './body-budget.js';
+import { frameOf } from './body-framing.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -42,6 +60,11 @@ const WRITE_OVERHEAD = 128;
 const CORK_BUDGET = CORK_BUFFER_BYTES - WRITE_OVERHEAD;
 /** the largest piece of a chunk handed to uWS in one write: one piece always fits a fresh cork */
 const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
+/**
+ * The largest response that closes its connection (a framing refusal: a line of text): it
+ * goes out in one end(body, true), which must fit in one cork with its head.
+ */
+const MAX_CLOSING_BODY = 8 * 1024;
 
 /**
  * Why a streamed chunk goes to uWS in pieces, each one in a cork that has room for it:
@@ -55,7 +78,7 @@ const MAX_PIECE = CORK_BUDGET - WRITE_OVERHEAD;
  * chunked stream. tryEnd is not affected (it reports the bytes it took, and the rest is
  * offered again from onWritable), so whole bodies go through it (sendParts).
  */
-class UwsSink extends SinkBase implements ResponseSink {
+class UwsSink extends SinkBase implements ResponseSink, BodySource {
   /** a chunk goes to uWS in pieces of at most this size, one cork (one send) each */
   readonly writeQuantum = MAX_PIECE;
   /** true while the uWS request (or data) callback runs: uWS has the socket corked then */
@@ -74,6 +97,8 @@ class UwsSink extends SinkBase implements ResponseSink {
   private pumpScheduled = false;
   private drainFns: Array<() => void> | null = null;
   private writableHooked = false;
+  /** the request body's flow is paused (uWS stops reading the socket) */
+  private paused = false;
 
   constructor(private res: uws.HttpResponse) {
     super();
@@ -86,6 +111,28 @@ class UwsSink extends SinkBase implements ResponseSink {
 
   isOpen(): boolean {
     return !this.aborted && !this.done;
+  }
+
+  /** The request body's chunks flow (uWS reads the socket) or not. */
+  flow(on: boolean): void {
+    if (this.aborted || this.done || on !== this.paused) return;
+    this.paused = !on;
+    if (on) this.res.resume();
+    else this.res.pause();
+  }
+
+  /**
+   * A request refused for its framing, before the chain: Go's plain-text answer, and the
+   * connection closed. It leaves after uWS has parsed what it read with the request, not
+   * from within: had that read carried more bytes that uWS parsed as another request (the
+   * smuggled one), uWS has closed the connection instead, since this request was still
+   * unanswered, and the other one never reached us.
+   */
+  refuseFraming(status: number, text: string): void {
+    this.closeAfter = true;
+    // (not a request the server handled: Go's server answers it before any handler or metric)
+    this.observer = null;
+    setImmediate(() => this.sendParts(status, [['Content-Type', 'text/plain; charset=utf-8']], [Buffer.from(text)]));
   }
 
   private writeHead(status: number, headers: HeaderList): void {
@@ -127,8 +174,18 @@ class UwsSink extends SinkBase implements ResponseSink {
       }
       return true;
     };
+    const closing = this.closeAfter && total <= MAX_CLOSING_BODY;
+    const tellClose = !closing && this.tellsClose();
     const first = () => {
       this.writeHead(status, headers);
+      if (closing) {
+        // uWS adds Connection: close, and closes the connection once the response has left.
+        res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), true);
+        this.finish();
+        return;
+      }
+      // (uWS goes on taking the rest of the body from the socket, and the reader drops it)
+      if (tellClose) res.writeHeader('Connection', 'close');
       if (total === 0) {
         res.end();
         this.finish();
@@ -309,6 +366,8 @@ export interface UwsServerOptions {
   certFile: string;
   keyFile: string;
   maxBodyBytes: number;
+  /** what the request bodies in flight may hold together (BodyBudget) */
+  maxBodyBytesInFlight: number;
   handle: (req: ApiRequest, res: ResponseSink) => void;
   /** told of each request's end (the request metrics) */
   observer?: RequestObserver;
@@ -354,6 +413,7 @@ const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', 
 
 export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   assertNativeUws();
+  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
   const ciphers = opts.tls?.ssl_ciphers ? { ssl_ciphers: opts.tls.ssl_ciphers } : {};
   const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile, ...ciphers });
   // SNI: each name gets its own context, with the same suites (uSockets matches '*.' one label deep, as Go does).
@@ -378,32 +438,28 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     }
     const cl = headers['content-length'];
     const te = headers['transfer-encoding'];
-    const hasBody = (cl !== undefined && cl !== '0') || (te !== undefined && te.includes('chunked'));
-    if (!hasBody) {
-      // Still inside uWS's request callback: uWS corks the socket itself, so a response
-      // sent synchronously from here leaves without an extra cork.
-      sink.inHandler = true;
-      opts.handle(req, sink);
-      sink.inHandler = false;
+    const frame = (cl === undefined || cl === '0') && te === undefined ? 0 : frameOf(cl, te);
+    if (typeof frame !== 'number') {
+      sink.refuseFraming(frame.status, frame.text);
       return;
     }
-    if (cl !== undefined && Number(cl) > opts.maxBodyBytes) {
-      sink.sendTooLarge(opts.maxBodyBytes);
-      return;
+    if (frame !== 0) {
+      // The chain runs from the headers; the body is read when it asks (the request-body
+      // filter). uWS hands over the chunks it parses from here on, wanted or not: they go to
+      // the reader, which keeps them only until it knows the request is refused.
+      const reader = new BodyReader(req, sink, limits, frame, sink);
+      res.onData((ab, isLast) => {
+        // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
+        // when small, which costs less than a new ArrayBuffer of its own).
+        if (ab.byteLength > 0 && reader.accept(ab.byteLength)) reader.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
+        if (isLast) reader.end();
+      });
     }
-    const body = new BodyCollector(sink, opts.maxBodyBytes);
-    res.onData((ab, isLast) => {
-      // uWS neuters the ArrayBuffer when this callback returns: copy it (into Buffer's pool
-      // when small, which costs less than a new ArrayBuffer of its own).
-      if (!body.accept(ab.byteLength)) return;
-      body.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
-      if (isLast) {
-        req.body = body.body();
-        sink.inHandler = true;
-        opts.handle(req, sink);
-        sink.inHandler = false;
-      }
-    });
+    // Still inside uWS's request callback: uWS corks the socket itself, so a response
+    // sent synchronously from here leaves without an extra cork.
+    sink.inHandler = true;
+    opts.handle(req, sink);
+    sink.inHandler = false;
   });
   return new Promise((resolve, reject) => {
     // LIBUS_LISTEN_EXCLUSIVE_PORT: uWS sets SO_REUSEPORT by default, and two servers on one
