@@ -15,6 +15,12 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
     expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
   });
+  it('--front-end: auto (the default), uws or http2; uws cannot take client certificates or another TLS minimum', () => {
+    expect((parseArgs([]) as any).frontEnd).toBe('auto');
+    expect((parseArgs(['--front-end=http2']) as any).frontEnd).toBe('http2');
+    expect(() => parseArgs(['--front-end=h3'])).toThrowError(/must be auto, uws or http2/);
+    expect(() => parseArgs(['--front-end=uws', '--tls-min-version=VersionTLS13'])).toThrowError(/cannot read client certificates/);
+  });
   it('durations as Go writes them: units from h to ns, combined, fractional; a bare number is seconds', () => {
     expect((parseArgs([]) as any).storageBatchIntervalSeconds).toBe(0.1);
     expect((parseArgs(['--storage-batch-interval=250ms']) as any).storageBatchIntervalSeconds).toBeCloseTo(0.25);

@@ -21,6 +21,8 @@ export interface ServerOptions {
   tokenAuthFile: string;
   /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
   clientCaFile: string;
+  /** which front end serves: uWS unless something needs node:http2 ('auto'), or either by name */
+  frontEnd: 'auto' | 'uws' | 'http2';
   /** --http2-max-streams-per-connection (0: the runtime's default) */
   http2MaxStreams: number;
   /** --goaway-chance: the probability that an HTTP/2 request ends its connection (GOAWAY) */
@@ -148,6 +150,14 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
+  'front-end': {
+    kind: 'string',
+    help: 'The HTTPS front end: uws (uWebSockets.js, HTTP/1.1, fastest), http2 (node:http2: HTTP/2 and HTTP/1.1, client certificates, TLS 1.0-1.1 minimums, and kube\'s header limits: up to 1 MiB of headers in any number of lines, where the uWS build drops a connection past 48 header lines or 4 KiB of headers split over reads), or auto: uws unless --client-ca-file or --tls-min-version needs http2. (default auto)',
+    set: (o, v: string) => {
+      if (v !== 'auto' && v !== 'uws' && v !== 'http2') throw new FlagError(`--front-end: must be auto, uws or http2, got ${JSON.stringify(v)}`);
+      o.frontEnd = v;
+    },
+  },
   'goaway-chance': { kind: 'float', help: 'Probability (0 to 0.02) that an HTTP/2 request closes its connection gracefully (GOAWAY), so clients spread over servers; 0 disables. (default 0)', set: (o, v) => (o.goawayChance = v) },
   'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection on the node:http2 front end (with --client-ca-file, or a --tls-min-version other than VersionTLS12); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
@@ -283,6 +293,7 @@ export function defaultOptions(): ServerOptions {
     tlsSniCertKeys: [],
     tokenAuthFile: '',
     clientCaFile: '',
+    frontEnd: 'auto',
     http2MaxStreams: 0,
     goawayChance: 0,
     dataDir: './data',
@@ -405,6 +416,8 @@ function validate(o: ServerOptions): void {
   if (o.tlsMinVersion && !isTlsVersionName(o.tlsMinVersion)) throw new FlagError(`unknown tls version ${JSON.stringify(o.tlsMinVersion)}`);
   const cipherError = cipherSuitesError(o.tlsCipherSuites, isTlsVersionName(o.tlsMinVersion) ? o.tlsMinVersion : 'VersionTLS12');
   if (cipherError) throw new FlagError(cipherError);
+  if (o.frontEnd === 'uws' && (o.clientCaFile || (o.tlsMinVersion && o.tlsMinVersion !== 'VersionTLS12')))
+    throw new FlagError('--front-end=uws: the uWebSockets.js front end cannot read client certificates (--client-ca-file) or serve a --tls-min-version other than VersionTLS12; use --front-end=http2 or auto');
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
   if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);

@@ -273,8 +273,10 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };
-  // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve)
-  const nodeFront = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
+  // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve,
+  // and when the operator asks for it: its header limits are kube's, uWS's compiled-in ones are not)
+  const nodeNeeded = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
+  const nodeFront = o.frontEnd === 'http2' || (o.frontEnd === 'auto' && nodeNeeded);
   const tlsWarnings: string[] = [];
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })

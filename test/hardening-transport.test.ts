@@ -167,6 +167,30 @@ describe('request smuggling and header limits (item 6)', () => {
   });
 });
 
+describe('--front-end=http2: kube\'s header limits without client certificates (item 6)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ args: HTTP2 ? [] : ['--front-end=http2'] });
+  });
+  afterAll(async () => {
+    await s.stop();
+    s.cleanup();
+  });
+
+  it('60 header lines and 8 KiB of headers split over two writes are served', async () => {
+    const lines = Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('');
+    const many = await exchange(s, `GET /readyz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\n${lines}Connection: close\r\n\r\n`);
+    expect(statuses(many.text)).toEqual([200]);
+    const c = await connect(s);
+    c.socket.write(`GET /readyz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nX-Big: ${'a'.repeat(4096)}`);
+    await new Promise((r) => setTimeout(r, 200));
+    c.socket.write(`${'b'.repeat(4096)}\r\nConnection: close\r\n\r\n`);
+    await Promise.race([c.closed, new Promise((r) => setTimeout(r, 3000))]);
+    c.socket.destroy();
+    expect(statuses(c.text())).toEqual([200]);
+  });
+});
+
 describe('header limits of the node:http2 front end (item 6)', () => {
   let s: TestServer;
   beforeAll(async () => {
