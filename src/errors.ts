@@ -165,6 +165,30 @@ export const errors = {
   internal: (message: string) =>
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
   serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
+
+  // Issue 17, item 4 (a full disk, a shard worker that ends):
+  /**
+   * A write a shard refused under its space reserve (workers/shard/space-guard.ts). kube
+   * answers etcd's NOSPACE alarm ("etcdserver: mvcc: database space exceeded") with a 500
+   * InternalError, and clients know that shape; so is this, and its message says "database
+   * space exceeded" too, with our measure of the file system instead of etcd's quota.
+   */
+  databaseSpaceExceeded: (reason: string) => new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${reason}`, { causes: [{ message: reason }] }),
+  /**
+   * A write for a shard that is being started again: not applied, and worth retrying in a
+   * moment. 503 with Retry-After, which client-go and kubectl retry by themselves.
+   */
+  storageUnavailable: (shard: number, why: string) =>
+    new StatusError(503, StatusReason.ServiceUnavailable, `storage is unavailable: shard ${shard} is being restarted from its log (${why}); retry shortly`, { retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+  /**
+   * A write a shard held when its worker ended: it may have been made durable just before
+   * (a restart then replays it), so, as kube does for an etcd request that timed out, a 500
+   * that claims neither outcome and is not retried for the client.
+   */
+  storageOutcomeUnknown: (shard: number, why: string) => {
+    const message = `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`;
+    return new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] });
+  },
 };
 
 /** The field-error types of k8s.io/apimachinery/pkg/util/validation/field, as they appear in causes[].reason. */

@@ -34,8 +34,12 @@ export interface WriteOp {
   tail?: string;
 }
 
-/** storage: the write could not be made durable (the log failed); message says why */
-export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage';
+/**
+ * storage: the write could not be made durable (the log failed, or the B-tree cannot take
+ * what the log holds); nospace: refused before logging, the file system is below the space
+ * reserve (space-guard.ts). message says why.
+ */
+export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage' | 'nospace';
 
 /** A write refused: a failed precondition, or storage that could not take it. */
 export interface Ack {
@@ -65,6 +69,12 @@ export type ShardToFront =
   /** t0, t1 (KUBESHARD_COMMIT_STATS only): when the group commit began, and when its log was durable (ms, absolute) */
   | { t: 'commit'; refused: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
   | { t: 'compacted'; compactedRv: number }
+  /**
+   * The shard's storage alarm changed: while reason is not empty, it refuses every write
+   * with that reason (no space, or a B-tree that cannot take the log's records), and the
+   * front's storage health check fails; '' when it clears.
+   */
+  | { t: 'alarm'; reason: string }
   | { t: 'closed' }
   | { t: 'fatal'; message: string };
 

@@ -14,10 +14,20 @@
 // B-tree holds it, so reads never wait for the B-tree; the last version it holds is
 // published (appliedRv). Once the B-tree has flushed a version, the log segments up to it
 // are removed; at start-up the records it had not flushed are applied again.
+//
+// A full or failing disk (issue 17, item 4): before a batch is logged, the space guard
+// (space-guard.ts) checks that the file system keeps room for it, for the B-tree to take
+// everything logged, and a reserve; else the batch is refused ('nospace') and the storage
+// alarm is raised (posted to the front, which fails its health check) until space returns.
+// A log append that fails refuses its batch and leaves the log as it was. A B-tree
+// transaction that fails puts its records back and is retried (with the alarm raised and
+// writes refused meanwhile); one that keeps failing while space is there ends this thread,
+// and the coordinator starts the shard again from its log. Nothing unlogged is acknowledged.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, payload } from './wal.js';
+import { SpaceGuard, treeCost } from './space-guard.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
@@ -27,6 +37,7 @@ const port = parentPort!;
 const shared = new SharedState(data.shared);
 const env = openShardEnv(data.path);
 const wal = new WriteAheadLog(data.path);
+const guard = new SpaceGuard(data.path, shared, data.index);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 const index = new Map<string, number>();
@@ -47,13 +58,76 @@ function loadIndex(): void {
   }
 }
 
-/** Set when the B-tree could not take a batch the log holds: later writes are refused. */
-let broken = '';
+/** Set while the B-tree cannot take the records the log holds: writes are refused meanwhile. */
+let treeAlarm = '';
+/** Set while the file system is below the space reserve: writes are refused meanwhile. */
+let spaceAlarm = '';
+/** the alarm the front last heard of */
+let postedAlarm = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
 /** Fault injection: a log append with a write of this key fails, as on a full or failing disk. */
 const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
+/**
+ * Fault injection for the shard-death tests: a batch with a write of this key ends the
+ * thread with an uncaught error, before its log append (..._KEY) or after it, durable but
+ * unanswered (..._AFTER_LOG_KEY). Environment only: no API client can reach it.
+ */
+const EXIT_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_KEY ?? '';
+const EXIT_AFTER_LOG_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_AFTER_LOG_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */
 let treeQueue: Array<[number, Buffer]> = [];
+/** the B-tree cost (space-guard.ts) of the records in treeQueue */
+let treeQueueCost = 0;
+/** delay before the next try of a failed B-tree transaction; doubles while it keeps failing */
+let treeRetryMs = 250;
+let treeFailures = 0;
+const TREE_RETRY_MAX_MS = 5000;
+/** failed tries, with space to spare, after which this thread ends to be started again from its log */
+const TREE_FAILURES_BEFORE_RESTART = 6;
+
+/** Tells the front when the alarm (the B-tree's first: it is the graver) changes. */
+function updateAlarm(): void {
+  const reason = treeAlarm || spaceAlarm;
+  if (reason === postedAlarm) return;
+  postedAlarm = reason;
+  if (reason) console.error(`shard ${data.index}: storage alarm: ${reason}`);
+  else console.error(`shard ${data.index}: storage alarm cleared`);
+  post({ t: 'alarm', reason });
+  if (spaceAlarm && !spaceTimer) {
+    spaceTimer = setInterval(recheckSpace, SPACE_RECHECK_MS);
+    spaceTimer.unref();
+  }
+}
+
+const SPACE_RECHECK_MS = 1000;
+/**
+ * Once raised, the space alarm clears (and writes are taken) only with this much more than
+ * the reserve free: a log fill step. Without it the alarm would flap with every small write
+ * that still fits, and health checks with it.
+ */
+const CLEAR_MARGIN = 4 * 1024 * 1024;
+let spaceTimer: NodeJS.Timeout | null = null;
+
+/**
+ * While the space alarm is raised: gives back the log's space the B-tree no longer needs
+ * (wal.reclaim) and clears the alarm once a small batch would be admitted again, so that
+ * health checks recover without waiting for a write to try.
+ */
+function recheckSpace(): void {
+  if (!treeBusy && treeQueue.length === 0) {
+    try {
+      wal.reclaim(shared.appliedRv(data.index), maxRv + 1);
+    } catch (err) {
+      console.error(`shard ${data.index}: log reclaim failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  spaceAlarm = guard.admit(0, CLEAR_MARGIN);
+  if (!spaceAlarm && spaceTimer) {
+    clearInterval(spaceTimer);
+    spaceTimer = null;
+  }
+  updateAlarm();
+}
 let treeLast = 0;
 /** a B-tree transaction is committing or flushing */
 let treeBusy = false;
@@ -72,11 +146,12 @@ let treeIdleResolve: (() => void) | null = null;
  * waits for the B-tree: the front keeps each committed record until the B-tree holds it
  * and reads them from there (Coordinator.records).
  */
-function applyToTree(batch: Array<[number, Buffer]>, last: number): void {
+function applyToTree(batch: Array<[number, Buffer]>, last: number, cost: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync
   // and the B-tree's commit, for every batch.
   if (HOLD_TREE) return;
   for (const r of batch) treeQueue.push(r);
+  treeQueueCost += cost;
   treeLast = last;
   if (!treeBusy) {
     treeBusy = true;
@@ -96,9 +171,11 @@ function nextTree(): void {
   else drainTree();
 }
 
+const noop = () => {};
+
 function drainTree(): void {
   treeTimer = null;
-  if (treeQueue.length === 0 || broken) {
+  if (treeQueue.length === 0) {
     treeBusy = false;
     treeIdleResolve?.();
     return;
@@ -106,16 +183,37 @@ function drainTree(): void {
   treeStarted = performance.now();
   const batch = treeQueue;
   const last = treeLast;
+  const cost = treeQueueCost;
   treeQueue = [];
+  treeQueueCost = 0;
   stats.trees++;
   stats.treeOps += batch.length;
-  // puts made in one turn are one lmdb-js transaction, committed on its write thread
-  for (const [rv, rec] of batch) env.hist.put(rv, rec);
+  // Puts made in one turn are one lmdb-js transaction, committed on its write thread. They
+  // share a promise, but lmdb-js may start a new transaction within the turn: every distinct
+  // promise gets a handler, for an unhandled rejection would end this thread.
+  let seen: unknown;
+  for (const [rv, rec] of batch) {
+    const p = env.hist.put(rv, rec);
+    if (p !== seen) {
+      seen = p;
+      (p as Promise<unknown>)?.catch?.(noop);
+    }
+  }
+  let committed = false;
   env.meta
     .put('maxRv', last)
     .then(() => {
-      // committed: readable by the front's read transactions
+      // committed: readable by the front's read transactions, and the space it took is taken
+      committed = true;
+      guard.addDebt(-cost);
       shared.setAppliedRv(data.index, last);
+      if (treeAlarm) {
+        console.error(`shard ${data.index}: the B-tree takes the log's records again`);
+        treeAlarm = '';
+        updateAlarm();
+      }
+      treeFailures = 0;
+      treeRetryMs = 250;
       return env.root.flushed;
     })
     .then(
@@ -125,11 +223,39 @@ function drainTree(): void {
         nextTree();
       },
       (err: unknown) => {
-        // The log holds the batch (it is acknowledged and will be applied again at start-up),
-        // but this run can no longer serve the B-tree's reads correctly: stop taking writes.
-        broken = `storage apply failed: ${err instanceof Error ? err.message : String(err)}`;
-        console.error(`shard ${data.index}: ${broken}`);
-        drainTree();
+        // lmdb-js rejects a second promise with the cause: handled here, not left to end the thread
+        (err as { commitError?: Promise<unknown> } | null)?.commitError?.catch(noop);
+        const message = err instanceof Error ? err.message : String(err);
+        if (committed) {
+          // the transaction is readable but its flush failed: the log keeps the segments, and
+          // the next transaction's flush covers these pages too
+          console.error(`shard ${data.index}: storage flush failed: ${message}`);
+          nextTree();
+          return;
+        }
+        // The log holds the batch (it is acknowledged and will be applied again at start-up):
+        // its records go back in front of the queue and are tried again, while writes are
+        // refused so that the queue (and the log the B-tree cannot release) stop growing.
+        treeQueue = batch.concat(treeQueue);
+        treeQueueCost += cost;
+        treeFailures++;
+        treeAlarm = `storage apply failed: ${message}`;
+        updateAlarm();
+        if (closing) {
+          treeBusy = false;
+          treeIdleResolve?.();
+          return;
+        }
+        if (treeFailures >= TREE_FAILURES_BEFORE_RESTART && !guard.admit(0, 0)) {
+          // space is there and the environment still refuses: start afresh from the log
+          const fatal = new Error(`shard ${data.index}: the B-tree failed ${treeFailures} times with space to spare (${message}); restarting from the log`);
+          setImmediate(() => {
+            throw fatal;
+          });
+          return;
+        }
+        treeTimer = setTimeout(drainTree, treeRetryMs);
+        treeRetryMs = Math.min(treeRetryMs * 2, TREE_RETRY_MAX_MS);
       },
     );
 }
@@ -197,10 +323,16 @@ function flush(): void {
   const records: Buffer[] = [];
   let first = 0;
   let last = 0;
+  /** bytes of the batch's log entries, and what the B-tree will take for them */
+  let size = 0;
+  let cost = 0;
+  /** refused before logging: the space reserve, not a failure of the disk */
+  let nospace = false;
+  if (EXIT_KEY && ops.some((o) => o.key === EXIT_KEY)) throw new Error('injected shard failure before the log append');
   // Every version this batch takes is above the counter now: readers may treat versions up to here as settled.
   shared.setPendingFrom(data.index, shared.currentRv() + 1);
   try {
-    if (broken) throw new Error(broken);
+    if (treeAlarm) throw new Error(treeAlarm);
     const now = Date.now();
     for (const op of ops) {
       const ik = op.gr + '\n' + op.key;
@@ -235,6 +367,8 @@ function flush(): void {
       const entry = encodeEntry({ rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key }, deleted ? FLAG_TOMBSTONE : FLAG_LIVE, head! + rv + tail!);
       const rec = payload(entry);
       records.push(entry);
+      size += entry.length;
+      cost += treeCost(rec.length);
       batch.push([rv, rec]);
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
@@ -246,7 +380,13 @@ function flush(): void {
     if (records.length) {
       const logStart = performance.now();
       if (FAIL_LOG && ops.some((o) => o.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
+      spaceAlarm = guard.admit(wal.allocationFor(size), cost + (spaceAlarm ? CLEAR_MARGIN : 0));
+      if (spaceAlarm) {
+        nospace = true;
+        throw new Error(spaceAlarm);
+      }
       wal.append(records, first, last);
+      guard.addDebt(cost);
       const took = performance.now() - logStart;
       stats.logMs += took;
       if (took > stats.logMax) stats.logMax = took;
@@ -258,11 +398,21 @@ function flush(): void {
       if (prev === undefined) index.delete(ik);
       else index.set(ik, prev);
     }
-    const message = err instanceof Error ? err.message : String(err);
-    post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: 'storage' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
+    let message = err instanceof Error ? err.message : String(err);
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || (err as NodeJS.ErrnoException).code === 'EDQUOT') {
+      // the file system filled up between the guard's measure and the append (another writer)
+      nospace = true;
+      message = spaceAlarm = `database space exceeded: ${message}`;
+    }
+    const failure = nospace ? ('nospace' as const) : ('storage' as const);
+    if (!nospace && !treeAlarm) console.error(`shard ${data.index}: log append failed: ${message}`);
+    post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: failure, message })), events: [], lastRv: shared.lastRv(data.index) });
     shared.setPendingFrom(data.index, 0);
+    updateAlarm();
     return;
   }
+  if (EXIT_AFTER_LOG_KEY && ops.some((o) => o.key === EXIT_AFTER_LOG_KEY)) throw new Error('injected shard failure after the log append');
+  updateAlarm();
   if (last) {
     maxRv = last;
     shared.setLastRv(data.index, last);
@@ -275,7 +425,7 @@ function flush(): void {
   post(msg);
   shared.setPendingFrom(data.index, 0);
   // The answer goes first: the writers wait for it, and only storage reads wait for the B-tree.
-  if (last) applyToTree(batch, last);
+  if (last) applyToTree(batch, last, cost);
 }
 
 /**
@@ -285,6 +435,16 @@ function flush(): void {
  * compaction never holds up writes for long.
  */
 function compact(retentionMs = data.retentionMs): void {
+  try {
+    compactNow(retentionMs);
+  } catch (err) {
+    // (a full disk: the transaction needs pages too) nothing was removed; the next interval tries again
+    console.error(`shard ${data.index}: compaction failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  post({ t: 'compacted', compactedRv });
+}
+
+function compactNow(retentionMs: number): void {
   const cutoff = Date.now() - retentionMs;
   const SLICE = 5000;
   for (;;) {
@@ -306,7 +466,6 @@ function compact(retentionMs = data.retentionMs): void {
     shared.setCompactedRv(data.index, to);
     if (slice.length < SLICE) break;
   }
-  post({ t: 'compacted', compactedRv });
 }
 
 port.on('message', (msg: FrontToShard) => {
@@ -348,6 +507,9 @@ try {
   // two scans on two cores. No write is taken before the index is whole: loadIndex runs in
   // this same turn, so the front's first write messages wait in the port until it is done.
   recover();
+  // (a restart after this thread died: what the last one left in flight is void)
+  shared.setPendingFrom(data.index, 0);
+  shared.setTreeDebt(data.index, 0);
   shared.setLastRv(data.index, maxRv);
   shared.setAppliedRv(data.index, maxRv);
   shared.setCompactedRv(data.index, compactedRv);
@@ -364,4 +526,7 @@ try {
   compactTimer.unref();
 } catch (err) {
   post({ t: 'fatal', message: err instanceof Error ? err.message : String(err) });
+  // nothing more this thread can do: the coordinator starts another one (or stops start-up)
+  wal.close();
+  process.exit(1);
 }

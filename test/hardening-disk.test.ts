@@ -1,0 +1,158 @@
+// Issue 17, item 4: a full disk. On a 30 MB tmpfs the server must refuse writes with a
+// clear Status (500 InternalError, "database space exceeded", as kube answers etcd's
+// NOSPACE), keep serving reads, fail the storage check of /readyz and /livez, recover by
+// itself once space returns, and lose nothing it acknowledged (a kill -9 and a restart on
+// the same data included). Needs root for the tmpfs mount: skipped otherwise.
+import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request, startServer, type TestServer } from './helpers/server.js';
+
+const CM = '/api/v1/namespaces/default/configmaps';
+const root = process.getuid?.() === 0;
+
+let mnt = '';
+let s: TestServer | undefined;
+
+beforeEach(() => {
+  if (!root) return;
+  mnt = mkdtempSync(join(tmpdir(), 'kubeshard-disk-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=30m', 'tmpfs', mnt]);
+});
+
+afterEach(async () => {
+  if (!root) return;
+  await s?.stop().catch(() => undefined);
+  if (s?.proc.exitCode === null) s.proc.kill('SIGKILL');
+  s = undefined;
+  for (let i = 0; i < 20; i++) {
+    try {
+      execFileSync('umount', [mnt]);
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  rmSync(mnt, { recursive: true, force: true });
+});
+
+/** Writes zeros to `path` until the file system refuses: what is left free is ~0. */
+function fillUp(path: string, maxBytes = Infinity): number {
+  const fd = openSync(path, 'w');
+  const chunk = Buffer.alloc(64 * 1024);
+  let n = 0;
+  try {
+    while (n < maxBytes) n += writeSync(fd, chunk, 0, Math.min(chunk.length, maxBytes - n));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+  return n;
+}
+
+/** A request that must answer within `ms` (a hang fails the test instead of timing it out). */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+async function waitFor(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what}: not within ${ms} ms`);
+}
+
+function assertNoCrash(srv: TestServer): void {
+  expect(srv.proc.exitCode, srv.output()).toBeNull();
+  expect(srv.proc.signalCode, srv.output()).toBeNull();
+  expect(srv.output()).not.toMatch(/corrupted|double free|Aborted|SIGBUS|Segmentation/);
+}
+
+async function expectAllStored(srv: TestServer, acked: Map<string, string>): Promise<void> {
+  const list = await within(request(srv, 'GET', CM), 20_000, 'list');
+  expect(list.status).toBe(200);
+  const stored = new Map<string, string>(list.json().items.map((i: any) => [i.metadata.name, i.data?.v]));
+  for (const [name, v] of acked) expect(stored.get(name) === v, `${name} acknowledged, read back ${stored.has(name) ? 'changed' : 'missing'}`).toBe(true);
+}
+
+describe.skipIf(!root)('a full disk', () => {
+  it('refuses writes with 500 "database space exceeded", serves reads, fails the storage check, recovers when space returns, loses nothing', async () => {
+    // room the test gives back later, as an operator would
+    const spare = join(mnt, 'spare');
+    fillUp(spare, 8 * 1024 * 1024);
+    s = await startServer({ dataDir: join(mnt, 'data') });
+    const acked = new Map<string, string>();
+    let refusal: any;
+    let refusals = 0;
+    // four writers of 100 KB ConfigMaps until the disk is full
+    let i = 0;
+    const writer = async () => {
+      while (refusals < 12 && i < 1000) {
+        const name = `cm-${i++}`;
+        const v = `${name}-${'x'.repeat(100_000)}`;
+        const t0 = Date.now();
+        const r = await within(request(s!, 'POST', CM, { metadata: { name }, data: { v } }), 15_000, `create ${name}`);
+        expect(Date.now() - t0).toBeLessThan(15_000);
+        if (r.status === 201) acked.set(name, v);
+        else {
+          refusals++;
+          refusal ??= r;
+        }
+      }
+    };
+    await Promise.all([writer(), writer(), writer(), writer()]);
+    assertNoCrash(s);
+    expect(acked.size).toBeGreaterThan(20);
+    expect(refusal.status).toBe(500);
+    const st = refusal.json();
+    expect(st.kind).toBe('Status');
+    expect(st.reason).toBe('InternalError');
+    expect(st.message).toMatch(/^Internal error occurred: database space exceeded/);
+
+    // reads go on: a list, a get, a watch's initial state
+    await expectAllStored(s, acked);
+    const first = [...acked.keys()][0];
+    expect((await within(request(s, 'GET', `${CM}/${first}`), 10_000, 'get')).status).toBe(200);
+
+    // the storage check fails, as kube's etcd checks are named
+    const ready = await within(request(s, 'GET', '/readyz'), 10_000, 'readyz');
+    expect(ready.status).toBe(500);
+    expect(ready.body).toContain('[-]etcd failed: reason withheld\n');
+    expect(ready.body).toContain('[-]etcd-readiness failed: reason withheld\n');
+    expect(ready.body).toContain('[+]ping ok\n');
+    expect(ready.body.endsWith('readyz check failed\n')).toBe(true);
+    const live = await within(request(s, 'GET', '/livez'), 10_000, 'livez');
+    expect(live.status).toBe(500);
+    expect(live.body).toContain('[-]etcd failed: reason withheld\n');
+    const one = await request(s, 'GET', '/readyz/etcd');
+    expect(one.status).toBe(500);
+    expect(one.body).toMatch(/^internal server error: .*database space exceeded/);
+    expect((await request(s, 'GET', '/readyz?exclude=etcd&exclude=etcd-readiness')).status).toBe(200);
+
+    // space comes back: the alarm clears by itself, and writes are taken again
+    rmSync(spare);
+    await waitFor('readyz ok once space returned', 10_000, async () => (await request(s!, 'GET', '/readyz')).status === 200);
+    expect((await request(s, 'GET', '/livez')).status).toBe(200);
+    const after = await within(request(s, 'POST', CM, { metadata: { name: 'after' }, data: { v: 'after' } }), 10_000, 'create after');
+    expect(after.status).toBe(201);
+    acked.set('after', 'after');
+    assertNoCrash(s);
+
+    // nothing acknowledged is lost, and the server starts again on the same data
+    await s.kill9();
+    await s.restart();
+    await expectAllStored(s, acked);
+    expect((await request(s, 'GET', '/readyz')).status).toBe(200);
+    assertNoCrash(s);
+  }, 240_000);
+});
