@@ -198,7 +198,7 @@ export class Coordinator {
   private spawn(handle: ShardHandle): Promise<{ maxRv: number }> {
     const i = handle.index;
     const worker = new Worker(SHARD_WORKER, {
-      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs } satisfies ShardWorkerData,
+      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, restart: handle.restarts } satisfies ShardWorkerData,
     });
     handle.worker = worker;
     let why = '';

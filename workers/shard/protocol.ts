@@ -88,4 +88,6 @@ export interface ShardWorkerData {
   compactIntervalMs: number;
   /** the B-tree takes the log's records at most once per this interval (0: after every group commit) */
   treeIntervalMs: number;
+  /** how many times this shard's worker has been started again after it ended (0: the first start) */
+  restart: number;
 }

@@ -501,7 +501,10 @@ port.on('message', (msg: FrontToShard) => {
 });
 
 let compactTimer: NodeJS.Timeout;
+/** Fault injection for the shard-death tests: a restarted worker takes this long to recover (environment only). */
+const RESTART_DELAY_MS = Number(process.env.KUBESHARD_FAULT_SHARD_RESTART_DELAY_MS ?? 0);
 try {
+  if (data.restart > 0 && RESTART_DELAY_MS > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RESTART_DELAY_MS);
   // Ready first, with the high-water mark every commit writes into meta: the front then
   // loads its cache from the same environment while this thread builds its key index, the
   // two scans on two cores. No write is taken before the index is whole: loadIndex runs in
