@@ -100,6 +100,15 @@ interface ShardHandle {
 
 /** The first restart of a shard that ended is at once; later ones back off up to this. */
 const RESTART_DELAY_MAX_MS = 5000;
+/**
+ * A restarted shard that is neither ready nor failed after this long is stuck, most likely
+ * on a write lock its dead worker left held inside lmdb-js, which no thread of this process
+ * can free: the process exits (every acknowledged write is in a log) for its supervisor to
+ * start it again, rather than refuse that shard's writes forever.
+ */
+const RESTART_STUCK_MS = 60_000;
+/** The failures of a full (or failing) disk, which a later try may get past. */
+const DISK_TROUBLE = /ENOSPC|EDQUOT|No space left|Input\/output error|EIO\b|database space exceeded/i;
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
@@ -173,7 +182,7 @@ export class Coordinator {
         restarts: 0,
       };
       this.shards.push(handle);
-      ready.push(this.spawn(handle));
+      ready.push(this.spawnAtStart(handle));
     }
     const states = await Promise.all(ready);
     // The allocator starts above every version stored anywhere, so versions never repeat across restarts.
@@ -227,6 +236,26 @@ export class Coordinator {
   private closing = false;
 
   /**
+   * The first start of a shard. One that fails for want of space (its log's records cannot be
+   * applied to its B-tree on a full disk) is tried again until space returns, as kube-apiserver
+   * waits for etcd; any other failure stops start-up, as before.
+   */
+  private async spawnAtStart(handle: ShardHandle): Promise<{ maxRv: number }> {
+    let delay = 250;
+    for (;;) {
+      try {
+        return await this.spawn(handle);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!DISK_TROUBLE.test(message)) throw err;
+        console.error(`${message}: trying again in ${delay} ms, once there is space on the data directory's file system`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, RESTART_DELAY_MAX_MS);
+      }
+    }
+  }
+
+  /**
    * A shard's worker ended after start-up. Whatever it had not answered fails now: the
    * writes it never received (still queued here) with 503, as they were not applied; the
    * writes it held with 500, for it may have made them durable before it ended (a restart
@@ -263,8 +292,14 @@ export class Coordinator {
   private restart(handle: ShardHandle): void {
     if (this.closing) return;
     handle.restarts++;
+    const stuck = setTimeout(() => {
+      console.error(`shard ${handle.index} has not started again within ${RESTART_STUCK_MS / 1000}s (${handle.down}); exiting so that the process is started afresh`);
+      process.exit(1);
+    }, RESTART_STUCK_MS);
+    stuck.unref();
     this.spawn(handle).then(
       ({ maxRv }) => {
+        clearTimeout(stuck);
         if (this.closing) return;
         this.catchUp(handle, maxRv);
         handle.state = 'up';
@@ -273,6 +308,7 @@ export class Coordinator {
         console.error(`shard ${handle.index} is running again (restart ${handle.restarts}), at resource version ${maxRv}`);
       },
       (err: Error) => {
+        clearTimeout(stuck);
         handle.down = err.message;
         console.error(`shard ${handle.index} could not start again: ${err.message}`);
         if (!this.closing) this.scheduleRestart(handle);

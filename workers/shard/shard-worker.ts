@@ -173,6 +173,22 @@ function nextTree(): void {
 
 const noop = () => {};
 
+/**
+ * lmdb-js (3.5) opens each transaction of a turn's writes with an internal write whose
+ * promise it gives to no one; when the commit fails, that promise is rejected unhandled, and
+ * an unhandled rejection ends this thread, in the middle of lmdb-js's work (the next start
+ * of the shard could then wait on its write lock). The commit's failure reaches drainTree
+ * through the promises it holds; this one alone is let go. Anything else still ends the thread.
+ */
+process.on('unhandledRejection', (reason) => {
+  const commitError = (reason as { commitError?: Promise<unknown> } | null)?.commitError;
+  if (reason instanceof Error && commitError && reason.message.startsWith('Commit failed')) {
+    commitError.catch(noop);
+    return;
+  }
+  throw reason;
+});
+
 function drainTree(): void {
   treeTimer = null;
   if (treeQueue.length === 0) {
@@ -248,10 +264,12 @@ function drainTree(): void {
         }
         if (treeFailures >= TREE_FAILURES_BEFORE_RESTART && !guard.admit(0, 0)) {
           // space is there and the environment still refuses: start afresh from the log
-          const fatal = new Error(`shard ${data.index}: the B-tree failed ${treeFailures} times with space to spare (${message}); restarting from the log`);
-          setImmediate(() => {
-            throw fatal;
-          });
+          // (the environment closed first: its write lock must not outlive this thread)
+          const why = `the B-tree failed ${treeFailures} times with space to spare (${message}); restarting from the log`;
+          console.error(`shard ${data.index}: ${why}`);
+          post({ t: 'fatal', message: why });
+          wal.close();
+          Promise.race([env.root.close(), new Promise((r) => setTimeout(r, 2000))]).finally(() => process.exit(1));
           return;
         }
         treeTimer = setTimeout(drainTree, treeRetryMs);
