@@ -673,7 +673,9 @@ export class Coordinator {
       ),
     );
     for (const s of this.shards) {
-      await s.worker.terminate();
+      // (a worker stuck in native code, such as a restart waiting on a lock its predecessor
+      // held, cannot be terminated: shutdown goes on without it)
+      await Promise.race([s.worker.terminate(), new Promise((r) => setTimeout(r, 5000).unref())]);
       try {
         await s.env?.root.close();
       } catch {

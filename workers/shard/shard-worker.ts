@@ -116,7 +116,7 @@ let spaceTimer: NodeJS.Timeout | null = null;
 function recheckSpace(): void {
   if (!treeBusy && treeQueue.length === 0) {
     try {
-      wal.reclaim(shared.appliedRv(data.index), maxRv + 1);
+      wal.reclaim(treeFlushedRv, maxRv + 1);
     } catch (err) {
       console.error(`shard ${data.index}: log reclaim failed: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -134,6 +134,8 @@ let treeBusy = false;
 /** resolves when the B-tree holds everything queued so far (close waits for it) */
 let treeIdle: Promise<void> = Promise.resolve();
 let treeIdleResolve: (() => void) | null = null;
+/** the last version the B-tree has flushed (durable there): the log before it may go */
+let treeFlushedRv = 0;
 
 /**
  * Brings the B-tree up to the durable log: one transaction at a time, and at most one per
@@ -235,6 +237,7 @@ function drainTree(): void {
     .then(
       () => {
         // flushed: the log segments up to here are no longer needed
+        treeFlushedRv = last;
         wal.release(last);
         nextTree();
       },
