@@ -96,20 +96,25 @@ describe.skipIf(!root)('a full disk', () => {
     s = await startServer({ dataDir: join(mnt, 'data') });
     const acked = new Map<string, string>();
     let refusal: any;
-    let refusals = 0;
-    // four writers of 100 KB ConfigMaps until the disk is full
+    // four writers of 100 KB ConfigMaps until the disk is full: until writes have been refused
+    // for 3 s on end (the shard gives back the space of log segments its B-tree holds, and
+    // may take writes again for a while after its first refusals)
     let i = 0;
+    let refusedSince = 0;
     const writer = async () => {
-      while (refusals < 12 && i < 1000) {
+      while (i < 2000 && !(refusedSince && Date.now() - refusedSince > 3000)) {
         const name = `cm-${i++}`;
         const v = `${name}-${'x'.repeat(100_000)}`;
         const t0 = Date.now();
         const r = await within(request(s!, 'POST', CM, { metadata: { name }, data: { v } }), 15_000, `create ${name}`);
         expect(Date.now() - t0).toBeLessThan(15_000);
-        if (r.status === 201) acked.set(name, v);
-        else {
-          refusals++;
+        if (r.status === 201) {
+          acked.set(name, v);
+          refusedSince = 0;
+        } else {
           refusal ??= r;
+          refusedSince ||= Date.now();
+          await new Promise((res) => setTimeout(res, 100));
         }
       }
     };

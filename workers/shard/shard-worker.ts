@@ -26,7 +26,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
-import { WriteAheadLog, encodeEntry, payload } from './wal.js';
+import { WriteAheadLog, ZERO_STEP, encodeEntry, payload } from './wal.js';
 import { SpaceGuard, treeCost } from './space-guard.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
@@ -62,8 +62,9 @@ function loadIndex(): void {
 let treeAlarm = '';
 /** Set while the file system is below the space reserve: writes are refused meanwhile. */
 let spaceAlarm = '';
-/** the alarm the front last heard of */
+/** the alarm the front last heard of, and its kind */
 let postedAlarm = '';
+let postedKind = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
 /** Fault injection: a log append with a write of this key fails, as on a full or failing disk. */
 const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
@@ -89,9 +90,11 @@ const TREE_FAILURES_BEFORE_RESTART = 6;
 function updateAlarm(): void {
   const reason = treeAlarm || spaceAlarm;
   if (reason === postedAlarm) return;
+  // logged when it is raised, changes kind or clears; its figures change with every refusal
+  const kind = treeAlarm ? 'tree' : spaceAlarm ? 'space' : '';
+  if (kind !== postedKind) console.error(reason ? `shard ${data.index}: storage alarm: ${reason}` : `shard ${data.index}: storage alarm cleared`);
+  postedKind = kind;
   postedAlarm = reason;
-  if (reason) console.error(`shard ${data.index}: storage alarm: ${reason}`);
-  else console.error(`shard ${data.index}: storage alarm cleared`);
   post({ t: 'alarm', reason });
   if (spaceAlarm && !spaceTimer) {
     spaceTimer = setInterval(recheckSpace, SPACE_RECHECK_MS);
@@ -101,9 +104,10 @@ function updateAlarm(): void {
 
 const SPACE_RECHECK_MS = 1000;
 /**
- * Once raised, the space alarm clears (and writes are taken) only with this much more than
- * the reserve free: a log fill step. Without it the alarm would flap with every small write
- * that still fits, and health checks with it.
+ * Once raised, the space alarm clears (and writes are taken) only with room for a whole log
+ * fill step and this much more above the reserve. Without the margin, the alarm would clear
+ * with room for some small write, and be raised again by the next write that needs a fill
+ * step: health checks would flap with it.
  */
 const CLEAR_MARGIN = 4 * 1024 * 1024;
 let spaceTimer: NodeJS.Timeout | null = null;
@@ -116,12 +120,13 @@ let spaceTimer: NodeJS.Timeout | null = null;
 function recheckSpace(): void {
   if (!treeBusy && treeQueue.length === 0) {
     try {
-      wal.reclaim(treeFlushedRv, maxRv + 1);
+      const removed = wal.reclaim(treeFlushedRv, maxRv + 1);
+      if (removed) console.error(`shard ${data.index}: removed ${removed} log segment(s) the B-tree holds, to give their space back`);
     } catch (err) {
       console.error(`shard ${data.index}: log reclaim failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  spaceAlarm = guard.admit(0, CLEAR_MARGIN);
+  spaceAlarm = guard.admit(ZERO_STEP, CLEAR_MARGIN);
   if (!spaceAlarm && spaceTimer) {
     clearInterval(spaceTimer);
     spaceTimer = null;

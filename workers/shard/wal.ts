@@ -27,7 +27,8 @@ import { join } from 'node:path';
 import { FIXED, decodeRecord, recordLength, validRecord, writeRecord, writeRecordHead, type RevisionRecord } from './record.js';
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
-const ZERO_STEP = 4 * 1024 * 1024;
+/** how far ahead of the appends a segment is zero-filled, at a time */
+export const ZERO_STEP = 4 * 1024 * 1024;
 const ZEROS = Buffer.alloc(ZERO_STEP);
 const HEADER = 8;
 
@@ -207,11 +208,13 @@ export class WriteAheadLog {
    * still to come), so that the old one can be removed. A segment is otherwise removed only
    * once it is full, and on a small disk the log would hold a copy of everything.
    */
-  reclaim(flushedRv: number, nextRv: number): void {
+  reclaim(flushedRv: number, nextRv: number): number {
     const cur = this.segments[this.segments.length - 1];
-    if (!cur || this.fd < 0 || this.pos === 0 || cur.lastRv > flushedRv) return;
+    if (!cur || this.fd < 0 || this.pos === 0 || cur.lastRv > flushedRv) return 0;
+    const before = this.segments.length;
     this.rotate(nextRv);
     this.release(flushedRv);
+    return before + 1 - this.segments.length;
   }
 
   /** Removes the segments whose every version the B-tree has made durable. The newest stays. */
