@@ -168,27 +168,28 @@ export const errors = {
 
   // Issue 17, item 4 (a full disk, a shard worker that ends):
   /**
-   * A write a shard refused under its space reserve (workers/shard/space-guard.ts). kube
-   * answers etcd's NOSPACE alarm ("etcdserver: mvcc: database space exceeded") with a 500
-   * InternalError, and clients know that shape; so is this, and its message says "database
-   * space exceeded" too, with our measure of the file system instead of etcd's quota.
+   * A write a shard refused under its space reserve (workers/shard/space-guard.ts). For etcd's
+   * NOSPACE alarm kube answers exactly so: the etcd error is not an API status, so
+   * ErrorToAPIStatus makes it a 500 with no reason and etcd's text as the message ("Error
+   * from server: etcdserver: mvcc: database space exceeded" in kubectl). Ours says "database
+   * space exceeded" too, then our measure of the file system instead of etcd's quota.
    */
-  databaseSpaceExceeded: (reason: string) => new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${reason}`, { causes: [{ message: reason }] }),
+  databaseSpaceExceeded: (reason: string) => new StatusError(500, '', reason),
   /**
    * A write for a shard that is being started again: not applied, and worth retrying in a
-   * moment. 503 with Retry-After, which client-go and kubectl retry by themselves.
+   * moment. 503 with Retry-After, which client-go and kubectl retry by themselves (kube,
+   * with etcd unreachable, would hold the write until its timeout instead).
    */
   storageUnavailable: (shard: number, why: string) =>
     new StatusError(503, StatusReason.ServiceUnavailable, `storage is unavailable: shard ${shard} is being restarted from its log (${why}); retry shortly`, { retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
   /**
    * A write a shard held when its worker ended: it may have been made durable just before
-   * (a restart then replays it), so, as kube does for an etcd request that timed out, a 500
-   * that claims neither outcome and is not retried for the client.
+   * (a restart then replays it), so it is answered as kube answers an etcd request that
+   * failed with its outcome unknown ("etcdserver: request timed out"): a 500 with no reason,
+   * which clients do not retry by themselves.
    */
-  storageOutcomeUnknown: (shard: number, why: string) => {
-    const message = `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`;
-    return new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] });
-  },
+  storageOutcomeUnknown: (shard: number, why: string) =>
+    new StatusError(500, '', `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`),
 };
 
 /** The field-error types of k8s.io/apimachinery/pkg/util/validation/field, as they appear in causes[].reason. */
