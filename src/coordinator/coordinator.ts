@@ -304,6 +304,8 @@ export class Coordinator {
         this.catchUp(handle, maxRv);
         handle.state = 'up';
         handle.down = '';
+        // a new worker starts with no alarm: it posts one when its first batch is refused
+        handle.alarm = '';
         handle.restartDelayMs = 0;
         console.error(`shard ${handle.index} is running again (restart ${handle.restarts}), at resource version ${maxRv}`);
       },
@@ -322,9 +324,10 @@ export class Coordinator {
    * logged record once the worker is ready, and applied as that batch would have been.
    */
   private catchUp(handle: ShardHandle, maxRv: number): void {
-    handle.env.root.resetReadTxn();
     const missed: CommittedEvent[] = [];
-    if (maxRv > handle.applied) {
+    // (no environment yet: the worker ended during start-up, which loads the caches afterwards)
+    if (handle.env && maxRv > handle.applied) {
+      handle.env.root.resetReadTxn();
       for (const { key, value } of handle.env.hist.getRange({ start: handle.applied + 1 })) {
         if (key > maxRv) break;
         missed.push({ id: 0, rv: key, rec: Buffer.from(value) });

@@ -518,7 +518,9 @@ port.on('message', (msg: FrontToShard) => {
       }
       treeIdle
         .then(() => env.root.flushed)
-        .then(() => wal.release(maxRv))
+        // only what the B-tree has flushed: after a failed transaction (a full disk) the log
+        // holds records the B-tree does not, and the next start applies them from there
+        .then(() => wal.release(treeFlushedRv))
         .finally(() => wal.close())
         .then(() => env.root.close())
         .then(() => post({ t: 'closed' }), () => post({ t: 'closed' }));
