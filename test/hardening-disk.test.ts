@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const root = process.getuid?.() === 0;
@@ -94,6 +94,9 @@ describe.skipIf(!root)('a full disk', () => {
     const spare = join(mnt, 'spare');
     fillUp(spare, 8 * 1024 * 1024);
     s = await startServer({ dataDir: join(mnt, 'data') });
+    // a watch lives through the whole episode
+    const watch = openWatch(s, `${CM}?watch=true`);
+    expect(await watch.status).toBe(200);
     const acked = new Map<string, string>();
     let refusal: any;
     // four writers of 100 KB ConfigMaps until the disk is full: until writes have been refused
@@ -128,10 +131,14 @@ describe.skipIf(!root)('a full disk', () => {
     expect(st.reason).toBeUndefined();
     expect(st.message).toMatch(/^database space exceeded: [0-9.]+ MiB free on the data directory's file system/);
 
-    // reads go on: a list, a get, a watch's initial state
+    // reads go on: a list, a get, a new watch's initial state
     await expectAllStored(s, acked);
     const first = [...acked.keys()][0];
     expect((await within(request(s, 'GET', `${CM}/${first}`), 10_000, 'get')).status).toBe(200);
+    const late = openWatch(s, `${CM}?watch=true&resourceVersion=0`);
+    await until(() => late.events.filter((e) => acked.has(e.object.metadata.name)).length >= acked.size, 15_000);
+    expect(new Set(late.events.map((e) => e.object.metadata.name).filter((n) => acked.has(n) || n.startsWith('cm-')))).toEqual(new Set(acked.keys()));
+    late.close();
 
     // the storage check fails, as kube's etcd checks are named
     const ready = await within(request(s, 'GET', '/readyz'), 10_000, 'readyz');
@@ -155,6 +162,12 @@ describe.skipIf(!root)('a full disk', () => {
     const after = await within(request(s, 'POST', CM, { metadata: { name: 'after' }, data: { v: 'after' } }), 10_000, 'create after');
     expect(after.status).toBe(201);
     acked.set('after', 'after');
+    // the watch opened before saw every acknowledged write, and nothing refused
+    await until(() => watch.events.some((e) => e.object.metadata.name === 'after'), 10_000);
+    expect(watch.ended()).toBe(false);
+    // (the namespace's kube-root-ca.crt is there from the start too)
+    expect(new Set(watch.events.map((e) => e.object.metadata.name).filter((n) => acked.has(n) || n.startsWith('cm-')))).toEqual(new Set(acked.keys()));
+    watch.close();
     assertNoCrash(s);
 
     // nothing acknowledged is lost, and the server starts again on the same data
