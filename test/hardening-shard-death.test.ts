@@ -133,4 +133,29 @@ describe('a shard worker that ends', () => {
       s.cleanup();
     }
   }, 120_000);
+
+  it('a worker that ends in the middle of a B-tree transaction is started again, and its acknowledged writes are there', async () => {
+    const s = await startServer({ args: ARGS, env: { KUBESHARD_FAULT_SHARD_EXIT_IN_TREE_KEY: 'default/in-tree' } });
+    try {
+      const acked = new Map<string, string>();
+      await createAcked(s, 10, 'c', acked);
+      // acknowledged from the log; the worker ends while its B-tree takes it
+      const r = await within(request(s, 'POST', CM, cm('in-tree')), 5000, 'the write whose B-tree transaction ends the worker');
+      expect(r.status).toBe(201);
+      acked.set('in-tree', 'in-tree');
+      await until(async () => (await request(s, 'GET', '/readyz')).status === 500 || s.output().includes('is running again'), 10_000);
+      await until(async () => (await request(s, 'GET', '/readyz')).status === 200, 30_000);
+      const next = await within(request(s, 'POST', CM, cm('next')), 5000, 'a write after the restart');
+      expect(next.status).toBe(201);
+      acked.set('next', 'next');
+      await expectAllStored(s, acked);
+      await s.kill9();
+      await s.restart();
+      await expectAllStored(s, acked);
+    } finally {
+      if (process.env.SHOW_OUTPUT) console.log(s.output());
+      await s.stop().catch(() => undefined);
+      s.cleanup();
+    }
+  }, 120_000);
 });

@@ -75,6 +75,8 @@ const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
  */
 const EXIT_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_KEY ?? '';
 const EXIT_AFTER_LOG_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_AFTER_LOG_KEY ?? '';
+/** ... and with this key, in the middle of the B-tree transaction that takes it (its puts made, not committed) */
+const EXIT_IN_TREE = process.env.KUBESHARD_FAULT_SHARD_EXIT_IN_TREE_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */
 let treeQueue: Array<[number, Buffer]> = [];
 /** the B-tree cost (space-guard.ts) of the records in treeQueue */
@@ -223,6 +225,7 @@ function drainTree(): void {
     }
   }
   let committed = false;
+  if (EXIT_IN_TREE && batch.some(([, rec]) => recordKey(rec) === EXIT_IN_TREE)) throw new Error('injected shard failure inside a B-tree transaction');
   env.meta
     .put('maxRv', last)
     .then(() => {
