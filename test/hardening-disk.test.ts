@@ -94,7 +94,7 @@ describe.skipIf(!root)('a full disk', () => {
     const spare = join(mnt, 'spare');
     fillUp(spare, 8 * 1024 * 1024);
     s = await startServer({ dataDir: join(mnt, 'data') });
-    // a watch lives through the whole episode
+    // a watch lives through the episode
     const watch = openWatch(s, `${CM}?watch=true`);
     expect(await watch.status).toBe(200);
     const acked = new Map<string, string>();
@@ -155,6 +155,24 @@ describe.skipIf(!root)('a full disk', () => {
     expect(one.body).toMatch(/^internal server error: .*database space exceeded/);
     expect((await request(s, 'GET', '/readyz?exclude=etcd&exclude=etcd-readiness')).status).toBe(200);
 
+    // the watch opened before saw every acknowledged write, and nothing refused
+    await until(() => watch.events.filter((e) => acked.has(e.object.metadata.name)).length >= acked.size, 10_000);
+    expect(watch.ended()).toBe(false);
+    // (the namespace's kube-root-ca.crt is there from the start too)
+    expect(new Set(watch.events.map((e) => e.object.metadata.name).filter((n) => acked.has(n) || n.startsWith('cm-')))).toEqual(new Set(acked.keys()));
+    watch.close();
+
+    // killed and started again while the disk is still full: it starts, serves, and says so
+    await s.kill9();
+    await s.restart();
+    const again = openWatch(s, `${CM}?watch=true`);
+    expect(await again.status).toBe(200);
+    await expectAllStored(s, acked);
+    expect((await within(request(s, 'GET', '/readyz'), 10_000, 'readyz after a restart on a full disk')).status).toBe(500);
+    const still = await within(request(s, 'POST', CM, { metadata: { name: 'still-full' }, data: { v: 'x'.repeat(100_000) } }), 10_000, 'a write after the restart');
+    expect(still.status).toBe(500);
+    expect(still.json().message).toMatch(/^database space exceeded/);
+
     // space comes back: the alarm clears by itself, and writes are taken again
     rmSync(spare);
     await waitFor('readyz ok once space returned', 10_000, async () => (await request(s!, 'GET', '/readyz')).status === 200);
@@ -162,12 +180,10 @@ describe.skipIf(!root)('a full disk', () => {
     const after = await within(request(s, 'POST', CM, { metadata: { name: 'after' }, data: { v: 'after' } }), 10_000, 'create after');
     expect(after.status).toBe(201);
     acked.set('after', 'after');
-    // the watch opened before saw every acknowledged write, and nothing refused
-    await until(() => watch.events.some((e) => e.object.metadata.name === 'after'), 10_000);
-    expect(watch.ended()).toBe(false);
-    // (the namespace's kube-root-ca.crt is there from the start too)
-    expect(new Set(watch.events.map((e) => e.object.metadata.name).filter((n) => acked.has(n) || n.startsWith('cm-')))).toEqual(new Set(acked.keys()));
-    watch.close();
+    // a watch opened while the disk was full lives on and sees the write
+    await until(() => again.events.some((e) => e.object.metadata.name === 'after'), 10_000);
+    expect(again.ended()).toBe(false);
+    again.close();
     assertNoCrash(s);
 
     // nothing acknowledged is lost, and the server starts again on the same data

@@ -558,6 +558,10 @@ try {
   }
   compactTimer = setInterval(() => compact(), data.compactIntervalMs);
   compactTimer.unref();
+  // a start on a full disk raises the alarm at once, not at the first refused write: health
+  // checks tell the truth from the start
+  spaceAlarm = guard.admit(ZERO_STEP, CLEAR_MARGIN);
+  updateAlarm();
 } catch (err) {
   post({ t: 'fatal', message: err instanceof Error ? err.message : String(err) });
   // nothing more this thread can do: the coordinator starts another one (or stops start-up)
