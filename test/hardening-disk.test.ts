@@ -16,31 +16,6 @@ const root = process.getuid?.() === 0;
 let mnt = '';
 let s: TestServer | undefined;
 
-beforeEach(() => {
-  if (!root) return;
-  mnt = mkdtempSync(join(tmpdir(), 'kubeshard-disk-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=30m', 'tmpfs', mnt]);
-});
-
-afterEach(async () => {
-  if (!root) return;
-  if (process.env.SHOW_OUTPUT) console.log(s?.output());
-  const stopped = s?.stop().catch(() => undefined);
-  // a server that does not stop in time is killed: the mount must go
-  await Promise.race([stopped, new Promise((r) => setTimeout(r, 15_000))]);
-  if (s?.proc.exitCode === null) s.proc.kill('SIGKILL');
-  s = undefined;
-  for (let i = 0; i < 20; i++) {
-    try {
-      execFileSync('umount', [mnt]);
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-  rmSync(mnt, { recursive: true, force: true });
-});
-
 /** Writes zeros to `path` until the file system refuses: what is left free is ~0. */
 function fillUp(path: string, maxBytes = Infinity): number {
   const fd = openSync(path, 'w');
@@ -89,6 +64,31 @@ async function expectAllStored(srv: TestServer, acked: Map<string, string>): Pro
 }
 
 describe.skipIf(!root)('a full disk', () => {
+  beforeEach(() => {
+    if (!root) return;
+    mnt = mkdtempSync(join(tmpdir(), 'kubeshard-disk-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=30m', 'tmpfs', mnt]);
+  });
+
+  afterEach(async () => {
+    if (!root) return;
+    if (process.env.SHOW_OUTPUT) console.log(s?.output());
+    const stopped = s?.stop().catch(() => undefined);
+    // a server that does not stop in time is killed: the mount must go
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 15_000))]);
+    if (s?.proc.exitCode === null) s.proc.kill('SIGKILL');
+    s = undefined;
+    for (let i = 0; i < 20; i++) {
+      try {
+        execFileSync('umount', [mnt]);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    rmSync(mnt, { recursive: true, force: true });
+  });
+
   it('refuses writes with a 500 "database space exceeded" Status, serves reads, fails the storage check, recovers when space returns, loses nothing', async () => {
     // room the test gives back later, as an operator would
     const spare = join(mnt, 'spare');
@@ -243,4 +243,27 @@ describe.skipIf(!root)('a full disk', () => {
     await waitFor('readyz ok after the restart', 15_000, async () => (await request(s!, 'GET', '/readyz')).status === 200);
     assertNoCrash(s);
   }, 240_000);
+});
+
+describe('a failing disk', () => {
+  it('log appends that keep failing fail the storage check until one succeeds', async () => {
+    const srv = await startServer({ env: { KUBESHARD_FAULT_FAIL_LOG_KEY: 'default/lost' } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await within(request(srv, 'POST', CM, { metadata: { name: 'lost' } }), 5000, 'a write the log refuses');
+        expect(r.status).toBe(500);
+        // one failure alone is not an alarm: the next write may well go through
+        if (i === 0) expect((await request(srv, 'GET', '/readyz')).status).toBe(200);
+      }
+      const ready = await request(srv, 'GET', '/readyz');
+      expect(ready.status).toBe(500);
+      expect(ready.body).toContain('[-]etcd failed: reason withheld\n');
+      expect((await request(srv, 'GET', '/readyz/etcd')).body).toMatch(/log append failed 3 times in a row/);
+      expect((await request(srv, 'POST', CM, { metadata: { name: 'fine' } })).status).toBe(201);
+      expect((await request(srv, 'GET', '/readyz')).status).toBe(200);
+    } finally {
+      await srv.stop().catch(() => undefined);
+      srv.cleanup();
+    }
+  });
 });

@@ -62,6 +62,14 @@ function loadIndex(): void {
 let treeAlarm = '';
 /** Set while the file system is below the space reserve: writes are refused meanwhile. */
 let spaceAlarm = '';
+/**
+ * Set once log appends have failed LOG_FAILURES_FOR_ALARM times in a row for another cause
+ * than space (a failing disk): writes are still tried, and the first that succeeds clears it.
+ * One failure alone is not an alarm: the batch was refused and the next may go through.
+ */
+let logAlarm = '';
+let logFailures = 0;
+const LOG_FAILURES_FOR_ALARM = 3;
 /** the alarm the front last heard of, and its kind */
 let postedAlarm = '';
 let postedKind = '';
@@ -90,10 +98,10 @@ const TREE_FAILURES_BEFORE_RESTART = 6;
 
 /** Tells the front when the alarm (the B-tree's first: it is the graver) changes. */
 function updateAlarm(): void {
-  const reason = treeAlarm || spaceAlarm;
+  const reason = treeAlarm || spaceAlarm || logAlarm;
   if (reason === postedAlarm) return;
   // logged when it is raised, changes kind or clears; its figures change with every refusal
-  const kind = treeAlarm ? 'tree' : spaceAlarm ? 'space' : '';
+  const kind = treeAlarm ? 'tree' : spaceAlarm ? 'space' : logAlarm ? 'log' : '';
   if (kind !== postedKind) console.error(reason ? `shard ${data.index}: storage alarm: ${reason}` : `shard ${data.index}: storage alarm cleared`);
   postedKind = kind;
   postedAlarm = reason;
@@ -415,6 +423,8 @@ function flush(): void {
         throw new Error(spaceAlarm);
       }
       wal.append(records, first, last);
+      logFailures = 0;
+      logAlarm = '';
       guard.addDebt(cost);
       const took = performance.now() - logStart;
       stats.logMs += took;
@@ -434,7 +444,10 @@ function flush(): void {
       message = spaceAlarm = `database space exceeded: ${message}`;
     }
     const failure = nospace ? ('nospace' as const) : ('storage' as const);
-    if (!nospace && !treeAlarm) console.error(`shard ${data.index}: log append failed: ${message}`);
+    if (!nospace && !treeAlarm) {
+      console.error(`shard ${data.index}: log append failed: ${message}`);
+      if (++logFailures >= LOG_FAILURES_FOR_ALARM) logAlarm = `log append failed ${logFailures} times in a row: ${message}`;
+    }
     post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: failure, message })), events: [], lastRv: shared.lastRv(data.index) });
     shared.setPendingFrom(data.index, 0);
     updateAlarm();
