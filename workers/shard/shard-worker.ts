@@ -26,8 +26,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
-import { WriteAheadLog, ZERO_STEP, encodeEntry, payload } from './wal.js';
-import { SpaceGuard, treeCost } from './space-guard.js';
+import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
+import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
@@ -36,8 +36,10 @@ const data = workerData as ShardWorkerData;
 const port = parentPort!;
 const shared = new SharedState(data.shared);
 const env = openShardEnv(data.path);
-const wal = new WriteAheadLog(data.path);
-const guard = new SpaceGuard(data.path, shared, data.index);
+/** the data's file system, sized once: the log's fill step and the space reserve scale down on a small one */
+const fsBytes = fileSystemBytes(data.path);
+const wal = new WriteAheadLog(data.path, fsBytes ? fillStepFor(fsBytes) : undefined);
+const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor(fsBytes) : RESERVE_BYTES);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 const index = new Map<string, number>();
@@ -115,11 +117,11 @@ function updateAlarm(): void {
 const SPACE_RECHECK_MS = 1000;
 /**
  * Once raised, the space alarm clears (and writes are taken) only with room for a whole log
- * fill step and this much more above the reserve. Without the margin, the alarm would clear
- * with room for some small write, and be raised again by the next write that needs a fill
- * step: health checks would flap with it.
+ * fill step and this much more above the reserve (half of it). Without the margin, the alarm
+ * would clear with room for some small write, and be raised again by the next write that
+ * needs a fill step: health checks would flap with it.
  */
-const CLEAR_MARGIN = 4 * 1024 * 1024;
+const CLEAR_MARGIN = guard.reserve / 2;
 let spaceTimer: NodeJS.Timeout | null = null;
 
 /**
@@ -136,7 +138,7 @@ function recheckSpace(): void {
       console.error(`shard ${data.index}: log reclaim failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  spaceAlarm = guard.admit(ZERO_STEP, CLEAR_MARGIN);
+  spaceAlarm = guard.admit(wal.fillStep, CLEAR_MARGIN);
   if (!spaceAlarm && spaceTimer) {
     clearInterval(spaceTimer);
     spaceTimer = null;
@@ -573,7 +575,7 @@ try {
   compactTimer.unref();
   // a start on a full disk raises the alarm at once, not at the first refused write: health
   // checks tell the truth from the start
-  spaceAlarm = guard.admit(ZERO_STEP, CLEAR_MARGIN);
+  spaceAlarm = guard.admit(wal.fillStep, CLEAR_MARGIN);
   updateAlarm();
 } catch (err) {
   post({ t: 'fatal', message: err instanceof Error ? err.message : String(err) });

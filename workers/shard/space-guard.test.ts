@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { SpaceGuard, treeCost, RESERVE_BYTES } from './space-guard.js';
+import { SpaceGuard, treeCost, reserveFor, RESERVE_BYTES } from './space-guard.js';
+import { fillStepFor, ZERO_STEP } from './wal.js';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 
 const MiB = 1024 * 1024;
@@ -32,5 +33,14 @@ describe('space guard', () => {
   it('estimates a large record as its pages and a small one at twice its size', () => {
     expect(treeCost(100_000)).toBe(Math.ceil(100_064 / 4096) * 4096 + 4096);
     expect(treeCost(100)).toBe(328);
+  });
+
+  it('scales the reserve and the log\'s fill step down on a small file system', () => {
+    expect(reserveFor(500 * 1024 * MiB)).toBe(RESERVE_BYTES);
+    expect(reserveFor(30 * MiB)).toBe(30 * MiB / 16);
+    expect(reserveFor(4 * MiB)).toBe(1 * MiB);
+    expect(fillStepFor(500 * 1024 * MiB)).toBe(ZERO_STEP);
+    expect(fillStepFor(30 * MiB)).toBe(960 * 1024);
+    expect(fillStepFor(1 * MiB)).toBe(256 * 1024);
   });
 });

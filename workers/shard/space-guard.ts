@@ -17,8 +17,27 @@
 import { statfsSync } from 'node:fs';
 import type { SharedState } from '../../src/coordinator/shared-state.js';
 
-/** Free space kept below every admitted batch, for what the estimates do not cover. */
+/** Free space kept below every admitted batch, for what the estimates do not cover: at most this... */
 export const RESERVE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * ... or a 16th of a small file system (at least 1 MiB): on a 30 MB disk 8 MiB would keep
+ * a quarter of it unused. What the reserve covers grows with the database, which a small
+ * disk keeps small.
+ */
+export function reserveFor(total: number): number {
+  return Math.min(RESERVE_BYTES, Math.max(1024 * 1024, Math.floor(total / 16)));
+}
+
+/** The size of the file system `dir` is on, in bytes (0 when it cannot be measured). */
+export function fileSystemBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.blocks * s.bsize;
+  } catch {
+    return 0;
+  }
+}
 
 const PAGE = 4096;
 /** LMDB stores a value above about half a page in overflow pages of its own */
@@ -40,7 +59,7 @@ export class SpaceGuard {
     private readonly dir: string,
     private readonly shared: SharedState,
     private readonly shard: number,
-    private readonly reserve = RESERVE_BYTES,
+    readonly reserve = RESERVE_BYTES,
     private readonly free: () => number = () => {
       const s = statfsSync(dir);
       return s.bavail * s.bsize;

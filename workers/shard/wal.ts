@@ -8,7 +8,7 @@
 // and the B-tree is brought up to date afterwards without waiting for its own flush.
 // After a crash, the records the B-tree had not made durable are applied again at start.
 //
-// Segments are zero-filled ahead of the writes (ZERO_STEP at a time), so that an append
+// Segments are zero-filled ahead of the writes (a fill step at a time), so that an append
 // overwrites blocks the file already owns: fdatasync then flushes data only, with no
 // journal commit for a change of size (which, on ext4, would also flush every other
 // file's newly allocated blocks). A segment is removed once the B-tree has flushed every
@@ -27,8 +27,17 @@ import { join } from 'node:path';
 import { FIXED, decodeRecord, recordLength, validRecord, writeRecord, writeRecordHead, type RevisionRecord } from './record.js';
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
-/** how far ahead of the appends a segment is zero-filled, at a time */
+/** how far ahead of the appends a segment is zero-filled at a time, at most */
 export const ZERO_STEP = 4 * 1024 * 1024;
+
+/**
+ * The fill step for a file system of `total` bytes: ZERO_STEP, or a 32nd of a small one
+ * (at least 256 KiB), so that the log's fill ahead does not hold a large share of a small
+ * disk (each shard has its own).
+ */
+export function fillStepFor(total: number): number {
+  return Math.min(ZERO_STEP, Math.max(256 * 1024, Math.floor(total / 32 / 4096) * 4096));
+}
 const ZEROS = Buffer.alloc(ZERO_STEP);
 const HEADER = 8;
 
@@ -97,7 +106,11 @@ export class WriteAheadLog {
   /** bytes of the current segment known to be zero-filled */
   private filled = 0;
 
-  constructor(private readonly dir: string) {}
+  constructor(
+    private readonly dir: string,
+    /** how far ahead of the appends the segment is zero-filled at a time (at most ZERO_STEP) */
+    readonly fillStep = ZERO_STEP,
+  ) {}
 
   /**
    * Every record of every segment, oldest first. Called once, at start-up, before append.
@@ -145,7 +158,7 @@ export class WriteAheadLog {
     const from = rotates ? 0 : this.pos;
     const filled = rotates ? 0 : this.filled;
     let need = 0;
-    while (filled + need < from + size) need += ZERO_STEP;
+    while (filled + need < from + size) need += this.fillStep;
     return need;
   }
 
@@ -160,7 +173,7 @@ export class WriteAheadLog {
     if (this.fd < 0 || (this.pos + size > SEGMENT_BYTES && this.pos > 0)) this.rotate(firstRv);
     // ENOSPC surfaces here, before any record is written: the fill is what takes new blocks.
     // A short write (a nearly full file system) counts only what it wrote.
-    while (this.filled < this.pos + size) this.filled += writeSync(this.fd, ZEROS, 0, ZERO_STEP, this.filled);
+    while (this.filled < this.pos + size) this.filled += writeSync(this.fd, ZEROS, 0, this.fillStep, this.filled);
     const chunk = records.length === 1 ? records[0] : Buffer.concat(records, size);
     let off = 0;
     try {
