@@ -193,6 +193,30 @@ export const errors = {
     ),
   /** A patch that ran past its time budget: the Status kube's finisher gives a request past its deadline. */
   patchTimeout: () => new StatusError(504, StatusReason.Timeout, 'Timeout: request did not complete within requested timeout - context deadline exceeded', {}),
+  // Issue 17, item 4 (a full disk, a shard worker that ends):
+  /**
+   * A write a shard refused under its space reserve (workers/shard/space-guard.ts). For etcd's
+   * NOSPACE alarm kube answers exactly so: the etcd error is not an API status, so
+   * ErrorToAPIStatus makes it a 500 with no reason and etcd's text as the message ("Error
+   * from server: etcdserver: mvcc: database space exceeded" in kubectl). Ours says "database
+   * space exceeded" too, then our measure of the file system instead of etcd's quota.
+   */
+  databaseSpaceExceeded: (reason: string) => new StatusError(500, '', reason),
+  /**
+   * A write for a shard that is being started again: not applied, and worth retrying in a
+   * moment. 503 with Retry-After, which client-go and kubectl retry by themselves (kube,
+   * with etcd unreachable, would hold the write until its timeout instead).
+   */
+  storageUnavailable: (shard: number, why: string) =>
+    new StatusError(503, StatusReason.ServiceUnavailable, `storage is unavailable: shard ${shard} is being restarted from its log (${why}); retry shortly`, { retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+  /**
+   * A write a shard held when its worker ended: it may have been made durable just before
+   * (a restart then replays it), so it is answered as kube answers an etcd request that
+   * failed with its outcome unknown ("etcdserver: request timed out"): a 500 with no reason,
+   * which clients do not retry by themselves.
+   */
+  storageOutcomeUnknown: (shard: number, why: string) =>
+    new StatusError(500, '', `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`),
 };
 
 /** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */

@@ -216,7 +216,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     extraPaths.set('/openid/v1/jwks', (req, res) => sendBody(req, res, 200, 'application/jwk-set+json', jwks, cache));
   }
 
-  const health: HealthState = { ready: false, shuttingDown: false };
+  const health: HealthState = { ready: false, shuttingDown: false, storage: () => coord.storageProblem() };
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   const apf = o.enablePriorityAndFairness

@@ -5,6 +5,15 @@
 //
 // Thread ownership: a Coordinator lives on the front (main) thread. The shard workers
 // own the write side of their LMDB environments; this class holds read-only handles.
+//
+// A shard worker that ends after start-up, for any cause (issue 17, item 4), does not take
+// the server or its waiters with it: the writes it had not answered fail at once (their
+// outcome unknown: 500), writes for it fail fast while it is down (503 with Retry-After),
+// and it is started again from its log (the start-up path: the log's records the B-tree
+// lacks are applied), with a growing delay while it cannot start. Once it is ready, the
+// caches take what it committed and never announced, from its B-tree, and writes resume.
+// Meanwhile reads are served from the caches, and the storage health check fails
+// (storageProblem()), as it does while a shard raises its storage alarm (no space).
 import { Worker } from 'node:worker_threads';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -80,7 +89,28 @@ interface ShardHandle {
   flushScheduled: boolean;
   freshWaiters: Array<() => void>;
   closed?: () => void;
+  /** the worker takes writes ('up'), or is being started again after it ended ('down') */
+  state: 'up' | 'down';
+  /** why the shard is down: the error its worker ended with */
+  down: string;
+  /** the shard's storage alarm ('' when none): it refuses every write with this reason */
+  alarm: string;
+  /** delay before the next start of a worker that is down; grows while starts fail */
+  restartDelayMs: number;
+  restarts: number;
 }
+
+/** The first restart of a shard that ended is at once; later ones back off up to this. */
+const RESTART_DELAY_MAX_MS = 5000;
+/**
+ * A restarted shard that is neither ready nor failed after this long is stuck, most likely
+ * on a write lock its dead worker left held inside lmdb-js, which no thread of this process
+ * can free: the process exits (every acknowledged write is in a log) for its supervisor to
+ * start it again, rather than refuse that shard's writes forever.
+ */
+const RESTART_STUCK_MS = 60_000;
+/** The failures of a full (or failing) disk, which a later try may get past. */
+const DISK_TROUBLE = /ENOSPC|EDQUOT|No space left|Input\/output error|EIO\b|database space exceeded/i;
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
@@ -137,30 +167,24 @@ export class Coordinator {
     }
     const ready: Promise<{ maxRv: number }>[] = [];
     for (let i = 0; i < shardCount; i++) {
-      const path = join(dataDir, `shard-${i}`);
-      mkdirSync(path, { recursive: true });
-      const worker = new Worker(SHARD_WORKER, {
-        workerData: { index: i, path, shared: this.shared.sab, shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864 } satisfies ShardWorkerData,
-      });
-      const handle: ShardHandle = { index: i, worker, env: null as unknown as ShardEnv, applied: 0, newer: [], queue: [], flushScheduled: false, freshWaiters: [] };
+      mkdirSync(join(dataDir, `shard-${i}`), { recursive: true });
+      const handle: ShardHandle = {
+        index: i,
+        worker: null as unknown as Worker,
+        env: null as unknown as ShardEnv,
+        applied: 0,
+        newer: [],
+        queue: [],
+        flushScheduled: false,
+        freshWaiters: [],
+        state: 'up',
+        down: '',
+        alarm: '',
+        restartDelayMs: 0,
+        restarts: 0,
+      };
       this.shards.push(handle);
-      ready.push(
-        new Promise((resolve, reject) => {
-          const onMsg = (m: ShardToFront) => {
-            if (m.t === 'ready') {
-              worker.off('message', onMsg);
-              worker.on('message', (msg: ShardToFront) => this.onShardMessage(handle, msg));
-              resolve({ maxRv: m.maxRv });
-            } else if (m.t === 'fatal') reject(new Error(`shard ${i}: ${m.message}`));
-          };
-          worker.on('message', onMsg);
-          worker.once('error', reject);
-        }),
-      );
-      worker.on('error', (err) => {
-        // A shard that dies takes its un-acknowledged writes with it; fail them loudly.
-        console.error(`shard ${i} failed:`, err);
-      });
+      ready.push(this.spawnAtStart(handle));
     }
     const states = await Promise.all(ready);
     // The allocator starts above every version stored anywhere, so versions never repeat across restarts.
@@ -175,6 +199,163 @@ export class Coordinator {
         else this.markCorrupt(o.gr, o.key, o.rv, o.json);
       }
     }
+  }
+
+  /**
+   * Starts the shard's worker; resolves with its high-water mark once it is ready (its log
+   * applied to its B-tree), rejects if it fails before. After start-up, its end is handled
+   * by onShardExit.
+   */
+  private spawn(handle: ShardHandle): Promise<{ maxRv: number }> {
+    const i = handle.index;
+    const worker = new Worker(SHARD_WORKER, {
+      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, restart: handle.restarts } satisfies ShardWorkerData,
+    });
+    handle.worker = worker;
+    let why = '';
+    worker.on('error', (err) => {
+      why = err instanceof Error ? err.message : String(err);
+      console.error(`shard ${i} failed:`, err);
+    });
+    return new Promise((resolve, reject) => {
+      let isReady = false;
+      const onMsg = (m: ShardToFront) => {
+        if (m.t === 'ready') {
+          isReady = true;
+          worker.off('message', onMsg);
+          worker.on('message', (msg: ShardToFront) => this.onShardMessage(handle, msg));
+          resolve({ maxRv: m.maxRv });
+        } else if (m.t === 'fatal') why = m.message;
+      };
+      worker.on('message', onMsg);
+      worker.once('exit', (code) => {
+        if (!isReady) reject(new Error(`shard ${i}: ${why || `its worker exited with code ${code} before it was ready`}`));
+        else if (handle.worker === worker && !this.closing) this.onShardExit(handle, why || `its worker exited with code ${code}`);
+      });
+    });
+  }
+
+  private closing = false;
+
+  /**
+   * The first start of a shard. One that fails for want of space (its log's records cannot be
+   * applied to its B-tree on a full disk) is tried again until space returns, as kube-apiserver
+   * waits for etcd; any other failure stops start-up, as before.
+   */
+  private async spawnAtStart(handle: ShardHandle): Promise<{ maxRv: number }> {
+    let delay = 250;
+    for (;;) {
+      try {
+        return await this.spawn(handle);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!DISK_TROUBLE.test(message)) throw err;
+        console.error(`${message}: trying again in ${delay} ms, once there is space on the data directory's file system`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, RESTART_DELAY_MAX_MS);
+      }
+    }
+  }
+
+  /**
+   * A shard's worker ended after start-up. Whatever it had not answered fails now: the
+   * writes it never received (still queued here) with 503, as they were not applied; the
+   * writes it held with 500, for it may have made them durable before it ended (a restart
+   * replays them; the caches then take them). Waiters for fresh caches are woken (they wait
+   * on until their own deadline), and the shard is started again.
+   */
+  private onShardExit(handle: ShardHandle, why: string): void {
+    handle.state = 'down';
+    handle.down = why;
+    console.error(`shard ${handle.index} stopped (${why}); starting it again from its log`);
+    const queued = handle.queue;
+    handle.queue = [];
+    for (const op of queued) {
+      const p = this.pending.get(op.id);
+      if (!p) continue;
+      this.pending.delete(op.id);
+      p.reject(errors.storageUnavailable(handle.index, why));
+    }
+    for (const [id, p] of this.pending) {
+      if (this.shardFor(p.op.gr) !== handle.index) continue;
+      this.pending.delete(id);
+      p.reject(errors.storageOutcomeUnknown(handle.index, why));
+    }
+    this.wakeFreshWaiters(handle);
+    this.scheduleRestart(handle);
+  }
+
+  private scheduleRestart(handle: ShardHandle): void {
+    const delay = handle.restartDelayMs;
+    handle.restartDelayMs = Math.min(Math.max(100, delay * 2), RESTART_DELAY_MAX_MS);
+    setTimeout(() => this.restart(handle), delay).unref();
+  }
+
+  private restart(handle: ShardHandle): void {
+    if (this.closing) return;
+    handle.restarts++;
+    const stuck = setTimeout(() => {
+      console.error(`shard ${handle.index} has not started again within ${RESTART_STUCK_MS / 1000}s (${handle.down}); exiting so that the process is started afresh`);
+      process.exit(1);
+    }, RESTART_STUCK_MS);
+    stuck.unref();
+    this.spawn(handle).then(
+      ({ maxRv }) => {
+        clearTimeout(stuck);
+        if (this.closing) return;
+        this.catchUp(handle, maxRv);
+        handle.state = 'up';
+        handle.down = '';
+        // a new worker starts with no alarm: it posts one when its first batch is refused
+        handle.alarm = '';
+        handle.restartDelayMs = 0;
+        console.error(`shard ${handle.index} is running again (restart ${handle.restarts}), at resource version ${maxRv}`);
+      },
+      (err: Error) => {
+        clearTimeout(stuck);
+        handle.down = err.message;
+        console.error(`shard ${handle.index} could not start again: ${err.message}`);
+        if (!this.closing) this.scheduleRestart(handle);
+      },
+    );
+  }
+
+  /**
+   * After a restart: the records the shard committed that the caches never heard of (a
+   * batch logged just before its worker ended) are read from its B-tree, which holds every
+   * logged record once the worker is ready, and applied as that batch would have been.
+   */
+  private catchUp(handle: ShardHandle, maxRv: number): void {
+    const missed: CommittedEvent[] = [];
+    // (no environment yet: the worker ended during start-up, which loads the caches afterwards)
+    if (handle.env && maxRv > handle.applied) {
+      handle.env.root.resetReadTxn();
+      for (const { key, value } of handle.env.hist.getRange({ start: handle.applied + 1 })) {
+        if (key > maxRv) break;
+        missed.push({ id: 0, rv: key, rec: Buffer.from(value) });
+      }
+    }
+    if (missed.length) console.error(`shard ${handle.index}: ${missed.length} committed change(s) the caches had not taken, applied from its log`);
+    this.applyCommit(handle, [], missed, maxRv);
+  }
+
+  private wakeFreshWaiters(shard: ShardHandle): void {
+    if (shard.freshWaiters.length === 0) return;
+    const waiters = shard.freshWaiters;
+    shard.freshWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /**
+   * Why storage cannot take writes now ('' when it can): a shard down, or a shard's storage
+   * alarm. The storage check of /livez and /readyz (handlers/health.ts) fails while it is set.
+   */
+  storageProblem(): string {
+    for (const s of this.shards) {
+      if (s.state === 'down') return `shard ${s.index} is not running: ${s.down}`;
+      if (s.alarm) return `shard ${s.index}: ${s.alarm}`;
+    }
+    return '';
   }
 
   /** objects whose stored bytes cannot be decoded, per type: key -> version and bytes (front thread) */
@@ -311,6 +492,8 @@ export class Coordinator {
   write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
     const id = this.nextId++;
     const shard = this.shards[this.shardFor(op.gr)];
+    // a shard being started again takes no writes: fail fast (clients retry on Retry-After)
+    if (shard.state === 'down') return Promise.reject(errors.storageUnavailable(shard.index, shard.down));
     // The caller's op literal is taken over (no copy: a spread costs more than the rest of this call).
     const queued = op as WriteOp;
     queued.id = id;
@@ -328,7 +511,8 @@ export class Coordinator {
 
   private flushShard(shard: ShardHandle): void {
     shard.flushScheduled = false;
-    if (shard.queue.length === 0) return;
+    // (a shard that went down since: onShardExit failed its queue)
+    if (shard.queue.length === 0 || shard.state === 'down') return;
     const ops = shard.queue;
     shard.queue = [];
     const msg: FrontToShard = { t: 'write', ops };
@@ -366,6 +550,9 @@ export class Coordinator {
         break;
       case 'closed':
         shard.closed?.();
+        break;
+      case 'alarm':
+        shard.alarm = msg.reason;
         break;
       case 'compacted':
       case 'ready':
@@ -425,14 +612,11 @@ export class Coordinator {
       if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
       // too large is final: a Status of its own for every writer, never retried as a conflict
       else if (a.err === 'toolarge') p.reject(errors.storageRequestTooLarge(Number(a.message) || 0));
+      else if (a.err === 'nospace') p.reject(errors.databaseSpaceExceeded(a.message ?? 'database space exceeded'));
       else p.reject(new WriteRejected(a.err));
     }
     // 3. then whoever waits for the cache to catch up.
-    if (shard.freshWaiters.length) {
-      const waiters = shard.freshWaiters;
-      shard.freshWaiters = [];
-      for (const w of waiters) w();
-    }
+    this.wakeFreshWaiters(shard);
   }
 
   /**
@@ -481,11 +665,13 @@ export class Coordinator {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     for (const c of this.caches.values()) c.watchers.closeAll();
     await Promise.all(
       this.shards.map(
         (s) =>
           new Promise<void>((resolve) => {
+            if (s.state === 'down') return resolve();
             this.flushShard(s);
             s.closed = resolve;
             s.worker.postMessage({ t: 'close' } satisfies FrontToShard);
@@ -494,7 +680,9 @@ export class Coordinator {
       ),
     );
     for (const s of this.shards) {
-      await s.worker.terminate();
+      // (a worker stuck in native code, such as a restart waiting on a lock its predecessor
+      // held, cannot be terminated: shutdown goes on without it)
+      await Promise.race([s.worker.terminate(), new Promise((r) => setTimeout(r, 5000).unref())]);
       try {
         await s.env?.root.close();
       } catch {

@@ -2,17 +2,22 @@
 // Every slot is written with Atomics so that reads on another thread are ordered.
 //
 //   [0]            the global resourceVersion counter (the coordinator's allocator)
-//   [1 + 4i + 0]   shard i: the last resourceVersion it committed (durable in its log) and published
-//   [1 + 4i + 1]   shard i: while it commits, a lower bound of every version it takes (0 when idle)
-//   [1 + 4i + 2]   shard i: its compacted revision (history at or below it is gone)
-//   [1 + 4i + 3]   shard i: the last version its LMDB B-tree holds (readable there; Atomics.notify on change)
+//   [1 + 5i + 0]   shard i: the last resourceVersion it committed (durable in its log) and published
+//   [1 + 5i + 1]   shard i: while it commits, a lower bound of every version it takes (0 when idle)
+//   [1 + 5i + 2]   shard i: its compacted revision (history at or below it is gone)
+//   [1 + 5i + 3]   shard i: the last version its LMDB B-tree holds (readable there; Atomics.notify on change)
+//   [1 + 5i + 4]   shard i: bytes its B-tree is estimated to still need for records logged and
+//                  not yet committed to it (workers/shard/space-guard.ts; every shard reads all)
 
-const SLOTS = 4;
+const SLOTS = 5;
 
 export class SharedState {
   readonly view: BigInt64Array;
+  /** how many shards the buffer has slots for */
+  readonly shardCount: number;
   constructor(readonly sab: SharedArrayBuffer) {
     this.view = new BigInt64Array(sab);
+    this.shardCount = (this.view.length - 1) / SLOTS;
   }
 
   static create(shardCount: number): SharedState {
@@ -77,5 +82,11 @@ export class SharedState {
       if (left <= 0) return false;
       Atomics.wait(this.view, i, cur, left);
     }
+  }
+  treeDebt(shard: number): number {
+    return Number(Atomics.load(this.view, 5 + SLOTS * shard));
+  }
+  setTreeDebt(shard: number, bytes: number): void {
+    Atomics.store(this.view, 5 + SLOTS * shard, BigInt(Math.round(bytes)));
   }
 }

@@ -1,16 +1,50 @@
-// /healthz, /livez, /readyz: 200 "ok" once the server serves; /readyz fails while shutting
-// down. Verbose output and per-check paths come with their own issue.
+// /healthz, /livez, /readyz: kube-apiserver's named checks, in its text format.
+//
+// Each endpoint runs its checks in order. All passing: "ok" (200), or with ?verbose one
+// "[+]name ok" line each and "<endpoint> check passed". Any failing: 500 with every line,
+// the failing ones as "[-]name failed: reason withheld" (the endpoints are public: the
+// reason goes to the log only), and "<endpoint> check failed". ?exclude=name skips a check
+// ("[+]name excluded: ok"). /<endpoint>/<name> runs one check: "ok", or 500 "internal server
+// error: <reason>" (kube shows the reason there).
+//
+// The storage check has kube's names, so that probes and dashboards written for
+// kube-apiserver read it unchanged: `etcd` (livez, readyz, healthz) and `etcd-readiness`
+// (readyz). Here they are one condition: every shard worker running and no shard's storage
+// alarm raised (no space below the reserve, no B-tree failing: coordinator.storageProblem).
+// Unlike kube's etcd check, which only pings etcd and so passes under etcd's NOSPACE alarm,
+// ours fails while writes would fail (issue 17, item 4), on livez too: a server that
+// cannot write is not working, though reads are still served.
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { sendText } from '../http/respond.js';
 
 export interface HealthState {
   ready: boolean;
   shuttingDown: boolean;
+  /** why storage cannot take writes ('' when it can); absent: no storage check */
+  storage?: () => string;
 }
 
 const ENDPOINTS = new Set(['/healthz', '/livez', '/readyz']);
 
+/** A named check: '' when it passes, else why it fails. */
+type Check = [name: string, run: () => string];
+
+function checksOf(state: HealthState, endpoint: string): Check[] {
+  const storage = (): string => state.storage?.() ?? '';
+  const checks: Check[] = [
+    ['ping', () => ''],
+    ['log', () => ''],
+    ['etcd', storage],
+  ];
+  if (endpoint === 'readyz') checks.push(['etcd-readiness', storage]);
+  checks.push(['poststarthook/generic-apiserver-start-informers', () => (state.ready ? '' : 'not finished')]);
+  if (endpoint === 'readyz') checks.push(['shutdown', () => (state.shuttingDown ? 'process is shutting down' : '')]);
+  return checks;
+}
+
 export function healthHandler(state: HealthState): (req: ApiRequest, res: ResponseSink) => boolean {
+  /** the failures last logged: a probe every second logs a change, not every answer */
+  let logged = '';
   return (req, res) => {
     // Trailing slashes off by a loop: /\/+$/ is quadratic in a path of many slashes.
     let end = req.path.length;
@@ -18,9 +52,39 @@ export function healthHandler(state: HealthState): (req: ApiRequest, res: Respon
     const path = req.path.slice(0, end);
     const base = '/' + (path.split('/')[1] ?? '');
     if (!ENDPOINTS.has(base)) return false;
-    const ok = state.ready && !(base === '/readyz' && state.shuttingDown);
-    if (ok) sendText(res, 200, 'ok');
-    else sendText(res, 500, `[-]${base === '/readyz' ? 'shutdown' : 'ping'} failed: reason withheld\n${base.slice(1)} check failed\n`);
+    const endpoint = base.slice(1);
+    const checks = checksOf(state, endpoint);
+    const one = path.slice(base.length + 1);
+    if (one) {
+      const check = checks.find(([name]) => name === one);
+      if (!check) return false;
+      const why = check[1]();
+      if (why) sendText(res, 500, `internal server error: ${why}\n`);
+      else sendText(res, 200, 'ok');
+      return true;
+    }
+    const excluded = new Set(req.query.getAll('exclude').flatMap((v) => v.split(',')).filter((v) => v !== ''));
+    let out = '';
+    const failed: string[] = [];
+    for (const [name, run] of checks) {
+      if (excluded.delete(name)) {
+        out += `[+]${name} excluded: ok\n`;
+        continue;
+      }
+      const why = run();
+      if (why) {
+        out += `[-]${name} failed: reason withheld\n`;
+        failed.push(`[-]${name} failed: ${why}`);
+      } else out += `[+]${name} ok\n`;
+    }
+    if (excluded.size > 0) out += `warn: some health checks cannot be excluded: no matches for ${[...excluded].map((e) => `"${e}"`).join(',')}\n`;
+    const failures = failed.join('; ');
+    if (failures !== logged && failures) console.error(`${endpoint} check failed: ${failures}`);
+    logged = failures;
+    if (failed.length > 0) {
+      sendText(res, 500, `${out}${endpoint} check failed\n`);
+    } else if (req.query.has('verbose')) sendText(res, 200, `${out}${endpoint} check passed\n`);
+    else sendText(res, 200, 'ok');
     return true;
   };
 }

@@ -35,10 +35,12 @@ export interface WriteOp {
 }
 
 /**
- * storage: the write could not be made durable (the log failed); message says why.
- * toolarge: the encoded object is over the shard's maxObjectBytes (etcd's "request is too large").
+ * storage: the write could not be made durable (the log failed, or the B-tree cannot take
+ * what the log holds); nospace: refused before logging, the file system is below the space
+ * reserve (space-guard.ts); toolarge: the encoded object is over the shard's maxObjectBytes
+ * (etcd's "request is too large"). message says why.
  */
-export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage' | 'toolarge';
+export type WriteFailure = 'exists' | 'conflict' | 'notfound' | 'storage' | 'nospace' | 'toolarge';
 
 /** A write refused: a failed precondition, or storage that could not take it. */
 export interface Ack {
@@ -68,6 +70,12 @@ export type ShardToFront =
   /** t0, t1 (KUBESHARD_COMMIT_STATS only): when the group commit began, and when its log was durable (ms, absolute) */
   | { t: 'commit'; refused: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
   | { t: 'compacted'; compactedRv: number }
+  /**
+   * The shard's storage alarm changed: while reason is not empty, it refuses every write
+   * with that reason (no space, or a B-tree that cannot take the log's records), and the
+   * front's storage health check fails; '' when it clears.
+   */
+  | { t: 'alarm'; reason: string }
   | { t: 'closed' }
   | { t: 'fatal'; message: string };
 
@@ -83,4 +91,6 @@ export interface ShardWorkerData {
   treeIntervalMs: number;
   /** the largest object, in encoded bytes, a write may store (--max-object-size-bytes); deletions are never refused */
   maxObjectBytes: number;
+  /** how many times this shard's worker has been started again after it ended (0: the first start) */
+  restart: number;
 }

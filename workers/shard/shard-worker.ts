@@ -14,10 +14,20 @@
 // B-tree holds it, so reads never wait for the B-tree; the last version it holds is
 // published (appliedRv). Once the B-tree has flushed a version, the log segments up to it
 // are removed; at start-up the records it had not flushed are applied again.
+//
+// A full or failing disk (issue 17, item 4): before a batch is logged, the space guard
+// (space-guard.ts) checks that the file system keeps room for it, for the B-tree to take
+// everything logged, and a reserve; else the batch is refused ('nospace') and the storage
+// alarm is raised (posted to the front, which fails its health check) until space returns.
+// A log append that fails refuses its batch and leaves the log as it was. A B-tree
+// transaction that fails puts its records back and is retried (with the alarm raised and
+// writes refused meanwhile); one that keeps failing while space is there ends this thread,
+// and the coordinator starts the shard again from its log. Nothing unlogged is acknowledged.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
-import { WriteAheadLog, encodeEntry, payload } from './wal.js';
+import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
+import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
 import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
@@ -26,7 +36,10 @@ const data = workerData as ShardWorkerData;
 const port = parentPort!;
 const shared = new SharedState(data.shared);
 const env = openShardEnv(data.path);
-const wal = new WriteAheadLog(data.path);
+/** the data's file system, sized once: the log's fill step and the space reserve scale down on a small one */
+const fsBytes = fileSystemBytes(data.path);
+const wal = new WriteAheadLog(data.path, fsBytes ? fillStepFor(fsBytes) : undefined);
+const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor(fsBytes) : RESERVE_BYTES);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 const index = new Map<string, number>();
@@ -47,19 +60,99 @@ function loadIndex(): void {
   }
 }
 
-/** Set when the B-tree could not take a batch the log holds: later writes are refused. */
-let broken = '';
+/** Set while the B-tree cannot take the records the log holds: writes are refused meanwhile. */
+let treeAlarm = '';
+/** Set while the file system is below the space reserve: writes are refused meanwhile. */
+let spaceAlarm = '';
+/**
+ * Set once log appends have failed LOG_FAILURES_FOR_ALARM times in a row for another cause
+ * than space (a failing disk): writes are still tried, and the first that succeeds clears it.
+ * One failure alone is not an alarm: the batch was refused and the next may go through.
+ */
+let logAlarm = '';
+let logFailures = 0;
+const LOG_FAILURES_FOR_ALARM = 3;
+/** the alarm the front last heard of, and its kind */
+let postedAlarm = '';
+let postedKind = '';
 const HOLD_TREE = process.env.KUBESHARD_FAULT_HOLD_TREE === '1';
 /** Fault injection: a log append with a write of this key fails, as on a full or failing disk. */
 const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
+/**
+ * Fault injection for the shard-death tests: a batch with a write of this key ends the
+ * thread with an uncaught error, before its log append (..._KEY) or after it, durable but
+ * unanswered (..._AFTER_LOG_KEY). Environment only: no API client can reach it.
+ */
+const EXIT_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_KEY ?? '';
+const EXIT_AFTER_LOG_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_AFTER_LOG_KEY ?? '';
+/** ... and with this key, in the middle of the B-tree transaction that takes it (its puts made, not committed) */
+const EXIT_IN_TREE = process.env.KUBESHARD_FAULT_SHARD_EXIT_IN_TREE_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */
 let treeQueue: Array<[number, Buffer]> = [];
+/** the B-tree cost (space-guard.ts) of the records in treeQueue */
+let treeQueueCost = 0;
+/** delay before the next try of a failed B-tree transaction; doubles while it keeps failing */
+let treeRetryMs = 250;
+let treeFailures = 0;
+const TREE_RETRY_MAX_MS = 5000;
+/** failed tries, with space to spare, after which this thread ends to be started again from its log */
+const TREE_FAILURES_BEFORE_RESTART = 6;
+
+/** Tells the front when the alarm (the B-tree's first: it is the graver) changes. */
+function updateAlarm(): void {
+  const reason = treeAlarm || spaceAlarm || logAlarm;
+  if (reason === postedAlarm) return;
+  // logged when it is raised, changes kind or clears; its figures change with every refusal
+  const kind = treeAlarm ? 'tree' : spaceAlarm ? 'space' : logAlarm ? 'log' : '';
+  if (kind !== postedKind) console.error(reason ? `shard ${data.index}: storage alarm: ${reason}` : `shard ${data.index}: storage alarm cleared`);
+  postedKind = kind;
+  postedAlarm = reason;
+  post({ t: 'alarm', reason });
+  if (spaceAlarm && !spaceTimer) {
+    spaceTimer = setInterval(recheckSpace, SPACE_RECHECK_MS);
+    spaceTimer.unref();
+  }
+}
+
+const SPACE_RECHECK_MS = 1000;
+/**
+ * Once raised, the space alarm clears (and writes are taken) only with room for a whole log
+ * fill step and this much more above the reserve (half of it). Without the margin, the alarm
+ * would clear with room for some small write, and be raised again by the next write that
+ * needs a fill step: health checks would flap with it.
+ */
+const CLEAR_MARGIN = guard.reserve / 2;
+let spaceTimer: NodeJS.Timeout | null = null;
+
+/**
+ * While the space alarm is raised: gives back the log's space the B-tree no longer needs
+ * (wal.reclaim) and clears the alarm once a small batch would be admitted again, so that
+ * health checks recover without waiting for a write to try.
+ */
+function recheckSpace(): void {
+  if (!treeBusy && treeQueue.length === 0) {
+    try {
+      const removed = wal.reclaim(treeFlushedRv, maxRv + 1);
+      if (removed) console.error(`shard ${data.index}: removed ${removed} log segment(s) the B-tree holds, to give their space back`);
+    } catch (err) {
+      console.error(`shard ${data.index}: log reclaim failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  spaceAlarm = guard.admit(wal.fillStep, CLEAR_MARGIN);
+  if (!spaceAlarm && spaceTimer) {
+    clearInterval(spaceTimer);
+    spaceTimer = null;
+  }
+  updateAlarm();
+}
 let treeLast = 0;
 /** a B-tree transaction is committing or flushing */
 let treeBusy = false;
 /** resolves when the B-tree holds everything queued so far (close waits for it) */
 let treeIdle: Promise<void> = Promise.resolve();
 let treeIdleResolve: (() => void) | null = null;
+/** the last version the B-tree has flushed (durable there): the log before it may go */
+let treeFlushedRv = 0;
 
 /**
  * Brings the B-tree up to the durable log: one transaction at a time, and at most one per
@@ -72,11 +165,12 @@ let treeIdleResolve: (() => void) | null = null;
  * waits for the B-tree: the front keeps each committed record until the B-tree holds it
  * and reads them from there (Coordinator.records).
  */
-function applyToTree(batch: Array<[number, Buffer]>, last: number): void {
+function applyToTree(batch: Array<[number, Buffer]>, last: number, cost: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync
   // and the B-tree's commit, for every batch.
   if (HOLD_TREE) return;
   for (const r of batch) treeQueue.push(r);
+  treeQueueCost += cost;
   treeLast = last;
   if (!treeBusy) {
     treeBusy = true;
@@ -96,9 +190,27 @@ function nextTree(): void {
   else drainTree();
 }
 
+const noop = () => {};
+
+/**
+ * lmdb-js (3.5) opens each transaction of a turn's writes with an internal write whose
+ * promise it gives to no one; when the commit fails, that promise is rejected unhandled, and
+ * an unhandled rejection ends this thread, in the middle of lmdb-js's work (the next start
+ * of the shard could then wait on its write lock). The commit's failure reaches drainTree
+ * through the promises it holds; this one alone is let go. Anything else still ends the thread.
+ */
+process.on('unhandledRejection', (reason) => {
+  const commitError = (reason as { commitError?: Promise<unknown> } | null)?.commitError;
+  if (reason instanceof Error && commitError && reason.message.startsWith('Commit failed')) {
+    commitError.catch(noop);
+    return;
+  }
+  throw reason;
+});
+
 function drainTree(): void {
   treeTimer = null;
-  if (treeQueue.length === 0 || broken) {
+  if (treeQueue.length === 0) {
     treeBusy = false;
     treeIdleResolve?.();
     return;
@@ -106,30 +218,83 @@ function drainTree(): void {
   treeStarted = performance.now();
   const batch = treeQueue;
   const last = treeLast;
+  const cost = treeQueueCost;
   treeQueue = [];
+  treeQueueCost = 0;
   stats.trees++;
   stats.treeOps += batch.length;
-  // puts made in one turn are one lmdb-js transaction, committed on its write thread
-  for (const [rv, rec] of batch) env.hist.put(rv, rec);
+  // Puts made in one turn are one lmdb-js transaction, committed on its write thread. They
+  // share a promise, but lmdb-js may start a new transaction within the turn: every distinct
+  // promise gets a handler, for an unhandled rejection would end this thread.
+  let seen: unknown;
+  for (const [rv, rec] of batch) {
+    const p = env.hist.put(rv, rec);
+    if (p !== seen) {
+      seen = p;
+      (p as Promise<unknown>)?.catch?.(noop);
+    }
+  }
+  let committed = false;
+  if (EXIT_IN_TREE && batch.some(([, rec]) => recordKey(rec) === EXIT_IN_TREE)) throw new Error('injected shard failure inside a B-tree transaction');
   env.meta
     .put('maxRv', last)
     .then(() => {
-      // committed: readable by the front's read transactions
+      // committed: readable by the front's read transactions, and the space it took is taken
+      committed = true;
+      guard.addDebt(-cost);
       shared.setAppliedRv(data.index, last);
+      if (treeAlarm) {
+        console.error(`shard ${data.index}: the B-tree takes the log's records again`);
+        treeAlarm = '';
+        updateAlarm();
+      }
+      treeFailures = 0;
+      treeRetryMs = 250;
       return env.root.flushed;
     })
     .then(
       () => {
         // flushed: the log segments up to here are no longer needed
+        treeFlushedRv = last;
         wal.release(last);
         nextTree();
       },
       (err: unknown) => {
-        // The log holds the batch (it is acknowledged and will be applied again at start-up),
-        // but this run can no longer serve the B-tree's reads correctly: stop taking writes.
-        broken = `storage apply failed: ${err instanceof Error ? err.message : String(err)}`;
-        console.error(`shard ${data.index}: ${broken}`);
-        drainTree();
+        // lmdb-js rejects a second promise with the cause: handled here, not left to end the thread
+        (err as { commitError?: Promise<unknown> } | null)?.commitError?.catch(noop);
+        const message = err instanceof Error ? err.message : String(err);
+        if (committed) {
+          // the transaction is readable but its flush failed: the log keeps the segments, and
+          // the next transaction's flush covers these pages too
+          console.error(`shard ${data.index}: storage flush failed: ${message}`);
+          nextTree();
+          return;
+        }
+        // The log holds the batch (it is acknowledged and will be applied again at start-up):
+        // its records go back in front of the queue and are tried again, while writes are
+        // refused so that the queue (and the log the B-tree cannot release) stop growing.
+        treeQueue = batch.concat(treeQueue);
+        treeQueueCost += cost;
+        treeFailures++;
+        treeAlarm = `storage apply failed: ${message}`;
+        updateAlarm();
+        if (closing) {
+          treeBusy = false;
+          treeIdleResolve?.();
+          return;
+        }
+        if (treeFailures >= TREE_FAILURES_BEFORE_RESTART && !guard.admit(0, 0)) {
+          // space is there and the environment still refuses: start afresh from the log
+          // (the environment closed first: its write lock must not outlive this thread)
+          const why = `the B-tree failed ${treeFailures} times with space to spare (${message}); restarting from the log`;
+          console.error(`shard ${data.index}: ${why}`);
+          post({ t: 'fatal', message: why });
+          wal.close();
+          Promise.race([env.root.close(), new Promise((r) => setTimeout(r, 2000))]).finally(() => process.exit(1));
+          return;
+        }
+        treeTimer = setTimeout(drainTree, treeRetryMs);
+        treeRetryMs = Math.min(treeRetryMs * 2, TREE_RETRY_MAX_MS);
       },
     );
 }
@@ -209,10 +374,16 @@ function flush(): void {
   const records: Buffer[] = [];
   let first = 0;
   let last = 0;
+  /** bytes of the batch's log entries, and what the B-tree will take for them */
+  let size = 0;
+  let cost = 0;
+  /** refused before logging: the space reserve, not a failure of the disk */
+  let nospace = false;
+  if (EXIT_KEY && ops.some((o) => o.key === EXIT_KEY)) throw new Error('injected shard failure before the log append');
   // Every version this batch takes is above the counter now: readers may treat versions up to here as settled.
   shared.setPendingFrom(data.index, shared.currentRv() + 1);
   try {
-    if (broken) throw new Error(broken);
+    if (treeAlarm) throw new Error(treeAlarm);
     const now = Date.now();
     for (const op of ops) {
       const ik = op.gr + '\n' + op.key;
@@ -254,6 +425,8 @@ function flush(): void {
       const entry = encodeEntry({ rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key }, deleted ? FLAG_TOMBSTONE : FLAG_LIVE, head! + rv + tail!);
       const rec = payload(entry);
       records.push(entry);
+      size += entry.length;
+      cost += treeCost(rec.length);
       batch.push([rv, rec]);
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
@@ -265,7 +438,15 @@ function flush(): void {
     if (records.length) {
       const logStart = performance.now();
       if (FAIL_LOG && ops.some((o) => o.key === FAIL_LOG)) throw new Error('write-ahead log: injected failure');
+      spaceAlarm = guard.admit(wal.allocationFor(size), cost + (spaceAlarm ? CLEAR_MARGIN : 0));
+      if (spaceAlarm) {
+        nospace = true;
+        throw new Error(spaceAlarm);
+      }
       wal.append(records, first, last);
+      logFailures = 0;
+      logAlarm = '';
+      guard.addDebt(cost);
       const took = performance.now() - logStart;
       stats.logMs += took;
       if (took > stats.logMax) stats.logMax = took;
@@ -277,11 +458,24 @@ function flush(): void {
       if (prev === undefined) index.delete(ik);
       else index.set(ik, prev);
     }
-    const message = err instanceof Error ? err.message : String(err);
-    post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: 'storage' as const, message })), events: [], lastRv: shared.lastRv(data.index) });
+    let message = err instanceof Error ? err.message : String(err);
+    if ((err as NodeJS.ErrnoException).code === 'ENOSPC' || (err as NodeJS.ErrnoException).code === 'EDQUOT') {
+      // the file system filled up between the guard's measure and the append (another writer)
+      nospace = true;
+      message = spaceAlarm = `database space exceeded: ${message}`;
+    }
+    const failure = nospace ? ('nospace' as const) : ('storage' as const);
+    if (!nospace && !treeAlarm) {
+      console.error(`shard ${data.index}: log append failed: ${message}`);
+      if (++logFailures >= LOG_FAILURES_FOR_ALARM) logAlarm = `log append failed ${logFailures} times in a row: ${message}`;
+    }
+    post({ t: 'commit', refused: ops.map((o) => ({ id: o.id, err: failure, message })), events: [], lastRv: shared.lastRv(data.index) });
     shared.setPendingFrom(data.index, 0);
+    updateAlarm();
     return;
   }
+  if (EXIT_AFTER_LOG_KEY && ops.some((o) => o.key === EXIT_AFTER_LOG_KEY)) throw new Error('injected shard failure after the log append');
+  updateAlarm();
   if (last) {
     maxRv = last;
     shared.setLastRv(data.index, last);
@@ -294,7 +488,7 @@ function flush(): void {
   post(msg);
   shared.setPendingFrom(data.index, 0);
   // The answer goes first: the writers wait for it, and only storage reads wait for the B-tree.
-  if (last) applyToTree(batch, last);
+  if (last) applyToTree(batch, last, cost);
 }
 
 /**
@@ -304,6 +498,16 @@ function flush(): void {
  * compaction never holds up writes for long.
  */
 function compact(retentionMs = data.retentionMs): void {
+  try {
+    compactNow(retentionMs);
+  } catch (err) {
+    // (a full disk: the transaction needs pages too) nothing was removed; the next interval tries again
+    console.error(`shard ${data.index}: compaction failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  post({ t: 'compacted', compactedRv });
+}
+
+function compactNow(retentionMs: number): void {
   const cutoff = Date.now() - retentionMs;
   const SLICE = 5000;
   for (;;) {
@@ -325,7 +529,6 @@ function compact(retentionMs = data.retentionMs): void {
     shared.setCompactedRv(data.index, to);
     if (slice.length < SLICE) break;
   }
-  post({ t: 'compacted', compactedRv });
 }
 
 port.on('message', (msg: FrontToShard) => {
@@ -352,7 +555,9 @@ port.on('message', (msg: FrontToShard) => {
       }
       treeIdle
         .then(() => env.root.flushed)
-        .then(() => wal.release(maxRv))
+        // only what the B-tree has flushed: after a failed transaction (a full disk) the log
+        // holds records the B-tree does not, and the next start applies them from there
+        .then(() => wal.release(treeFlushedRv))
         .finally(() => wal.close())
         .then(() => env.root.close())
         .then(() => post({ t: 'closed' }), () => post({ t: 'closed' }));
@@ -361,12 +566,18 @@ port.on('message', (msg: FrontToShard) => {
 });
 
 let compactTimer: NodeJS.Timeout;
+/** Fault injection for the shard-death tests: a restarted worker takes this long to recover (environment only). */
+const RESTART_DELAY_MS = Number(process.env.KUBESHARD_FAULT_SHARD_RESTART_DELAY_MS ?? 0);
 try {
+  if (data.restart > 0 && RESTART_DELAY_MS > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RESTART_DELAY_MS);
   // Ready first, with the high-water mark every commit writes into meta: the front then
   // loads its cache from the same environment while this thread builds its key index, the
   // two scans on two cores. No write is taken before the index is whole: loadIndex runs in
   // this same turn, so the front's first write messages wait in the port until it is done.
   recover();
+  // (a restart after this thread died: what the last one left in flight is void)
+  shared.setPendingFrom(data.index, 0);
+  shared.setTreeDebt(data.index, 0);
   shared.setLastRv(data.index, maxRv);
   shared.setAppliedRv(data.index, maxRv);
   shared.setCompactedRv(data.index, compactedRv);
@@ -381,6 +592,13 @@ try {
   }
   compactTimer = setInterval(() => compact(), data.compactIntervalMs);
   compactTimer.unref();
+  // a start on a full disk raises the alarm at once, not at the first refused write: health
+  // checks tell the truth from the start
+  spaceAlarm = guard.admit(wal.fillStep, CLEAR_MARGIN);
+  updateAlarm();
 } catch (err) {
   post({ t: 'fatal', message: err instanceof Error ? err.message : String(err) });
+  // nothing more this thread can do: the coordinator starts another one (or stops start-up)
+  wal.close();
+  process.exit(1);
 }
