@@ -63,6 +63,11 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   sendObject(c, repr, r.code, r.json);
 }
 
+/** A value a message may embed as text: absent, null or a JSON scalar. */
+function isScalarOrAbsent(v: unknown): boolean {
+  return v === undefined || v === null || typeof v !== 'object';
+}
+
 function isObj(v: unknown): v is Record<string, any> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -149,6 +154,12 @@ export function decodeApplyBody(c: HandlerContext, apiVersion = apiVersionOf(c.t
     throw errors.badRequest('metadata.managedFields must be nil');
   }
   delete m.managedFields;
+  // A name or namespace that is a map or list is the decoder's type error, named by its JSON
+  // kind (String() of a map with a toString key throws; any other value is text).
+  for (const f of ['name', 'namespace'] as const) {
+    const v = m[f];
+    if (!isScalarOrAbsent(v)) throw errors.badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: json: cannot unmarshal ${Array.isArray(v) ? 'array' : 'object'} into Go struct field ObjectMeta.metadata.${f} of type string`);
+  }
   if (m.name !== undefined && m.name !== c.info.name) {
     throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${c.info.name})`);
   }

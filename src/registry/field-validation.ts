@@ -243,7 +243,8 @@ class Walker {
     const here = name.slice(name.lastIndexOf('.') + 1);
     const top = this.segs.length === 0;
     for (const k in obj) {
-      const p = def.p[k];
+      // (own properties of the schema only: `__proto__` or `toString` is an unknown field)
+      const p = Object.hasOwn(def.p, k) ? def.p[k] : undefined;
       if (!p) {
         this.unknown.push(this.path(k));
         if (this.drop) delete obj[k];
@@ -255,7 +256,7 @@ class Walker {
       if (this.typeError) return;
     }
     if (this.checkRequired && !inStatus && def.req) {
-      for (const r of def.req) if (!(r in obj)) this.required.push(this.path(r));
+      for (const r of def.req) if (!Object.hasOwn(obj, r)) this.required.push(this.path(r));
     }
   }
 }
