@@ -34,3 +34,89 @@ describe('json patch', () => {
     expect(() => jsonPatch(doc, { op: 'add' })).toThrowError();
   });
 });
+
+/** The StatusError f throws. */
+function thrown(f: () => unknown): { code: number; message: string } {
+  try {
+    f();
+  } catch (e: any) {
+    expect(e.constructor.name).toBe('StatusError');
+    return e;
+  }
+  throw new Error('no error');
+}
+
+describe('client keys are own fields (issue 17)', () => {
+  const clean = () => delete (Object.prototype as any).polluted;
+
+  it('a JSON patch through /__proto__/ finds no such path and pollutes nothing', () => {
+    for (const path of ['/__proto__/polluted', '/a/__proto__/polluted', '/constructor/prototype/polluted']) {
+      const e = thrown(() => jsonPatch({ a: {} }, JSON.parse(`[{"op":"add","path":${JSON.stringify(path)},"value":"yes"}]`)));
+      expect(e.code).toBe(422);
+      expect(e.message).toBe(`doc is missing path: "${path}": missing value`);
+      expect(({} as any).polluted).toBeUndefined();
+      clean();
+    }
+  });
+
+  it('a JSON patch adds, replaces and removes __proto__ as an ordinary field', () => {
+    const out = jsonPatch({ a: 1 }, JSON.parse('[{"op":"add","path":"/__proto__","value":{"polluted":"yes"}},{"op":"add","path":"/__proto__/x","value":1}]'));
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(JSON.stringify(out)).toBe('{"a":1,"__proto__":{"polluted":"yes","x":1}}');
+    expect(out.polluted).toBeUndefined();
+    expect(JSON.stringify(jsonPatch(out, [{ op: 'remove', path: '/__proto__' }]))).toBe('{"a":1}');
+    expect(thrown(() => jsonPatch({ a: 1 }, [{ op: 'remove', path: '/__proto__' }])).message).toBe('Unable to remove nonexistent key: __proto__: missing value');
+    clean();
+  });
+
+  it('inherited members read as missing: copy, move, test, replace and remove of toString/constructor', () => {
+    expect(thrown(() => jsonPatch({}, [{ op: 'copy', from: '/toString', path: '/x' }])).message).toBe('copy from missing path: "/toString"');
+    expect(thrown(() => jsonPatch({}, [{ op: 'move', from: '/constructor', path: '/x' }])).message).toBe('Unable to remove nonexistent key: constructor: missing value');
+    expect(thrown(() => jsonPatch({}, [{ op: 'replace', path: '/valueOf', value: 1 }])).message).toBe('replace operation does not apply: doc is missing key: /valueOf: missing value');
+    expect(thrown(() => jsonPatch({}, [{ op: 'test', path: '/hasOwnProperty', value: 1 }])).code).toBe(422);
+    expect(thrown(() => jsonPatch({ l: [1] }, [{ op: 'copy', from: '/l/length', path: '/x' }])).message).toBe('copy from missing path: "/l/length"');
+  });
+
+  it('a merge patch sets and deletes __proto__ as a field, keeping the prototype', () => {
+    const out = mergePatch({ a: { b: 1 } }, JSON.parse('{"__proto__":{"polluted":"yes"},"a":{"__proto__":{"x":1}}}'));
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(out.a)).toBe(Object.prototype);
+    expect(JSON.stringify(out)).toBe('{"a":{"b":1,"__proto__":{"x":1}},"__proto__":{"polluted":"yes"}}');
+    expect(JSON.stringify(mergePatch(out, JSON.parse('{"__proto__":null}')))).toBe('{"a":{"b":1,"__proto__":{"x":1}}}');
+    // a key naming an inherited member merges into nothing, not into the member
+    expect(mergePatch({}, { toString: { a: 1 }, constructor: { b: 2 } })).toEqual({ toString: { a: 1 }, constructor: { b: 2 } });
+    expect(({} as any).polluted).toBeUndefined();
+  });
+});
+
+describe('JSON patch operations of the wrong shape (json-patch\'s errors, 422)', () => {
+  const cases: Array<[unknown, string]> = [
+    [{ op: 'move', path: '/' }, 'move operation failed to decode from: operation, missing from field: missing value'],
+    [{ op: 'copy', path: '/x', from: null }, 'copy operation failed to decode from: operation, missing from field: missing value'],
+    [{ op: 'move', path: '/x', from: 7 }, 'move operation failed to decode from: json: cannot unmarshal number into Go value of type string'],
+    [{ op: 'copy', path: '/x', from: { toString: 1 } }, 'copy operation failed to decode from: json: cannot unmarshal object into Go value of type string'],
+    [{ op: 'copy', path: 1, from: '/a' }, 'copy operation failed to decode path: missing value'],
+    [{ op: 'move', path: true, from: '/a' }, 'move operation failed to decode path: json: cannot unmarshal bool into Go value of type string'],
+    [{ op: { toString: 1 }, path: '/x' }, 'Unexpected kind: unknown'],
+    [{ op: ['add'], path: '/x' }, 'Unexpected kind: unknown'],
+    [{ path: '/x' }, 'Unexpected kind: unknown'],
+    [{ op: 'frob', path: '/x' }, 'Unexpected kind: frob'],
+    [{ op: 'add', value: 1 }, 'add operation failed to decode path: missing value'],
+    [{ op: 'remove', path: { toString: 1 } }, 'remove operation failed to decode path: missing value'],
+    [{ op: 'replace', path: ['/a'], value: 1 }, 'replace operation failed to decode path: json: cannot unmarshal array into Go value of type string'],
+    [{ op: 'test', value: 1 }, 'test operation failed to decode path: operation missing path field: missing value'],
+  ];
+  it.each(cases)('%j', (op, message) => {
+    const e = thrown(() => jsonPatch({ a: 1 }, [op]));
+    expect(e.code).toBe(422);
+    expect(e.message).toBe(message);
+  });
+
+  it('an operation that is not an object is the decoder\'s 400', () => {
+    for (const op of [1, 'add', null, ['add']]) expect(thrown(() => jsonPatch({}, [op])).code).toBe(400);
+  });
+
+  it('an add without a value adds null', () => {
+    expect(jsonPatch({}, [{ op: 'add', path: '/x' }])).toEqual({ x: null });
+  });
+});
