@@ -4,7 +4,7 @@
 // key a client names (`__proto__`, `constructor`, `toString`) reaches Object.prototype: a
 // patch through `__proto__` once polluted every object of the server process.
 import { describe, it, expect } from 'vitest';
-import { request, useServer, type TestServer } from './helpers/server.js';
+import { request, until, useServer, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
 useServer((x) => (s = x));
@@ -227,6 +227,48 @@ describe('deep nesting', () => {
     }
     expect((await request(s, 'GET', `${CM}/deep-create`)).status).toBe(404);
     expect(await stored(`${CM}/deep`)).toEqual(before);
+    await expectUnpolluted();
+  });
+});
+
+describe('deep results and custom resources', () => {
+  const WIDGETS = '/apis/example.com/v1/namespaces/default/widgets';
+  const nest = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+  const deep = (d: number): any => {
+    let x: any = 1;
+    for (let i = 0; i < d; i++) x = { a: x };
+    return x;
+  };
+
+  it('custom resources (free-form) nested past 1,000 levels are a 400, created, updated or patched', async () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.example.com' },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    };
+    expect((await request(s, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status).toBe(201);
+    await until(async () => (await request(s, 'GET', WIDGETS)).status === 200);
+    expect((await request(s, 'POST', WIDGETS, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { a: 1 } })).status).toBe(201);
+    const before = await stored(`${WIDGETS}/w`);
+    for (const d of [1001, 2000, 5000, 9000]) {
+      const body = (name: string) => `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"${name}"},"spec":${nest(d)}}`;
+      const c = await request(s, 'POST', WIDGETS, body(`deep${d}`));
+      expect(expectStatus(c, 400).message).toBe('Widget in version "v1" cannot be handled as a Widget: json: exceeded max depth');
+      expectStatus(await request(s, 'PUT', `${WIDGETS}/w`, body('w')), 400);
+    }
+    // JSON patch can nest deeper than the patch itself: a value added at the end of a deep
+    // path, or a subtree moved into a new map per three operations
+    const ops: any[] = [{ op: 'add', path: '/spec/x', value: deep(900) }];
+    let p = '/spec/x';
+    for (let k = 0; k < 8; k++) {
+      p += '/a'.repeat(899);
+      ops.push({ op: 'add', path: p, value: deep(900) });
+    }
+    const moves: any[] = [{ op: 'add', path: '/spec/r', value: {} }];
+    for (let i = 0; i < 3000; i++) moves.push({ op: 'add', path: '/spec/w', value: {} }, { op: 'move', from: '/spec/r', path: '/spec/w/r' }, { op: 'move', from: '/spec/w', path: '/spec/r' });
+    for (const patch of [ops, moves]) expectStatus(await request(s, 'PATCH', `${WIDGETS}/w`, JSON.stringify(patch), JP), 422);
+    expect(await stored(`${WIDGETS}/w`)).toEqual(before);
     await expectUnpolluted();
   });
 });

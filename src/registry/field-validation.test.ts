@@ -232,3 +232,13 @@ describe('field names that are inherited members (issue 17)', () => {
     expect(r.required).toContain('spec.containers[0].name');
   });
 });
+
+describe('nesting', () => {
+  it('a body nested past 1,000 levels is the decoder\'s type error, free-form fields included', () => {
+    let x: any = 1;
+    for (let i = 0; i < 1000; i++) x = { a: x };
+    const r = checkFields({ apiVersion: 'apps/v1', kind: 'ControllerRevision', metadata: { name: 'r' }, data: x, revision: 1 }, { group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'Strict');
+    expect(r.typeError).toBe('json: exceeded max depth');
+    expect(checkFields({ apiVersion: 'apps/v1', kind: 'ControllerRevision', metadata: { name: 'r' }, data: x.a, revision: 1 }, { group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'Strict').typeError).toBeUndefined();
+  });
+});

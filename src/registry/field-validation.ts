@@ -26,6 +26,7 @@ import { errors, StatusError, StatusReason } from '../errors.js';
 import { bodyText, yamlDuplicatesOf } from '../codec/decode.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import { prune } from './crd/structural.js';
+import { MAX_PATCH_DEPTH, nestsDeeperThan } from './patch-limits.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
@@ -287,6 +288,13 @@ function base64Error(s: string): number | undefined {
  */
 export function checkFields(obj: unknown, gvk: { group: string; version: string; kind: string }, mode: FieldValidationMode, opts: CheckOptions = {}): FieldCheckResult {
   const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
+  // Nesting deeper than the engines, defaulting, validation and encoding recurse through
+  // (free-form fields and custom resources included) is the decoder's error, before any of
+  // them runs: a custom resource 2,000 deep was stored, then failed to encode (a 500).
+  if (nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
+    result.typeError = 'json: exceeded max depth';
+    return result;
+  }
   const custom = customSchemaOf(gvk.group, gvk.version, gvk.kind);
   if (custom) {
     // A custom resource: fields its schema does not name are pruned (kube's structural

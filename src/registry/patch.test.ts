@@ -120,3 +120,19 @@ describe('JSON patch operations of the wrong shape (json-patch\'s errors, 422)',
     expect(jsonPatch({}, [{ op: 'add', path: '/x' }])).toEqual({ x: null });
   });
 });
+
+describe('JSON patch results nested past the limit', () => {
+  it('a value added at the end of a deep path, or moves that nest a subtree, are a 422', () => {
+    const deep = (d: number): any => {
+      let x: any = 1;
+      for (let i = 0; i < d; i++) x = { a: x };
+      return x;
+    };
+    expect(thrown(() => jsonPatch({}, [{ op: 'add', path: '/x', value: deep(600) }, { op: 'add', path: '/x' + '/a'.repeat(599), value: deep(600) }])).code).toBe(422);
+    const moves: any[] = [{ op: 'add', path: '/r', value: {} }];
+    for (let i = 0; i < 1000; i++) moves.push({ op: 'add', path: '/w', value: {} }, { op: 'move', from: '/r', path: '/w/r' }, { op: 'move', from: '/w', path: '/r' });
+    expect(thrown(() => jsonPatch({}, moves)).code).toBe(422);
+    // (999 levels below the document's own is fine)
+    expect(jsonPatch({}, [{ op: 'add', path: '/x', value: deep(998) }]).x).toBeTypeOf('object');
+  });
+});

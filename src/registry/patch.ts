@@ -3,7 +3,7 @@
 // way kube-apiserver answers both. A JSON patch is bounded as kube bounds it (10,000
 // operations, 3 MiB of copies) and by the patch clock (patch-limits.ts).
 import { StatusError, StatusReason, errors } from '../errors.js';
-import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, PatchClock, jsonSizeUpTo } from './patch-limits.js';
+import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, MAX_PATCH_DEPTH, PatchClock, jsonSizeUpTo, nestsDeeperThan } from './patch-limits.js';
 import { ownValue, setOwn } from './own-keys.js';
 
 export function mergePatch(target: any, patch: any): any {
@@ -204,6 +204,10 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
         throw unprocessable(`Unexpected kind: ${kind}`);
     }
   }
+  // add, copy and move can nest the document deeper than any patch does (a value added at
+  // the end of a deep path, a subtree moved into a new map per three operations): a result
+  // past what the rest of the write path recurses through cannot be stored.
+  if (nestsDeeperThan(cur, MAX_PATCH_DEPTH)) throw errors.patchNotApplicable();
   if (stats) stats.copied = copied;
   return cur;
 }
