@@ -288,15 +288,15 @@ function base64Error(s: string): number | undefined {
  */
 export function checkFields(obj: unknown, gvk: { group: string; version: string; kind: string }, mode: FieldValidationMode, opts: CheckOptions = {}): FieldCheckResult {
   const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
-  // Nesting deeper than the engines, defaulting, validation and encoding recurse through
-  // (free-form fields and custom resources included) is the decoder's error, before any of
-  // them runs: a custom resource 2,000 deep was stored, then failed to encode (a 500).
-  if (nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
-    result.typeError = 'json: exceeded max depth';
-    return result;
-  }
   const custom = customSchemaOf(gvk.group, gvk.version, gvk.kind);
   if (custom) {
+    // Nesting deeper than pruning, defaulting, validation and encoding recurse through is
+    // the decoder's error, before any of them runs (a custom resource 2,000 deep was
+    // stored, then failed to encode: a 500).
+    if (nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
+      result.typeError = EXCEEDED_MAX_DEPTH;
+      return result;
+    }
     // A custom resource: fields its schema does not name are pruned (kube's structural
     // pruning) and reported as unknown; types and required fields are the schema
     // validation's (422), not the decoder's.
@@ -327,11 +327,18 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
     // A body nested deeper than the stack allows (JSON.parse takes any depth) is rejected as
     // Go's decoder rejects one deeper than its limit, before anything else recurses into it.
     if (!(e instanceof RangeError)) throw e;
-    result.typeError = 'json: exceeded max depth';
+    result.typeError = EXCEEDED_MAX_DEPTH;
     return result;
   }
   if (w.typeError) {
     result.typeError = w.typeError;
+    return result;
+  }
+  // What is left once unknown fields are dropped (kube's typed decoding skips them, at any
+  // depth) must nest no deeper than the write path recurses through: a free-form field
+  // (RawExtension, JSON) may hold anything. (Strict keeps unknown fields: they fail anyway.)
+  if ((mode !== 'Strict' || w.unknown.length === 0) && nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
+    result.typeError = EXCEEDED_MAX_DEPTH;
     return result;
   }
   result.required = w.required;
@@ -346,6 +353,9 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
   else if (mode === 'Warn') result.warnings = [...yaml, ...problems];
   return result;
 }
+
+/** Go's JSON decoder on input nested past its limit (ours: MAX_PATCH_DEPTH, see patch-limits.ts). */
+const EXCEEDED_MAX_DEPTH = 'json: exceeded max depth';
 
 /** Orders field paths as a walk of key-sorted maps would meet them: segment by segment. */
 function comparePaths(a: string, b: string): number {
