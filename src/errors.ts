@@ -190,6 +190,12 @@ export const errors = {
     ),
   /** A patch that ran past its time budget: the Status kube's finisher gives a request past its deadline. */
   patchTimeout: () => new StatusError(504, StatusReason.Timeout, 'Timeout: request did not complete within requested timeout - context deadline exceeded', {}),
+  /**
+   * A JSON patch that does not apply (a missing path, a failed test, an operation of the wrong
+   * shape). kube wraps json-patch's error in NewGenericServerResponse(422, ...), whose Status
+   * drops the text: it is kept as the error's cause (for logs and tests), never sent.
+   */
+  jsonPatchNotApplicable: (why: string) => Object.assign(new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {}), { cause: why }),
 };
 
 /** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */

@@ -15,6 +15,12 @@ const JP = { 'content-type': 'application/json-patch+json' };
 const MP = { 'content-type': 'application/merge-patch+json' };
 const SMP = { 'content-type': 'application/strategic-merge-patch+json' };
 const APPLY = { 'content-type': 'application/apply-patch+yaml' };
+/**
+ * kube's answer to a JSON patch that does not apply: json-patch's error wrapped in
+ * NewGenericServerResponse(422), which drops its text (the texts are checked in
+ * src/registry/patch.test.ts).
+ */
+const NOT_APPLICABLE = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the server rejected our request due to an error in our request', reason: 'Invalid', details: {}, code: 422 };
 
 async function stored(path: string): Promise<any> {
   const r = await request(s, 'GET', path);
@@ -54,7 +60,7 @@ describe('__proto__ is an ordinary field name', () => {
     const before = await makeCm('proto-jp');
     for (const path of ['/__proto__/polluted', '/data/__proto__/polluted', '/constructor/prototype/polluted', '/toString/x']) {
       const r = await request(s, 'PATCH', `${CM}/proto-jp`, `[{"op":"add","path":${JSON.stringify(path)},"value":"yes"}]`, JP);
-      expect(expectStatus(r, 422).message).toContain('missing');
+      expect(r.json()).toEqual(NOT_APPLICABLE);
     }
     expect(await stored(`${CM}/proto-jp`)).toEqual(before);
     await expectUnpolluted();
@@ -104,27 +110,28 @@ describe('__proto__ is an ordinary field name', () => {
 });
 
 describe('malformed JSON patch operations', () => {
-  const cases: Array<[string, string]> = [
-    ['[{"op":"move","path":"/"}]', 'move operation failed to decode from: operation, missing from field: missing value'],
-    ['[{"op":"copy","path":"/x"}]', 'copy operation failed to decode from: operation, missing from field: missing value'],
-    ['[{"op":"move","from":7,"path":"/x"}]', 'move operation failed to decode from: json: cannot unmarshal number into Go value of type string'],
-    ['[{"op":"copy","from":{"toString":1},"path":"/x"}]', 'copy operation failed to decode from: json: cannot unmarshal object into Go value of type string'],
-    ['[{"op":"copy","from":"/toString","path":"/x"}]', 'copy from missing path: "/toString"'],
-    ['[{"op":"move","from":"/constructor","path":"/x"}]', 'Unable to remove nonexistent key: constructor: missing value'],
-    ['[{"op":{"toString":1},"path":"/x"}]', 'Unexpected kind: unknown'],
-    ['[{"op":["add"],"path":"/x"}]', 'Unexpected kind: unknown'],
-    ['[{"path":"/x"}]', 'Unexpected kind: unknown'],
-    ['[{"op":"add","path":{"toString":1},"value":1}]', 'add operation failed to decode path: missing value'],
-    ['[{"op":"replace","path":["/data"],"value":1}]', 'replace operation failed to decode path: json: cannot unmarshal array into Go value of type string'],
-    ['[{"op":"test","value":1}]', 'test operation failed to decode path: operation missing path field: missing value'],
-    ['[{"op":"remove","path":"/hasOwnProperty"}]', 'Unable to remove nonexistent key: hasOwnProperty: missing value'],
-    ['[{"op":"replace","path":"/valueOf","value":1}]', 'replace operation does not apply: doc is missing key: /valueOf: missing value'],
+  const cases = [
+    '[{"op":"move","path":"/"}]',
+    '[{"op":"copy","path":"/x"}]',
+    '[{"op":"move","from":7,"path":"/x"}]',
+    '[{"op":"copy","from":{"toString":1},"path":"/x"}]',
+    '[{"op":"copy","from":"/toString","path":"/x"}]',
+    '[{"op":"move","from":"/constructor","path":"/x"}]',
+    '[{"op":{"toString":1},"path":"/x"}]',
+    '[{"op":["add"],"path":"/x"}]',
+    '[{"path":"/x"}]',
+    '[{"op":"add","path":{"toString":1},"value":1}]',
+    '[{"op":"replace","path":["/data"],"value":1}]',
+    '[{"op":"test","value":1}]',
+    '[{"op":"remove","path":"/hasOwnProperty"}]',
+    '[{"op":"replace","path":"/valueOf","value":1}]',
   ];
-  it('each is a 422 naming json-patch\'s error; the object is unchanged', async () => {
+  it("each is kube's generic 422; the object is unchanged", async () => {
     const before = await makeCm('bad-ops');
-    for (const [body, message] of cases) {
+    for (const body of cases) {
       const r = await request(s, 'PATCH', `${CM}/bad-ops`, body, JP);
-      expect(expectStatus(r, 422).message, body).toContain(message);
+      expect(r.status, body).toBe(422);
+      expect(r.json(), body).toEqual(NOT_APPLICABLE);
     }
     expect(await stored(`${CM}/bad-ops`)).toEqual(before);
     await expectUnpolluted();
@@ -267,7 +274,7 @@ describe('deep results and custom resources', () => {
     }
     const moves: any[] = [{ op: 'add', path: '/spec/r', value: {} }];
     for (let i = 0; i < 3000; i++) moves.push({ op: 'add', path: '/spec/w', value: {} }, { op: 'move', from: '/spec/r', path: '/spec/w/r' }, { op: 'move', from: '/spec/w', path: '/spec/r' });
-    for (const patch of [ops, moves]) expectStatus(await request(s, 'PATCH', `${WIDGETS}/w`, JSON.stringify(patch), JP), 422);
+    for (const patch of [ops, moves]) expect((await request(s, 'PATCH', `${WIDGETS}/w`, JSON.stringify(patch), JP)).json()).toEqual(NOT_APPLICABLE);
     expect(await stored(`${WIDGETS}/w`)).toEqual(before);
     await expectUnpolluted();
   });

@@ -2,7 +2,7 @@
 // read is 400; one that cannot be applied (a failed `test`, a missing path) is 422, the
 // way kube-apiserver answers both. A JSON patch is bounded as kube bounds it (10,000
 // operations, 3 MiB of copies) and by the patch clock (patch-limits.ts).
-import { StatusError, StatusReason, errors } from '../errors.js';
+import { StatusError, errors } from '../errors.js';
 import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, MAX_PATCH_DEPTH, PatchClock, jsonSizeUpTo, nestsDeeperThan } from './patch-limits.js';
 import { ownValue, setOwn } from './own-keys.js';
 
@@ -17,8 +17,9 @@ export function mergePatch(target: any, patch: any): any {
   return out;
 }
 
+/** json-patch's error for a patch that does not apply: kube answers the generic 422 without its text. */
 function unprocessable(message: string): StatusError {
-  return new StatusError(422, StatusReason.Invalid, message, { causes: [{ reason: 'FieldValueInvalid', message }] });
+  return errors.jsonPatchNotApplicable(message);
 }
 
 function parsePointer(path: string): string[] {
@@ -188,9 +189,9 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
         if (v === undefined) throw unprocessable(`copy from missing path: "${from}"`);
         const path = opPath(op, 'copy');
         copied += jsonSizeUpTo(v, JSON_PATCH_MAX_COPY_BYTES - copied);
-        // kube: "Unable to complete the copy, the accumulated size increase of copy is N,
-        // exceeding the limit 3145728", wrapped in a generic 422 that drops the text.
-        if (copied > JSON_PATCH_MAX_COPY_BYTES) throw errors.patchNotApplicable();
+        if (copied > JSON_PATCH_MAX_COPY_BYTES) {
+          throw unprocessable(`Unable to complete the copy, the accumulated size increase of copy is ${copied}, exceeding the limit ${JSON_PATCH_MAX_COPY_BYTES}`);
+        }
         cur = addAt(cur, path, v, false);
         break;
       }
@@ -207,7 +208,7 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
   // add, copy and move can nest the document deeper than any patch does (a value added at
   // the end of a deep path, a subtree moved into a new map per three operations): a result
   // past what the rest of the write path recurses through cannot be stored.
-  if (nestsDeeperThan(cur, MAX_PATCH_DEPTH)) throw errors.patchNotApplicable();
+  if (nestsDeeperThan(cur, MAX_PATCH_DEPTH)) throw unprocessable(`the patched object nests deeper than ${MAX_PATCH_DEPTH} levels`);
   if (stats) stats.copied = copied;
   return cur;
 }
