@@ -110,28 +110,35 @@ describe('__proto__ is an ordinary field name', () => {
 });
 
 describe('malformed JSON patch operations', () => {
-  const cases = [
-    '[{"op":"move","path":"/"}]',
-    '[{"op":"copy","path":"/x"}]',
-    '[{"op":"move","from":7,"path":"/x"}]',
-    '[{"op":"copy","from":{"toString":1},"path":"/x"}]',
-    '[{"op":"copy","from":"/toString","path":"/x"}]',
-    '[{"op":"move","from":"/constructor","path":"/x"}]',
-    '[{"op":{"toString":1},"path":"/x"}]',
-    '[{"op":["add"],"path":"/x"}]',
-    '[{"path":"/x"}]',
-    '[{"op":"add","path":{"toString":1},"value":1}]',
-    '[{"op":"replace","path":["/data"],"value":1}]',
-    '[{"op":"test","value":1}]',
-    '[{"op":"remove","path":"/hasOwnProperty"}]',
-    '[{"op":"replace","path":"/valueOf","value":1}]',
+  // [body, kube's 400 under fieldValidation Warn (the default) or Strict, when its strict
+  // decoding of the operations fails first]: with Ignore, every one is json-patch's 422
+  const cases: Array<[string, string | undefined]> = [
+    ['[{"op":"move","path":"/"}]', undefined],
+    ['[{"op":"copy","path":"/x"}]', undefined],
+    ['[{"op":"copy","from":"/toString","path":"/x"}]', undefined],
+    ['[{"op":"move","from":"/constructor","path":"/x"}]', undefined],
+    ['[{"path":"/x"}]', undefined],
+    ['[null]', undefined],
+    ['[{"op":"test","value":1}]', undefined],
+    ['[{"op":"remove","path":"/hasOwnProperty"}]', undefined],
+    ['[{"op":"replace","path":"/valueOf","value":1}]', undefined],
+    ['[{"op":"move","from":7,"path":"/x"}]', 'json: cannot unmarshal number into Go struct field jsonPatchOp.from of type string'],
+    ['[{"op":"copy","from":{"toString":1},"path":"/x"}]', 'json: cannot unmarshal object into Go struct field jsonPatchOp.from of type string'],
+    ['[{"op":{"toString":1},"path":"/x"}]', 'json: cannot unmarshal object into Go struct field jsonPatchOp.op of type string'],
+    ['[{"op":["add"],"path":"/x"}]', 'json: cannot unmarshal array into Go struct field jsonPatchOp.op of type string'],
+    ['[{"op":"add","path":{"toString":1},"value":1}]', 'json: cannot unmarshal object into Go struct field jsonPatchOp.path of type string'],
+    ['[{"op":"replace","path":["/data"],"value":1}]', 'json: cannot unmarshal array into Go struct field jsonPatchOp.path of type string'],
   ];
-  it("each is kube's generic 422; the object is unchanged", async () => {
+  it("each is kube's 400 (strict decoding) or its generic 422 (json-patch); the object is unchanged", async () => {
     const before = await makeCm('bad-ops');
-    for (const body of cases) {
-      const r = await request(s, 'PATCH', `${CM}/bad-ops`, body, JP);
-      expect(r.status, body).toBe(422);
-      expect(r.json(), body).toEqual(NOT_APPLICABLE);
+    for (const [body, decodeError] of cases) {
+      for (const fv of ['', 'Warn', 'Strict']) {
+        const r = await request(s, 'PATCH', `${CM}/bad-ops${fv ? `?fieldValidation=${fv}` : ''}`, body, JP);
+        if (decodeError) expect(r.json(), body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `error decoding patch: ${decodeError}`, reason: 'BadRequest', code: 400 });
+        else expect(r.json(), body).toEqual(NOT_APPLICABLE);
+      }
+      const ignored = await request(s, 'PATCH', `${CM}/bad-ops?fieldValidation=Ignore`, body, JP);
+      expect(ignored.json(), body).toEqual(NOT_APPLICABLE);
     }
     expect(await stored(`${CM}/bad-ops`)).toEqual(before);
     await expectUnpolluted();

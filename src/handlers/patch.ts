@@ -13,6 +13,7 @@ import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type
 import { rootNode } from '../registry/schema-walk.js';
 import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
 import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseOversized } from '../registry/patch-limits.js';
+import { strictJsonPatchTypeError } from '../registry/patch.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
 
@@ -55,6 +56,10 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   }
   // The engines recurse as deep as the patch nests: a body of `[[[[...` is refused whole.
   if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+  if (kind === 'json' && mode !== 'Ignore') {
+    const why = strictJsonPatchTypeError(patch);
+    if (why) throw errors.badRequest(`error decoding patch: ${why}`);
+  }
   // Field validation runs on the patched object; a merge patch's duplicate keys are object paths too.
   const warnings = (c.req.warnings ??= []);
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;

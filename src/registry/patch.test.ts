@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { jsonPatch, mergePatch } from './patch.js';
+import { jsonPatch, mergePatch, strictJsonPatchTypeError } from './patch.js';
 
 describe('merge patch', () => {
   it('merges, replaces arrays and deletes with null', () => {
@@ -114,8 +114,22 @@ describe('JSON patch operations of the wrong shape (json-patch\'s errors, 422)',
     expect(e.cause).toBe(message);
   });
 
-  it('an operation that is not an object is the decoder\'s 400', () => {
-    for (const op of [1, 'add', null, ['add']]) expect(thrown(() => jsonPatch({}, [op])).code).toBe(400);
+  it('an operation that is not an object is the decoder\'s 400 (null is an empty one: kind unknown)', () => {
+    expect(thrown(() => jsonPatch({}, [1])).message).toBe('json: cannot unmarshal number into Go value of type jsonpatch.Operation');
+    expect(thrown(() => jsonPatch({}, ['add'])).message).toBe('json: cannot unmarshal string into Go value of type jsonpatch.Operation');
+    expect(thrown(() => jsonPatch({}, [['add']])).message).toBe('json: cannot unmarshal array into Go value of type jsonpatch.Operation');
+    expect(thrown(() => jsonPatch({}, [null])).cause).toBe('Unexpected kind: unknown');
+  });
+
+  it('kube\'s strict decoding (fieldValidation Warn or Strict) names the first field of the wrong type', () => {
+    expect(strictJsonPatchTypeError([{ op: 'add', path: '/x', value: { op: 1 } }, null])).toBeUndefined();
+    expect(strictJsonPatchTypeError([{ op: 'add', path: null, from: null }])).toBeUndefined();
+    expect(strictJsonPatchTypeError(null)).toBeUndefined();
+    expect(strictJsonPatchTypeError({ op: 'add' })).toBe('json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp');
+    expect(strictJsonPatchTypeError([{ op: 'add', path: '/x' }, 7])).toBe('json: cannot unmarshal number into Go value of type handlers.jsonPatchOp');
+    expect(strictJsonPatchTypeError([{ path: ['/x'], op: { toString: 1 } }])).toBe('json: cannot unmarshal array into Go struct field jsonPatchOp.path of type string');
+    expect(strictJsonPatchTypeError([{ op: 'move', from: true }])).toBe('json: cannot unmarshal bool into Go struct field jsonPatchOp.from of type string');
+    expect(strictJsonPatchTypeError([{ OP: 1, Path: 2 }])).toBeUndefined(); // (field names match case-sensitively)
   });
 
   it('an add without a value adds null', () => {

@@ -122,6 +122,7 @@ function addAt(doc: any, path: string, value: any, replace: boolean, owned = fal
 /** Go's name for the JSON type of a decoded value, as encoding/json's errors give it. */
 function goJsonType(v: unknown): string {
   if (Array.isArray(v)) return 'array';
+  if (v === null) return 'null';
   if (typeof v === 'boolean') return 'bool';
   return typeof v; // number, object
 }
@@ -147,6 +148,28 @@ function opField(op: Record<string, unknown>, field: 'path' | 'from', kind: stri
 const opPath = (op: Record<string, unknown>, kind: string) => opField(op, 'path', kind);
 const opFrom = (op: Record<string, unknown>, kind: string) => opField(op, 'from', kind);
 
+/**
+ * The error of kube's strict decoding of a JSON patch, which its handler runs first when
+ * fieldValidation is Warn (the default) or Strict: the patch decoded into a list of
+ * {op, path, from: string; value: any}, so an op, path or from of another type (or an
+ * operation that is no map) fails the request as a 400 "error decoding patch: ..." before
+ * json-patch sees it. The first error in document order, or undefined.
+ */
+export function strictJsonPatchTypeError(patch: unknown): string | undefined {
+  if (patch === null) return undefined;
+  if (!Array.isArray(patch)) return `json: cannot unmarshal ${goJsonType(patch)} into Go value of type []handlers.jsonPatchOp`;
+  for (const op of patch) {
+    if (op === null) continue;
+    if (typeof op !== 'object' || Array.isArray(op)) return `json: cannot unmarshal ${goJsonType(op)} into Go value of type handlers.jsonPatchOp`;
+    for (const k of Object.keys(op)) {
+      if (k !== 'op' && k !== 'path' && k !== 'from') continue;
+      const v = op[k];
+      if (v !== null && typeof v !== 'string') return `json: cannot unmarshal ${goJsonType(v)} into Go struct field jsonPatchOp.${k} of type string`;
+    }
+  }
+  return undefined;
+}
+
 /** What a JSON patch did that the caller weighs afterwards. */
 export interface JsonPatchStats {
   /** the JSON bytes (estimated) that copy operations added */
@@ -163,7 +186,9 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
   let copied = 0;
   for (const op of patch) {
     clock.tick();
-    if (op === null || typeof op !== 'object' || Array.isArray(op)) throw errors.badRequest('json: cannot unmarshal into Go value of type jsonpatch.Operation');
+    // (json-patch decodes each operation into a map: null is an empty one, of kind "unknown")
+    if (op === null) throw unprocessable('Unexpected kind: unknown');
+    if (typeof op !== 'object' || Array.isArray(op)) throw errors.badRequest(`json: cannot unmarshal ${goJsonType(op)} into Go value of type jsonpatch.Operation`);
     // json-patch reads op, path and from as strings: an op of another type is "unknown", a
     // path or from that is missing or not a string fails the operation (messages below).
     const kind = typeof ownValue(op, 'op') === 'string' ? (op.op as string) : 'unknown';
