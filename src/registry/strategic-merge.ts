@@ -44,7 +44,7 @@ function genericUnprocessable(): StatusError {
   return new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {});
 }
 
-/** mergepatch.ErrBadPatchFormatForRetainKeys: a 400. */
+/** mergepatch.ErrBadPatchFormatForRetainKeys: a 400 (as are the other ErrBadPatchFormat errors). */
 const badRetainKeys = () => badPatch('invalid patch format of retainKeys');
 
 /** Go's %v of a decoded JSON value: map[k:v ...] with sorted keys, [a b], <nil>. */
@@ -121,10 +121,11 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
   // $retainKeys: the original keeps only the named keys.
   if (Object.hasOwn(patch, RETAIN_KEYS)) {
     const keys = patch[RETAIN_KEYS];
-    // a list of field names: anything else (a nested list, a map) is a malformed patch
-    if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string')) throw badRetainKeys();
+    // A list of field names. A scalar that is no string names no field; a map or a list in
+    // it is refused (kube hashes each item and panics on those: a 500).
+    if (!Array.isArray(keys) || keys.some((k) => k !== null && typeof k === 'object')) throw badRetainKeys();
     delete patch[RETAIN_KEYS];
-    const keep = new Set<string>(keys);
+    const keep = new Set<string>(keys.filter((k): k is string => typeof k === 'string'));
     // Every field the patch sets must be retained (deletions and the list directives aside).
     for (const k of Object.keys(patch)) {
       if (patch[k] === null || k.startsWith(DELETE_PRIMITIVE) || k.startsWith(SET_ORDER)) continue;
@@ -139,7 +140,7 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
     const field = key.slice(SET_ORDER.length);
     const order = patch[key];
     delete patch[key];
-    if (!Array.isArray(order)) throw badPatch('invalid patch: $setElementOrder must be a list');
+    if (!Array.isArray(order)) throw badPatch('invalid patch format of setElementOrder list');
     const fn = childNode(n, field);
     const mergeKey = fn.patchMergeKey ?? '';
     const ov = ownValue(original, field);
@@ -170,7 +171,7 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
     if (rawKey.startsWith(DELETE_PRIMITIVE)) {
       key = rawKey.slice(DELETE_PRIMITIVE.length);
       deleteList = true;
-      if (!Array.isArray(pv)) throw badPatch('invalid patch: $deleteFromPrimitiveList must be a list of primitives');
+      if (!Array.isArray(pv)) throw badPatch('invalid patch format of primitive list');
       const cur = ownValue(original, key);
       if (Array.isArray(cur)) {
         const drop = new Set(pv.map((x) => JSON.stringify(x)));
