@@ -217,6 +217,12 @@ export const errors = {
    */
   storageOutcomeUnknown: (shard: number, why: string) =>
     new StatusError(500, '', `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`),
+  /**
+   * A JSON patch that does not apply (a missing path, a failed test, an operation of the wrong
+   * shape). kube wraps json-patch's error in NewGenericServerResponse(422, ...), whose Status
+   * drops the text: it is kept as the error's cause (for logs and tests), never sent.
+   */
+  jsonPatchNotApplicable: (why: string) => Object.assign(new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {}), { cause: why }),
 };
 
 /** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */

@@ -107,6 +107,84 @@ const YAML_OPTIONS = {
   customTags: (tags: any[]) => tags.filter((t) => t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME'),
 };
 
+/**
+ * The deepest YAML document parseYaml11 parses. go-yaml stops at 10,000 levels; the yaml
+ * library recurses per level and overflows the stack near 2,000 (a flow document 5,000 deep
+ * took the process down, out of memory while reporting the overflow), and no object the
+ * engines take nests past 1,000 (MAX_PATCH_DEPTH) anyway.
+ */
+export const MAX_YAML_DEPTH = 1000;
+
+/**
+ * Whether a YAML text nests deeper than max, over-estimated in one pass without parsing:
+ * block levels (a stack of indentation widths, and each `- ` opening a line) plus flow
+ * levels (`{` and `[` where a value starts, outside quoted scalars and comments). A bracket
+ * inside a plain scalar (`a: b{c`) does not count: it follows no value indicator.
+ */
+export function yamlNestsDeeperThan(text: string, max: number): boolean {
+  // Nesting deeper than max takes more characters than a text this short holds.
+  if (text.length <= max) return false;
+  const indents: number[] = [];
+  let flow = 0;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    // a line: its indentation, then its `- ` sequence entries, then its content
+    let indent = 0;
+    while (i < n && text.charCodeAt(i) === 32) {
+      i++;
+      indent++;
+    }
+    const c0 = text[i];
+    if (flow === 0 && c0 !== '\n' && c0 !== '\r' && c0 !== '#' && c0 !== undefined) {
+      while (indents.length > 0 && indents[indents.length - 1] >= indent) indents.pop();
+      indents.push(indent);
+    }
+    let dashes = 0;
+    while (i + 1 < n && text[i] === '-' && (text[i + 1] === ' ' || text[i + 1] === '\t')) {
+      dashes++;
+      i += 2;
+      while (i < n && text[i] === ' ') i++;
+    }
+    if (indents.length + dashes + flow > max) return true;
+    // the rest of the line
+    let prev = '\n'; // the last non-blank character: a bracket after a value indicator opens a level
+    while (i < n && text[i] !== '\n') {
+      const c = text[i];
+      if (c === '"' || c === "'") {
+        // a quoted scalar (it may span lines): skipped whole
+        i++;
+        while (i < n && text[i] !== c) {
+          if (c === '"' && text[i] === '\\') i++;
+          else if (c === "'" && text[i] === "'" && text[i + 1] === "'") i++;
+          i++;
+        }
+        i++;
+        prev = c;
+        continue;
+      }
+      if (c === '#' && (prev === '\n' || text[i - 1] === ' ' || text[i - 1] === '\t')) {
+        while (i < n && text[i] !== '\n') i++;
+        break;
+      }
+      if (c === '{' || c === '[') {
+        // (a bracket inside a plain scalar opens nothing, nor makes the next one an opener)
+        if (prev === '\n' || prev === ':' || prev === ',' || prev === '{' || prev === '[' || prev === '-' || prev === '?') {
+          flow++;
+          if (indents.length + dashes + flow > max) return true;
+          prev = c;
+        } else prev = 'x';
+      } else if (c === '}' || c === ']') {
+        if (flow > 0) flow--;
+        prev = c;
+      } else if (c !== ' ' && c !== '\t' && c !== '\r') prev = c;
+      i++;
+    }
+    i++;
+  }
+  return false;
+}
+
 /** Duplicate-key messages (possibly none) of each YAML body parseYaml11 decoded, by decoded object (read by field validation). */
 const yamlDuplicates = new WeakMap<object, string[]>();
 
@@ -121,6 +199,7 @@ export function yamlDuplicatesOf(obj: unknown): string[] | undefined {
  * parser's error on malformed YAML.
  */
 export function parseYaml11(text: string): unknown {
+  if (yamlNestsDeeperThan(text, MAX_YAML_DEPTH)) throw new Error(`yaml: exceeded max depth of ${MAX_YAML_DEPTH}`);
   const lines = new LineCounter();
   const doc = parseDocument(text, { ...YAML_OPTIONS, lineCounter: lines });
   if (doc.errors.length) throw doc.errors[0];

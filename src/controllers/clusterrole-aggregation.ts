@@ -13,13 +13,14 @@ import { StatusError } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import { selectorMatches } from '../registry/label-selector.js';
+import { setOwn } from '../registry/own-keys.js';
 
 /** Key order aside, as stored objects may order a rule's fields differently from the source. */
 function canonical(v: any): any {
   if (Array.isArray(v)) return v.map(canonical);
   if (v === null || typeof v !== 'object') return v;
   const out: any = {};
-  for (const k of Object.keys(v).sort()) if (v[k] !== undefined) out[k] = canonical(v[k]);
+  for (const k of Object.keys(v).sort()) if (v[k] !== undefined) setOwn(out, k, canonical(v[k]));
   return out;
 }
 

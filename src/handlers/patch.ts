@@ -13,6 +13,7 @@ import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type
 import { rootNode } from '../registry/schema-walk.js';
 import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
 import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseOversized } from '../registry/patch-limits.js';
+import { strictJsonPatchTypeError } from '../registry/patch.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
 
@@ -55,12 +56,21 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   }
   // The engines recurse as deep as the patch nests: a body of `[[[[...` is refused whole.
   if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+  if (kind === 'json' && mode !== 'Ignore') {
+    const why = strictJsonPatchTypeError(patch);
+    if (why) throw errors.badRequest(`error decoding patch: ${why}`);
+  }
   // Field validation runs on the patched object; a merge patch's duplicate keys are object paths too.
   const warnings = (c.req.warnings ??= []);
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
   const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name, required: !c.target.strategy.handlesRequired });
   const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields, patchBytes: c.req.body?.length ?? 0 });
   sendObject(c, repr, r.code, r.json);
+}
+
+/** A value a message may embed as text: absent, null or a JSON scalar. */
+function isScalarOrAbsent(v: unknown): boolean {
+  return v === undefined || v === null || typeof v !== 'object';
 }
 
 function isObj(v: unknown): v is Record<string, any> {
@@ -149,6 +159,12 @@ export function decodeApplyBody(c: HandlerContext, apiVersion = apiVersionOf(c.t
     throw errors.badRequest('metadata.managedFields must be nil');
   }
   delete m.managedFields;
+  // A name or namespace that is a map or list is the decoder's type error, named by its JSON
+  // kind (String() of a map with a toString key throws; any other value is text).
+  for (const f of ['name', 'namespace'] as const) {
+    const v = m[f];
+    if (!isScalarOrAbsent(v)) throw errors.badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: json: cannot unmarshal ${Array.isArray(v) ? 'array' : 'object'} into Go struct field ObjectMeta.metadata.${f} of type string`);
+  }
   if (m.name !== undefined && m.name !== c.info.name) {
     throw errors.badRequest(`the name of the object (${String(m.name)}) does not match the name on the URL (${c.info.name})`);
   }

@@ -17,6 +17,7 @@ import { ANONYMOUS, type UserInfo } from '../auth/user.js';
 import { nowTimestamp } from '../registry/store.js';
 import { dryRunParam } from '../request/query.js';
 import { validateFieldManager } from './field-manager.js';
+import { setOwn } from '../registry/own-keys.js';
 
 export const REVIEW_KINDS = new Set([
   'selfsubjectaccessreviews.authorization.k8s.io',
@@ -56,7 +57,7 @@ function compact(v: any): any {
   for (const [k, x] of Object.entries(v)) {
     if (x === '' || x === null || x === undefined || x === false) continue;
     if (Array.isArray(x) && x.length === 0) continue;
-    out[k] = compact(x);
+    setOwn(out, k, compact(x));
   }
   return out;
 }

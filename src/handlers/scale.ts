@@ -10,7 +10,7 @@ import { dryRunParam } from '../request/query.js';
 import { mediaTypeOf, parseBody, parseJson } from '../codec/decode.js';
 import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
-import { jsonPatch, mergePatch } from '../registry/patch.js';
+import { jsonPatch, mergePatch, strictJsonPatchTypeError } from '../registry/patch.js';
 import { strategicMergePatch } from '../registry/strategic-merge.js';
 import { MAX_PATCH_DEPTH, nestsDeeperThan } from '../registry/patch-limits.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
@@ -217,6 +217,10 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       }
       // (as handlePatch: the engines recurse as deep as the patch nests)
       if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+      if (kind === 'json' && fieldValidationMode(c.req.query, 'patch') !== 'Ignore') {
+        const why = strictJsonPatchTypeError(patch);
+        if (why) throw errors.badRequest(`error decoding patch: ${why}`);
+      }
       await writeScale(c, a, {
         build: (scale) => {
           // The patch pins a version only when it names one.

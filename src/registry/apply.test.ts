@@ -273,3 +273,25 @@ describe('the create fast path of recordUpdate', () => {
     ]);
   });
 });
+
+describe('client keys are own fields (issue 17)', () => {
+  it('an apply configuration with __proto__ keys merges them as fields and pollutes nothing', () => {
+    const config = JSON.parse('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"ns","__proto__":{"polluted":"yes"}},"spec":{"replicas":1,"__proto__":{"polluted":"yes"}}}');
+    const out = apply(null, config, 'm');
+    expect(({} as any).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(out.spec)).toBe(Object.prototype);
+    expect(Object.hasOwn(out.spec, '__proto__')).toBe(true);
+    expect(out.spec.replicas).toBe(1);
+    // and applied again without them, they are pruned as the applier's own fields
+    delete config.spec['__proto__'];
+    const again = apply(out, config, 'm');
+    expect(Object.hasOwn(again.spec, '__proto__')).toBe(false);
+    expect(({} as any).polluted).toBeUndefined();
+  });
+
+  it('a configuration field named like an inherited member is a field the live object lacks', () => {
+    const out = apply(deploy(base), { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', namespace: 'ns' }, spec: { toString: { a: 1 }, constructor: 'x' } }, 'm');
+    expect(out.spec.toString).toEqual({ a: 1 });
+    expect(out.spec.constructor).toBe('x');
+  });
+});

@@ -15,6 +15,7 @@ import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
 import { PatchClock } from './patch-limits.js';
 import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString, sortedFields } from './managed-fields.js';
+import { ownValue, setOwn } from './own-keys.js';
 
 export type Operation = 'Apply' | 'Update';
 
@@ -442,11 +443,12 @@ export function mergeApply(lhs: any, rhs: any, n: TypeNode): any {
     if (!isObj(lhs)) return mergeApply({}, rhs, n);
     if ((n.kind === 'struct' || n.kind === 'map') && n.atomic) return structuredClone(rhs);
     const out: Record<string, any> = { ...lhs };
+    // (the configuration's keys are the client's: own fields only, `__proto__` a plain one)
     for (const [k, v] of Object.entries(rhs)) {
       const cn = n.kind === 'struct' || n.kind === 'map' ? childNode(n, k) : ANY;
-      const m = mergeApply(lhs[k], v, cn);
+      const m = mergeApply(ownValue(lhs, k), v, cn);
       if (m === undefined) delete out[k];
-      else out[k] = m;
+      else setOwn(out, k, m);
     }
     return out;
   }
@@ -570,7 +572,7 @@ function removePath(obj: any, path: string[], n: TypeNode, lists: ListItems): vo
         return;
       }
       node = node.kind === 'struct' || node.kind === 'map' ? childNode(node, k) : ANY;
-      cur = cur[k];
+      cur = ownValue(cur, k);
     } else {
       if (!Array.isArray(cur)) return;
       const idx = lists.find(cur, node, pe);

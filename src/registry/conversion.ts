@@ -21,6 +21,7 @@
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 import { orderedObject } from '../codec/json.js';
+import { setOwn } from './own-keys.js';
 
 export interface Conversion {
   /** the request's apiVersion, and the storage's */
@@ -443,7 +444,7 @@ const deviceFromV1beta2 = (d: any) => {
 function mapCapacity(d: any, f: (c: any) => any): any {
   if (!isObj(d.basic) || !isObj(d.basic.capacity)) return d;
   const capacity: Record<string, any> = {};
-  for (const [k, c] of Object.entries(d.basic.capacity)) capacity[k] = f(c);
+  for (const [k, c] of Object.entries(d.basic.capacity)) setOwn(capacity, k, f(c));
   return { ...d, basic: { ...d.basic, capacity } };
 }
 

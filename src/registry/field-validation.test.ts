@@ -215,3 +215,30 @@ describe('fieldValidationMode', () => {
     expect(e.message).toBe('CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"');
   });
 });
+
+describe('field names that are inherited members (issue 17)', () => {
+  it('__proto__, toString and constructor are unknown fields, dropped outside Strict', () => {
+    const obj = JSON.parse('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","__proto__":{"x":1}},"spec":{"toString":1,"constructor":{"a":1}},"__proto__":{"polluted":"yes"}}');
+    const r = checkFields(obj, DEPLOY, 'Warn');
+    expect(r.warnings.sort()).toEqual(['unknown field "__proto__"', 'unknown field "metadata.__proto__"', 'unknown field "spec.constructor"', 'unknown field "spec.toString"']);
+    expect(Object.hasOwn(obj, '__proto__')).toBe(false);
+    expect(obj.spec).toEqual({});
+    const strict = checkFields(JSON.parse('{"metadata":{"name":"d"},"__proto__":{}}'), DEPLOY, 'Strict');
+    expect(strict.errors).toEqual(['unknown field "__proto__"']);
+  });
+
+  it('a required field is present only as an own field', () => {
+    const r = checkFields({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ image: 'i' }] } }, POD, 'Strict', { required: true });
+    expect(r.required).toContain('spec.containers[0].name');
+  });
+});
+
+describe('nesting', () => {
+  it('a body nested past 1,000 levels is the decoder\'s type error, free-form fields included', () => {
+    let x: any = 1;
+    for (let i = 0; i < 1000; i++) x = { a: x };
+    const r = checkFields({ apiVersion: 'apps/v1', kind: 'ControllerRevision', metadata: { name: 'r' }, data: x, revision: 1 }, { group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'Strict');
+    expect(r.typeError).toBe('json: exceeded max depth');
+    expect(checkFields({ apiVersion: 'apps/v1', kind: 'ControllerRevision', metadata: { name: 'r' }, data: x.a, revision: 1 }, { group: 'apps', version: 'v1', kind: 'ControllerRevision' }, 'Strict').typeError).toBeUndefined();
+  });
+});

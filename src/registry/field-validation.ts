@@ -27,6 +27,7 @@ import { bodyText, yamlDuplicatesOf } from '../codec/decode.js';
 import { customSchemaOf } from '../api/custom-resources.js';
 import { prune } from './crd/structural.js';
 import { matchesQuantityPattern, QUANTITY_ERROR } from './quantity.js';
+import { MAX_PATCH_DEPTH, nestsDeeperThan } from './patch-limits.js';
 
 export type FieldValidationMode = 'Ignore' | 'Warn' | 'Strict';
 
@@ -243,7 +244,8 @@ class Walker {
     const here = name.slice(name.lastIndexOf('.') + 1);
     const top = this.segs.length === 0;
     for (const k in obj) {
-      const p = def.p[k];
+      // (own properties of the schema only: `__proto__` or `toString` is an unknown field)
+      const p = Object.hasOwn(def.p, k) ? def.p[k] : undefined;
       if (!p) {
         this.unknown.push(this.path(k));
         if (this.drop) delete obj[k];
@@ -255,7 +257,7 @@ class Walker {
       if (this.typeError) return;
     }
     if (this.checkRequired && !inStatus && def.req) {
-      for (const r of def.req) if (!(r in obj)) this.required.push(this.path(r));
+      for (const r of def.req) if (!Object.hasOwn(obj, r)) this.required.push(this.path(r));
     }
   }
 }
@@ -288,6 +290,13 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
   const result: FieldCheckResult = { warnings: [], errors: [], required: [] };
   const custom = customSchemaOf(gvk.group, gvk.version, gvk.kind);
   if (custom) {
+    // Nesting deeper than pruning, defaulting, validation and encoding recurse through is
+    // the decoder's error, before any of them runs (a custom resource 2,000 deep was
+    // stored, then failed to encode: a 500).
+    if (nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
+      result.typeError = EXCEEDED_MAX_DEPTH;
+      return result;
+    }
     // A custom resource: fields its schema does not name are pruned (kube's structural
     // pruning) and reported as unknown; types and required fields are the schema
     // validation's (422), not the decoder's.
@@ -318,11 +327,18 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
     // A body nested deeper than the stack allows (JSON.parse takes any depth) is rejected as
     // Go's decoder rejects one deeper than its limit, before anything else recurses into it.
     if (!(e instanceof RangeError)) throw e;
-    result.typeError = 'json: exceeded max depth';
+    result.typeError = EXCEEDED_MAX_DEPTH;
     return result;
   }
   if (w.typeError) {
     result.typeError = w.typeError;
+    return result;
+  }
+  // What is left once unknown fields are dropped (kube's typed decoding skips them, at any
+  // depth) must nest no deeper than the write path recurses through: a free-form field
+  // (RawExtension, JSON) may hold anything. (Strict keeps unknown fields: they fail anyway.)
+  if ((mode !== 'Strict' || w.unknown.length === 0) && nestsDeeperThan(obj, MAX_PATCH_DEPTH)) {
+    result.typeError = EXCEEDED_MAX_DEPTH;
     return result;
   }
   result.required = w.required;
@@ -337,6 +353,9 @@ export function checkFields(obj: unknown, gvk: { group: string; version: string;
   else if (mode === 'Warn') result.warnings = [...yaml, ...problems];
   return result;
 }
+
+/** Go's JSON decoder on input nested past its limit (ours: MAX_PATCH_DEPTH, see patch-limits.ts). */
+const EXCEEDED_MAX_DEPTH = 'json: exceeded max depth';
 
 /** Orders field paths as a walk of key-sorted maps would meet them: segment by segment. */
 function comparePaths(a: string, b: string): number {

@@ -8,6 +8,7 @@
 // owns) and the difference between two objects (what an updater changed), after
 // sigs.k8s.io/structured-merge-diff's ToFieldSet and Compare.
 import { ANY, childNode, hasField, itemNode, type TypeNode } from './schema-walk.js';
+import { ownValue } from './own-keys.js';
 
 export class FieldSet {
   member = false;
@@ -231,7 +232,7 @@ export function itemElement(n: TypeNode, item: unknown, index: number): string |
     const keys: Record<string, unknown> = {};
     const en = itemNode(n);
     for (const k of listKeys(n)) {
-      let v = item[k];
+      let v = ownValue(item, k);
       if (v === undefined) v = keyDefault(en, k);
       if (v === undefined) continue;
       keys[k] = v;
@@ -244,7 +245,8 @@ export function itemElement(n: TypeNode, item: unknown, index: number): string |
 
 function keyDefault(item: TypeNode, key: string): unknown {
   if (item.kind !== 'struct') return undefined;
-  const d = item.def?.p?.[key]?.d;
+  const p = item.def?.p;
+  const d = p && Object.hasOwn(p, key) ? p[key].d : undefined;
   // Zero values ("" and 0) are not defaults a client relies on; named defaults are (TCP).
   return d === '' || d === 0 ? undefined : d;
 }
@@ -364,7 +366,8 @@ function cmp(lhs: unknown, rhs: unknown, n: TypeNode, path: string[], c: Compari
       return;
     }
     const typed = n.kind === 'struct' || n.kind === 'map';
-    for (const k of lk) child(lm[k], rm[k], k);
+    // (rm may lack lm's key: an inherited member such as `constructor` is no value of it)
+    for (const k of lk) child(lm[k], ownValue(rm, k), k);
     for (const k of rk) if (!Object.prototype.hasOwnProperty.call(lm, k)) child(undefined, rm[k], k);
     function child(lv: unknown, rv: unknown, k: string): void {
       const cn = typed ? childNode(n, k) : ANY;

@@ -2,26 +2,27 @@
 // read is 400; one that cannot be applied (a failed `test`, a missing path) is 422, the
 // way kube-apiserver answers both. A JSON patch is bounded as kube bounds it (10,000
 // operations, 3 MiB of copies) and by the patch clock (patch-limits.ts).
-import { StatusError, StatusReason, errors } from '../errors.js';
-import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, PatchClock, jsonSizeUpTo } from './patch-limits.js';
+import { StatusError, errors } from '../errors.js';
+import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, MAX_PATCH_DEPTH, PatchClock, jsonSizeUpTo, nestsDeeperThan } from './patch-limits.js';
+import { ownValue, setOwn } from './own-keys.js';
 
 export function mergePatch(target: any, patch: any): any {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
   const out: any = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  // Keys are the client's (`__proto__` included): read and written as own fields only.
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
+    else setOwn(out, k, mergePatch(ownValue(out, k), v));
   }
   return out;
 }
 
+/** json-patch's error for a patch that does not apply: kube answers the generic 422 without its text. */
 function unprocessable(message: string): StatusError {
-  return new StatusError(422, StatusReason.Invalid, message, { causes: [{ reason: 'FieldValueInvalid', message }] });
+  return errors.jsonPatchNotApplicable(message);
 }
 
 function parsePointer(path: string): string[] {
-  // (a `from` that is missing or not a string: json-patch finds no such path)
-  if (typeof path !== 'string') throw unprocessable(`doc is missing from path: ${String(path)}: missing value`);
   if (path === '') return [];
   if (!path.startsWith('/')) throw unprocessable(`invalid JSON pointer "${path}"`);
   return path
@@ -58,7 +59,8 @@ function locate(doc: any, tokens: string[], path: string): Loc {
   for (let i = 0; i < tokens.length - 1; i++) {
     const t = tokens[i];
     if (cur === null || typeof cur !== 'object') throw unprocessable(`doc is missing path: "${path}": missing value`);
-    cur = Array.isArray(cur) ? cur[arrayIndex(cur, t, path, false)] : cur[t];
+    // (own fields only: `/__proto__/x` or `/toString` name nothing in a document without them)
+    cur = Array.isArray(cur) ? cur[arrayIndex(cur, t, path, false)] : ownValue(cur, t);
     if (cur === undefined) throw unprocessable(`doc is missing path: "${path}": missing value`);
   }
   if (cur === null || typeof cur !== 'object') throw unprocessable(`doc is missing path: "${path}": missing value`);
@@ -77,7 +79,8 @@ function getAt(doc: any, path: string): any {
   let cur = doc;
   for (const t of parsePointer(path)) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = Array.isArray(cur) ? cur[Number(t)] : cur[t];
+    if (Array.isArray(cur)) cur = /^(0|[1-9][0-9]*)$/.test(t) ? cur[Number(t)] : undefined;
+    else cur = ownValue(cur, t);
   }
   return cur;
 }
@@ -90,7 +93,7 @@ function removeAt(doc: any, path: string): any {
     const i = arrayIndex(parent, key, path, false);
     return parent.splice(i, 1)[0];
   }
-  if (!(key in parent)) throw unprocessable(`Unable to remove nonexistent key: ${key}: missing value`);
+  if (!Object.hasOwn(parent, key)) throw unprocessable(`Unable to remove nonexistent key: ${key}: missing value`);
   const v = parent[key];
   delete parent[key];
   return v;
@@ -110,10 +113,61 @@ function addAt(doc: any, path: string, value: any, replace: boolean, owned = fal
     if (replace) parent[i] = v;
     else parent.splice(i, 0, v);
   } else {
-    if (replace && !(key in parent)) throw unprocessable(`replace operation does not apply: doc is missing key: ${path}: missing value`);
-    parent[key] = v;
+    if (replace && !Object.hasOwn(parent, key)) throw unprocessable(`replace operation does not apply: doc is missing key: ${path}: missing value`);
+    setOwn(parent, key, v);
   }
   return doc;
+}
+
+/** Go's name for the JSON type of a decoded value, as encoding/json's errors give it. */
+function goJsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return 'bool';
+  return typeof v; // number, object
+}
+
+/**
+ * An operation's `path` or `from` (named by field), a string, or json-patch's error for the
+ * operation: missing (or null) is ErrMissing, another type is the JSON decoder's error.
+ * add, remove and copy report a bad path as plain "missing value" (json-patch drops the cause).
+ */
+function opField(op: Record<string, unknown>, field: 'path' | 'from', kind: string): string {
+  const v = ownValue(op, field);
+  if (typeof v === 'string') return v;
+  const cause =
+    v === undefined || v === null
+      ? field === 'path'
+        ? 'operation missing path field: missing value'
+        : 'operation, missing from field: missing value'
+      : `json: cannot unmarshal ${goJsonType(v)} into Go value of type string`;
+  const dropsCause = field === 'path' && (kind === 'add' || kind === 'remove' || kind === 'copy');
+  throw unprocessable(`${kind} operation failed to decode ${field}: ${dropsCause ? 'missing value' : cause}`);
+}
+
+const opPath = (op: Record<string, unknown>, kind: string) => opField(op, 'path', kind);
+const opFrom = (op: Record<string, unknown>, kind: string) => opField(op, 'from', kind);
+
+/**
+ * The error of kube's strict decoding of a JSON patch, which its handler runs first when
+ * fieldValidation is Warn (the default) or Strict: the patch decoded into a list of
+ * {op, path, from: string; value: any}, so an op, path or from of another type (or an
+ * operation that is no map) fails the request as a 400 "error decoding patch: ..." before
+ * json-patch sees it. The first error in document order, or undefined.
+ */
+export function strictJsonPatchTypeError(patch: unknown): string | undefined {
+  if (patch === null) return undefined;
+  if (!Array.isArray(patch)) return `json: cannot unmarshal ${goJsonType(patch)} into Go value of type []handlers.jsonPatchOp`;
+  for (const op of patch) {
+    if (op === null) continue;
+    if (typeof op !== 'object' || Array.isArray(op)) return `json: cannot unmarshal ${goJsonType(op)} into Go value of type handlers.jsonPatchOp`;
+    for (const k of Object.keys(op)) {
+      if (k !== 'op' && k !== 'path' && k !== 'from') continue;
+      const v = op[k];
+      if (v !== null && typeof v !== 'string') return `json: cannot unmarshal ${goJsonType(v)} into Go struct field jsonPatchOp.${k} of type string`;
+    }
+  }
+  return undefined;
 }
 
 /** What a JSON patch did that the caller weighs afterwards. */
@@ -132,43 +186,54 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
   let copied = 0;
   for (const op of patch) {
     clock.tick();
-    if (op === null || typeof op !== 'object') throw errors.badRequest('json: cannot unmarshal into Go value of type jsonpatch.Operation');
-    const path = op.path;
-    if (typeof path !== 'string') throw unprocessable(`Unexpected kind: ${op.op}`);
-    switch (op.op) {
+    // (json-patch decodes each operation into a map: null is an empty one, of kind "unknown")
+    if (op === null) throw unprocessable('Unexpected kind: unknown');
+    if (typeof op !== 'object' || Array.isArray(op)) throw errors.badRequest(`json: cannot unmarshal ${goJsonType(op)} into Go value of type jsonpatch.Operation`);
+    // json-patch reads op, path and from as strings: an op of another type is "unknown", a
+    // path or from that is missing or not a string fails the operation (messages below).
+    const kind = typeof ownValue(op, 'op') === 'string' ? (op.op as string) : 'unknown';
+    const value = ownValue(op, 'value') ?? null;
+    switch (kind) {
       case 'add':
-        cur = addAt(cur, path, op.value, false);
+        cur = addAt(cur, opPath(op, 'add'), value, false);
         break;
       case 'replace':
-        cur = addAt(cur, path, op.value, true);
+        cur = addAt(cur, opPath(op, 'replace'), value, true);
         break;
       case 'remove':
-        removeAt(cur, path);
+        removeAt(cur, opPath(op, 'remove'));
         break;
       case 'move': {
-        const v = removeAt(cur, op.from);
-        cur = addAt(cur, path, v, false, true);
+        const v = removeAt(cur, opFrom(op, 'move'));
+        cur = addAt(cur, opPath(op, 'move'), v, false, true);
         break;
       }
       case 'copy': {
-        const v = getAt(cur, op.from);
-        if (v === undefined) throw unprocessable(`copy from missing path: "${op.from}"`);
+        const from = opFrom(op, 'copy');
+        const v = getAt(cur, from);
+        if (v === undefined) throw unprocessable(`copy from missing path: "${from}"`);
+        const path = opPath(op, 'copy');
         copied += jsonSizeUpTo(v, JSON_PATCH_MAX_COPY_BYTES - copied);
-        // kube: "Unable to complete the copy, the accumulated size increase of copy is N,
-        // exceeding the limit 3145728", wrapped in a generic 422 that drops the text.
-        if (copied > JSON_PATCH_MAX_COPY_BYTES) throw errors.patchNotApplicable();
+        if (copied > JSON_PATCH_MAX_COPY_BYTES) {
+          throw unprocessable(`Unable to complete the copy, the accumulated size increase of copy is ${copied}, exceeding the limit ${JSON_PATCH_MAX_COPY_BYTES}`);
+        }
         cur = addAt(cur, path, v, false);
         break;
       }
       case 'test': {
+        const path = opPath(op, 'test');
         const v = getAt(cur, path);
-        if (!deepEqual(v, op.value ?? null)) throw unprocessable(`the server rejected our request due to an error in our request: testing value ${path} failed: test failed`);
+        if (!deepEqual(v, value)) throw unprocessable(`the server rejected our request due to an error in our request: testing value ${path} failed: test failed`);
         break;
       }
       default:
-        throw unprocessable(`Unexpected kind: ${String(op.op)}`);
+        throw unprocessable(`Unexpected kind: ${kind}`);
     }
   }
+  // add, copy and move can nest the document deeper than any patch does (a value added at
+  // the end of a deep path, a subtree moved into a new map per three operations): a result
+  // past what the rest of the write path recurses through cannot be stored.
+  if (nestsDeeperThan(cur, MAX_PATCH_DEPTH)) throw unprocessable(`the patched object nests deeper than ${MAX_PATCH_DEPTH} levels`);
   if (stats) stats.copied = copied;
   return cur;
 }

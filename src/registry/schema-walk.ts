@@ -86,7 +86,8 @@ export function childNode(n: TypeNode, key: string): TypeNode {
   if (!m) fieldCache.set(n, (m = new Map()));
   let c = m.get(key);
   if (!c) {
-    c = nodeOfProp(n.def.p[key]);
+    // (a field name the client chose, `__proto__` or `constructor`, names no inherited member)
+    c = nodeOfProp(Object.hasOwn(n.def.p, key) ? n.def.p[key] : undefined);
     m.set(key, c);
   }
   return c;

@@ -159,3 +159,52 @@ describe('strategic merge patch', () => {
     expect(out.spec.containers).toEqual([{ name: 'a', env: [{ name: 'X', value: '1' }] }]);
   });
 });
+
+describe('client keys are own fields (issue 17)', () => {
+  it('a __proto__ key merges as an ordinary field, at the top and nested, and pollutes nothing', () => {
+    for (const body of ['{"__proto__":{"polluted":"yes"}}', '{"spec":{"__proto__":{"polluted":"yes"}}}', '{"spec":{"template":{"spec":{"containers":[{"name":"c","__proto__":{"polluted":"yes"}}]}}}}']) {
+      const out = strategicMergePatch({ spec: { template: { spec: { containers: [{ name: 'c', image: 'i' }] } } } }, JSON.parse(body), deploy);
+      expect(({} as any).polluted, body).toBeUndefined();
+      expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+      expect(JSON.stringify(out)).toContain('"__proto__":{"polluted":"yes"}');
+      delete (Object.prototype as any).polluted;
+    }
+  });
+
+  it('a key naming an inherited member (toString, constructor) is a field the original lacks', () => {
+    expect(strategicMergePatch({ spec: {} }, { spec: { toString: { a: 1 }, constructor: 'x' } }, deploy)).toEqual({ spec: { toString: { a: 1 }, constructor: 'x' } });
+    // $setElementOrder and $deleteFromPrimitiveList of such a field
+    expect(strategicMergePatch({}, JSON.parse('{"$setElementOrder/__proto__":[1],"__proto__":[1]}'), pod)).toEqual(JSON.parse('{"__proto__":[1]}'));
+    expect(strategicMergePatch({ metadata: {} }, { metadata: { '$deleteFromPrimitiveList/toString': ['a'] } }, pod)).toEqual({ metadata: {} });
+  });
+});
+
+describe('directives holding values of the wrong type are a 400, not a TypeError', () => {
+  it('a $retainKeys scalar that is no string names no field (kube keeps it in its set)', () => {
+    expect(strategicMergePatch({ metadata: { name: 'd', labels: { a: 'b' } } }, { metadata: { $retainKeys: ['name', 1, true, null] } }, deploy)).toEqual({ metadata: { name: 'd' } });
+  });
+
+  const cases: Array<[any, string]> = [
+    [{ spec: { $patch: { toString: 1 } } }, 'Unknown patch type: map[toString:1]'],
+    [{ spec: { $patch: ['replace'] } }, 'Unknown patch type: [replace]'],
+    [{ spec: { $patch: 7 } }, 'Unknown patch type: 7'],
+    [{ spec: { template: { spec: { containers: [{ name: 'c', $patch: { toString: 1 } }] } } } }, 'Unknown patch type: map[toString:1]'],
+    [{ metadata: { $retainKeys: [[{ toString: 1 }]] } }, 'invalid patch format of retainKeys'],
+    [{ metadata: { $retainKeys: [{ toString: 1 }] } }, 'invalid patch format of retainKeys'],
+    [{ metadata: { $retainKeys: { toString: 1 } } }, 'invalid patch format of retainKeys'],
+    [{ spec: { template: { spec: { '$setElementOrder/containers': { toString: 1 } } } } }, 'invalid patch format of setElementOrder list'],
+    [{ metadata: { '$deleteFromPrimitiveList/finalizers': { toString: 1 } } }, 'invalid patch format of primitive list'],
+  ];
+  it.each(cases)('%j', (patch, message) => {
+    const original = { metadata: { name: 'd', finalizers: ['a'] }, spec: { template: { spec: { containers: [{ name: 'c', image: 'i' }] } } } };
+    let err: unknown;
+    try {
+      strategicMergePatch(original, patch, deploy);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(StatusError);
+    expect((err as StatusError).code).toBe(400);
+    expect((err as StatusError).message).toBe(message);
+  });
+});

@@ -15,6 +15,7 @@
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, isMergeList, itemNode, type TypeNode } from './schema-walk.js';
 import { PatchClock } from './patch-limits.js';
+import { ownValue, setOwn } from './own-keys.js';
 
 const DIRECTIVE = '$patch';
 const RETAIN_KEYS = '$retainKeys';
@@ -43,7 +44,7 @@ function genericUnprocessable(): StatusError {
   return new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {});
 }
 
-/** mergepatch.ErrBadPatchFormatForRetainKeys: a 400. */
+/** mergepatch.ErrBadPatchFormatForRetainKeys: a 400 (as are the other ErrBadPatchFormat errors). */
 const badRetainKeys = () => badPatch('invalid patch format of retainKeys');
 
 /** Go's %v of a decoded JSON value: map[k:v ...] with sorted keys, [a b], <nil>. */
@@ -78,11 +79,15 @@ export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode,
 }
 
 function directiveOf(m: Obj): string | undefined {
-  const d = m[DIRECTIVE];
+  const d = ownValue(m, DIRECTIVE);
   if (d === undefined) return undefined;
-  if (d !== 'replace' && d !== 'delete' && d !== 'merge') throw badPatch(`Unknown patch type: ${String(d)}`);
+  // (any JSON value may sit here: it is named as Go's %v names it, never String()ed)
+  if (d !== 'replace' && d !== 'delete' && d !== 'merge') throw badPatch(`Unknown patch type: ${goFormat(d)}`);
   return d;
 }
+
+/** A map's $patch, unvalidated (list items and cleaned values are checked where merged). */
+const directiveIn = (x: unknown): unknown => (isObj(x) ? ownValue(x, DIRECTIVE) : undefined);
 
 /** Removes directives and nulls from a value that lands where the original had nothing. */
 function clean(v: any, n: TypeNode): any {
@@ -90,17 +95,15 @@ function clean(v: any, n: TypeNode): any {
     const item = itemNode(n);
     const out: any[] = [];
     for (const x of v) {
-      if (isObj(x)) {
-        const d = x[DIRECTIVE];
-        if (d === 'delete') continue;
-        if (d === 'replace') continue;
-      }
+      const d = directiveIn(x);
+      if (d === 'delete') continue;
+      if (d === 'replace') continue;
       out.push(clean(x, item));
     }
     return out;
   }
   if (isObj(v)) {
-    if (v[DIRECTIVE] === 'delete') return {};
+    if (directiveIn(v) === 'delete') return {};
     return mergeMap({}, v, n);
   }
   return v;
@@ -116,11 +119,13 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
   delete patch[DIRECTIVE];
 
   // $retainKeys: the original keeps only the named keys.
-  if (RETAIN_KEYS in patch) {
+  if (Object.hasOwn(patch, RETAIN_KEYS)) {
     const keys = patch[RETAIN_KEYS];
-    if (!Array.isArray(keys)) throw badRetainKeys();
+    // A list of field names. A scalar that is no string names no field; a map or a list in
+    // it is refused (kube hashes each item and panics on those: a 500).
+    if (!Array.isArray(keys) || keys.some((k) => k !== null && typeof k === 'object')) throw badRetainKeys();
     delete patch[RETAIN_KEYS];
-    const keep = new Set(keys.map(String));
+    const keep = new Set<string>(keys.filter((k): k is string => typeof k === 'string'));
     // Every field the patch sets must be retained (deletions and the list directives aside).
     for (const k of Object.keys(patch)) {
       if (patch[k] === null || k.startsWith(DELETE_PRIMITIVE) || k.startsWith(SET_ORDER)) continue;
@@ -135,12 +140,13 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
     const field = key.slice(SET_ORDER.length);
     const order = patch[key];
     delete patch[key];
-    if (!Array.isArray(order)) throw badPatch('invalid patch: $setElementOrder must be a list');
+    if (!Array.isArray(order)) throw badPatch('invalid patch format of setElementOrder list');
     const fn = childNode(n, field);
     const mergeKey = fn.patchMergeKey ?? '';
-    const orig: any[] = Array.isArray(original[field]) ? original[field] : [];
+    const ov = ownValue(original, field);
+    const orig: any[] = Array.isArray(ov) ? ov : [];
     let merged = orig;
-    if (field in patch) {
+    if (Object.hasOwn(patch, field)) {
       const pv = patch[field];
       delete patch[field];
       if (pv === null) {
@@ -151,11 +157,11 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
       merged = mergeListItems(orig, pv, fn, mergeKey);
     }
     const scalar = !merged.some(isObj) && !order.some(isObj);
-    const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(x[mergeKey]) : JSON.stringify(x));
+    const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(ownValue(x, mergeKey)) : JSON.stringify(x));
     const inOrder = new Set(order.map(orderKey));
     const patchItems = merged.filter((x) => inOrder.has(orderKey(x)));
     const serverOnly = merged.filter((x) => !inOrder.has(orderKey(x)));
-    original[field] = normalizeOrder(patchItems, serverOnly, order, orig, orderKey);
+    setOwn(original, field, normalizeOrder(patchItems, serverOnly, order, orig, orderKey));
   }
 
   for (const [rawKey, pv] of Object.entries(patch)) {
@@ -165,11 +171,11 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
     if (rawKey.startsWith(DELETE_PRIMITIVE)) {
       key = rawKey.slice(DELETE_PRIMITIVE.length);
       deleteList = true;
-      if (!Array.isArray(pv)) throw badPatch('invalid patch: $deleteFromPrimitiveList must be a list of primitives');
-      const cur = original[key];
+      if (!Array.isArray(pv)) throw badPatch('invalid patch format of primitive list');
+      const cur = ownValue(original, key);
       if (Array.isArray(cur)) {
         const drop = new Set(pv.map((x) => JSON.stringify(x)));
-        original[key] = cur.filter((x) => !drop.has(JSON.stringify(x)));
+        setOwn(original, key, cur.filter((x) => !drop.has(JSON.stringify(x))));
       }
       continue;
     }
@@ -179,18 +185,19 @@ function mergeMap(original: Obj, patch: Obj, n: TypeNode): Obj {
       delete original[key];
       continue;
     }
-    const ov = original[key];
+    // (the client's keys, `__proto__` among them, are own fields only: read and written so)
+    const ov = ownValue(original, key);
     if (ov === undefined || ov === null) {
-      original[key] = clean(pv, fn);
+      setOwn(original, key, clean(pv, fn));
       continue;
     }
     if (isObj(ov) && isObj(pv)) {
-      if (fn.patchStrategies?.includes('replace')) original[key] = clean(stripDirective(pv), fn);
-      else original[key] = mergeMap(ov, pv, fn);
+      if (fn.patchStrategies?.includes('replace')) setOwn(original, key, clean(stripDirective(pv), fn));
+      else setOwn(original, key, mergeMap(ov, pv, fn));
     } else if (Array.isArray(ov) && Array.isArray(pv)) {
-      original[key] = isMergeList(fn) ? mergeList(ov, pv, fn) : clean(pv, fn);
+      setOwn(original, key, isMergeList(fn) ? mergeList(ov, pv, fn) : clean(pv, fn));
     } else {
-      original[key] = clean(pv, fn);
+      setOwn(original, key, clean(pv, fn));
     }
   }
   return original;
@@ -206,16 +213,16 @@ function mergeList(original: any[], patch: any[], n: TypeNode): any[] {
   if (original.length === 0 && patch.length === 0) return original;
   const mergeKey = n.patchMergeKey ?? '';
   // A `$patch: replace` item replaces the whole list with the other items.
-  if (patch.some((x) => isObj(x) && x[DIRECTIVE] === 'replace')) {
+  if (patch.some((x) => directiveIn(x) === 'replace')) {
     return clean(
-      patch.filter((x) => !(isObj(x) && x[DIRECTIVE] === 'replace')),
+      patch.filter((x) => directiveIn(x) !== 'replace'),
       n,
     );
   }
   const merged = mergeListItems(original, patch, n, mergeKey);
   const scalar = !merged.some(isObj) && !patch.some(isObj);
-  const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(x[mergeKey]) : JSON.stringify(x));
-  const patchOrder = patch.filter((x) => !(isObj(x) && x[DIRECTIVE] !== undefined));
+  const orderKey = (x: any) => (scalar ? JSON.stringify(x) : isObj(x) ? JSON.stringify(ownValue(x, mergeKey)) : JSON.stringify(x));
+  const patchOrder = patch.filter((x) => directiveIn(x) === undefined);
   const inPatch = new Set(patchOrder.map(orderKey));
   const patchItems = merged.filter((x) => inPatch.has(orderKey(x)));
   const serverOnly = merged.filter((x) => !inPatch.has(orderKey(x)));
@@ -241,7 +248,7 @@ function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: st
   }
   if (!mergeKey) throw unprocessable('cannot merge lists without a merge key');
   const out = original.slice();
-  const keyOf = (x: any) => JSON.stringify(x?.[mergeKey]);
+  const keyOf = (x: any) => JSON.stringify(isObj(x) ? ownValue(x, mergeKey) : undefined);
   // Where each merge key sits in out (every place: a delete removes all of them, a merge
   // takes the first), so that a patch of m items costs m lookups, not m scans of the list.
   const at = new Map<string, number[]>();
@@ -256,7 +263,7 @@ function mergeListItems(original: any[], patch: any[], n: TypeNode, mergeKey: st
     tick();
     if (!isObj(p)) throw unprocessable(`unable to merge a list of maps with a non-map item: ${JSON.stringify(p)}`);
     const d = directiveOf(p);
-    if (p[mergeKey] === undefined) throw noMergeKey(p, mergeKey);
+    if (ownValue(p, mergeKey) === undefined) throw noMergeKey(p, mergeKey);
     const k = keyOf(p);
     const places = at.get(k);
     if (d === 'delete') {

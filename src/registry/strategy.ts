@@ -3,6 +3,7 @@
 // about one kind. Hooks a kind does not need default to doing nothing.
 import type { CauseType } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
+import { setOwn } from './own-keys.js';
 
 export interface FieldError {
   field: string;
@@ -50,7 +51,7 @@ export class Strategy {
    */
   prepareForStatusUpdate(obj: any, old: any): void {
     for (const k of Object.keys(obj)) if (k !== 'metadata' && k !== 'status') delete obj[k];
-    for (const k of Object.keys(old)) if (k !== 'metadata' && k !== 'status') obj[k] = structuredClone(old[k]);
+    for (const k of Object.keys(old)) if (k !== 'metadata' && k !== 'status') setOwn(obj, k, structuredClone(old[k]));
     if (!obj.metadata || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) obj.metadata = {};
     if (this.statusResetsMetadata) resetObjectMetaForStatus(obj, old);
   }

@@ -58,3 +58,14 @@ describe('structural schemas of custom resources', () => {
     expect(childNode(spec, 'labels')).toMatchObject({ kind: 'map' });
   });
 });
+
+describe('field names that are inherited members (issue 17)', () => {
+  it('prune drops __proto__ and toString as unknown; defaults and validation see own fields only', () => {
+    const obj = JSON.parse('{"spec":{"__proto__":{"polluted":"yes"},"toString":1,"replicas":2}}');
+    expect(prune(obj, schema).sort()).toEqual(['spec.__proto__', 'spec.toString']);
+    expect(Object.hasOwn(obj.spec, '__proto__')).toBe(false);
+    expect(({} as any).polluted).toBeUndefined();
+    const n = typeNode(schema);
+    expect(childNode(childNode(n, 'spec'), '__proto__').kind).toBe('any');
+  });
+});

@@ -12,6 +12,7 @@
 import type { FieldError } from '../strategy.js';
 import type { TypeNode } from '../schema-walk.js';
 import { compilePattern } from '../re2.js';
+import { ownValue, setOwn } from '../own-keys.js';
 
 export interface JSONSchemaProps {
   type?: string;
@@ -87,7 +88,7 @@ function pruneAt(v: unknown, s: JSONSchemaProps, path: Path, out: string[], drop
   const ap = s.additionalProperties;
   for (const k of Object.keys(v)) {
     if ((root || embedded) && ROOT_META.has(k)) continue;
-    const p = s.properties?.[k];
+    const p = propOf(s, k);
     if (p) {
       pruneAt(v[k], p, [...path, k], out, drop);
       continue;
@@ -102,6 +103,11 @@ function pruneAt(v: unknown, s: JSONSchemaProps, path: Path, out: string[], drop
   }
 }
 
+/** The schema of property k: an own entry of properties (`__proto__` or `toString` inherits none). */
+function propOf(s: JSONSchemaProps, k: string): JSONSchemaProps | undefined {
+  return s.properties && Object.hasOwn(s.properties, k) ? s.properties[k] : undefined;
+}
+
 // ------------------------------------------------------------------ defaulting
 
 /** Sets the schema's defaults on missing properties (and in list items and map values), in place. */
@@ -114,13 +120,14 @@ export function applyDefaults(v: unknown, s: JSONSchemaProps | undefined): void 
   if (!isObj(v)) return;
   if (s.properties) {
     for (const [k, p] of Object.entries(s.properties)) {
-      if (v[k] === undefined && p.default !== undefined) v[k] = structuredClone(p.default);
+      const cur = ownValue(v, k);
+      if (cur === undefined && p.default !== undefined) setOwn(v, k, structuredClone(p.default));
       // A null where the schema is not nullable takes the default too (kube drops the null, then defaults).
-      else if (v[k] === null && p.default !== undefined && !p.nullable) v[k] = structuredClone(p.default);
-      if (v[k] !== undefined) applyDefaults(v[k], p);
+      else if (cur === null && p.default !== undefined && !p.nullable) setOwn(v, k, structuredClone(p.default));
+      if (ownValue(v, k) !== undefined) applyDefaults(v[k], p);
     }
   }
-  if (isObj(s.additionalProperties)) for (const k of Object.keys(v)) if (!s.properties?.[k]) applyDefaults(v[k], s.additionalProperties);
+  if (isObj(s.additionalProperties)) for (const k of Object.keys(v)) if (!propOf(s, k)) applyDefaults(v[k], s.additionalProperties);
 }
 
 // ------------------------------------------------------------------ validation
@@ -227,10 +234,10 @@ function validateAt(v: unknown, s: JSONSchemaProps, path: Path, errs: FieldError
     const n = Object.keys(v).length;
     if (s.maxProperties !== undefined && n > s.maxProperties) errs.push({ field: at, type: 'FieldValueTooMany', value: n, detail: `must have at most ${s.maxProperties} items` });
     if (s.minProperties !== undefined && n < s.minProperties) errs.push({ field: at, type: 'FieldValueInvalid', value: n, detail: `${name} in body should have at least ${s.minProperties} properties` });
-    for (const r of s.required ?? []) if (v[r] === undefined) errs.push({ field: render([...path, r]), type: 'FieldValueRequired', detail: '' });
+    for (const r of s.required ?? []) if (ownValue(v, r) === undefined) errs.push({ field: render([...path, r]), type: 'FieldValueRequired', detail: '' });
     for (const k of Object.keys(v)) {
       if (root && ROOT_META.has(k)) continue;
-      const p = s.properties?.[k] ?? (isObj(s.additionalProperties) ? s.additionalProperties : undefined);
+      const p = propOf(s, k) ?? (isObj(s.additionalProperties) ? s.additionalProperties : undefined);
       if (p) validateAt(v[k], p, [...path, k], errs);
     }
   }
@@ -254,7 +261,7 @@ export function typeNode(s: JSONSchemaProps | undefined): TypeNode {
     if (s.properties) {
       const props = s.properties;
       const extra = isObj(s.additionalProperties) ? s.additionalProperties : undefined;
-      n = { kind: 'struct', fields: (k) => (props[k] ? typeNode(props[k]) : extra ? typeNode(extra) : undefined) };
+      n = { kind: 'struct', fields: (k) => (Object.hasOwn(props, k) ? typeNode(props[k]) : extra ? typeNode(extra) : undefined) };
     }
     else if (isObj(s.additionalProperties)) n = { kind: 'map', elem: typeNode(s.additionalProperties) };
     else n = { kind: 'any' };

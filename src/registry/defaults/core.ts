@@ -2,6 +2,7 @@
 // _Namespace ...) and of coordination.k8s.io/v1 Lease, 1.33.
 import type { ResourceInfo } from '../../api/catalog-types.js';
 import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
+import { setOwn } from '../own-keys.js';
 
 type Info = Pick<ResourceInfo, 'kind' | 'version'>;
 
@@ -85,7 +86,8 @@ export function defaultSecret(obj: any, info: Info): void {
   }
   if (isObj(obj.stringData)) {
     const data = child(obj, 'data')!;
-    for (const [k, v] of Object.entries(obj.stringData)) data[k] = Buffer.from(String(v ?? ''), 'utf8').toString('base64');
+    // (a key `__proto__` is a key like any other; a value that is no string was refused by the decoder)
+    for (const [k, v] of Object.entries(obj.stringData)) setOwn(data, k, Buffer.from(typeof v === 'string' ? v : '', 'utf8').toString('base64'));
     delete obj.stringData;
   }
 }

@@ -47,3 +47,21 @@ describe('declared (v3) defaults', () => {
     expect(pod.spec.volumes[0].rbd).toEqual({ pool: 'mine', monitors: ['m'], image: 'i', user: 'admin', keyring: '/etc/ceph/keyring' });
   });
 });
+
+describe('map keys that name inherited members (issue 17)', () => {
+  it('stringData keys __proto__ and toString fold into data as keys, not as data\'s prototype', async () => {
+    const { defaultSecret } = await import('./core.js');
+    const secret: any = JSON.parse('{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"__proto__":"a","toString":"b"}}');
+    defaultSecret(secret, { kind: 'Secret', version: 'v1', group: '' } as any);
+    expect(Object.getPrototypeOf(secret.data)).toBe(Object.prototype);
+    expect(JSON.stringify(secret.data)).toBe('{"__proto__":"YQ==","toString":"Yg=="}');
+  });
+
+  it('a LimitRange max named toString becomes the default (an own key, not the inherited member)', async () => {
+    const { defaultLimitRange } = await import('./other.js');
+    const lr: any = { spec: { limits: [{ type: 'Container', max: { toString: '1' } }] } };
+    defaultLimitRange(lr);
+    expect(lr.spec.limits[0].default).toEqual({ toString: '1' });
+    expect(lr.spec.limits[0].defaultRequest).toEqual({ toString: '1' });
+  });
+});

@@ -4,6 +4,7 @@
 // _ExemptPriorityLevelConfiguration, _QueuingConfiguration).
 import { features } from '../../features.js';
 import { arr, isObj } from './common.js';
+import { setOwn } from '../own-keys.js';
 
 const unset = (v: unknown) => v === undefined || v === null;
 const zero = (v: unknown) => unset(v) || v === 0;
@@ -14,9 +15,10 @@ export function defaultLimitRange(obj: any): void {
     if (!isObj(item) || item.type !== 'Container') continue;
     const dflt: Record<string, unknown> = isObj(item.default) ? item.default : {};
     const req: Record<string, unknown> = isObj(item.defaultRequest) ? item.defaultRequest : {};
-    for (const [k, v] of Object.entries(isObj(item.max) ? item.max : {})) if (!(k in dflt)) dflt[k] = v;
-    for (const [k, v] of Object.entries(dflt)) if (!(k in req)) req[k] = v;
-    for (const [k, v] of Object.entries(isObj(item.min) ? item.min : {})) if (!(k in req)) req[k] = v;
+    // (resource names are the client's: `toString` is a name like any other, not a member)
+    for (const [k, v] of Object.entries(isObj(item.max) ? item.max : {})) if (!Object.hasOwn(dflt, k)) setOwn(dflt, k, v);
+    for (const [k, v] of Object.entries(dflt)) if (!Object.hasOwn(req, k)) setOwn(req, k, v);
+    for (const [k, v] of Object.entries(isObj(item.min) ? item.min : {})) if (!Object.hasOwn(req, k)) setOwn(req, k, v);
     // Empty maps are omitted when kube encodes them (omitempty).
     if (Object.keys(dflt).length) item.default = dflt;
     if (Object.keys(req).length) item.defaultRequest = req;

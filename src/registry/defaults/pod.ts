@@ -5,6 +5,7 @@
 import type { ResourceInfo } from '../../api/catalog-types.js';
 import { canonicalQuantity, parseQuantity, QUANTITY_ERROR, quantitySign } from '../quantity.js';
 import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
+import { setOwn } from '../own-keys.js';
 
 const VOLUME_SOURCES = [
   'hostPath', 'emptyDir', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'secret', 'nfs', 'iscsi', 'glusterfs',
@@ -145,7 +146,7 @@ export function defaultPod(pod: any, info: Pick<ResourceInfo, 'kind' | 'version'
     const r = c?.resources;
     if (isObj(r) && isObj(r.limits)) {
       const req = child(r, 'requests')!;
-      for (const [k, v] of Object.entries(r.limits)) if (req[k] === undefined) req[k] = v;
+      for (const [k, v] of Object.entries(r.limits)) if (!Object.hasOwn(req, k) || req[k] === undefined) setOwn(req, k, v);
     }
   }
   if (spec.enableServiceLinks === undefined || spec.enableServiceLinks === null) spec.enableServiceLinks = true;

@@ -2,6 +2,7 @@
 // k8s.io/apimachinery/pkg/util/validation/field: each returns the FieldError the store turns
 // into one cause of a 422 Invalid (errors.invalid renders the message as kube does).
 import type { FieldError } from '../strategy.js';
+import { setOwn } from '../own-keys.js';
 
 /** A JSON object (not null, not an array). */
 export const isObj = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -62,7 +63,7 @@ export function sortedKeys<T>(v: T): T {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map(sortedKeys) as T;
   const out: any = {};
-  for (const k of Object.keys(v as object).sort()) if ((v as any)[k] !== undefined) out[k] = sortedKeys((v as any)[k]);
+  for (const k of Object.keys(v as object).sort()) if ((v as any)[k] !== undefined) setOwn(out, k, sortedKeys((v as any)[k]));
   return out;
 }
 

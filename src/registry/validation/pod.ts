@@ -6,6 +6,7 @@ import { compareQuantity, canonicalQuantity, isWholeQuantity, parseQuantity, qua
 import { VOLUME_SOURCE_KEYS } from '../defaults/pod.js';
 import { validatePvcSpec } from './storage.js';
 import { labelValueErrors, qualifiedNameErrors, validateTemplateMeta } from '../validation.js';
+import { setOwn } from '../own-keys.js';
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors as dns1123SubdomainOf,
@@ -350,6 +351,6 @@ function sortDeep(v: any): any {
   if (Array.isArray(v)) return v.map(sortDeep);
   if (!isObj(v)) return v;
   const out: any = {};
-  for (const k of Object.keys(v).sort()) if (v[k] !== undefined) out[k] = sortDeep(v[k]);
+  for (const k of Object.keys(v).sort()) if (v[k] !== undefined) setOwn(out, k, sortDeep(v[k]));
   return out;
 }

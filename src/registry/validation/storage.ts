@@ -6,6 +6,7 @@ import type { FieldError } from '../strategy.js';
 import { canonicalQuantity, compareQuantity, parseQuantity, quantitySign, type Quantity } from '../quantity.js';
 import { qualifiedNameErrors } from '../validation.js';
 import { validateLabelSelector } from './selector.js';
+import { setOwn } from '../own-keys.js';
 import {
   dns1123SubdomainErrors,
   each,
@@ -160,7 +161,7 @@ function normalizePvcSpec(spec: any): any {
     if (v === undefined || v === null) continue;
     if (Array.isArray(v) && v.length === 0) continue;
     if (isObj(v) && Object.keys(v).length === 0) continue;
-    out[k] = v;
+    setOwn(out, k, v);
   }
   if (isObj(out.resources)) {
     const r: any = {};
@@ -175,7 +176,7 @@ function canonicalMap(m: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(m)) {
     const q = parseQuantity(v);
-    out[k] = q ? canonicalQuantity(q) : v;
+    setOwn(out, k, q ? canonicalQuantity(q) : v);
   }
   return out;
 }
