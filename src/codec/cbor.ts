@@ -3,8 +3,10 @@
 // kube-apiserver writes it; application/cbor-seq for watch, one such item per event.
 // Request bodies (application/cbor, application/apply-patch+cbor) are decoded back to the
 // JSON form: byte strings become base64 strings, as the JSON form carries []byte.
-import { Decoder, Encoder } from 'cbor-x';
+import { Decoder, Encoder, Tag } from 'cbor-x';
 import { errors } from '../errors.js';
+// (decode.ts imports this module too: the constant is read only when a body is decoded)
+import { MAX_JSON_DEPTH } from './decode.js';
 
 const SELF_DESCRIBED = Buffer.from([0xd9, 0xd9, 0xf7]);
 const encoder = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true, tagUint8Array: false } as any);
@@ -20,23 +22,77 @@ export function cborWatchFrame(type: string, obj: unknown): Buffer {
   return encodeCbor({ type, object: obj });
 }
 
-function toJsonForm(v: any): any {
-  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
-  if (Array.isArray(v)) return v.map(toJsonForm);
-  if (v instanceof Map) {
-    const o: any = {};
-    for (const [k, x] of v) o[String(k)] = toJsonForm(x);
-    return o;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * A decoded CBOR item as the JSON form kube's decoder gives (byte strings as base64, an
+ * unrecognised tag as its content, a time tag as an RFC 3339 string), refusing what that
+ * decoder refuses or what has no JSON form: integers beyond int64, NaN and the infinities,
+ * `undefined`, nesting deeper than JSON's limit, and cbor-x's own extensions (value sharing
+ * and cycles (tags 28/29), sets, regular expressions, errors, records): one value reached
+ * twice would otherwise be a cycle (a stack overflow) or an alias bomb when encoded.
+ * Iterative (an explicit stack), so that deep nesting cannot overflow the call stack;
+ * arrays and plain objects are converted in place.
+ */
+function jsonForm(root: unknown): unknown {
+  const fail = (why: string) => errors.badRequest(`couldn't get version/kind; cbor decode error: ${why}`);
+  const seen = new Set<object>();
+  /** One value as it goes in its parent's slot; a container comes back to be walked. */
+  const convert = (v: unknown): unknown => {
+    while (v instanceof Tag) v = v.value;
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return v;
+      case 'number':
+        if (!Number.isFinite(v)) throw fail(`floating-point number ${v} is not allowed`);
+        return v;
+      case 'bigint':
+        if (v < INT64_MIN || v > INT64_MAX) throw fail(`integer ${v} overflows Go's int64`);
+        return Number(v);
+      case 'object':
+        break;
+      default:
+        throw fail(`unsupported item of type ${typeof v}`);
+    }
+    if (v === null) return null;
+    if (seen.has(v)) throw fail('shared or cyclic values are not supported');
+    seen.add(v);
+    if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+    if (v instanceof Date) {
+      if (Number.isNaN(v.getTime())) throw fail('invalid time');
+      return v.toISOString().replace('.000Z', 'Z');
+    }
+    if (Array.isArray(v)) return v;
+    if (v instanceof Map) {
+      const o: Record<string, unknown> = {};
+      for (const [k, x] of v) {
+        if (typeof k !== 'string') throw fail(`map key of type ${typeof k} is not a string`);
+        o[k] = x;
+      }
+      return o;
+    }
+    if (Object.getPrototypeOf(v) === Object.prototype) return v;
+    throw fail(`unsupported item ${Object.prototype.toString.call(v)}`);
+  };
+  const top = convert(root);
+  const stack: Array<[unknown, number]> = [[top, 1]];
+  while (stack.length) {
+    const [c, depth] = stack.pop()!;
+    if (c === null || typeof c !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) throw fail('exceeded max nested level');
+    const o = c as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+      const x = convert(o[k]);
+      o[k] = x;
+      if (x !== null && typeof x === 'object') stack.push([x, depth + 1]);
+    }
   }
-  if (v && typeof v === 'object' && v.constructor === Object) {
-    for (const k of Object.keys(v)) v[k] = toJsonForm(v[k]);
-    return v;
-  }
-  if (v && typeof v === 'object' && 'value' in v && 'tag' in v) return toJsonForm(v.value);
-  return v;
+  return top;
 }
 
-/** Decodes a CBOR body into the object's JSON form; 400 when it is not one CBOR item. */
+/** Decodes a CBOR body into the object's JSON form; 400 when it is not one CBOR item with a JSON form. */
 export function decodeCbor(body: Buffer | null): unknown {
   if (!body || body.length === 0) throw errors.badRequest("couldn't get version/kind; cbor: unexpected EOF");
   let v: unknown;
@@ -45,5 +101,5 @@ export function decodeCbor(body: Buffer | null): unknown {
   } catch (e) {
     throw errors.badRequest(`couldn't get version/kind; cbor decode error: ${(e as Error).message}`);
   }
-  return toJsonForm(v);
+  return jsonForm(v);
 }
