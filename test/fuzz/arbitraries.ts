@@ -9,6 +9,12 @@ import { protoRoot } from '../../src/codec/protobuf-encode.js';
 // ---------------------------------------------------------------------------------------
 // Small pieces
 
+/** A value as JSON.parse would give it back (what every decoder hands the engines). */
+export function asJson<T>(v: T): T {
+  const t = JSON.stringify(v);
+  return t === undefined ? (null as T) : JSON.parse(t);
+}
+
 /** Keys that matter to the server's code paths, and a few that matter to JavaScript. */
 export const KEYS = ['apiVersion', 'kind', 'metadata', 'name', 'namespace', 'labels', 'annotations', 'spec', 'status', 'data', 'containers', 'image',
   'replicas', 'resources', 'limits', 'requests', 'cpu', 'memory', 'finalizers', 'ownerReferences', 'managedFields', 'fieldsV1', 'uid',
@@ -36,7 +42,10 @@ export const hugeNumberText = fc.oneof(
   fc.integer({ min: 1, max: 400 }).map((n) => `1e${'9'.repeat(n)}`),
 );
 
-/** A JSON value, kept small; leaves include the nasty strings and huge numbers (as numbers once parsed). */
+/**
+ * A JSON value, kept small; leaves include the nasty strings and huge numbers. Passed
+ * through JSON once, so it is what a decoder can give (no null prototypes, no NaN, no -0).
+ */
 export const jsonValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -49,7 +58,7 @@ export const jsonValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.array(tie('value'), { maxLength: 5 }),
     fc.dictionary(key, tie('value'), { maxKeys: 5 }),
   ),
-})).value;
+})).value.map(asJson);
 
 /** A nesting `depth` levels deep, of objects or arrays, around a leaf. */
 export function nested(depth: number, kind: 'obj' | 'arr' | 'mixed', leaf = '1'): string {
