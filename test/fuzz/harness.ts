@@ -35,12 +35,34 @@ export function isKube500(message: string): boolean {
   return KUBE_500.some((re) => re.test(message));
 }
 
-/** What one input did: 'ok' (a value), or the StatusError's code. Anything else throws. */
+const PROTOTYPES: Array<[string, object]> = [
+  ['Object.prototype', Object.prototype],
+  ['Array.prototype', Array.prototype],
+  ['String.prototype', String.prototype],
+  ['Function.prototype', Function.prototype],
+];
+
+/**
+ * Throws when an input wrote to a built-in prototype (a patch setting `__proto__`, which
+ * would reach every object of the process), after removing what it wrote.
+ */
+export function checkPrototypes(): void {
+  for (const [name, proto] of PROTOTYPES) {
+    const added = Object.keys(proto);
+    if (added.length === 0) continue;
+    for (const k of added) delete (proto as any)[k];
+    throw new Error(`prototype pollution: ${name} gained ${added.map((k) => JSON.stringify(k)).join(', ')}`);
+  }
+}
+
+/** What one input did: 'ok' (a value), or the StatusError's code. Anything else throws, as does a polluted prototype. */
 export function outcome(fn: () => unknown): 'ok' | number {
   try {
     fn();
+    checkPrototypes();
     return 'ok';
   } catch (e) {
+    checkPrototypes();
     if (!(e instanceof StatusError)) {
       throw new Error(`not a StatusError: ${e instanceof Error ? `${e.constructor.name}: ${e.message}` : String(e)}`.slice(0, 500));
     }
@@ -58,18 +80,38 @@ export function report(target: string, inputs: number, ms: number, outcomes: Map
   if (process.env.FUZZ_REPORT) appendFileSync(process.env.FUZZ_REPORT, line + '\n');
 }
 
+/** An input as the failure report prints it: JSON (not fast-check's recursive printer, which deep inputs overflow), cut short. */
 function describeInput(x: unknown): string {
-  const s = typeof x === 'string' ? JSON.stringify(x) : Buffer.isBuffer(x) ? `<${x.length} bytes> ${x.subarray(0, 200).toString('hex')}` : fc.stringify(x);
-  return s.length > 600 ? `${s.slice(0, 600)}... (${s.length} chars)` : s;
+  let s: string;
+  if (Buffer.isBuffer(x)) s = `<${x.length} bytes> ${x.subarray(0, 300).toString('hex')}`;
+  else {
+    try {
+      s = JSON.stringify(x, (_, v) => (Buffer.isBuffer(v) || (v && v.type === 'Buffer' && Array.isArray(v.data)) ? `<hex ${Buffer.from(v.data ?? v).subarray(0, 300).toString('hex')}>` : v)) ?? String(x);
+    } catch (e) {
+      s = `<unprintable: ${(e as Error).message}>`;
+    }
+  }
+  return s.length > 1500 ? `${s.slice(0, 1500)}... (${s.length} chars)` : s;
+}
+
+/** A generated input that fast-check prints with describeInput. */
+interface Boxed<T> {
+  value: T;
+  [fc.toStringMethod](): string;
+}
+
+function box<T>(value: T): Boxed<T> {
+  return { value, [fc.toStringMethod]: () => describeInput(value) };
 }
 
 /**
  * Runs `run` on inputs of `arb` for `seconds` (at least `minRuns` inputs): each must give a
  * value or a 4xx StatusError (see outcome) within FUZZ_INPUT_MS. A slow input is timed
  * again before it counts as a failure, so one GC pause or a neighbour's burst does not
- * fail the run. Returns the number of inputs run.
+ * fail the run. Inputs `known` matches (a bug being fixed elsewhere, with its own skipped
+ * property) are counted, not run. Returns the number of inputs run.
  */
-export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, run: (x: T) => unknown, opts: { seconds?: number; minRuns?: number; inputMs?: number } = {}): number {
+export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, run: (x: T) => unknown, opts: { seconds?: number; minRuns?: number; inputMs?: number; known?: (x: T) => boolean } = {}): number {
   const seconds = opts.seconds ?? FUZZ_SECONDS;
   const inputMs = opts.inputMs ?? FUZZ_INPUT_MS;
   const outcomes = new Map<string, number>();
@@ -81,8 +123,13 @@ export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, run: (x: T) => unk
     return [String(o), performance.now() - s];
   };
   fc.assert(
-    fc.property(arb, (x) => {
+    fc.property(arb.map(box), ({ value: x }) => {
       inputs++;
+      // inputs of a known bug another branch fixes: left to that bug's skipped property
+      if (opts.known?.(x)) {
+        outcomes.set('known', (outcomes.get('known') ?? 0) + 1);
+        return;
+      }
       let [o, ms] = timed(x);
       if (ms > inputMs) [o, ms] = timed(x);
       if (ms > inputMs) throw new Error(`took ${ms.toFixed(0)} ms (bound ${inputMs} ms) on ${describeInput(x)}`);
@@ -98,4 +145,27 @@ export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, run: (x: T) => unk
   );
   report(target, inputs, performance.now() - t0, outcomes);
   return inputs;
+}
+
+/** The nesting depth of a JSON value, without recursion. */
+export function depthOf(v: unknown): number {
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d > max) max = d;
+    for (const y of Object.values(x as object)) stack.push([y, d + 1]);
+  }
+  return max;
+}
+
+/** Whether a JSON value holds an object with a "toString" key (String() of it throws a TypeError). */
+export function hasToStringKey(v: unknown): boolean {
+  return v !== null && typeof v === 'object' && (JSON.stringify(v) ?? '').includes('"toString":');
+}
+
+/** Whether a JSON value holds "__proto__" anywhere (a key, a string, a JSON pointer token). */
+export function mentionsProto(v: unknown): boolean {
+  return (JSON.stringify(v) ?? '').includes('__proto__');
 }
