@@ -1,7 +1,7 @@
 // Decoding of request bodies into objects, with kube-apiserver's errors: a body that is
 // not JSON (or YAML) is 400 "couldn't get version/kind", a metadata field of the wrong
 // type is 400 "cannot be handled as a <Kind>", an unsupported Content-Type is 415.
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from 'yaml';
 import { errors } from '../errors.js';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 import { decodeCbor } from './cbor.js';
@@ -144,10 +144,12 @@ export function parseYaml11(text: string): unknown {
     } else if (isSeq(n)) for (const x of n.items) walk(x);
   };
   walk(doc.contents);
-  // Aliases come out as shared references; go-yaml v2 expands them and gives up on a
-  // document that is mostly alias expansion (the billion-laughs guard), so do we.
+  // go-yaml v2 expands aliases and gives up on a document that is mostly alias expansion
+  // (the billion-laughs guard), so do we, before building anything: the yaml library
+  // shares an alias's value, but converts a merge key's source again for every map that
+  // merges it, so nested merges (`m2: {<<: [*m1, *m1]}`, ...) cost exponential time.
+  if (excessiveAliasing(doc)) throw new Error('yaml: document contains excessive aliasing');
   const out = doc.toJS({ maxAliasCount: -1 });
-  if (excessiveAliasing(out)) throw new Error('yaml: document contains excessive aliasing');
   if (out !== null && typeof out === 'object') yamlDuplicates.set(out, dups);
   return out;
 }
@@ -160,28 +162,66 @@ function allowedAliasRatio(decodeCount: number): number {
 }
 
 /**
- * Walks the decoded value as go-yaml would decode it (a shared reference, i.e. an alias, is
- * expanded again each time) and applies go-yaml v2's excessive-aliasing rule; stops as soon
- * as the rule trips, so a bomb costs little.
+ * How many nodes may come from expanding merge keys (`<<: *a`), which the yaml library
+ * converts anew each time. go-yaml's ratio rule alone lets a linear chain of a few hundred
+ * merges through, which takes the yaml library seconds; real documents merge a few small maps.
  */
-function excessiveAliasing(root: unknown): boolean {
-  if (root === null || typeof root !== 'object') return false;
-  const seen = new Set<object>();
-  const stack: [unknown, boolean][] = [[root, false]];
+export const MAX_YAML_MERGED_NODES = 5000;
+
+/**
+ * Walks the document's nodes as go-yaml v2 decodes them (an alias expanded again each time
+ * it is met, merge sources included) and applies go-yaml's excessive-aliasing rule to the
+ * counts, plus MAX_YAML_MERGED_NODES; stops as soon as either trips, so a bomb costs little.
+ * Iterative, so that deep documents cannot overflow the stack here.
+ */
+function excessiveAliasing(doc: Document): boolean {
+  // Anchors by name, in document order (the yaml library's Alias.resolve searches the whole
+  // document on every call): an alias names the last one defined before it.
+  const anchors = new Map<string, Array<[number, unknown]>>();
+  const scan: unknown[] = [doc.contents];
+  while (scan.length) {
+    const n = scan.pop() as any;
+    if (n === null || typeof n !== 'object') continue;
+    if (typeof n.anchor === 'string' && !isAlias(n)) {
+      let list = anchors.get(n.anchor);
+      if (!list) anchors.set(n.anchor, (list = []));
+      list.push([n.range?.[0] ?? 0, n]);
+    }
+    if (isMap(n)) for (const pair of n.items) scan.push(pair.key, pair.value);
+    else if (isSeq(n)) scan.push(...n.items);
+  }
+  for (const list of anchors.values()) list.sort((a, b) => a[0] - b[0]);
+  const resolve = (a: { source: string; range?: [number, number, number] | null }): unknown => {
+    const list = anchors.get(a.source);
+    if (!list) return undefined;
+    const at = a.range?.[0] ?? Infinity;
+    let found: unknown;
+    for (const [pos, node] of list) if (pos < at) found = node;
+    return found;
+  };
+  // node, reached through an alias, reached through a merge key
+  const stack: Array<[unknown, boolean, boolean]> = [[doc.contents, false, false]];
   let decoded = 0;
   let aliased = 0;
+  let merged = 0;
   while (stack.length) {
-    const [v, inAlias] = stack.pop()!;
+    const [n, inAlias, inMerge] = stack.pop()!;
+    if (n === null || n === undefined) continue;
     decoded++;
-    if (v === null || typeof v !== 'object') {
-      if (inAlias) aliased++;
-      continue;
-    }
-    const again = inAlias || seen.has(v);
-    seen.add(v);
-    if (again) aliased++;
+    if (inAlias) aliased++;
+    if (inMerge && ++merged > MAX_YAML_MERGED_NODES) return true;
     if (aliased > 100 && decoded > 1000 && aliased / decoded > allowedAliasRatio(decoded)) return true;
-    for (const x of Object.values(v)) stack.push([x, again]);
+    if (isAlias(n)) {
+      const target = resolve(n);
+      if (target) stack.push([target, true, inMerge]);
+    } else if (isMap(n)) {
+      for (const pair of n.items) {
+        const k = pair.key;
+        const isMergeKey = isScalar(k) && (typeof k.value === 'symbol' || k.value === '<<');
+        stack.push([k, inAlias, inMerge]);
+        stack.push([pair.value, inAlias, inMerge || isMergeKey]);
+      }
+    } else if (isSeq(n)) for (const x of n.items) stack.push([x, inAlias, inMerge]);
   }
   return false;
 }

@@ -207,7 +207,12 @@ export const yamlBody = fc.oneof(
   { weight: 2, arbitrary: fc.array(fc.tuple(key, yamlScalar), { maxLength: 8 }).map((kv) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fz\ndata:\n${kv.map(([k, v]) => `  ${JSON.stringify(k)}: ${v}`).join('\n')}\n`) },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 })).map(([l, f]) => yamlBomb(l, f)) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 3000 }).map((n) => 'metadata:\n  name: fz\nspec: ' + '['.repeat(n) + ']'.repeat(n) + '\n') },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 600 }).map((n) => 'metadata: {name: fz}\nspec:\n' + Array.from({ length: n }, (_, i) => ' '.repeat(i + 1) + 'a:').join('\n') + ' 1\n') },
+  // (block nesting: the text grows with the square of the depth, and the yaml library
+  // parses about 1 MB/s on the front thread, so kept small)
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 150 }).map((n) => 'metadata: {name: fz}\nspec:\n' + Array.from({ length: n }, (_, i) => ' '.repeat(i + 1) + 'a:').join('\n') + ' 1\n') },
+  // merge-key bombs: nested merges that the yaml library would convert again and again
+  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 3 })).map(([n, f]) => 'm0: &m0 {x: 1}\n' + Array.from({ length: n }, (_, i) => `m${i + 1}: &m${i + 1} {<<: [${Array(f).fill(`*m${i}`).join(',')}], y${i}: 1}`).join('\n') + '\nmetadata: {name: fz}\n') },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 40 }).map((n) => 'm0: &m0 {x: 1}\n' + Array.from({ length: n }, (_, i) => `m${i + 1}: &m${i + 1} {<<: [${Array.from({ length: i + 1 }, (_, k) => `*m${k}`).join(',')}], y${i}: 1}`).join('\n') + '\nmetadata: {name: fz}\n') },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 200 }).map((n) => 'base: &b {x: 1}\n' + Array.from({ length: n }, (_, i) => `m${i}: &m${i} {<<: [*${i ? `m${i - 1}` : 'b'}], y${i}: 1}`).join('\n') + '\nmetadata: {name: fz}\n') },
   { weight: 1, arbitrary: fc.array(fc.tuple(fc.constantFrom('a', 'b', 'yes', 'true', '1', '"1"'), yamlScalar), { maxLength: 6 }).map((kv) => `metadata: {name: fz}\ndata:\n${kv.map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n`) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 64 }) },
