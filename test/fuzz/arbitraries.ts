@@ -5,6 +5,7 @@
 // wrong wire types, truncation.
 import fc from 'fast-check';
 import { protoRoot } from '../../src/codec/protobuf-encode.js';
+import { encodeCbor } from '../../src/codec/cbor.js';
 
 // ---------------------------------------------------------------------------------------
 // Small pieces
@@ -350,6 +351,7 @@ const cborItem: fc.Arbitrary<Buffer> = fc.letrec((tie) => ({
 })).item;
 
 export const cborBody: fc.Arbitrary<Buffer> = fc.oneof(
+  { weight: 3, arbitrary: objectOf('v1', 'ConfigMap').map((o) => encodeCbor(o)) },
   { weight: 4, arbitrary: cborItem.map((x) => Buffer.concat([Buffer.from([0xd9, 0xd9, 0xf7]), x])) },
   { weight: 2, arbitrary: fc.tuple(fc.array(fc.tuple(fc.constantFrom('apiVersion', 'kind', 'metadata', 'spec', '__proto__', 'constructor'), cborItem), { maxLength: 5 })).map(([kv]) => Buffer.concat([Buffer.from([0xd9, 0xd9, 0xf7]), cborHead(5, kv.length), ...kv.flatMap(([k, v]) => [cborHead(3, k.length), Buffer.from(k), v])])) },
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 12_000 }), fc.constantFrom(0x81, 0xa1, 0x9f, 0xc1)).map(([d, h]) => Buffer.concat([Buffer.from([0xd9, 0xd9, 0xf7]), Buffer.alloc(d, h === 0xa1 ? Buffer.from([0xa1, 0x61, 0x61]) : Buffer.from([h])), Buffer.from([0x01])])) },
@@ -370,10 +372,10 @@ export const jsonPatchOp = fc.record(
   {
     op: fc.oneof({ weight: 6, arbitrary: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test') }, { weight: 1, arbitrary: jsonValue }),
     path: fc.oneof({ weight: 6, arbitrary: pointer }, { weight: 1, arbitrary: jsonValue }),
-    from: fc.oneof({ weight: 6, arbitrary: pointer }, { weight: 1, arbitrary: jsonValue }),
+    from: fc.oneof({ weight: 12, arbitrary: pointer }, { weight: 1, arbitrary: jsonValue }),
     value: jsonValue,
   },
-  { requiredKeys: [] },
+  { requiredKeys: ['op', 'from'] },
 );
 
 export const jsonPatchDoc = fc.oneof({ weight: 8, arbitrary: fc.array(jsonPatchOp, { maxLength: 8 }) }, { weight: 1, arbitrary: jsonValue });
@@ -451,3 +453,21 @@ export const quantityText = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 2000 }), fc.constantFrom('.', 'e', 'i', 'k', 'E')).map(([n, c]) => '1' + c.repeat(n)) },
   { weight: 1, arbitrary: fc.string({ maxLength: 20 }) },
 );
+
+/** Server-side apply configurations of a Deployment named fz, mostly valid: labels, annotations (kubectl's last-applied too), finalizers, replicas, containers. */
+export const applyConfig = fc
+  .record(
+    {
+      metadata: fc.record({ labels: fc.dictionary(fc.constantFrom('a', 'b', 'app'), fc.constantFrom('1', '2', 'fz'), { maxKeys: 3 }), annotations: fc.dictionary(fc.constantFrom('x', 'kubectl.kubernetes.io/last-applied-configuration'), fc.constantFrom('{}', '{"spec":{"replicas":1}}', 'not json'), { maxKeys: 2 }), finalizers: fc.array(fc.constantFrom('example.com/x', 'example.com/y'), { maxLength: 2 }) }, { requiredKeys: [] }),
+      spec: fc.record(
+        {
+          replicas: fc.integer({ min: -1, max: 5 }),
+          selector: fc.constant({ matchLabels: { app: 'fz' } }),
+          template: fc.record({ spec: fc.record({ containers: fc.array(fc.record({ name: fc.constantFrom('c', 'd', 'e'), image: fc.constantFrom('nginx', 'busybox'), args: fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 3 }), env: fc.array(fc.record({ name: fc.constantFrom('E', 'F'), value: fc.string({ maxLength: 3 }) }), { maxLength: 2 }) }, { requiredKeys: ['name'] }), { maxLength: 3 }) }, { requiredKeys: [] }) }, { requiredKeys: [] }),
+        },
+        { requiredKeys: [] },
+      ),
+    },
+    { requiredKeys: [] },
+  )
+  .map((c) => ({ apiVersion: 'apps/v1', kind: 'Deployment', ...c }));

@@ -14,7 +14,7 @@ export const fromMissing = (p: unknown) => Array.isArray(p) && p.some((op) => op
  * [{"op":"copy","from":"/toString","path":"/x"}] → structuredClone of a function, DOMException (500).
  */
 export const INHERITED = new Set(Object.getOwnPropertyNames(Object.prototype).concat(Object.getOwnPropertyNames(Array.prototype)));
-export const fromInherited = (p: unknown) => Array.isArray(p) && p.some((op) => op && typeof op === 'object' && typeof op.from === 'string' && op.from.split('/').some((t: string) => INHERITED.has(t.replace(/~1/g, '/').replace(/~0/g, '~'))));
+export const fromInherited = (p: unknown) => Array.isArray(p) && p.some((op) => op && typeof op === 'object' && (op.op === 'move' || op.op === 'copy') && typeof op.from === 'string' && op.from.split('/').some((t: string) => INHERITED.has(t.replace(/~1/g, '/').replace(/~0/g, '~'))));
 /** known: an op that is an object with a toString key: [{"op":{"toString":1},"path":"/x"}] → TypeError (500). */
 export const opToString = (p: unknown) => Array.isArray(p) && p.some((op) => op && typeof op === 'object' && hasToStringKey(op.op));
 /** known: a directive ($patch, $retainKeys, ...) holding an object with a toString key: {"spec":{"$patch":{"toString":1}}}, {"metadata":{"$retainKeys":[[{"toString":1}]]}} → TypeError (500). */
@@ -52,3 +52,14 @@ export const DEEP = 1000;
  * (500) in decodeApplyBody's mismatch message.
  */
 export const applyNameToString = (cfg: unknown) => hasToStringKey((cfg as any)?.metadata?.name);
+
+/**
+ * known (transport): a request line of about 100 KB or more has its connection reset (or
+ * hung up) instead of an answer: GET /api/v1/namespaces/default/configmaps?labelSelector=
+ * followed by 100,000 × "a" → ECONNRESET (kube-apiserver answers 400 here, and 431 only past
+ * its 1 MB of headers). Server-level inputs with longer request lines are not sent.
+ */
+export const MAX_SENT_URL = 8192;
+
+/** The JSON patch form of the __proto__ bug: a path or from through `__proto__` (values holding the key are copied safely). */
+export const pointerProto = (p: unknown) => Array.isArray(p) && p.some((op) => op && typeof op === 'object' && [op.path, op.from].some((x) => typeof x === 'string' && x.includes('__proto__')));
