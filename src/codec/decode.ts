@@ -195,9 +195,15 @@ function excessiveAliasing(doc: Document): boolean {
     const list = anchors.get(a.source);
     if (!list) return undefined;
     const at = a.range?.[0] ?? Infinity;
-    let found: unknown;
-    for (const [pos, node] of list) if (pos < at) found = node;
-    return found;
+    // the last anchor before the alias (binary search: one name may be anchored many times)
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (list[mid][0] < at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 ? list[lo - 1][1] : undefined;
   };
   // node, reached through an alias, reached through a merge key
   const stack: Array<[unknown, boolean, boolean]> = [[doc.contents, false, false]];
