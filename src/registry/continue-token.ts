@@ -29,7 +29,9 @@ export function decodeContinue(s: string): ContinueToken {
     throw bad('illegal base64 data');
   }
   if (tok === null || typeof tok !== 'object' || tok.v !== 'meta.k8s.io/v1') throw bad('server does not recognize this encoded version');
-  if (typeof tok.rv !== 'number' || !Number.isInteger(tok.rv) || tok.rv === 0) throw bad('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (typeof tok.rv !== 'number' || !Number.isSafeInteger(tok.rv) || tok.rv === 0) throw bad('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   if (typeof tok.start !== 'string' || tok.start === '' || tok.start.includes('/../')) throw bad('continue key is not valid');
+  // the list's start time, which the store subtracts from now: a number or nothing
+  if (tok.t !== undefined && (typeof tok.t !== 'number' || !Number.isFinite(tok.t))) throw bad('continue key is not valid');
   return tok;
 }

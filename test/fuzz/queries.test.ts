@@ -50,7 +50,11 @@ describe('fuzz: selectors, list options, continue tokens, quantities, field path
   });
 
   it('continue tokens (base64 of random JSON, near-valid tokens, not base64 at all)', () => {
-    const n = fuzz('continue', continueToken, (t) => decodeContinue(t));
+    const n = fuzz('continue', continueToken, (t) => {
+      const tok = decodeContinue(t);
+      // what the store then does with it: compares rv, subtracts t from now, seeks to start
+      if (!Number.isSafeInteger(tok.rv) || typeof tok.start !== 'string' || (tok.t !== undefined && !Number.isFinite(Date.now() - tok.t))) throw new Error(`a token the store cannot use: ${JSON.stringify(tok)}`);
+    });
     expect(n).toBeGreaterThan(0);
   });
 
