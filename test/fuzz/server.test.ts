@@ -271,6 +271,13 @@ describe('fuzz: a started server', () => {
     // create bodies, as dry runs
     add('create json', 2, fc.tuple(fc.constantFrom<[string, string, string]>([CM, 'v1', 'ConfigMap'], [DEP, 'apps/v1', 'Deployment'], [POD, 'v1', 'Pod']), fc.constantFrom('', '&fieldValidation=Strict', '&fieldValidation=Ignore')).chain(([[p, av, k], fv]) => jsonBody(av, k).map((b) => ({ method: 'POST', path: p + dry + fv, body: b }))), (r) => r);
     add('create yaml', 2, yamlBody, (b) => ({ method: 'POST', path: CM + dry, body: b, headers: { 'content-type': 'application/yaml' } }));
+    // large YAML bodies (32 KiB and up are parsed on a worker thread), sometimes broken or with a key twice
+    const bigYaml = fc.tuple(fc.integer({ min: 1000, max: 12_000 }), fc.constantFrom('', '\n  : : [', 'dup')).map(([n, tail]) => {
+      const lines = Array.from({ length: n }, (_, i) => `  k${tail === 'dup' && i === 1 ? 0 : i}: "value ${i}"`);
+      return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fz-big\ndata:\n${lines.join('\n')}\n${tail === 'dup' ? '' : tail}`;
+    });
+    add('create yaml large', 1, fc.tuple(bigYaml, fc.boolean()), ([b, apply]) =>
+      apply ? { method: 'PATCH', path: `${CM}/fz-big${dry}&fieldManager=m&fieldValidation=Strict`, body: b, headers: { 'content-type': 'application/apply-patch+yaml' } } : { method: 'POST', path: `${CM}${dry}&fieldValidation=Strict`, body: b, headers: { 'content-type': 'application/yaml' } });
     add('create protobuf', 2, protobufBody, (b) => ({ method: 'POST', path: CM + dry, body: b, headers: { 'content-type': 'application/vnd.kubernetes.protobuf' } }));
     add('create cbor', 2, cborBody, (b) => ({ method: 'POST', path: CM + dry, body: b, headers: { 'content-type': 'application/cbor' } }));
     add('update json', 1, jsonBody('v1', 'ConfigMap'), (b) => ({ method: 'PUT', path: `${CM}/seed-cm${dry}`, body: b }));
