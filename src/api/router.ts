@@ -3,6 +3,8 @@
 // (the served catalog does not change while the server runs) and sent as the same bytes.
 import { AggregatedDiscovery } from './aggregated-discovery.js';
 import { sendDiscoveryDoc } from './discovery-response.js';
+import { offloadYaml } from '../codec/yaml-offload.js';
+import { bodyText } from '../codec/decode.js';
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { sendJson, sendText } from '../http/respond.js';
@@ -144,6 +146,13 @@ export class Router implements Filter {
   run(req: ApiRequest, res: ResponseSink): void | Promise<void> {
     const info = req.requestInfo!;
     if (!info.isResourceRequest) return this.nonResource(req, res);
+    // A large YAML body is parsed on a worker thread before the handler reads it.
+    const parsing = offloadYaml(req.body, req.headers['content-type'], () => bodyText(req.body!));
+    if (parsing) return parsing.then(() => this.resource(req, res, info));
+    return this.resource(req, res, info);
+  }
+
+  private resource(req: ApiRequest, res: ResponseSink, info: NonNullable<ApiRequest['requestInfo']>): void | Promise<void> {
     const target = this.deps.targets.resolve(info.apiGroup, info.apiVersion, info.resource);
     if (!target) throw errors.resourceNotFound();
     if (target.info.custom) checkCustomRequest(req, info, target.info.custom);

@@ -95,3 +95,27 @@ describe('protobuf zero scalars, per type and field', () => {
     expect(pc).toEqual({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'p' }, value: 0 });
   });
 });
+
+describe('protobuf bodies without a JSON form (found by the fuzz suite, test/fuzz)', () => {
+  const U = () => protoRoot().lookupType('k8s.io.apimachinery.pkg.runtime.Unknown');
+  const wrap = (raw: Uint8Array) => Buffer.concat([Buffer.from('k8s\0', 'latin1'), Buffer.from(U().encode({ typeMeta: { apiVersion: 'v1', kind: 'ConfigMap' }, raw }).finish())]);
+  const CM = () => protoRoot().lookupType('k8s.io.api.core.v1.ConfigMap');
+  const code = (b: Buffer) => {
+    try {
+      decodeProtobufObject(b);
+      return 'ok';
+    } catch (e: any) {
+      return e.constructor.name === 'StatusError' ? e.code : `${e.constructor.name}: ${e.message}`;
+    }
+  };
+
+  it('a creationTimestamp beyond year 9999 is a 400, not a RangeError', () => {
+    const raw = CM().encode(CM().fromObject({ metadata: { name: 'x', creationTimestamp: { seconds: 2 ** 53 } } })).finish();
+    expect(code(wrap(raw))).toBe(400);
+  });
+
+  it('managedFields whose FieldsV1 bytes are not JSON are a 400, not a SyntaxError', () => {
+    const raw = CM().encode(CM().fromObject({ metadata: { name: 'x', managedFields: [{ manager: 'm', fieldsType: 'FieldsV1', fieldsV1: { Raw: Buffer.from('{"f:') } }] } })).finish();
+    expect(code(wrap(raw))).toBe(400);
+  });
+});

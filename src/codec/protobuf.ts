@@ -40,6 +40,8 @@ function timeString(v: any, micro: boolean): string | undefined {
   const seconds = Number(v?.seconds ?? 0);
   const nanos = Number(v?.nanos ?? 0);
   if (seconds === 0 && nanos === 0) return undefined;
+  // Go's Time.MarshalJSON refuses years outside [0, 9999]
+  if (!(seconds >= -62167219200 && seconds < 253402300800)) throw new Error(`Time.MarshalJSON: year outside of range [0,9999]`);
   const iso = new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, '');
   return micro ? `${iso}.${String(Math.floor(nanos / 1000)).padStart(6, '0')}Z` : `${iso}Z`;
 }
@@ -155,6 +157,14 @@ export function decodeProtobufObject(body: Buffer): Record<string, any> {
   } catch (e) {
     throw errors.badRequest(`unable to decode ${kind}: ${(e as Error).message}`);
   }
-  const obj = toJson(type, msg);
+  // The message's bytes decoded; what they hold may still have no JSON form: a time beyond
+  // what RFC 3339 can write, RawExtension or FieldsV1 bytes that are not JSON, nesting (CRD
+  // schemas) deeper than the walk's stack. Those are the client's errors too.
+  let obj: any;
+  try {
+    obj = toJson(type, msg);
+  } catch (e) {
+    throw errors.badRequest(`unable to decode ${kind}: ${(e as Error).message}`);
+  }
   return { apiVersion, kind, ...obj };
 }

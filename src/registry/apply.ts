@@ -14,7 +14,7 @@
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, itemNode, type TypeNode } from './schema-walk.js';
 import { PatchClock } from './patch-limits.js';
-import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, itemElement, listMode, pathString, sortedFields } from './managed-fields.js';
+import { FieldSet, addedFieldsV1, compare, deepEqual, fieldsOf, fieldsV1Problem, itemElement, listMode, pathString, sortedFields } from './managed-fields.js';
 import { ownValue, setOwn } from './own-keys.js';
 
 export type Operation = 'Apply' | 'Update';
@@ -72,6 +72,9 @@ export function decodeManaged(mf: unknown): Map<string, Managed> | undefined {
     if (!isObj(e)) return undefined;
     if (e.operation !== 'Apply' && e.operation !== 'Update') return undefined;
     if (e.fieldsType !== undefined && e.fieldsType !== 'FieldsV1') return undefined;
+    if (e.fieldsV1 !== undefined && fieldsV1Problem(e.fieldsV1) !== undefined) return undefined;
+    // typed strings in kube's ManagedFieldsEntry: anything else does not decode
+    if (![e.manager, e.apiVersion, e.subresource].every((x) => x === undefined || x === null || typeof x === 'string')) return undefined;
     const m: Managed = {
       manager: String(e.manager ?? ''),
       operation: e.operation,

@@ -171,6 +171,50 @@ function comparePathElements(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * The deepest FieldsV1 set decodeManaged takes from a client. kube has no limit, but the set
+ * walks here recurse (and printing a path copies it), so a set nested thousands of levels
+ * deep would overflow the stack; no object a client can write nests that deep in its schema.
+ */
+export const MAX_FIELDS_V1_DEPTH = 1000;
+
+function jsonParses(s: string, object: boolean): boolean {
+  try {
+    const v = JSON.parse(s);
+    return !object || (v !== null && typeof v === 'object' && !Array.isArray(v));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a FieldsV1 value from a client is not one (structured-merge-diff's Set.FromJSON
+ * errors), or undefined when it is: every key a path element (`f:<name>`, `k:<JSON
+ * object>`, `v:<JSON>`, `i:<integer>`, or `.`), every value an object, no deeper than
+ * MAX_FIELDS_V1_DEPTH. Iterative. kube drops managedFields it cannot decode (the live
+ * object's are kept), and so does decodeManaged with this.
+ */
+export function fieldsV1Problem(v: unknown): string | undefined {
+  const stack: Array<[unknown, number]> = [[v, 1]];
+  while (stack.length) {
+    const [x, depth] = stack.pop()!;
+    if (x === null || typeof x !== 'object' || Array.isArray(x)) return 'expected an object';
+    if (depth > MAX_FIELDS_V1_DEPTH) return 'nested too deeply';
+    for (const [k, c] of Object.entries(x as Record<string, unknown>)) {
+      const rest = k.slice(2);
+      const ok =
+        k === '.' ||
+        k.startsWith('f:') ||
+        (k.startsWith('k:') && jsonParses(rest, true)) ||
+        (k.startsWith('v:') && jsonParses(rest, false)) ||
+        (k.startsWith('i:') && /^-?[0-9]{1,18}$/.test(rest));
+      if (!ok) return `invalid path element ${JSON.stringify(k)}`;
+      stack.push([c, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
 /** `.spec.template.spec.containers[name="nginx"].image`, the way kube prints a field path. */
 export function pathString(path: string[]): string {
   let s = '';
@@ -181,8 +225,15 @@ export function pathString(path: string[]): string {
         s += '.' + rest;
         break;
       case 'k': {
-        const o = JSON.parse(rest) as Record<string, unknown>;
-        s += '[' + Object.keys(o).map((k) => `${k}=${JSON.stringify(o[k])}`).join(',') + ']';
+        // path elements come from fieldsOf or a checked FieldsV1 (fieldsV1Problem): JSON objects
+        let o: Record<string, unknown>;
+        try {
+          o = JSON.parse(rest);
+        } catch {
+          s += `[${rest}]`;
+          break;
+        }
+        s += '[' + Object.keys(o ?? {}).map((k) => `${k}=${JSON.stringify(o[k])}`).join(',') + ']';
         break;
       }
       case 'v':

@@ -29,6 +29,7 @@ import { PatchClock, refuseOversized } from './patch-limits.js';
 import { strategicMergePatch } from './strategic-merge.js';
 import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
+import { decodeContinue, encodeContinue } from './continue-token.js';
 import { checkListable, checkStoredBytes, throwIfCorrupt } from './corrupt-objects.js';
 import { convertedJson, viewOf, type Conversion } from './conversion.js';
 
@@ -142,37 +143,6 @@ export function objectKey(ns: string, name: string): string {
 export function parseRv(s: string): number {
   if (!/^[0-9]+$/.test(s) || (s.length >= 20 && BigInt(s) > 0xffffffffffffffffn)) throw errors.invalidResourceVersion(s);
   return Number(s);
-}
-
-/**
- * The continue token, shaped as kube-apiserver's (base64url of {"v","rv","start"}) plus
- * the time the list began, so that it expires after CONTINUE_TTL_MS (spec 3.2) even while
- * the history it points at is still retained. rv -1 means "go on at the latest version".
- */
-interface ContinueToken {
-  v: 'meta.k8s.io/v1';
-  rv: number;
-  start: string;
-  t?: number;
-}
-
-function encodeContinue(rv: number, start: string, t = Date.now()): string {
-  const tok: ContinueToken = { v: 'meta.k8s.io/v1', rv, start, t };
-  return Buffer.from(JSON.stringify(tok)).toString('base64url');
-}
-
-function decodeContinue(s: string): ContinueToken {
-  const bad = (why: string) => errors.badRequest(`invalid continue token: continue key is not valid: ${why}`);
-  let tok: ContinueToken;
-  try {
-    tok = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
-  } catch {
-    throw bad('illegal base64 data');
-  }
-  if (tok === null || typeof tok !== 'object' || tok.v !== 'meta.k8s.io/v1') throw bad('server does not recognize this encoded version');
-  if (typeof tok.rv !== 'number' || !Number.isInteger(tok.rv) || tok.rv === 0) throw bad('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
-  if (typeof tok.start !== 'string' || tok.start === '' || tok.start.includes('/../')) throw bad('continue key is not valid');
-  return tok;
 }
 
 /**

@@ -116,3 +116,10 @@ describe('field selectors as fields.ParseSelector', () => {
     expect(matchFields(parseFieldSelector('metadata.name!=a'), { metadata: { name: 'b' } })).toBe(true);
   });
 });
+
+describe('field paths into decoded objects (found by the fuzz suite, test/fuzz)', () => {
+  it('a map or list at the path is the empty value, whatever keys it has', () => {
+    expect(matchFields(parseFieldSelector('spec.a='), { spec: { a: { toString: null } } })).toBe(true);
+    expect(matchFields(parseFieldSelector('spec.a=x'), { spec: { a: ['x'] } })).toBe(false);
+  });
+});

@@ -319,7 +319,9 @@ export function fieldValue(obj: any, path: string): string {
     cur = cur[p];
   }
   if (cur === undefined || cur === null) return '';
-  return typeof cur === 'string' ? cur : String(cur);
+  // a field selector names a scalar; a map or list there (whose own toString may be any
+  // value in a decoded object, e.g. {"toString": null}) matches as the empty value
+  return typeof cur === 'string' ? cur : typeof cur === 'object' ? '' : String(cur);
 }
 
 export function matchFields(sel: FieldSelector | null, obj: unknown): boolean {
