@@ -117,6 +117,15 @@ export function jsonSizeUpTo(v: unknown, cap: number, skipManagedFields = false)
 }
 
 /** Whether v nests deeper than max (arrays and objects alike), found without recursion. */
+/**
+ * The engines recurse per level of their patch: each refuses a patch nested past
+ * MAX_PATCH_DEPTH on entry (400, as the patch handler words it), so no caller, the handler
+ * or a controller, can overflow their stacks.
+ */
+export function refuseDeepPatch(patch: unknown): void {
+  if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+}
+
 export function nestsDeeperThan(v: unknown, max: number): boolean {
   const stack: Array<[unknown, number]> = [[v, 0]];
   while (stack.length > 0) {

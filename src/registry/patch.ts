@@ -3,16 +3,21 @@
 // way kube-apiserver answers both. A JSON patch is bounded as kube bounds it (10,000
 // operations, 3 MiB of copies) and by the patch clock (patch-limits.ts).
 import { StatusError, errors } from '../errors.js';
-import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, MAX_PATCH_DEPTH, PatchClock, jsonSizeUpTo, nestsDeeperThan } from './patch-limits.js';
+import { JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, MAX_PATCH_DEPTH, PatchClock, jsonSizeUpTo, nestsDeeperThan, refuseDeepPatch } from './patch-limits.js';
 import { ownValue, setOwn } from './own-keys.js';
 
 export function mergePatch(target: any, patch: any): any {
+  refuseDeepPatch(patch);
+  return mergeInto(target, patch);
+}
+
+function mergeInto(target: any, patch: any): any {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
   const out: any = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
   // Keys are the client's (`__proto__` included): read and written as own fields only.
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else setOwn(out, k, mergePatch(ownValue(out, k), v));
+    else setOwn(out, k, mergeInto(ownValue(out, k), v));
   }
   return out;
 }
@@ -180,6 +185,7 @@ export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, cloc
   if (!Array.isArray(patch)) throw errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   // Counted before anything is applied, as kube's handler does once the patch is decoded.
   if (patch.length > MAX_JSON_PATCH_OPERATIONS) throw errors.jsonPatchTooManyOperations(MAX_JSON_PATCH_OPERATIONS, patch.length);
+  refuseDeepPatch(patch);
   let cur = structuredClone(doc);
   // json-patch's AccumulatedCopySizeLimit: what copies added so far, weighed per copy
   // (a copy larger than what is left of the limit is not weighed past the limit).

@@ -14,7 +14,7 @@
 // Custom resources have no patch markers and are refused by the handler (415).
 import { StatusError, StatusReason, errors } from '../errors.js';
 import { ANY, childNode, isMergeList, itemNode, type TypeNode } from './schema-walk.js';
-import { PatchClock } from './patch-limits.js';
+import { PatchClock, refuseDeepPatch } from './patch-limits.js';
 import { ownValue, setOwn } from './own-keys.js';
 
 const DIRECTIVE = '$patch';
@@ -70,6 +70,7 @@ const tick = () => clock?.tick();
 /** Applies a strategic merge patch to original (not modified) and returns the result. */
 export function strategicMergePatch(original: Obj, patch: Obj, schema: TypeNode, patchClock = new PatchClock()): Obj {
   if (!isObj(patch)) throw badPatch('strategic merge patch must be a JSON object');
+  refuseDeepPatch(patch);
   clock = patchClock;
   try {
     return mergeMap(structuredClone(original), structuredClone(patch), schema);

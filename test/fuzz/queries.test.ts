@@ -73,7 +73,7 @@ describe('fuzz: selectors, list options, continue tokens, quantities, field path
   // nano rounding; compareQuantity(parseQuantity('1e999999999')!, parseQuantity('1')!) the
   // same in align(). A 12-character resources.limits value blocks the front thread. The
   // quantity code is being made linear on another branch: re-enable once merged.
-  it.skip('quantities with huge exponents (known: see above)', () => {
+  it('quantities with huge exponents (fixed: see above)', () => {
     const huge = fc.tuple(fc.constantFrom('1', '-1', '0.5'), fc.constantFrom('e', 'E'), fc.constantFrom('', '-', '+'), fc.integer({ min: 1, max: 999_999_999 })).map(([m, e, s, x]) => `${m}${e}${s}${x}`);
     fuzz('quantityExponent', fc.tuple(huge, huge), ([a, b]) => {
       const qa = parseQuantity(a);
