@@ -9,6 +9,7 @@ import { mkdtempSync, openSync, closeSync, writeSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { expectAllStored, within } from './helpers/acknowledged.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const root = process.getuid?.() === 0;
@@ -31,16 +32,6 @@ function fillUp(path: string, maxBytes = Infinity): number {
   return n;
 }
 
-/** A request that must answer within `ms` (a hang fails the test instead of timing it out). */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(t);
-  }
-}
-
 async function waitFor(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -54,13 +45,6 @@ function assertNoCrash(srv: TestServer): void {
   expect(srv.proc.exitCode, srv.output()).toBeNull();
   expect(srv.proc.signalCode, srv.output()).toBeNull();
   expect(srv.output()).not.toMatch(/corrupted|double free|Aborted|SIGBUS|Segmentation/);
-}
-
-async function expectAllStored(srv: TestServer, acked: Map<string, string>): Promise<void> {
-  const list = await within(request(srv, 'GET', CM), 20_000, 'list');
-  expect(list.status).toBe(200);
-  const stored = new Map<string, string>(list.json().items.map((i: any) => [i.metadata.name, i.data?.v]));
-  for (const [name, v] of acked) expect(stored.get(name) === v, `${name} acknowledged, read back ${stored.has(name) ? 'changed' : 'missing'}`).toBe(true);
 }
 
 describe.skipIf(!root)('a full disk', () => {

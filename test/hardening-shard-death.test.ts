@@ -6,20 +6,12 @@
 // The faults are environment variables of the server process (workers/shard/shard-worker.ts).
 import { describe, it, expect } from 'vitest';
 import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { expectAllStored, within } from './helpers/acknowledged.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const SECRETS = '/api/v1/namespaces/default/secrets';
 // configmaps alone in shard 0, secrets in shard 1: the death of one leaves the other serving
 const ARGS = ['--shards', '2', '--shard-map', 'configmaps=0,secrets=1'];
-
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<T>((_, rej) => (t = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(t);
-  }
-}
 
 const cm = (name: string, v = name) => ({ metadata: { name }, data: { v } });
 
@@ -29,13 +21,6 @@ async function createAcked(s: TestServer, n: number, prefix: string, acked: Map<
     expect(r.status).toBe(201);
     acked.set(`${prefix}${i}`, `${prefix}${i}`);
   }
-}
-
-async function expectAllStored(s: TestServer, acked: Map<string, string>): Promise<void> {
-  const list = await within(request(s, 'GET', CM), 15_000, 'list');
-  expect(list.status).toBe(200);
-  const stored = new Map<string, string>(list.json().items.map((i: any) => [i.metadata.name, i.data?.v]));
-  for (const [name, v] of acked) expect(stored.get(name), name).toBe(v);
 }
 
 describe('a shard worker that ends', () => {
