@@ -36,7 +36,7 @@ export class FilterChain {
     try {
       this.from(req, res, 0);
     } catch (err) {
-      sendError(req, res, err);
+      fail(req, res, err);
     }
   }
 
@@ -53,13 +53,31 @@ export class FilterChain {
             try {
               this.from(req, res, next);
             } catch (err) {
-              sendError(req, res, err);
+              fail(req, res, err);
             }
           },
-          (err) => sendError(req, res, err),
+          (err) => fail(req, res, err),
         );
         return;
       }
+    }
+  }
+}
+
+/**
+ * A request's failure, answered as its Status. Should answering it fail too (a response
+ * the transport cannot write), the connection is closed: as kube-apiserver recovers a
+ * handler's panic, one request never takes the process down with it.
+ */
+function fail(req: ApiRequest, res: ResponseSink, err: unknown): void {
+  try {
+    sendError(req, res, err);
+  } catch (again) {
+    console.error(`E ${req.method} ${req.path}: the error answer failed too, connection closed: ${(again as Error)?.message ?? again}`);
+    try {
+      res.close();
+    } catch {
+      // the response is gone already
     }
   }
 }

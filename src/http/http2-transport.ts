@@ -128,6 +128,18 @@ class NodeRequest extends RequestBase implements ApiRequest {
  * and the source of its request's body: node reads no more of it than its stream buffer
  * (and HTTP/2's flow-control window) holds until the reader asks for it.
  */
+/**
+ * A header value as node takes it: node refuses (throws on) any character outside tab,
+ * 0x20-0x7e and 0x80-0xff, where Go's server writes a string's UTF-8 bytes as they are.
+ * Values can carry a client's text (a Warning names an unknown field, as kube's does), so a
+ * value with other characters goes out as its UTF-8 bytes, as Go's, and a control
+ * character (which Go's clients refuse) as a space: never an exception that ends the process.
+ */
+export function headerValue(v: string): string {
+  if (!/[^\t\x20-\x7e]/.test(v)) return v;
+  return Buffer.from(v, 'utf8').toString('latin1').replace(/[\x00-\x08\x0a-\x1f\x7f]/g, ' ');
+}
+
 class NodeSink extends SinkBase implements ResponseSink, BodySource {
   private listening = false;
 
@@ -148,9 +160,10 @@ class NodeSink extends SinkBase implements ResponseSink, BodySource {
   private head(status: number, headers: HeaderList, extra?: Record<string, string | number>): void {
     this.status = status;
     const out: Record<string, string | string[] | number> = {};
-    const put = (k: string, v: string) => {
+    const put = (k: string, raw: string) => {
       const key = k.toLowerCase();
       if (this.h2 && H1_ONLY.has(key)) return;
+      const v = headerValue(raw);
       const prev = out[key];
       out[key] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [String(prev), v];
     };

@@ -68,6 +68,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // a server that died under the sweep says why
+  if (s && (s.proc.exitCode !== null || s.proc.signalCode !== null || process.env.SHOW_OUTPUT)) console.log(s.output().slice(-4000));
   await s?.stop();
   s?.cleanup();
 });
