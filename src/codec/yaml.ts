@@ -153,7 +153,7 @@ export function parseYaml11Here(text: string): unknown {
   walk(doc.contents);
   resolveAliases(doc);
   const out = doc.toJS({ maxAliasCount: -1 });
-  if (out !== null && typeof out === 'object') yamlDuplicates.set(out, dups);
+  rememberYamlDuplicates(out, dups);
   return out;
 }
 

@@ -12,7 +12,7 @@ import { mediaTypeOf, parseJson } from '../codec/decode.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode, validateBody, type FieldValidationMode } from '../registry/field-validation.js';
 import { rootNode } from '../registry/schema-walk.js';
 import { finishApply, planApply, type ApplyPlan } from '../registry/apply.js';
-import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseOversized } from '../registry/patch-limits.js';
+import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseDeepPatch, refuseOversized } from '../registry/patch-limits.js';
 import { strictJsonPatchTypeError } from '../registry/patch.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
@@ -54,8 +54,9 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   if ((kind === 'merge' || kind === 'strategic') && (patch === null || typeof patch !== 'object' || Array.isArray(patch))) {
     throw errors.badRequest(`error decoding patch: a ${kind === 'merge' ? 'merge' : 'strategic merge'} patch must be a JSON object`);
   }
-  // The engines recurse as deep as the patch nests: a body of `[[[[...` is refused whole.
-  if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+  // The engines recurse as deep as the patch nests: a body of `[[[[...` is refused whole,
+  // before the current object is read (the engines refuse it too, for every other caller).
+  refuseDeepPatch(patch);
   if (kind === 'json' && mode !== 'Ignore') {
     const why = strictJsonPatchTypeError(patch);
     if (why) throw errors.badRequest(`error decoding patch: ${why}`);

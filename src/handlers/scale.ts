@@ -12,7 +12,7 @@ import { validateSubresourceBody } from '../registry/field-validation.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { jsonPatch, mergePatch, strictJsonPatchTypeError } from '../registry/patch.js';
 import { strategicMergePatch } from '../registry/strategic-merge.js';
-import { MAX_PATCH_DEPTH, nestsDeeperThan } from '../registry/patch-limits.js';
+import { refuseDeepPatch } from '../registry/patch-limits.js';
 import { checkFields, enforceFieldCheck, fieldValidationMode } from '../registry/field-validation.js';
 import { finishApply, planApply, recordUpdate, type ApplyPlan, type ManagedContext, type WriteIdentity } from '../registry/apply.js';
 import { ANY, rootNode } from '../registry/schema-walk.js';
@@ -216,7 +216,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
         throw errors.badRequest(`error decoding patch: ${(e as Error).message}`);
       }
       // (as handlePatch: the engines recurse as deep as the patch nests)
-      if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) throw errors.badRequest(`error decoding patch: the patch nests deeper than ${MAX_PATCH_DEPTH} levels`);
+      refuseDeepPatch(patch);
       if (kind === 'json' && fieldValidationMode(c.req.query, 'patch') !== 'Ignore') {
         const why = strictJsonPatchTypeError(patch);
         if (why) throw errors.badRequest(`error decoding patch: ${why}`);

@@ -124,11 +124,6 @@ class NodeRequest extends RequestBase implements ApiRequest {
 }
 
 /**
- * A response through node's compatibility API (http.ServerResponse or Http2ServerResponse),
- * and the source of its request's body: node reads no more of it than its stream buffer
- * (and HTTP/2's flow-control window) holds until the reader asks for it.
- */
-/**
  * A header value as node takes it: node refuses (throws on) any character outside tab,
  * 0x20-0x7e and 0x80-0xff, where Go's server writes a string's UTF-8 bytes as they are.
  * Values can carry a client's text (a Warning names an unknown field, as kube's does), so a
@@ -140,6 +135,11 @@ export function headerValue(v: string): string {
   return Buffer.from(v, 'utf8').toString('latin1').replace(/[\x00-\x08\x0a-\x1f\x7f]/g, ' ');
 }
 
+/**
+ * A response through node's compatibility API (http.ServerResponse or Http2ServerResponse),
+ * and the source of its request's body: node reads no more of it than its stream buffer
+ * (and HTTP/2's flow-control window) holds until the reader asks for it.
+ */
 class NodeSink extends SinkBase implements ResponseSink, BodySource {
   private listening = false;
 

@@ -780,8 +780,9 @@ export class Store {
         else if (patchType === 'strategic') out = strategicMergePatch(current, patch as any, rootNode(t.info.group, t.info.version, t.info.kind) ?? ANY, new PatchClock());
         else out = jsonPatch(current, patch, stats, new PatchClock());
       } catch (e) {
-        // Nesting past what the engines recurse through cannot be applied (the handler
-        // refuses deep patches; this is the net under it, a 422 and never a 500).
+        // Nesting past what the engines recurse through cannot be applied (the engines
+        // refuse deep patches; a JSON patch can still build a deeper result: this is the
+        // net under both, a 422 and never a 500).
         if (e instanceof RangeError) throw errors.patchNotApplicable();
         throw e;
       }
