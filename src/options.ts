@@ -23,6 +23,8 @@ export interface ServerOptions {
   clientCaFile: string;
   /** which front end serves: uWS unless something needs node:http2 ('auto'), or either by name */
   frontEnd: 'auto' | 'uws' | 'http2';
+  /** threads serving requests (issue 18): the main one and frontThreads - 1 front workers */
+  frontThreads: number;
   /** --http2-max-streams-per-connection (0: the runtime's default) */
   http2MaxStreams: number;
   /** --goaway-chance: the probability that an HTTP/2 request ends its connection (GOAWAY) */
@@ -174,6 +176,11 @@ const FLAGS: Record<string, FlagSpec> = {
   'min-request-timeout': { kind: 'int', help: 'Minimum watch timeout in seconds; the server picks one between it and twice it. (default 1800)', set: (o, v) => (o.minRequestTimeout = v) },
   'request-timeout': { kind: 'duration', help: 'Default request timeout. (default 1m0s)', set: (o, v) => (o.requestTimeoutSeconds = v) },
   'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] switching group-versions or resources on or off: api/all, api/ga, api/beta, api/alpha, group/version, group/version/resource (core: v1, v1/pods).', set: (o, v) => (o.runtimeConfig = v) },
+  'front-threads': {
+    kind: 'int',
+    help: 'Threads that serve requests, each with its own listener on the port (SO_REUSEPORT), caches and watchers; the uWS front end only. (default 1)',
+    set: (o, v) => (o.frontThreads = v),
+  },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
   'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
@@ -294,6 +301,7 @@ export function defaultOptions(): ServerOptions {
     tokenAuthFile: '',
     clientCaFile: '',
     frontEnd: 'auto',
+    frontThreads: 1,
     http2MaxStreams: 0,
     goawayChance: 0,
     dataDir: './data',
@@ -448,6 +456,7 @@ function validate(o: ServerOptions): void {
     throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);
   }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
+  if (!(o.frontThreads >= 1 && o.frontThreads <= 64)) throw new FlagError('--front-threads must be between 1 and 64');
   try {
     validateAuditOptions(o.audit);
   } catch (e) {

@@ -46,6 +46,9 @@ import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
+import { FrontThreads, claimPort } from './front/front-threads.js';
+import type { FrontControl } from './coordinator/coordinator.js';
+import type { MessagePort } from 'node:worker_threads';
 import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
@@ -56,23 +59,45 @@ import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
 
+/**
+ * Set when startServer runs on a front thread other than the main one (issue 18): the
+ * shards are the main thread's, reached over the ports given; the controllers and the
+ * bootstrap writes stay on the main thread; this thread serves requests from its own
+ * listener on the shared port (or only those other threads hand it, without one).
+ */
+export interface FrontThreadContext {
+  /** 1..N-1 (0 is the main thread) */
+  index: number;
+  sab: SharedArrayBuffer;
+  /** one per shard, attached to its worker by the main thread's coordinator */
+  ports: MessagePort[];
+  /** the port the main thread listens on; 0: no listener on this thread */
+  listenPort: number;
+}
+
 export interface StartedServer {
   url: string;
   port: number;
   kubeconfigPath: string;
   /** The filter chain's entry, for in-process benchmarks (bench/front-inproc.ts) that skip TLS and HTTP. */
   handle(req: ApiRequest, res: ResponseSink): void;
+  /** (another front thread) what the main thread tells of shard restarts */
+  control(m: FrontControl): void;
+  /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
+  stopListening(): void;
   shutdown(): Promise<void>;
 }
 
-export async function startServer(o: ServerOptions): Promise<StartedServer> {
+export async function startServer(o: ServerOptions, thread?: FrontThreadContext): Promise<StartedServer> {
+  /** the main thread: it owns the shard workers, runs the controllers and writes what start-up writes */
+  const main = !thread;
   // Before anything is written: nothing the server creates is for other local users.
-  restrictUmask();
+  if (main) restrictUmask();
   features.reset();
   features.set(o.featureGates);
-  for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
+  if (main) for (const w of features.warnings) console.warn(`W feature gates: ${w}`);
   // kube's post-parse adjustments (anonymous off under AlwaysAllow, insecure cipher notes).
-  for (const w of completeOptions(o)) console.warn(`W ${w}`);
+  for (const w of completeOptions(o)) if (main) console.warn(`W ${w}`);
   // Serving TLS (versions, suites, SNI certificates) is read now: a bad file stops start-up.
   const tlsSettings = servingTls(o);
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
@@ -86,8 +111,8 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
   const certDir = o.certDir || join(dataDir, 'certs');
   const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
-  tightenOwnDir(dataDir, (n) => ownEntries.has(n) || /^shard-\d+$/.test(n), warnFiles);
-  if (o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
+  if (main) tightenOwnDir(dataDir, (n) => ownEntries.has(n) || /^shard-\d+$/.test(n), warnFiles);
+  if (main && o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
   const cert = ensureServingCert({ certDir, tlsCertFile: o.tlsCertFile, tlsPrivateKeyFile: o.tlsPrivateKeyFile, bindAddress: o.bindAddress });
   const admin = ensureAdminToken(dataDir);
@@ -104,6 +129,7 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     maxObjectBytes: o.maxObjectSizeBytes,
     watchCacheCapacity: o.defaultWatchCacheSize,
     watchCacheSizes: o.watchCacheSizes,
+    front: thread && { index: thread.index, sab: thread.sab, ports: thread.ports },
   });
   setFanoutTick(o.watchFanoutTickMs);
   // The patch engines weigh their results against storage's limit before the write goes on.
@@ -128,23 +154,24 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   };
   store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
+  // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
-  await crds.start();
+  await (main ? crds.start() : crds.follow());
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
-  await namespaces.bootstrap();
+  if (main) await namespaces.bootstrap();
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   const saController = new ServiceAccountsController(store, coord, targets);
-  await saController.start();
+  if (main) await saController.start();
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, coord, targets);
-  await apfBootstrap.start();
+  if (main) await apfBootstrap.start();
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   const rbacBootstrap = new RbacBootstrap(store, targets);
-  await rbacBootstrap.start();
+  if (main) await rbacBootstrap.start();
   const aggregation = new ClusterRoleAggregation(store, coord, rbacBootstrap.clusterRolesT);
-  await aggregation.start();
+  if (main) await aggregation.start();
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
   const rbac = new RbacResolver({
@@ -156,38 +183,42 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
-  if (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
+  if (main && controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
   // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
   const storageProtection = new StorageProtectionController(store, coord, targets, {
     claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
     volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
   });
-  storageProtection.start();
+  if (main) storageProtection.start();
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
   const quotaController = new ResourceQuotaController(store, coord, targets, cachedObjects);
-  if (controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
+  if (main && controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
   // objects of the allocated ClusterIPs (repaired after a crash), then the kubernetes Service.
+  // (the allocators' state is the main thread's: other front threads hand it the writes of
+  // Services and their addresses, front/front-threads.ts MAIN_THREAD_WRITES)
   const serviceCidrs = [strategies.serviceAllocator.ips.cidr];
-  await ensureDefaultServiceCidr(store, targets, serviceCidrs);
-  strategies.onDefaultServiceCidrDeleted = () => {
-    ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
-  };
-  strategies.serviceAllocator.objects.attach(store, targets);
-  await strategies.serviceAllocator.repair();
-  await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+  if (main) {
+    await ensureDefaultServiceCidr(store, targets, serviceCidrs);
+    strategies.onDefaultServiceCidrDeleted = () => {
+      ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
+    };
+    strategies.serviceAllocator.objects.attach(store, targets);
+    await strategies.serviceAllocator.repair();
+    await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+  }
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
   const gc = new GarbageCollector(store, coord, catalog, targets);
-  gc.start();
+  if (main) gc.start();
   const sweeper = new GraceSweeper(store, coord, [targets.resolve('', 'v1', 'pods')!]);
-  sweeper.start();
+  if (main) sweeper.start();
 
   // Service-account tokens: a signing key generated in the data dir at first start unless
   // --service-account-signing-key-file names one; audiences default to the issuers.
   const signingKeyFile = o.serviceAccountSigningKeyFile || join(dataDir, 'sa.key');
-  if (!o.serviceAccountSigningKeyFile) ensureSigningKey(signingKeyFile);
+  if (main && !o.serviceAccountSigningKeyFile) ensureSigningKey(signingKeyFile);
   const lookupTargets = { serviceaccounts: targets.resolve('', 'v1', 'serviceaccounts')!, pods: targets.resolve('', 'v1', 'pods')!, secrets: targets.resolve('', 'v1', 'secrets')! };
   const serviceAccounts = new ServiceAccountTokens(
     {
@@ -277,13 +308,52 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
   // and when the operator asks for it: its header limits are kube's, uWS's compiled-in ones are not)
   const nodeNeeded = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
   const nodeFront = o.frontEnd === 'http2' || (o.frontEnd === 'auto' && nodeNeeded);
+  // More front threads share the port through SO_REUSEPORT, which only the uWS front end
+  // has here (node 20's net cannot set it).
+  const frontThreads = nodeFront ? 1 : o.frontThreads;
+  if (main && nodeFront && o.frontThreads > 1) console.warn(`W --front-threads=${o.frontThreads}: the node:http2 front end serves from the main thread only`);
   const tlsWarnings: string[] = [];
+  const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
+  if (thread) {
+    // another front thread: on the port the main thread listens on, or no listener at all
+    const listener = thread.listenPort ? await startUwsServer({ ...front, port: thread.listenPort, sharedPort: true, tls: uwsTls(tlsSettings, tlsWarnings) }) : null;
+    health.ready = true;
+    let stopping: Promise<void> | null = null;
+    return {
+      url: '',
+      port: listener?.port ?? 0,
+      kubeconfigPath,
+      handle: (req, res) => chain.handle(req, res),
+      control: (m) => coord.control(m),
+      stopListening: () => listener?.stopListening(),
+      shutdown() {
+        stopping ??= (async () => {
+          health.shuttingDown = true;
+          crds.stop();
+          listener?.stopListening();
+          await auditor?.backend.shutdown();
+          await coord.close();
+        })();
+        return stopping;
+      },
+    };
+  }
+  if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })
-    : await startUwsServer({ ...front, tls: uwsTls(tlsSettings, tlsWarnings) });
+    : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
+  // The other front threads, on the same port, once everything start-up writes is written.
+  const others = new FrontThreads(o, coord);
+  try {
+    if (frontThreads > 1) await others.start(frontThreads - 1, listener.port);
+  } catch (err) {
+    listener.stopListening();
+    await others.stop();
+    await coord.close();
+    throw err;
+  }
   const url = `https://${advertised}:${listener.port}`;
-  const kubeconfigPath = join(dataDir, 'admin.kubeconfig');
   writeKubeconfig(kubeconfigPath, url, cert.caPem, admin.token);
   health.ready = true;
 
@@ -293,9 +363,13 @@ export async function startServer(o: ServerOptions): Promise<StartedServer> {
     port: listener.port,
     kubeconfigPath,
     handle: (req, res) => chain.handle(req, res),
+    control: () => {},
+    stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {
         health.shuttingDown = true;
+        // the other front threads first: their listeners, watchers and writes in flight
+        await others.stop();
         gc.stop();
         saController.stop();
         apfBootstrap.stop();

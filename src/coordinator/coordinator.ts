@@ -14,7 +14,7 @@
 // caches take what it committed and never announced, from its B-tree, and writes resume.
 // Meanwhile reads are served from the caches, and the storage health check fails
 // (storageProblem()), as it does while a shard raises its storage alarm (no space).
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ import { encodeForCommit } from '../codec/json.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
 import { currentObjects, overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
 import { recordGr, recordKey, recordType, recordValue } from '../../workers/shard/record.js';
-import type { Ack, CommittedEvent, FrontToShard, ShardToFront, ShardWorkerData, WriteOp, WriteFailure } from '../../workers/shard/protocol.js';
+import { FRONT_IDS, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp, type WriteFailure } from '../../workers/shard/protocol.js';
 import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
 
 export interface CoordinatorOptions {
@@ -42,6 +42,24 @@ export interface CoordinatorOptions {
   watchCacheSizes: Record<string, number>;
   /** the largest object a write may store, in encoded bytes (default etcd's 1.5 MiB) */
   maxObjectBytes?: number;
+  /**
+   * Set on another front thread than the main one (issue 18): this coordinator starts no
+   * shard workers; it talks to the main thread's over the ports given (one per shard), and
+   * hears of their restarts through control() (FrontControl).
+   */
+  front?: { index: number; sab: SharedArrayBuffer; ports: MessagePort[] };
+}
+
+/**
+ * What the main thread's coordinator tells another front thread's: a shard worker ended
+ * (its writes in flight fail), or was started again (its new port; the front catches up
+ * from the B-tree).
+ */
+export type FrontControl = { t: 'shard-down'; index: number; why: string } | { t: 'shard-up'; index: number; port: MessagePort };
+
+/** Where a front's writes and control messages for one shard go: its worker (main thread) or a port to it. */
+interface ShardLink {
+  postMessage(msg: FrontToShard, transfer?: any[]): void;
 }
 
 /** An object whose stored bytes cannot be decoded: its version and the bytes as stored. */
@@ -75,7 +93,10 @@ interface PendingWrite {
 
 interface ShardHandle {
   index: number;
+  /** (main thread only) the shard's worker */
   worker: Worker;
+  /** where writes go: the worker itself, or on another front thread the port to it */
+  link: ShardLink;
   env: ShardEnv;
   /** highest rv of this shard applied to the caches */
   applied: number;
@@ -144,8 +165,14 @@ export class Coordinator {
   /** KUBESHARD_COMMIT_STATS: where each write's time goes (write-trace.ts) */
   private readonly trace = WriteTrace.fromEnv();
 
+  /** this thread's number among the front threads (0: the main thread): the low bits of its write ids */
+  readonly frontIndex: number;
+  /** (main thread) the other front threads, told of every shard restart */
+  private frontControls: Array<(m: FrontControl, transfer: MessagePort[]) => void> = [];
+
   constructor(readonly opts: CoordinatorOptions) {
-    this.shared = SharedState.create(opts.shardCount);
+    this.shared = opts.front ? new SharedState(opts.front.sab) : SharedState.create(opts.shardCount);
+    this.frontIndex = opts.front?.index ?? 0;
   }
 
   shardFor(gr: string): number {
@@ -153,6 +180,7 @@ export class Coordinator {
   }
 
   async start(): Promise<void> {
+    if (this.opts.front) return this.startFront(this.opts.front.ports);
     const { dataDir, shardCount } = this.opts;
     mkdirSync(dataDir, { recursive: true });
     // Placement is a property of the data: refuse a shard count that differs from the one the data was written with.
@@ -171,6 +199,7 @@ export class Coordinator {
       const handle: ShardHandle = {
         index: i,
         worker: null as unknown as Worker,
+        link: null as unknown as ShardLink,
         env: null as unknown as ShardEnv,
         applied: 0,
         newer: [],
@@ -192,13 +221,103 @@ export class Coordinator {
     for (const h of this.shards) {
       h.env = openShardEnv(join(dataDir, `shard-${h.index}`), true);
       h.applied = this.shared.lastRv(h.index);
-      for (const o of currentObjects(h.env)) {
-        // Bytes that are not a JSON object cannot be served: they are kept aside, so that
-        // start-up, reads of other objects and (unsafe) deletion still work (KEP-3926).
-        if (looksLikeObject(o.json)) this.cache(o.gr).load(o.key, o.rv, o.json);
-        else this.markCorrupt(o.gr, o.key, o.rv, o.json);
-      }
+      this.loadShard(h);
     }
+  }
+
+  /** The shard's current objects into the caches, from its B-tree (which holds every version up to h.applied). */
+  private loadShard(h: ShardHandle): void {
+    for (const o of currentObjects(h.env)) {
+      // Bytes that are not a JSON object cannot be served: they are kept aside, so that
+      // start-up, reads of other objects and (unsafe) deletion still work (KEP-3926).
+      if (looksLikeObject(o.json)) this.cache(o.gr).load(o.key, o.rv, o.json);
+      else this.markCorrupt(o.gr, o.key, o.rv, o.json);
+    }
+  }
+
+  /**
+   * Start-up of another front thread's coordinator: no workers of its own; one port per
+   * shard, which the main thread's coordinator attached to the shard's worker (connectFront).
+   */
+  private async startFront(ports: MessagePort[]): Promise<void> {
+    const { dataDir, shardCount } = this.opts;
+    for (let i = 0; i < shardCount; i++) {
+      this.shards.push({
+        index: i,
+        worker: null as unknown as Worker,
+        link: null as unknown as ShardLink,
+        env: openShardEnv(join(dataDir, `shard-${i}`), true),
+        applied: 0,
+        newer: [],
+        queue: [],
+        flushScheduled: false,
+        freshWaiters: [],
+        state: 'up',
+        down: '',
+        alarm: '',
+        restartDelayMs: 0,
+        restarts: 0,
+      });
+    }
+    await Promise.all(this.shards.map((h) => this.attachPort(h, ports[h.index], true)));
+  }
+
+  /**
+   * Takes a port to a shard's worker (another front thread). The worker answers first with
+   * its last committed version; every commit after that comes on the port. What came before
+   * is read from the B-tree once it holds that version: the whole shard at start-up, the
+   * versions this thread missed after a restart of the worker. Commits the port then brings
+   * that the B-tree read already had are skipped (applyCommit).
+   */
+  private attachPort(h: ShardHandle, port: MessagePort, initial: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      let attached = false;
+      port.on('message', (m: ShardToFront) => {
+        if (attached) return this.onShardMessage(h, m);
+        if (m.t !== 'attached') return;
+        attached = true;
+        // (a B-tree that lags by more than this is a stalled disk: what it lacks then comes late, from the port)
+        this.shared.waitApplied(h.index, m.lastRv, STORAGE_WAIT_MS);
+        h.env.root.resetReadTxn();
+        h.link = port;
+        if (initial) {
+          h.applied = Math.max(m.lastRv, h.env.meta.get('maxRv') ?? 0);
+          this.loadShard(h);
+        } else this.catchUp(h, m.lastRv);
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * (main thread) Connects another front thread: a port to every shard's worker, for it to
+   * pass to its own coordinator (CoordinatorOptions.front), and from now on its control
+   * messages: shard restarts (with the new worker's port).
+   */
+  connectFront(control: (m: FrontControl, transfer: MessagePort[]) => void): MessagePort[] {
+    this.frontControls.push(control);
+    return this.shards.map((h) => this.portTo(h));
+  }
+
+  private portTo(h: ShardHandle): MessagePort {
+    const { port1, port2 } = new MessageChannel();
+    h.worker.postMessage({ t: 'attach', port: port1 } satisfies FrontToShard, [port1]);
+    return port2;
+  }
+
+  /** (another front thread) What the main thread's coordinator tells of the shards' restarts. */
+  control(m: FrontControl): void {
+    const h = this.shards[m.index];
+    if (!h || this.closing) return;
+    if (m.t === 'shard-down') {
+      if (h.state !== 'down') this.onShardExit(h, m.why);
+      return;
+    }
+    this.attachPort(h, m.port, false).then(() => {
+      h.state = 'up';
+      h.down = '';
+      h.alarm = '';
+    });
   }
 
   /**
@@ -212,6 +331,7 @@ export class Coordinator {
       workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, restart: handle.restarts } satisfies ShardWorkerData,
     });
     handle.worker = worker;
+    handle.link = worker;
     let why = '';
     worker.on('error', (err) => {
       why = err instanceof Error ? err.message : String(err);
@@ -282,6 +402,9 @@ export class Coordinator {
       p.reject(errors.storageOutcomeUnknown(handle.index, why));
     }
     this.wakeFreshWaiters(handle);
+    // (another front thread: the main thread starts the worker again, and says when)
+    if (this.opts.front) return;
+    for (const c of this.frontControls) c({ t: 'shard-down', index: handle.index, why }, []);
     this.scheduleRestart(handle);
   }
 
@@ -309,6 +432,10 @@ export class Coordinator {
         // a new worker starts with no alarm: it posts one when its first batch is refused
         handle.alarm = '';
         handle.restartDelayMs = 0;
+        for (const c of this.frontControls) {
+          const port = this.portTo(handle);
+          c({ t: 'shard-up', index: handle.index, port }, [port]);
+        }
         console.error(`shard ${handle.index} is running again (restart ${handle.restarts}), at resource version ${maxRv}`);
       },
       (err: Error) => {
@@ -490,7 +617,7 @@ export class Coordinator {
    * commit use it instead of parsing the bytes; the cache itself keeps only the bytes.
    */
   write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
-    const id = this.nextId++;
+    const id = this.nextId++ * FRONT_IDS + this.frontIndex;
     const shard = this.shards[this.shardFor(op.gr)];
     // a shard being started again takes no writes: fail fast (clients retry on Retry-After)
     if (shard.state === 'down') return Promise.reject(errors.storageUnavailable(shard.index, shard.down));
@@ -517,7 +644,7 @@ export class Coordinator {
     shard.queue = [];
     const msg: FrontToShard = { t: 'write', ops };
     try {
-      shard.worker.postMessage(msg);
+      shard.link.postMessage(msg);
     } catch {
       // An object the structured clone cannot copy (a DataCloneError: nothing of ours builds
       // one, but a batch must not fail for it): those writes travel as JSON text instead.
@@ -537,7 +664,7 @@ export class Coordinator {
         sendable.push(op);
       }
       msg.ops = sendable;
-      if (sendable.length) shard.worker.postMessage(msg);
+      if (sendable.length) shard.link.postMessage(msg);
     }
     this.trace?.post(ops.map((o) => o.id));
   }
@@ -562,6 +689,8 @@ export class Coordinator {
   }
 
   private applyCommit(shard: ShardHandle, refused: Ack[], events: CommittedEvent[], lastRv: number): void {
+    // Another thread's commits that this one read from the B-tree already (attachPort): skipped.
+    if (events.length > 0 && events[0].rv <= shard.applied) events = events.filter((e) => e.rv > shard.applied || this.pending.has(e.id));
     // 1. caches and watchers first, so that a client that sees its write acknowledged
     //    can read it back at once;
     const byType = new Map<ResourceCache, WatchEvent[]>();
@@ -667,6 +796,15 @@ export class Coordinator {
   async close(): Promise<void> {
     this.closing = true;
     for (const c of this.caches.values()) c.watchers.closeAll();
+    if (this.opts.front) {
+      // another front thread: its writes in flight are answered by the workers; the main
+      // thread closes them, after this thread's listener has stopped
+      for (const s of this.shards) {
+        this.flushShard(s);
+        (s.link as MessagePort | null)?.close();
+      }
+      return;
+    }
     await Promise.all(
       this.shards.map(
         (s) =>

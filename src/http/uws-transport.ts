@@ -373,6 +373,12 @@ export interface UwsServerOptions {
   observer?: RequestObserver;
   /** TLS 1.2 cipher list and SNI certificates (tls-config.ts uwsTls); BoringSSL's defaults without it */
   tls?: { ssl_ciphers: string; serverNames: Array<{ name: string; certFile: string; keyFile: string }> };
+  /**
+   * The port is shared with this process's other front threads (SO_REUSEPORT: the kernel
+   * spreads connections over them). The main thread makes sure first that no other
+   * process holds the port (front/front-threads.ts claimPort).
+   */
+  sharedPort?: boolean;
 }
 
 export interface RunningServer {
@@ -467,7 +473,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     // port fails start-up instead.
     // (the native listen takes host, port and options; the bundled typings lack that overload)
     const listen = app.listen as unknown as (this: uws.TemplatedApp, host: string, port: number, options: number, cb: (t: uws.us_listen_socket | false) => void) => void;
-    listen.call(app, opts.host, opts.port, LISTEN_EXCLUSIVE_PORT, (token) => {
+    listen.call(app, opts.host, opts.port, opts.sharedPort ? 0 : LISTEN_EXCLUSIVE_PORT, (token) => {
       if (!token) {
         reject(new Error(`failed to listen on ${opts.host}:${opts.port} (address already in use?)`));
         return;

@@ -60,8 +60,16 @@ export interface CommittedEvent {
   rec: Uint8Array;
 }
 
+/**
+ * Write ids carry the front thread that sent them in their low bits (id = seq * FRONT_IDS +
+ * front), so that one commit message can go to every front and each picks out its own.
+ */
+export const FRONT_IDS = 64;
+
 export type FrontToShard =
   | { t: 'write'; ops: WriteOp[] }
+  /** (main thread only) another front thread's port: it sends writes there and hears every commit */
+  | { t: 'attach'; port: import('node:worker_threads').MessagePort }
   | { t: 'compact-now'; retentionMs?: number }
   | { t: 'close' };
 
@@ -77,7 +85,9 @@ export type ShardToFront =
    */
   | { t: 'alarm'; reason: string }
   | { t: 'closed' }
-  | { t: 'fatal'; message: string };
+  | { t: 'fatal'; message: string }
+  /** on an attached front's port, first: the shard's last committed version when it took the port */
+  | { t: 'attached'; lastRv: number };
 
 export interface ShardWorkerData {
   index: number;

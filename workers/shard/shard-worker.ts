@@ -23,7 +23,7 @@
 // transaction that fails puts its records back and is retried (with the alarm raised and
 // writes refused meanwhile); one that keeps failing while space is there ends this thread,
 // and the coordinator starts the shard again from its log. Nothing unlogged is acknowledged.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
@@ -46,8 +46,30 @@ const index = new Map<string, number>();
 let maxRv = env.meta.get('maxRv') ?? 0;
 let compactedRv = env.meta.get('compactedRv') ?? 0;
 
+/**
+ * The other front threads' ports (issue 18): each sends writes on its own port and hears
+ * every commit, alarm and compaction, as the main thread does on parentPort. Their writes'
+ * ids carry the front's number in their low bits (protocol.ts FRONT_ID_BITS), so a commit
+ * is one message for all: each front knows its own writes by id and applies the others'
+ * from their records.
+ */
+const fronts: MessagePort[] = [];
+
 function post(msg: ShardToFront): void {
   port.postMessage(msg);
+  for (let i = 0; i < fronts.length; i++) fronts[i].postMessage(msg);
+}
+
+function attachFront(p: MessagePort): void {
+  fronts.push(p);
+  p.on('message', onFrontMessage);
+  // a front thread that ends closes its port: it hears no more
+  p.on('close', () => {
+    const i = fronts.indexOf(p);
+    if (i >= 0) fronts.splice(i, 1);
+  });
+  // the new front loads its caches from the B-tree: it waits until the B-tree holds this mark
+  p.postMessage({ t: 'attached', lastRv: shared.lastRv(data.index) } satisfies ShardToFront);
 }
 
 function loadIndex(): void {
@@ -531,8 +553,11 @@ function compactNow(retentionMs: number): void {
   }
 }
 
-port.on('message', (msg: FrontToShard) => {
+function onFrontMessage(msg: FrontToShard): void {
   switch (msg.t) {
+    case 'attach':
+      attachFront(msg.port);
+      break;
     case 'write':
       if (closing) {
         post({ t: 'commit', refused: msg.ops.map((o) => ({ id: o.id, err: 'conflict' as const })), events: [], lastRv: shared.lastRv(data.index) });
@@ -563,7 +588,9 @@ port.on('message', (msg: FrontToShard) => {
         .then(() => post({ t: 'closed' }), () => post({ t: 'closed' }));
       break;
   }
-});
+}
+
+port.on('message', onFrontMessage);
 
 let compactTimer: NodeJS.Timeout;
 /** Fault injection for the shard-death tests: a restarted worker takes this long to recover (environment only). */

@@ -53,6 +53,17 @@ export class CrdController {
     await this.reconcile();
   }
 
+  /**
+   * On another front thread than the main one: serves what is established and follows the
+   * changes, without writing (the main thread's controller names, establishes and finalizes).
+   */
+  async follow(): Promise<void> {
+    this.publish();
+    this.coord.observe((cache) => {
+      if (cache.gr === CRD_GR && !this.stopped) this.publish();
+    });
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
