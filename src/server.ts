@@ -47,6 +47,7 @@ import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { FrontThreads, claimPort } from './front/front-threads.js';
+import { BodyBudget } from './http/body-budget.js';
 import type { FrontControl } from './coordinator/coordinator.js';
 import type { MessagePort } from 'node:worker_threads';
 import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
@@ -73,6 +74,8 @@ export interface FrontThreadContext {
   ports: MessagePort[];
   /** the port the main thread listens on; 0: no listener on this thread */
   listenPort: number;
+  /** the count of the request bodies in flight, which every front thread charges (BodyBudget) */
+  bodyBudget: SharedArrayBuffer;
 }
 
 export interface StartedServer {
@@ -82,7 +85,7 @@ export interface StartedServer {
   /** The filter chain's entry, for in-process benchmarks (bench/front-inproc.ts) that skip TLS and HTTP. */
   handle(req: ApiRequest, res: ResponseSink): void;
   /** (another front thread) what the main thread tells of shard restarts */
-  control(m: FrontControl): void;
+  control(m: FrontControl): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
   stopListening(): void;
   shutdown(): Promise<void>;
@@ -301,6 +304,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     maxBodyBytes: o.maxRequestBodyBytes,
     // Room for 64 bodies of the largest size (192 MiB by default), far more of smaller ones.
     maxBodyBytesInFlight: 64 * o.maxRequestBodyBytes,
+    bodyBudget: thread?.bodyBudget ?? BodyBudget.sharedBuffer(),
     handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };
@@ -333,6 +337,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           listener?.stopListening();
           await auditor?.backend.shutdown();
           await coord.close();
+          listener?.closeConnections?.();
         })();
         return stopping;
       },
@@ -344,7 +349,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.
-  const others = new FrontThreads(o, coord);
+  const others = new FrontThreads(o, coord, front.bodyBudget);
   try {
     if (frontThreads > 1) await others.start(frontThreads - 1, listener.port);
   } catch (err) {
@@ -363,7 +368,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     port: listener.port,
     kubeconfigPath,
     handle: (req, res) => chain.handle(req, res),
-    control: () => {},
+    control: () => Promise.resolve(),
     stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {

@@ -168,7 +168,7 @@ export class Coordinator {
   /** this thread's number among the front threads (0: the main thread): the low bits of its write ids */
   readonly frontIndex: number;
   /** (main thread) the other front threads, told of every shard restart */
-  private frontControls: Array<(m: FrontControl, transfer: MessagePort[]) => void> = [];
+  private frontControls: Array<(m: FrontControl, transfer: MessagePort[]) => Promise<void>> = [];
 
   constructor(readonly opts: CoordinatorOptions) {
     this.shared = opts.front ? new SharedState(opts.front.sab) : SharedState.create(opts.shardCount);
@@ -280,6 +280,7 @@ export class Coordinator {
         this.shared.waitApplied(h.index, m.lastRv, STORAGE_WAIT_MS);
         h.env.root.resetReadTxn();
         h.link = port;
+        h.alarm = m.alarm;
         if (initial) {
           h.applied = Math.max(m.lastRv, h.env.meta.get('maxRv') ?? 0);
           this.loadShard(h);
@@ -294,7 +295,7 @@ export class Coordinator {
    * pass to its own coordinator (CoordinatorOptions.front), and from now on its control
    * messages: shard restarts (with the new worker's port).
    */
-  connectFront(control: (m: FrontControl, transfer: MessagePort[]) => void): MessagePort[] {
+  connectFront(control: (m: FrontControl, transfer: MessagePort[]) => Promise<void>): MessagePort[] {
     this.frontControls.push(control);
     return this.shards.map((h) => this.portTo(h));
   }
@@ -306,17 +307,16 @@ export class Coordinator {
   }
 
   /** (another front thread) What the main thread's coordinator tells of the shards' restarts. */
-  control(m: FrontControl): void {
+  control(m: FrontControl): Promise<void> {
     const h = this.shards[m.index];
-    if (!h || this.closing) return;
+    if (!h || this.closing) return Promise.resolve();
     if (m.t === 'shard-down') {
       if (h.state !== 'down') this.onShardExit(h, m.why);
-      return;
+      return Promise.resolve();
     }
-    this.attachPort(h, m.port, false).then(() => {
+    return this.attachPort(h, m.port, false).then(() => {
       h.state = 'up';
       h.down = '';
-      h.alarm = '';
     });
   }
 
@@ -423,19 +423,25 @@ export class Coordinator {
     }, RESTART_STUCK_MS);
     stuck.unref();
     this.spawn(handle).then(
-      ({ maxRv }) => {
+      async ({ maxRv }) => {
         clearTimeout(stuck);
         if (this.closing) return;
         this.catchUp(handle, maxRv);
+        // The other front threads take the new worker's port first: once the shard is up
+        // here (and the storage check passes), a write on any thread goes through.
+        // (one that does not answer in time catches up on its own; it refuses writes meanwhile)
+        await Promise.all(
+          this.frontControls.map((c) => {
+            const port = this.portTo(handle);
+            return Promise.race([c({ t: 'shard-up', index: handle.index, port }, [port]), new Promise((r) => setTimeout(r, RESTART_DELAY_MAX_MS).unref())]);
+          }),
+        );
+        if (this.closing) return;
         handle.state = 'up';
         handle.down = '';
         // a new worker starts with no alarm: it posts one when its first batch is refused
         handle.alarm = '';
         handle.restartDelayMs = 0;
-        for (const c of this.frontControls) {
-          const port = this.portTo(handle);
-          c({ t: 'shard-up', index: handle.index, port }, [port]);
-        }
         console.error(`shard ${handle.index} is running again (restart ${handle.restarts}), at resource version ${maxRv}`);
       },
       (err: Error) => {

@@ -9,9 +9,9 @@ const data = workerData as FrontThreadData;
 const port = parentPort!;
 
 try {
-  const server = await startServer(data.options, { index: data.index, sab: data.sab, ports: data.ports, listenPort: data.listenPort });
+  const server = await startServer(data.options, { index: data.index, sab: data.sab, ports: data.ports, listenPort: data.listenPort, bodyBudget: data.bodyBudget });
   port.on('message', (m: ToFrontThread) => {
-    if (m.t === 'control') server.control(m.m);
+    if (m.t === 'control') server.control(m.m).finally(() => port.postMessage({ t: 'controlled', id: m.id } satisfies FromFrontThread));
     else if (m.t === 'stop') {
       server.stopListening();
       server.shutdown().finally(() => port.postMessage({ t: 'stopped' } satisfies FromFrontThread));

@@ -18,9 +18,9 @@ const ENTRY = fileURLToPath(new URL('./front-thread.js', import.meta.url));
 const STOP_MS = 10_000;
 
 /** main -> front thread */
-export type ToFrontThread = { t: 'control'; m: FrontControl } | { t: 'stop' };
+export type ToFrontThread = { t: 'control'; id: number; m: FrontControl } | { t: 'stop' };
 /** front thread -> main */
-export type FromFrontThread = { t: 'ready' } | { t: 'stopped' } | { t: 'failed'; message: string };
+export type FromFrontThread = { t: 'ready' } | { t: 'stopped' } | { t: 'failed'; message: string } | { t: 'controlled'; id: number };
 
 export interface FrontThreadData {
   options: ServerOptions;
@@ -28,6 +28,7 @@ export interface FrontThreadData {
   sab: SharedArrayBuffer;
   ports: MessagePort[];
   listenPort: number;
+  bodyBudget: SharedArrayBuffer;
 }
 
 /**
@@ -52,6 +53,7 @@ export class FrontThreads {
   constructor(
     private options: ServerOptions,
     private coord: Coordinator,
+    private bodyBudget: SharedArrayBuffer,
   ) {}
 
   /** Starts threads 1..count (the main thread is 0); resolves once each listens. */
@@ -63,9 +65,25 @@ export class FrontThreads {
 
   private startOne(index: number, listenPort: number): Promise<void> {
     let worker!: Worker;
-    const ports = this.coord.connectFront((m, transfer) => worker.postMessage({ t: 'control', m } satisfies ToFrontThread, transfer));
+    /** control messages the thread has not yet said it acted on */
+    const controls = new Map<number, () => void>();
+    let nextControl = 1;
+    const ports = this.coord.connectFront(
+      (m, transfer) =>
+        new Promise<void>((done) => {
+          const id = nextControl++;
+          controls.set(id, done);
+          try {
+            worker.postMessage({ t: 'control', id, m } satisfies ToFrontThread, transfer);
+          } catch {
+            // (the thread is gone)
+            controls.delete(id);
+            done();
+          }
+        }),
+    );
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort } satisfies FrontThreadData,
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget } satisfies FrontThreadData,
       transferList: ports,
     });
     this.workers.push(worker);
@@ -75,6 +93,9 @@ export class FrontThreads {
         if (m.t === 'ready') {
           ready = true;
           resolve();
+        } else if (m.t === 'controlled') {
+          controls.get(m.id)?.();
+          controls.delete(m.id);
         } else if (m.t === 'failed') reject(new Error(`front thread ${index}: ${m.message}`));
       });
       worker.on('error', (err) => {
@@ -82,6 +103,8 @@ export class FrontThreads {
         if (!ready) reject(err);
       });
       worker.on('exit', (code) => {
+        for (const done of controls.values()) done();
+        controls.clear();
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));
         // its listener went with it: the kernel sends new connections to the other threads
         else if (!this.stopping) console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);

@@ -35,6 +35,8 @@ export interface Http2ServerOptions {
   maxBodyBytes: number;
   /** what the request bodies in flight may hold together (BodyBudget) */
   maxBodyBytesInFlight: number;
+  /** the count of that budget, when the front threads share it (BodyBudget.sharedBuffer) */
+  bodyBudget?: SharedArrayBuffer;
   /** SETTINGS_MAX_CONCURRENT_STREAMS (--http2-max-streams-per-connection; 0: the runtime's default) */
   maxStreams: number;
   /** --goaway-chance: an HTTP/2 request ends its connection gracefully with this probability */
@@ -282,7 +284,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
   // (the HTTP/1.1 side reads its limits from the server object: node's default is 16 KiB)
   (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES_H1;
   (server as unknown as { maxHeadersCount: number }).maxHeadersCount = 0;
-  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
+  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight, opts.bodyBudget) };
   // A request node's HTTP/1 parser refuses never reaches us: it is answered as Go's server
   // answers one it cannot read (plain text, the connection closed).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {

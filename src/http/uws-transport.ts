@@ -368,6 +368,8 @@ export interface UwsServerOptions {
   maxBodyBytes: number;
   /** what the request bodies in flight may hold together (BodyBudget) */
   maxBodyBytesInFlight: number;
+  /** the count of that budget, when the front threads share it (BodyBudget.sharedBuffer) */
+  bodyBudget?: SharedArrayBuffer;
   handle: (req: ApiRequest, res: ResponseSink) => void;
   /** told of each request's end (the request metrics) */
   observer?: RequestObserver;
@@ -385,6 +387,12 @@ export interface RunningServer {
   port: number;
   /** Stops accepting connections. Open responses (watches) are ended by their owners. */
   stopListening(): void;
+  /**
+   * Closes every connection still open (keep-alive ones too). A front thread other than the
+   * main one does this before it ends: a uWS socket still open when its thread is torn down
+   * aborts the process.
+   */
+  closeConnections?(): void;
 }
 
 /**
@@ -419,7 +427,7 @@ const METHODS: Record<string, string> = { get: 'GET', post: 'POST', put: 'PUT', 
 
 export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   assertNativeUws();
-  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight) };
+  const limits: BodyLimits = { maxBytes: opts.maxBodyBytes, budget: new BodyBudget(opts.maxBodyBytesInFlight, opts.bodyBudget) };
   const ciphers = opts.tls?.ssl_ciphers ? { ssl_ciphers: opts.tls.ssl_ciphers } : {};
   const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile, ...ciphers });
   // SNI: each name gets its own context, with the same suites (uSockets matches '*.' one label deep, as Go does).
@@ -481,6 +489,8 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
       resolve({
         port: uws.us_socket_local_port(token),
         stopListening: () => uws.us_listen_socket_close(token),
+        // (uWS.js has close(); the bundled typings lack it)
+        closeConnections: () => (app as unknown as { close(): void }).close(),
       });
     });
   });

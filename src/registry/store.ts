@@ -38,6 +38,9 @@ import { convertedJson, viewOf, type Conversion } from './conversion.js';
  * refuses the write (an apply conflict). old is null on create. Runs once per attempt,
  * after the kind's own preparation and validation.
  */
+/** How long a create waits for this thread's cache to take a namespace committed elsewhere. */
+const NAMESPACE_LOOKUP_MS = 2000;
+
 export type FieldsHook = (old: any | null, obj: any) => void;
 import { checkPreconditions, planDelete, type DeleteOptions } from './deletion.js';
 import type { AdmissionChain, Attributes as AdmissionAttributes } from '../admission/plugin.js';
@@ -408,6 +411,27 @@ export class Store {
     return this.coord.cache('namespaces').items.get(objectKey('', ns));
   }
 
+  /**
+   * A namespace missing from this thread's cache may be one another front thread has just
+   * created (its client was answered once that thread's cache had it): before a create is
+   * refused for it, this cache catches up with everything committed to the namespaces'
+   * shard, as kube's NamespaceLifecycle looks a namespace up in storage when its informer
+   * lacks it.
+   */
+  /**
+   * An update or delete starts from the object as committed: a commit this thread has not
+   * taken yet (another front thread's write, answered to its client already) is waited for,
+   * as kube's updates read etcd. Nothing to wait for in the usual case.
+   */
+  private async catchUp(cache: ResourceCache): Promise<void> {
+    if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) await this.coord.waitFresh(cache.shard, this.coord.committedRv(cache.shard), TOO_LARGE_RV_WAIT_MS);
+  }
+
+  private async namespaceLookup(): Promise<void> {
+    const shard = this.coord.cache('namespaces').shard;
+    await this.coord.waitFresh(shard, this.coord.committedRv(shard), NAMESPACE_LOOKUP_MS);
+  }
+
   private checkNamespace(t: ResourceTarget, ns: string, creating: boolean, name = ''): void {
     if (!t.info.namespaced) return;
     const nsEntry = this.namespaceEntry(ns);
@@ -501,6 +525,7 @@ export class Store {
         nameGenerated = true;
       } else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
     }
+    if (t.info.namespaced && !this.namespaceEntry(ns)) await this.namespaceLookup();
     this.checkNamespace(t, ns, true, m.name);
     m.uid = randomUUID();
     m.creationTimestamp = nowTimestamp();
@@ -602,6 +627,7 @@ export class Store {
   ): Promise<WriteResult> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
+    await this.catchUp(cache);
     for (let attempt = 0; ; attempt++) {
       const cur = viewFor(t, cache.items.get(key));
       if (!cur) {
@@ -801,6 +827,7 @@ export class Store {
   async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
+    await this.catchUp(cache);
     for (let attempt = 0; ; attempt++) {
       const cur = viewFor(t, cache.items.get(key));
       if (!cur) this.missing(t, ns, name);

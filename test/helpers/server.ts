@@ -66,6 +66,13 @@ export function useServer(use: (s: TestServer) => void, opts: Parameters<typeof 
  */
 let testClientCa: string | undefined;
 function frontArgs(args: string[]): string[] {
+  // KUBESHARD_TEST_FRONT_THREADS=N: every test server with N front threads (issue 18)
+  const threads = process.env.KUBESHARD_TEST_FRONT_THREADS;
+  if (threads && !args.some((a) => a.startsWith('--front-threads'))) return ['--front-threads', threads, ...httpFrontArgs(args)];
+  return httpFrontArgs(args);
+}
+
+function httpFrontArgs(args: string[]): string[] {
   if (process.env.KUBESHARD_TEST_FRONT !== 'http2' || args.includes('--client-ca-file')) return [];
   if (!testClientCa) {
     const d = mkdtempSync(join(tmpdir(), 'kubeshard-test-ca-'));

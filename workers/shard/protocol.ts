@@ -87,7 +87,7 @@ export type ShardToFront =
   | { t: 'closed' }
   | { t: 'fatal'; message: string }
   /** on an attached front's port, first: the shard's last committed version when it took the port */
-  | { t: 'attached'; lastRv: number };
+  | { t: 'attached'; lastRv: number; alarm: string };
 
 export interface ShardWorkerData {
   index: number;

@@ -69,7 +69,8 @@ function attachFront(p: MessagePort): void {
     if (i >= 0) fronts.splice(i, 1);
   });
   // the new front loads its caches from the B-tree: it waits until the B-tree holds this mark
-  p.postMessage({ t: 'attached', lastRv: shared.lastRv(data.index) } satisfies ShardToFront);
+  // (and the storage alarm raised before it came: later changes reach it like the others)
+  p.postMessage({ t: 'attached', lastRv: shared.lastRv(data.index), alarm: postedAlarm } satisfies ShardToFront);
 }
 
 function loadIndex(): void {
