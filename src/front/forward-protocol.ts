@@ -49,6 +49,8 @@ export interface RequestMessage {
   remoteAddress: string;
   clientCert?: { commonName: string; organizations: string[] };
   clientCertError?: string;
+  /** Warning values the sending thread's filters collected (a copy: the handler here adds its own) */
+  warnings?: string[];
 }
 
 export interface AbortMessage {

@@ -28,7 +28,10 @@ export function testHandler(report: Report, inFlight: () => number): (req: ApiRe
   return (req, res) => {
     switch (req.path) {
       case '/echo':
+        // as a filter here would set them: they go out with the answer
+        req.responseHeaders = [['X-Own', 'here']];
         res.send(200, [
+          ['X-Warnings', JSON.stringify(req.warnings ?? [])],
           ['X-Method', req.method],
           ['X-Query', JSON.stringify([...req.query])],
           ['X-Test', req.headers['x-test'] ?? ''],

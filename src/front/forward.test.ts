@@ -211,6 +211,9 @@ describe.each([
     const expected = Buffer.from(big);
     const req = request('POST', '/echo?x=1&y=a%20b&x=2', { 'x-test': 'yes', 'content-type': 'application/json' }, big);
     req.clientCert = { commonName: 'alice', organizations: ['dev', 'ops'] };
+    req.warnings = ['from a filter'];
+    // the real response adds these itself (the transport's part): not carried
+    req.responseHeaders = [['Audit-Id', 'abc']];
     const res = await run(s.client, req);
     expect(res.status).toBe(200);
     expect(res.calls).toEqual(['send']);
@@ -221,6 +224,9 @@ describe.each([
     expect(res.header('X-Remote')).toBe('10.1.2.3');
     expect(res.header('X-Cert')).toBe('alice/dev,ops');
     expect(res.header('X-Read-Body')).toBe('undefined');
+    expect(res.header('X-Warnings')).toBe('["from a filter"]');
+    expect(res.header('X-Own')).toBe('here');
+    expect(res.header('Audit-Id')).toBeUndefined();
     expect(big.byteLength).toBe(0); // transferred, not copied
 
     // a pooled slice is copied: the pool's other Buffers keep their bytes
@@ -341,6 +347,16 @@ describe('forwarding, the edges', () => {
     const s = inProcess();
     await run(s.client, request('POST', '/echo', {}, Buffer.from('x')));
     expect(s.posted).toEqual({ toServer: 1, toClient: 1 });
+  });
+
+  it('copies a body the audit record still has to read, rather than moving it', async () => {
+    const s = inProcess();
+    const body = Buffer.allocUnsafeSlow(10_000).fill(7);
+    const req = request('POST', '/echo', {}, body);
+    req.audit = { annotate() {}, panicked() {}, impersonated() {} };
+    const res = await run(s.client, req);
+    expect(res.body!.equals(Buffer.alloc(10_000, 7))).toBe(true);
+    expect(body.equals(Buffer.alloc(10_000, 7))).toBe(true);
   });
 
   it('answers 503 for unanswered requests and closes started streams when the receiving thread dies', async () => {

@@ -104,6 +104,7 @@ export class ForwardClient {
     };
     if (req.clientCert !== undefined) m.clientCert = req.clientCert;
     if (req.clientCertError !== undefined) m.clientCertError = req.clientCertError;
+    if (req.warnings !== undefined && req.warnings.length > 0) m.warnings = req.warnings;
     postTransferring(this.port, m, ab);
   }
 

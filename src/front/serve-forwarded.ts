@@ -25,6 +25,7 @@ class ForwardedRequest extends RequestBase implements ApiRequest {
     this.remoteAddress = m.remoteAddress;
     // a view of the transferred bytes: no copy
     this.body = m.body === null ? null : Buffer.from(m.body);
+    if (m.warnings !== undefined) this.warnings = m.warnings;
     if (m.clientCert !== undefined) this.clientCert = m.clientCert;
     if (m.clientCertError !== undefined) this.clientCertError = m.clientCertError;
   }
@@ -82,12 +83,12 @@ export class RemoteSink extends SinkBase implements ResponseSink {
    * would make two.
    */
   override send(status: number, headers: HeaderList, body: string | Uint8Array): void {
-    if (this.over) return;
     this.flush();
+    if (this.over) return;
     const body2 = typeof body === 'string' ? ownedOrCopy(Buffer.from(body)) : copyOut(body);
     this.status = status;
     this.bytes = body2.byteLength;
-    postTransferring(this.port, { t: SEND, id: this.id, status, headers, body: body2 }, body2);
+    postTransferring(this.port, { t: SEND, id: this.id, status, headers: this.withOwn(headers), body: body2 }, body2);
     this.finish();
   }
 
@@ -106,23 +107,34 @@ export class RemoteSink extends SinkBase implements ResponseSink {
    * cached encodings, never moved), made on this thread rather than the connection's.
    */
   override sendParts(status: number, headers: HeaderList, parts: Uint8Array[]): void {
-    if (this.over) return;
     this.flush();
+    if (this.over) return;
     let total = 0;
     for (const p of parts) total += p.byteLength;
     const body = joinOut(parts, total);
     this.status = status;
     this.bytes = total;
-    postTransferring(this.port, { t: SEND_PARTS, id: this.id, status, headers, body }, body);
+    postTransferring(this.port, { t: SEND_PARTS, id: this.id, status, headers: this.withOwn(headers), body }, body);
     this.finish();
   }
 
   startStream(status: number, headers: HeaderList): void {
-    if (this.over || this.started) return;
     this.flush();
+    if (this.over || this.started) return;
     this.started = true;
     this.status = status;
-    this.port.postMessage({ t: START, id: this.id, status, headers });
+    this.port.postMessage({ t: START, id: this.id, status, headers: this.withOwn(headers) });
+  }
+
+  /**
+   * The headers with the ones this thread's filters set for every response to the request
+   * (req.responseHeaders), as a transport adds them. The sending thread's real response
+   * adds its own request's list in turn; a chain here that repeats the sending thread's
+   * audit or flow control would thus send their headers twice.
+   */
+  private withOwn(headers: HeaderList): HeaderList {
+    const own = this.req?.responseHeaders;
+    return own === undefined ? headers : headers.concat(own);
   }
 
   write(chunk: string | Uint8Array): boolean {
