@@ -168,6 +168,13 @@ export const errors = {
   internal: (message: string) =>
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
   serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
+  /**
+   * A request carried to another thread's pipeline (src/front/forward.ts) whose thread
+   * stopped, or closed its port, before it sent the status. The request may have been
+   * applied there, so no Retry-After: client-go would then resend a write by itself.
+   */
+  servingThreadStopped: () =>
+    new StatusError(503, StatusReason.ServiceUnavailable, 'the thread serving this request stopped before it answered; the request may or may not have been applied'),
 
   // Issue 17, items 2 and 8: bounded patches and objects larger than storage holds.
   /** kube's patch handler caps a JSON patch at maxJSONPatchOperations (NewRequestEntityTooLargeError). */
