@@ -25,6 +25,8 @@ export interface ServerOptions {
   frontEnd: 'auto' | 'uws' | 'http2';
   /** threads serving requests (issue 18): the main one and frontThreads - 1 front workers */
   frontThreads: number;
+  /** bodies of at least this size are written on the bulk thread (src/front/handoff.ts); 0: never */
+  largeRequestOffloadBytes: number;
   /** --http2-max-streams-per-connection (0: the runtime's default) */
   http2MaxStreams: number;
   /** --goaway-chance: the probability that an HTTP/2 request ends its connection (GOAWAY) */
@@ -181,6 +183,11 @@ const FLAGS: Record<string, FlagSpec> = {
     help: 'Threads that serve requests, each with its own listener on the port (SO_REUSEPORT), caches and watchers; the uWS front end only. (default 1)',
     set: (o, v) => (o.frontThreads = v),
   },
+  'large-request-offload-bytes': {
+    kind: 'int',
+    help: 'A create, update or patch whose body has at least this many bytes runs on a thread of its own (the bulk thread, started at the first one), so that decoding and checking a large object never holds up the requests of the thread that received it; 0 runs every request where it arrived. (default 262144)',
+    set: (o, v) => (o.largeRequestOffloadBytes = v),
+  },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
   'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
@@ -302,6 +309,7 @@ export function defaultOptions(): ServerOptions {
     clientCaFile: '',
     frontEnd: 'auto',
     frontThreads: 1,
+    largeRequestOffloadBytes: 262144,
     http2MaxStreams: 0,
     goawayChance: 0,
     dataDir: './data',
@@ -456,7 +464,8 @@ function validate(o: ServerOptions): void {
     throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);
   }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
-  if (!(o.frontThreads >= 1 && o.frontThreads <= 64)) throw new FlagError('--front-threads must be between 1 and 64');
+  if (!(o.frontThreads >= 1 && o.frontThreads <= 62)) throw new FlagError('--front-threads must be between 1 and 62');
+  if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');
   try {
     validateAuditOptions(o.audit);
   } catch (e) {

@@ -48,6 +48,8 @@ import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { FrontThreads, claimPort } from './front/front-threads.js';
 import { BodyBudget } from './http/body-budget.js';
+import { ForwardClient, serveForwarded } from './front/forward.js';
+import { handoffFilter } from './front/handoff.js';
 import type { FrontControl } from './coordinator/coordinator.js';
 import type { MessagePort } from 'node:worker_threads';
 import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
@@ -76,6 +78,12 @@ export interface FrontThreadContext {
   listenPort: number;
   /** the count of the request bodies in flight, which every front thread charges (BodyBudget) */
   bodyBudget: SharedArrayBuffer;
+  /** where this thread forwards the writes only the main thread runs (handoff.ts) */
+  toMain: MessagePort;
+  /** the bulk thread: no listener; it serves the large writes others hand it */
+  bulk: boolean;
+  /** asks the main thread for a port to the bulk thread (started then if need be) */
+  requestBulkPort(): Promise<MessagePort>;
 }
 
 export interface StartedServer {
@@ -84,6 +92,8 @@ export interface StartedServer {
   kubeconfigPath: string;
   /** The filter chain's entry, for in-process benchmarks (bench/front-inproc.ts) that skip TLS and HTTP. */
   handle(req: ApiRequest, res: ResponseSink): void;
+  /** serves the requests another thread forwards over the port (handoff.ts) */
+  serve(port: MessagePort): void;
   /** (another front thread) what the main thread tells of shard restarts */
   control(m: FrontControl): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
@@ -282,6 +292,21 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     auth: { authorizer, rbac, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
     extraPaths,
   });
+  // Requests another thread runs (handoff.ts): to the main thread, the writes whose state
+  // it alone holds; to the bulk thread, writes with large bodies.
+  const toMain = thread && new ForwardClient(thread.toMain);
+  let bulkClient: Promise<ForwardClient> | null = null;
+  const toBulk = (): Promise<ForwardClient> => {
+    if (!thread) return others.toBulk();
+    bulkClient ??= thread.requestBulkPort().then((port) => new ForwardClient(port));
+    return bulkClient.then((c) => {
+      if (!c.isClosed) return c;
+      // (the bulk thread ended: the main thread starts another one)
+      bulkClient = null;
+      return toBulk();
+    });
+  };
+  const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes });
   const chain = new FilterChain([
     requestInfoFilter,
     auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),
@@ -292,8 +317,24 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     authorizationFilter(authorizer),
     // Only now is the body read: a request refused above never has its body buffered.
     requestBodyFilter,
+    handoff,
     router,
   ]);
+  // What this thread runs for another: from the headers again, without flow control and
+  // audit (the thread that holds the connection holds the seat and writes the record), and
+  // never handed on to the bulk thread again.
+  const forwardedChain = new FilterChain([
+    requestInfoFilter,
+    authenticationFilter(authOpts, tokenAuthenticator),
+    impersonationFilter(authorizer),
+    authorizationFilter(authorizer),
+    requestBodyFilter,
+    handoffFilter({ toMain, largeBytes: 0 }),
+    router,
+  ]);
+  const serve = (port: MessagePort) => {
+    serveForwarded(port, (req, res) => forwardedChain.handle(req, res));
+  };
   // The front end: uWS, unless client certificates are to be read (it cannot read them);
   // node:http2 then serves HTTP/2 and HTTP/1.1 through the same chain.
   const front = {
@@ -329,6 +370,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       kubeconfigPath,
       handle: (req, res) => chain.handle(req, res),
       control: (m) => coord.control(m),
+      serve,
       stopListening: () => listener?.stopListening(),
       shutdown() {
         stopping ??= (async () => {
@@ -343,13 +385,14 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       },
     };
   }
+  // (made before the listener opens: the first large write may start the bulk thread)
+  const others = new FrontThreads(o, coord, front.bodyBudget, serve);
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.
-  const others = new FrontThreads(o, coord, front.bodyBudget);
   try {
     if (frontThreads > 1) await others.start(frontThreads - 1, listener.port);
   } catch (err) {
@@ -369,6 +412,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     kubeconfigPath,
     handle: (req, res) => chain.handle(req, res),
     control: () => Promise.resolve(),
+    serve,
     stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {

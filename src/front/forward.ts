@@ -61,6 +61,11 @@ export class ForwardClient {
   }
 
   /** requests forwarded whose response has not ended and whose client is still there */
+  /** the other side is gone (its port closed, or close() was called): every forward now fails at once */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   get inFlight(): number {
     return this.requests.size;
   }

@@ -7,20 +7,33 @@
 // must be closed before its thread ends, or the process aborts).
 //
 // Thread ownership: a FrontThreads lives on the main thread.
-import { Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { ServerOptions } from '../options.js';
 import type { Coordinator, FrontControl } from '../coordinator/coordinator.js';
+import { ForwardClient } from './forward.js';
 
 const ENTRY = fileURLToPath(new URL('./front-thread.js', import.meta.url));
 /** How long a front thread may take to stop before it is terminated anyway. */
 const STOP_MS = 10_000;
 
 /** main -> front thread */
-export type ToFrontThread = { t: 'control'; id: number; m: FrontControl } | { t: 'stop' };
+export type ToFrontThread =
+  | { t: 'control'; id: number; m: FrontControl }
+  | { t: 'stop' }
+  /** (to the bulk thread) serve the requests forwarded over this port */
+  | { t: 'serve'; port: MessagePort }
+  /** the answer to bulk-port: a port whose requests the bulk thread serves */
+  | { t: 'bulk-port'; port: MessagePort | null };
 /** front thread -> main */
-export type FromFrontThread = { t: 'ready' } | { t: 'stopped' } | { t: 'failed'; message: string } | { t: 'controlled'; id: number };
+export type FromFrontThread =
+  | { t: 'ready' }
+  | { t: 'stopped' }
+  | { t: 'failed'; message: string }
+  | { t: 'controlled'; id: number }
+  /** the thread has a large write for the bulk thread, and no port to it yet */
+  | { t: 'bulk-port' };
 
 export interface FrontThreadData {
   options: ServerOptions;
@@ -29,6 +42,10 @@ export interface FrontThreadData {
   ports: MessagePort[];
   listenPort: number;
   bodyBudget: SharedArrayBuffer;
+  /** the port on which the main thread serves this thread's MAIN_THREAD_WRITES (handoff.ts) */
+  toMain: MessagePort;
+  /** this is the bulk thread: no listener, it serves the large writes other threads hand it */
+  bulk: boolean;
 }
 
 /**
@@ -54,16 +71,45 @@ export class FrontThreads {
     private options: ServerOptions,
     private coord: Coordinator,
     private bodyBudget: SharedArrayBuffer,
+    /** serves, on the main thread, the requests another thread forwards over the port */
+    private serve: (port: MessagePort) => void,
   ) {}
+
+  /** the bulk thread, once started (handoff.ts) */
+  private bulk: Promise<Worker> | null = null;
+  private bulkClient: ForwardClient | null = null;
+
+  /** A port to the bulk thread, which is started at the first call (and again if it ended). */
+  async bulkPort(): Promise<MessagePort> {
+    this.bulk ??= this.startOne(this.workers.length + 1, 0, true).catch((err) => {
+      this.bulk = null;
+      throw err;
+    });
+    const worker = await this.bulk;
+    const { port1, port2 } = new MessageChannel();
+    worker.postMessage({ t: 'serve', port: port1 } satisfies ToFrontThread, [port1]);
+    return port2;
+  }
+
+  /** The main thread's own client of the bulk thread. */
+  async toBulk(): Promise<ForwardClient> {
+    if (this.bulkClient && !this.bulkClient.isClosed) return this.bulkClient;
+    const port = await this.bulkPort();
+    if (this.bulkClient && !this.bulkClient.isClosed) {
+      port.close();
+      return this.bulkClient;
+    }
+    return (this.bulkClient = new ForwardClient(port));
+  }
 
   /** Starts threads 1..count (the main thread is 0); resolves once each listens. */
   async start(count: number, listenPort: number): Promise<void> {
-    const started: Promise<void>[] = [];
-    for (let index = 1; index <= count; index++) started.push(this.startOne(index, listenPort));
+    const started: Promise<Worker>[] = [];
+    for (let index = 1; index <= count; index++) started.push(this.startOne(index, listenPort, false));
     await Promise.all(started);
   }
 
-  private startOne(index: number, listenPort: number): Promise<void> {
+  private startOne(index: number, listenPort: number, bulk: boolean): Promise<Worker> {
     let worker!: Worker;
     /** control messages the thread has not yet said it acted on */
     const controls = new Map<number, () => void>();
@@ -82,9 +128,11 @@ export class FrontThreads {
           }
         }),
     );
+    const toMain = new MessageChannel();
+    this.serve(toMain.port1);
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget } satisfies FrontThreadData,
-      transferList: ports,
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, bulk } satisfies FrontThreadData,
+      transferList: [...ports, toMain.port2],
     });
     this.workers.push(worker);
     return new Promise((resolve, reject) => {
@@ -92,7 +140,15 @@ export class FrontThreads {
       worker.on('message', (m: FromFrontThread) => {
         if (m.t === 'ready') {
           ready = true;
-          resolve();
+          resolve(worker);
+        } else if (m.t === 'bulk-port') {
+          this.bulkPort().then(
+            (port) => worker.postMessage({ t: 'bulk-port', port } satisfies ToFrontThread, [port]),
+            (err) => {
+              console.error(`the bulk thread could not start: ${err instanceof Error ? err.message : String(err)}`);
+              worker.postMessage({ t: 'bulk-port', port: null } satisfies ToFrontThread);
+            },
+          );
         } else if (m.t === 'controlled') {
           controls.get(m.id)?.();
           controls.delete(m.id);
@@ -105,6 +161,9 @@ export class FrontThreads {
       worker.on('exit', (code) => {
         for (const done of controls.values()) done();
         controls.clear();
+        toMain.port1.close();
+        // (the bulk thread: started again at the next large write)
+        if (bulk) this.bulk = null;
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));
         // its listener went with it: the kernel sends new connections to the other threads
         else if (!this.stopping) console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);
