@@ -44,6 +44,7 @@ import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
+import { SharedSeats } from './flowcontrol/shared-seats.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { FrontThreads, claimPort } from './front/front-threads.js';
@@ -73,6 +74,8 @@ export interface FrontThreadContext {
   ports: MessagePort[];
   /** the port the main thread listens on; 0: no listener on this thread */
   listenPort: number;
+  /** the flow-control seat table the main thread made (flowcontrol/shared-seats.ts) */
+  seats?: SharedArrayBuffer;
 }
 
 export interface StartedServer {
@@ -250,13 +253,16 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const health: HealthState = { ready: false, shuttingDown: false, storage: () => coord.storageProblem() };
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
+  // Either way the seats are the server's: every front thread counts them in one table,
+  // made here by the main thread and handed to the others (front/front-threads.ts).
+  const seats = new SharedSeats(thread?.seats);
   const apf = o.enablePriorityAndFairness
     ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
         serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
         requestTimeoutSeconds: o.requestTimeoutSeconds,
-      })
+      }, seats)
     : null;
-  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
   const flowControl = apf ? apf.filter() : limiter.filter();
   const metrics = new RequestMetrics(
     {
@@ -344,7 +350,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.
-  const others = new FrontThreads(o, coord);
+  const others = new FrontThreads(o, coord, seats.sab);
   try {
     if (frontThreads > 1) await others.start(frontThreads - 1, listener.port);
   } catch (err) {

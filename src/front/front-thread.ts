@@ -9,7 +9,7 @@ const data = workerData as FrontThreadData;
 const port = parentPort!;
 
 try {
-  const server = await startServer(data.options, { index: data.index, sab: data.sab, ports: data.ports, listenPort: data.listenPort });
+  const server = await startServer(data.options, { index: data.index, sab: data.sab, ports: data.ports, listenPort: data.listenPort, seats: data.seats });
   port.on('message', (m: ToFrontThread) => {
     if (m.t === 'control') server.control(m.m);
     else if (m.t === 'stop') {

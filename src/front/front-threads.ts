@@ -28,6 +28,8 @@ export interface FrontThreadData {
   sab: SharedArrayBuffer;
   ports: MessagePort[];
   listenPort: number;
+  /** the flow-control seat table every front thread counts seats in (flowcontrol/shared-seats.ts) */
+  seats?: SharedArrayBuffer;
 }
 
 /**
@@ -52,6 +54,7 @@ export class FrontThreads {
   constructor(
     private options: ServerOptions,
     private coord: Coordinator,
+    private seats?: SharedArrayBuffer,
   ) {}
 
   /** Starts threads 1..count (the main thread is 0); resolves once each listens. */
@@ -65,7 +68,7 @@ export class FrontThreads {
     let worker!: Worker;
     const ports = this.coord.connectFront((m, transfer) => worker.postMessage({ t: 'control', m } satisfies ToFrontThread, transfer));
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort } satisfies FrontThreadData,
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, seats: this.seats } satisfies FrontThreadData,
       transferList: ports,
     });
     this.workers.push(worker);
