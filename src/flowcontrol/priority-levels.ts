@@ -50,6 +50,8 @@ export class LevelState {
   private next = 0;
   /** slot.releases when the last newcomer tried for a seat (see awaitSeat) */
   private seenAtTry = 0;
+  /** what a release on any thread calls while this thread has waiters (one function, so the slot wakes it once) */
+  private readonly wake = () => this.dispatch();
   /** the level's seat counts: shared by the front threads, or this thread's own (unit tests) */
   readonly slot: SeatSlot;
 
@@ -155,7 +157,7 @@ export class LevelState {
    * now is owed to the threads whose waiters came first (they were woken for it).
    */
   awaitSeat(): void {
-    if (this.waiting > 0) this.slot.listen(this.seenAtTry, () => this.dispatch());
+    if (this.waiting > 0) this.slot.listen(this.seenAtTry, this.wake);
   }
 
   /**
@@ -190,7 +192,7 @@ export class LevelState {
         return;
       }
       if (!this.slot.tryDispatch(this.limit)) {
-        this.slot.listen(seen, () => this.dispatch());
+        this.slot.listen(seen, this.wake);
         return;
       }
       const w = q.shift()!;

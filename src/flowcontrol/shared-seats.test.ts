@@ -342,4 +342,32 @@ describe('the seat table on one thread', () => {
     await vi.waitFor(() => expect(granted).toBe(true));
     expect([slot.executing, slot.waiting]).toEqual([1, 0]);
   });
+
+  it('a level deleted and created again while its thread listens still wakes the new waiters', async () => {
+    const cfg: LevelConfig = { name: 'r', uid: 'r', exempt: false, shares: 1, lendablePercent: 0, limitResponse: 'Queue', queues: 1, handSize: 1, queueLengthLimit: 5 };
+    const mine = new SharedSeats();
+    const theirs = new SharedSeats(mine.sab).level('r');
+    expect(theirs.tryTake(1)).toBe(true);
+    const waiter = (): Waiter & { granted?: boolean } => {
+      const w: Waiter & { granted?: boolean } = { queue: 0, since: 0, state: 'queued', settle: (g) => (w.granted = g) };
+      return w;
+    };
+    const old = new LevelState(cfg, mine.level('r'));
+    old.limit = 1;
+    expect(old.tryTake()).toBe(false);
+    const w1 = waiter();
+    old.enqueue(w1);
+    old.awaitSeat();
+    old.refuseAll();
+    expect(w1.granted).toBe(false);
+    const fresh = new LevelState(cfg, mine.level('r'));
+    fresh.limit = 1;
+    expect(fresh.tryTake()).toBe(false);
+    const w2 = waiter();
+    fresh.enqueue(w2);
+    fresh.awaitSeat();
+    theirs.release();
+    await vi.waitFor(() => expect(w2.granted).toBe(true), { timeout: 1000 });
+    expect([theirs.executing, theirs.waiting]).toEqual([1, 0]);
+  });
 });

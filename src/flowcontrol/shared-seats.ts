@@ -28,7 +28,7 @@
 // would share a slot; among a few hundred names that has odds of about 1 in 10^10.
 //
 // Thread ownership: the buffer is every front thread's, written only through Atomics. A
-// SharedSeats object (the slot lookup cache, the listening flags of its SeatSlots) belongs
+// SharedSeats object (the slot lookup cache, the pending waits of its SeatSlots) belongs
 // to the thread that made it. This file imports nothing at run time (its unit test loads it
 // into worker threads as it is).
 
@@ -66,8 +66,8 @@ export function levelKey(name: string): bigint {
  * thread-local one). Its methods are the only way the counters change.
  */
 export class SeatSlot {
-  /** a wait for the next release is pending on this thread */
-  private listening = false;
+  /** while a wait for the next release is pending on this thread: whom it wakes */
+  private wakers: Set<() => void> | null = null;
 
   constructor(
     private readonly words: Int32Array,
@@ -136,15 +136,19 @@ export class SeatSlot {
   /**
    * Calls wake once a seat has been released on any thread since `seen` (a value of
    * `releases` read before the last failed attempt, so no release in between is missed), or
-   * after SAFETY_NET_MS. At most one wait per slot and thread is pending; a second call while
-   * one is only returns (the pending one's wake does the same work).
+   * after SAFETY_NET_MS. At most one wait per slot and thread is pending: a call while one is
+   * adds its wake to it (once per function: pass the same one each time). Its own `seen` may
+   * be later than the pending wait's, which then only wakes it sooner.
    */
   listen(seen: number, wake: () => void): void {
-    if (this.listening) return;
-    this.listening = true;
+    if (this.wakers) {
+      this.wakers.add(wake);
+      return;
+    }
+    const wakers = (this.wakers = new Set([wake]));
     const done = () => {
-      this.listening = false;
-      wake();
+      this.wakers = null;
+      for (const w of wakers) w();
     };
     const r = waitAsync(this.words, this.base + RELEASES, seen, SAFETY_NET_MS);
     // 'not-equal': a release came since `seen`; wake from the event loop, not from inside the caller
