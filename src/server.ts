@@ -255,7 +255,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   // Either way the seats are the server's: every front thread counts them in one table,
   // made here by the main thread and handed to the others (front/front-threads.ts).
-  const seats = new SharedSeats(thread?.seats);
+  const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads);
   const apf = o.enablePriorityAndFairness
     ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
         serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
@@ -350,7 +350,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.
-  const others = new FrontThreads(o, coord, seats.sab);
+  const others = new FrontThreads(o, coord, seats);
   try {
     if (frontThreads > 1) await others.start(frontThreads - 1, listener.port);
   } catch (err) {

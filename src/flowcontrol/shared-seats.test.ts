@@ -30,7 +30,7 @@ const GATE = 3;
 /** The worker: answers each command of the test with a reply of the same id. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { seatsUrl, levelsUrl, sab, probeSab } = workerData;
+const { seatsUrl, levelsUrl, sab, probeSab, index } = workerData;
 const probe = new Int32Array(probeSab);
 const RUNNING = ${RUNNING}, MAX_RUNNING = ${MAX_RUNNING}, MAX_EXECUTING = ${MAX_EXECUTING}, GATE = ${GATE};
 const noteMax = (i, v) => {
@@ -44,7 +44,7 @@ const noteMax = (i, v) => {
 (async () => {
   const { SharedSeats } = await import(seatsUrl);
   const { LevelState } = await import(levelsUrl);
-  const seats = new SharedSeats(sab);
+  const seats = new SharedSeats(sab, index);
   const levels = new Map();
   const level = (name, limit) => {
     let st = levels.get(name);
@@ -150,6 +150,9 @@ const noteMax = (i, v) => {
       Atomics.wait(probe, GATE, 0);
       return true;
     },
+    takeInflight({ mutating, limit }) {
+      return seats.tryTakeInflight(mutating, limit);
+    },
     claim({ names }) {
       for (const n of names) seats.level(n).addWaiting(1);
       return true;
@@ -179,8 +182,9 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((w) => w.terminate()));
 });
 
-async function thread(sab: SharedArrayBuffer, probeSab: SharedArrayBuffer): Promise<Thread> {
-  const worker = new Worker(WORKER, { eval: true, workerData: { seatsUrl: SEATS_URL, levelsUrl: LEVELS_URL, sab, probeSab } });
+/** Front thread `index` (1 or 2; the test itself is the main thread, 0). */
+async function thread(sab: SharedArrayBuffer, probeSab: SharedArrayBuffer, index: number): Promise<Thread> {
+  const worker = new Worker(WORKER, { eval: true, workerData: { seatsUrl: SEATS_URL, levelsUrl: LEVELS_URL, sab, probeSab, index } });
   started.push(worker);
   let next = 0;
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
@@ -226,7 +230,7 @@ async function thread(sab: SharedArrayBuffer, probeSab: SharedArrayBuffer): Prom
 }
 
 function setup(): { sab: SharedArrayBuffer; probe: Int32Array; probeSab: SharedArrayBuffer; seats: SharedSeats } {
-  const seats = new SharedSeats();
+  const seats = new SharedSeats(undefined, 0, 3);
   const probeSab = new SharedArrayBuffer(16);
   return { sab: seats.sab, probe: new Int32Array(probeSab), probeSab, seats };
 }
@@ -234,7 +238,7 @@ function setup(): { sab: SharedArrayBuffer; probe: Int32Array; probeSab: SharedA
 describe('shared seats across two threads', () => {
   it('a level never runs more than its limit across both threads, under contention, and leaks nothing', async () => {
     const { sab, probe, probeSab, seats } = setup();
-    const [a, b] = await Promise.all([thread(sab, probeSab), thread(sab, probeSab)]);
+    const [a, b] = await Promise.all([thread(sab, probeSab, 1), thread(sab, probeSab, 2)]);
     const args = { name: 'contended', limit: 3, requests: 400 };
     const [ra, rb] = await Promise.all([a.call('contend', args), b.call('contend', args)]);
     // both threads had to queue: the other's requests held the seats
@@ -250,7 +254,7 @@ describe('shared seats across two threads', () => {
 
   it("the inflight limiter's limit holds across both threads", async () => {
     const { sab, probe, probeSab, seats } = setup();
-    const [a, b] = await Promise.all([thread(sab, probeSab), thread(sab, probeSab)]);
+    const [a, b] = await Promise.all([thread(sab, probeSab, 1), thread(sab, probeSab, 2)]);
     const [ra, rb] = await Promise.all([a.call('inflight', { limit: 2, requests: 400 }), b.call('inflight', { limit: 2, requests: 400 })]);
     expect(ra.refused + rb.refused).toBeGreaterThan(0);
     expect(ra.taken).toBeGreaterThan(0);
@@ -262,7 +266,7 @@ describe('shared seats across two threads', () => {
 
   it('a seat freed on one thread goes to a waiter on the other; newcomers see the other thread waiting', async () => {
     const { sab, probe, probeSab, seats } = setup();
-    const [a, b] = await Promise.all([thread(sab, probeSab), thread(sab, probeSab)]);
+    const [a, b] = await Promise.all([thread(sab, probeSab, 1), thread(sab, probeSab, 2)]);
     const slot = seats.level('one-seat');
     const lvl = { name: 'one-seat', limit: 1 };
     expect(await a.call('take', { ...lvl, tag: 'a1' })).toBe(true);
@@ -289,9 +293,27 @@ describe('shared seats across two threads', () => {
     expect([slot.executing, slot.waiting]).toEqual([0, 0]);
   });
 
+  it('a thread that ends holding seats and waiting: the main thread reclaims its share, and the seat goes to a waiter of the other', async () => {
+    const { sab, probeSab, seats } = setup();
+    const [a, b] = await Promise.all([thread(sab, probeSab, 1), thread(sab, probeSab, 2)]);
+    const slot = seats.level('lost');
+    const lvl = { name: 'lost', limit: 1 };
+    expect(await a.call('take', { ...lvl, tag: 'a1' })).toBe(true);
+    expect(await a.call('take', { ...lvl, tag: 'a2' })).toBe(false);
+    expect(await a.call('takeInflight', { mutating: true, limit: 5 })).toBe(true);
+    expect(await b.call('take', { ...lvl, tag: 'b1' })).toBe(false);
+    expect([slot.executing, slot.waiting, seats.inflight(true)]).toEqual([1, 2, 1]);
+    await a.worker.terminate();
+    seats.reclaim(1);
+    await b.granted('b1');
+    expect([slot.executing, slot.waiting, seats.inflight(true)]).toEqual([1, 0, 0]);
+    await b.call('release');
+    expect([slot.executing, slot.waiting]).toEqual([0, 0]);
+  });
+
   it('two threads claiming the same level names concurrently find the same slots', async () => {
     const { sab, probeSab, seats } = setup();
-    const [a, b] = await Promise.all([thread(sab, probeSab), thread(sab, probeSab)]);
+    const [a, b] = await Promise.all([thread(sab, probeSab, 1), thread(sab, probeSab, 2)]);
     const names = Array.from({ length: 300 }, (_, i) => `level-${i}`);
     await Promise.all([a.call('claim', { names }), b.call('claim', { names: [...names].reverse() })]);
     for (const n of names) expect(seats.level(n).waiting).toBe(2);

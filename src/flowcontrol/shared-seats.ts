@@ -9,13 +9,20 @@
 //   [0]  read-only requests holding a seat (apiserver_current_inflight_requests; the read-only
 //        limit of the inflight limiter)
 //   [1]  mutating requests holding a seat (likewise)
-//   [2..7] spare
+//   [2]  how many front threads the buffer has shares for (--front-threads)
+//   [3..7] spare
 //   then LEVEL_SLOTS slots of 8 words, one per priority level:
 //   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
 //   [+2]    seats the level's requests hold, on every thread
 //   [+3]    requests waiting in the level's queues, on every thread
 //   [+4]    releases: bumped (and Atomics.notify'd) each time a seat of the level is released
 //   [+5..7] spare
+//   then per front thread (0 the main one): its share of the counts above, written by it
+//   alone beside each change of a total: its read-only and mutating seats, then its
+//   executing and waiting counts of every slot. When a front thread ends without releasing
+//   (it failed; its connections and requests went with it), the main thread takes its shares
+//   out of the totals (reclaim), so its seats are not lost to the server for good. A thread
+//   stopped between a total's change and its share's would leave one count off.
 //
 // Levels are named by PriorityLevelConfiguration objects, which each thread reads from its
 // own caches, so threads learn of a level at slightly different times. There is no central
@@ -27,8 +34,9 @@
 // level's limit on its own) and a warning is logged. Two names whose 52-bit hashes collide
 // would share a slot; among a few hundred names that has odds of about 1 in 10^10.
 //
-// Thread ownership: the buffer is every front thread's, written only through Atomics. A
-// SharedSeats object (the slot lookup cache, the pending waits of its SeatSlots) belongs
+// Thread ownership: the buffer is every front thread's, written only through Atomics; a
+// thread's shares are written by it alone, and zeroed by the main thread (reclaim) only once
+// it has ended. A SharedSeats object (the slot lookup cache, the pending waits of its SeatSlots) belongs
 // to the thread that made it. This file imports nothing at run time (its unit test loads it
 // into worker threads as it is).
 
@@ -39,6 +47,10 @@ const SLOT_WORDS = 8;
 const EXECUTING = 2;
 const WAITING = 3;
 const RELEASES = 4;
+/** header word: front threads with shares */
+const THREADS = 2;
+const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
+const SLOTS_END = HEADER_WORDS + LEVEL_SLOTS * SLOT_WORDS;
 /**
  * A thread with waiters wakes at least this often to look for a free seat, in case a wake-up
  * was missed (a release always notifies; this is a safety net, not the mechanism).
@@ -63,20 +75,28 @@ export function levelKey(name: string): bigint {
 
 /**
  * One priority level's counters, wherever they live (a slot of the shared table, or a
- * thread-local one). Its methods are the only way the counters change.
+ * thread-local one), as one thread sees them. Its methods are the only way they change.
  */
 export class SeatSlot {
   /** while a wait for the next release is pending on this thread: whom it wakes */
   private wakers: Set<() => void> | null = null;
 
+  /** `share`: where this thread's executing and waiting counts of the slot are (-1: none kept) */
   constructor(
     private readonly words: Int32Array,
     private readonly base: number,
+    private readonly share = -1,
   ) {}
 
   /** A slot of this thread's own (no buffer given, or the shared table full). */
   static local(): SeatSlot {
     return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0);
+  }
+
+  private addShare(executing: number, waiting: number): void {
+    if (this.share < 0) return;
+    if (executing !== 0) Atomics.add(this.words, this.share, executing);
+    if (waiting !== 0) Atomics.add(this.words, this.share + 1, waiting);
   }
 
   /** seats held, on every thread sharing the slot */
@@ -101,8 +121,10 @@ export class SeatSlot {
     for (;;) {
       const cur = Atomics.load(this.words, i);
       if (cur >= limit || Atomics.load(this.words, this.base + WAITING) > 0) return false;
-      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) return true;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
     }
+    this.addShare(1, 0);
+    return true;
   }
 
   /**
@@ -118,12 +140,14 @@ export class SeatSlot {
       if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
     }
     Atomics.sub(this.words, this.base + WAITING, 1);
+    this.addShare(1, -1);
     return true;
   }
 
   /** Gives a seat back and wakes every thread listening for one. */
   release(): void {
     Atomics.sub(this.words, this.base + EXECUTING, 1);
+    this.addShare(-1, 0);
     Atomics.add(this.words, this.base + RELEASES, 1);
     Atomics.notify(this.words, this.base + RELEASES);
   }
@@ -131,6 +155,7 @@ export class SeatSlot {
   /** A request joins (+1) or leaves without a seat (-1) one of this thread's queues. */
   addWaiting(delta: number): void {
     Atomics.add(this.words, this.base + WAITING, delta);
+    this.addShare(0, delta);
   }
 
   /**
@@ -159,20 +184,33 @@ export class SeatSlot {
 
 export class SharedSeats {
   readonly sab: SharedArrayBuffer;
+  /** front threads the buffer keeps shares for */
+  readonly threads: number;
   private readonly words: Int32Array;
   private readonly keys: BigInt64Array;
+  /** where this thread's shares begin */
+  private readonly own: number;
   /** this thread's slots, by level name */
   private readonly slots = new Map<string, SeatSlot>();
   private warnedFull = false;
 
-  static readonly BYTES = (HEADER_WORDS + LEVEL_SLOTS * SLOT_WORDS) * 4;
+  static bytes(threads: number): number {
+    return (SLOTS_END + threads * THREAD_WORDS) * 4;
+  }
 
-  /** Maps a buffer another thread made, or (none given) makes one, as the main thread does. */
-  constructor(sab?: SharedArrayBuffer) {
-    this.sab = sab ?? new SharedArrayBuffer(SharedSeats.BYTES);
-    if (this.sab.byteLength !== SharedSeats.BYTES) throw new Error(`shared seats: a buffer of ${this.sab.byteLength} bytes, not ${SharedSeats.BYTES}`);
+  /**
+   * Maps a buffer another thread made, as front thread `thread` (1..); or, none given, makes
+   * one with shares for `threads` front threads, as the main thread (0) does.
+   */
+  constructor(sab?: SharedArrayBuffer, thread = 0, threads = 1) {
+    this.sab = sab ?? new SharedArrayBuffer(SharedSeats.bytes(threads));
     this.words = new Int32Array(this.sab);
     this.keys = new BigInt64Array(this.sab);
+    if (!sab) Atomics.store(this.words, THREADS, threads);
+    this.threads = Atomics.load(this.words, THREADS);
+    if (this.sab.byteLength !== SharedSeats.bytes(this.threads)) throw new Error(`shared seats: a buffer of ${this.sab.byteLength} bytes, not ${SharedSeats.bytes(this.threads)}`);
+    if (!(thread >= 0 && thread < this.threads)) throw new Error(`shared seats: no shares for front thread ${thread} of ${this.threads}`);
+    this.own = SLOTS_END + thread * THREAD_WORDS;
   }
 
   /** The slot of the level named so: found, or claimed on first use by any thread. */
@@ -193,7 +231,7 @@ export class SharedSeats {
       // the key's BigInt64 index: the slot's first two words
       const k = base / 2;
       const prev = Atomics.compareExchange(this.keys, k, 0n, key);
-      if (prev === 0n || prev === key) return new SeatSlot(this.words, base);
+      if (prev === 0n || prev === key) return new SeatSlot(this.words, base, this.own + 2 + 2 * s);
     }
     if (!this.warnedFull) {
       this.warnedFull = true;
@@ -209,7 +247,9 @@ export class SharedSeats {
 
   /** Counts a seat taken (+1) or released (-1) without a limit (priority and fairness limits by level). */
   addInflight(mutating: boolean, delta: number): void {
-    Atomics.add(this.words, mutating ? 1 : 0, delta);
+    const k = mutating ? 1 : 0;
+    Atomics.add(this.words, k, delta);
+    Atomics.add(this.words, this.own + k, delta);
   }
 
   /** The inflight limiter's seat: taken only below the limit, whatever thread holds the others. */
@@ -218,7 +258,34 @@ export class SharedSeats {
     for (;;) {
       const cur = Atomics.load(this.words, i);
       if (cur >= limit) return false;
-      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) return true;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+    }
+    Atomics.add(this.words, this.own + i, 1);
+    return true;
+  }
+
+  /**
+   * The main thread, once front thread `thread` has ended without releasing what it held:
+   * its seats and waiters leave the counts, and threads waiting for a seat of its levels
+   * are woken. Never for a thread that still runs (its later releases would count twice).
+   */
+  reclaim(thread: number): void {
+    const t = SLOTS_END + thread * THREAD_WORDS;
+    for (const k of [0, 1]) {
+      const n = Atomics.exchange(this.words, t + k, 0);
+      if (n !== 0) Atomics.sub(this.words, k, n);
+    }
+    for (let s = 0; s < LEVEL_SLOTS; s++) {
+      const share = t + 2 + 2 * s;
+      const base = HEADER_WORDS + s * SLOT_WORDS;
+      const executing = Atomics.exchange(this.words, share, 0);
+      const waiting = Atomics.exchange(this.words, share + 1, 0);
+      if (waiting !== 0) Atomics.sub(this.words, base + WAITING, waiting);
+      if (executing !== 0) {
+        Atomics.sub(this.words, base + EXECUTING, executing);
+        Atomics.add(this.words, base + RELEASES, 1);
+        Atomics.notify(this.words, base + RELEASES);
+      }
     }
   }
 }

@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { ServerOptions } from '../options.js';
 import type { Coordinator, FrontControl } from '../coordinator/coordinator.js';
+import type { SharedSeats } from '../flowcontrol/shared-seats.js';
 
 const ENTRY = fileURLToPath(new URL('./front-thread.js', import.meta.url));
 /** How long a front thread may take to stop before it is terminated anyway. */
@@ -54,7 +55,8 @@ export class FrontThreads {
   constructor(
     private options: ServerOptions,
     private coord: Coordinator,
-    private seats?: SharedArrayBuffer,
+    /** the flow-control seats every front thread counts in; a thread that fails leaves them (reclaim) */
+    private seats?: SharedSeats,
   ) {}
 
   /** Starts threads 1..count (the main thread is 0); resolves once each listens. */
@@ -68,7 +70,7 @@ export class FrontThreads {
     let worker!: Worker;
     const ports = this.coord.connectFront((m, transfer) => worker.postMessage({ t: 'control', m } satisfies ToFrontThread, transfer));
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, seats: this.seats } satisfies FrontThreadData,
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, seats: this.seats?.sab } satisfies FrontThreadData,
       transferList: ports,
     });
     this.workers.push(worker);
@@ -87,7 +89,11 @@ export class FrontThreads {
       worker.on('exit', (code) => {
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));
         // its listener went with it: the kernel sends new connections to the other threads
-        else if (!this.stopping) console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);
+        else if (!this.stopping) {
+          console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);
+          // its requests went with it: the seats they held and their places in the queues are free
+          this.seats?.reclaim(index);
+        }
       });
     });
   }
