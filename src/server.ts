@@ -44,6 +44,7 @@ import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
+import { SharedSeats } from './flowcontrol/shared-seats.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { FrontThreads, claimPort } from './front/front-threads.js';
@@ -84,6 +85,8 @@ export interface FrontThreadContext {
   bulk: boolean;
   /** asks the main thread for a port to the bulk thread (started then if need be) */
   requestBulkPort(): Promise<MessagePort>;
+  /** the flow-control seat table the main thread made (flowcontrol/shared-seats.ts) */
+  seats?: SharedArrayBuffer;
 }
 
 export interface StartedServer {
@@ -263,13 +266,16 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const health: HealthState = { ready: false, shuttingDown: false, storage: () => coord.storageProblem() };
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
+  // Either way the seats are the server's: every front thread counts them in one table,
+  // made here by the main thread and handed to the others (front/front-threads.ts).
+  const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads);
   const apf = o.enablePriorityAndFairness
     ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
         serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
         requestTimeoutSeconds: o.requestTimeoutSeconds,
-      })
+      }, seats)
     : null;
-  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight });
+  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
   const flowControl = apf ? apf.filter() : limiter.filter();
   const metrics = new RequestMetrics(
     {
@@ -386,7 +392,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     };
   }
   // (made before the listener opens: the first large write may start the bulk thread)
-  const others = new FrontThreads(o, coord, front.bodyBudget, serve);
+  const others = new FrontThreads(o, coord, front.bodyBudget, serve, seats);
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })

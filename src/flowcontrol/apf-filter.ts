@@ -11,8 +11,13 @@
 //     seat frees, or 429 when its queue is full or its wait passes the limit: a quarter of
 //     --request-timeout, at most a minute, as kube's.
 //
-// Thread ownership: the front thread owns all of it: the classifier's cache and config, the
-// levels' seats and queues, and the counters.
+// With several front threads (issue 18) each runs its own PriorityAndFairness on one shared
+// seat table (shared-seats.ts): the seats a level holds, the requests it has waiting and the
+// inflight gauges are counted across threads, so the limits are the server's; the queues and
+// the apiserver_flowcontrol_* counters are each thread's.
+//
+// Thread ownership: the front thread owns all of it (the classifier's cache and config, the
+// levels' queues, the counters) except the seat counts, which every front thread shares.
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
@@ -22,6 +27,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import { Classifier, type Classification, type LevelConfig } from './classifier.js';
 import { LevelState, flowHash, nominalLimits, type Waiter } from './priority-levels.js';
 import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
+import { SharedSeats } from './shared-seats.js';
 import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
 /**
@@ -54,16 +60,16 @@ export class PriorityAndFairness {
   readonly stats = new FlowStatsRegistry();
   /** live state of every configured level, by name */
   readonly levels = new Map<string, LevelState>();
-  /** seats held by read-only and mutating requests (apiserver_current_inflight_requests) */
-  readonly inflight = { readOnly: 0, mutating: 0 };
   private readonly waitLimitMs: number;
 
+  /** `seats`: the table the front threads share; without one, this thread's own (as in unit tests) */
   constructor(
     coord: Coordinator,
     store: Store,
     fsT: ResourceTarget,
     plT: ResourceTarget,
     private opts: ApfOptions,
+    private readonly seats: SharedSeats = new SharedSeats(),
   ) {
     this.waitLimitMs = Math.min(60, opts.requestTimeoutSeconds / 4) * 1000;
     const objects = (t: ResourceTarget) => [...store.cacheOf(t).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp);
@@ -72,6 +78,11 @@ export class PriorityAndFairness {
     coord.observe((cache) => {
       if (cache.gr === fsT.gr || cache.gr === plT.gr) this.classifier.invalidate();
     });
+  }
+
+  /** seats held by read-only and mutating requests on every front thread (apiserver_current_inflight_requests) */
+  get inflight(): { readOnly: number; mutating: number } {
+    return { readOnly: this.seats.inflight(false), mutating: this.seats.inflight(true) };
   }
 
   /** What /metrics shows of it. */
@@ -86,7 +97,7 @@ export class PriorityAndFairness {
     for (const [name, cfg] of levels) {
       let st = this.levels.get(name);
       if (st) st.reconfigure(cfg);
-      else this.levels.set(name, (st = new LevelState(cfg)));
+      else this.levels.set(name, (st = new LevelState(cfg, this.seats.level(name))));
       st.nominal = limits.get(name) ?? 0;
       // An exempt level is never limited (its nominal seats only count for borrowing, which is not done here).
       st.limit = cfg.exempt ? Infinity : st.nominal;
@@ -95,11 +106,7 @@ export class PriorityAndFairness {
     for (const [name, st] of this.levels) {
       if (levels.has(name)) continue;
       this.levels.delete(name);
-      for (const q of st.queues) for (const w of q.splice(0)) {
-        st.waiting--;
-        w.state = 'gone';
-        w.settle(false, 'concurrency-limit');
-      }
+      st.refuseAll();
     }
     // A larger limit may let waiting requests in.
     for (const st of this.levels.values()) st.dispatch();
@@ -110,13 +117,11 @@ export class PriorityAndFairness {
     if (h !== undefined) return h;
     const stats = this.stats.of(c.level.name, c.schema.name);
     const state = c.level.state!;
-    const inflight = this.inflight;
+    const seats = this.seats;
     const release = (mutating: boolean) => () => {
-      if (mutating) inflight.mutating--;
-      else inflight.readOnly--;
+      seats.addInflight(mutating, -1);
       stats.executing--;
-      state.executing--;
-      state.dispatch();
+      state.release();
     };
     h = { stats, state, releaseReadonly: release(false), releaseMutating: release(true) };
     c.flow = h;
@@ -142,13 +147,11 @@ export class PriorityAndFairness {
         }
         const st = h.state;
         const mutating = MUTATING.has(info.verb);
-        if (st.executing < st.limit && st.waiting === 0) {
-          st.executing++;
+        if (st.tryTake()) {
           h.stats.executing++;
           h.stats.dispatched++;
           h.stats.waitExecuted.observe(0);
-          if (mutating) this.inflight.mutating++;
-          else this.inflight.readOnly++;
+          this.seats.addInflight(mutating, 1);
           res.onDone(mutating ? h.releaseMutating : h.releaseReadonly);
           return;
         }
@@ -186,8 +189,7 @@ export class PriorityAndFairness {
             h.stats.executing++;
             h.stats.dispatched++;
             h.stats.waitExecuted.observe(waited);
-            if (mutating) this.inflight.mutating++;
-            else this.inflight.readOnly++;
+            this.seats.addInflight(mutating, 1);
             resolve();
             return;
           }
@@ -217,6 +219,8 @@ export class PriorityAndFairness {
           (mutating ? h.releaseMutating : h.releaseReadonly)();
         }
       });
+      // Listens for a seat released on any thread since this request found none.
+      st.awaitSeat();
     });
   }
 }

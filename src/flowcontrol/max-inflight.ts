@@ -2,8 +2,16 @@
 // Long-running requests (watches) do not hold a seat; system:masters is exempt, as the
 // exempt priority level of priority-and-fairness makes it. Over the limit: 429 with
 // Retry-After and a plain-text body, as kube-apiserver answers (http.Error).
+//
+// The limits are the server's, whatever front thread a request reaches (issue 18): the two
+// counts are words of the shared seat table (shared-seats.ts), taken by compare-and-swap below
+// the limit. No queues here, so nothing waits on another thread.
+//
+// Thread ownership: each front thread has its own InflightLimiter; the counts are every front
+// thread's (Atomics only).
 import type { Filter } from '../http/filter-chain.js';
 import { TooManyRequestsError } from '../errors.js';
+import { SharedSeats } from './shared-seats.js';
 
 export interface InflightOptions {
   maxReadonly: number;
@@ -13,9 +21,20 @@ export interface InflightOptions {
 const MUTATING = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export class InflightLimiter {
-  readonly = 0;
-  mutating = 0;
-  constructor(readonly opts: InflightOptions) {}
+  /** `seats`: the table the front threads share; without one, this thread's own (as in unit tests) */
+  constructor(
+    readonly opts: InflightOptions,
+    private readonly seats: SharedSeats = new SharedSeats(),
+  ) {}
+
+  /** read-only requests holding a seat, on every front thread */
+  get readonly(): number {
+    return this.seats.inflight(false);
+  }
+  /** mutating requests holding a seat, on every front thread */
+  get mutating(): number {
+    return this.seats.inflight(true);
+  }
 
   filter(): Filter {
     return {
@@ -27,15 +46,8 @@ export class InflightLimiter {
         const mutating = MUTATING.has(info.verb);
         const limit = mutating ? this.opts.maxMutating : this.opts.maxReadonly;
         if (limit <= 0) return;
-        if ((mutating ? this.mutating : this.readonly) >= limit) {
-          throw new TooManyRequestsError('concurrency-limit');
-        }
-        if (mutating) this.mutating++;
-        else this.readonly++;
-        res.onDone(() => {
-          if (mutating) this.mutating--;
-          else this.readonly--;
-        });
+        if (!this.seats.tryTakeInflight(mutating, limit)) throw new TooManyRequestsError('concurrency-limit');
+        res.onDone(() => this.seats.addInflight(mutating, -1));
       },
     };
   }

@@ -12,9 +12,19 @@
 // round-robin, one request per non-empty queue in turn, rather than kube's virtual-time
 // fair queuing.
 //
-// Thread ownership: the front thread owns every level, queue and counter here.
+// With several front threads (issue 18) the seats are the server's: a level's executing and
+// waiting counts live in its slot of the shared seat table (shared-seats.ts), so its limit
+// holds across threads and a newcomer on one thread does not jump requests queued on
+// another. The queues stay per thread (each thread shuffle-shards its own requests over its
+// own copy of the level's queues; a flow's requests meet in the same queues only on one
+// thread): a thread with waiters listens for a seat released on any thread and then races
+// the other threads with waiters for it.
+//
+// Thread ownership: the front thread owns its levels, queues and local counts here; the
+// seat counts in each level's SeatSlot are every front thread's (Atomics only).
 import type { LevelConfig } from './classifier.js';
 import type { RejectReason } from '../errors.js';
+import { SeatSlot } from './shared-seats.js';
 
 /** A request waiting in a queue for a seat. */
 export interface Waiter {
@@ -33,15 +43,27 @@ export class LevelState {
   limit = 0;
   /** its nominal seats by kube's formula (0 for the exempt level with its default 0 shares) */
   nominal = 0;
-  executing = 0;
+  /** requests in this thread's queues (slot.waiting counts every thread's) */
   waiting = 0;
   queues: Waiter[][] = [];
   /** the next queue the round-robin dispatch looks at */
   private next = 0;
+  /** slot.releases when the last newcomer tried for a seat (see awaitSeat) */
+  private seenAtTry = 0;
+  /** what a release on any thread calls while this thread has waiters (one function, so the slot wakes it once) */
+  private readonly wake = () => this.dispatch();
+  /** the level's seat counts: shared by the front threads, or this thread's own (unit tests) */
+  readonly slot: SeatSlot;
 
-  constructor(config: LevelConfig) {
+  constructor(config: LevelConfig, slot: SeatSlot = SeatSlot.local()) {
     this.config = config;
+    this.slot = slot;
     this.resizeQueues();
+  }
+
+  /** seats held by the level's requests on every thread */
+  get executing(): number {
+    return this.slot.executing;
   }
 
   reconfigure(config: LevelConfig): void {
@@ -56,16 +78,28 @@ export class LevelState {
     const n = this.config.exempt || this.config.limitResponse !== 'Queue' ? 0 : this.config.queues;
     this.queues = Array.from({ length: n }, () => []);
     this.next = 0;
+    if (n === 0) {
+      this.refuse(waiting);
+      return;
+    }
     waiting.forEach((w, i) => {
-      if (n === 0) {
-        this.waiting--;
-        w.state = 'gone';
-        w.settle(false, 'concurrency-limit');
-        return;
-      }
       w.queue = i % n;
       this.queues[w.queue].push(w);
     });
+  }
+
+  /** Refuses every waiter of this thread: the level went away, or stopped queuing. */
+  refuseAll(): void {
+    this.refuse(this.queues.flatMap((q) => q.splice(0)));
+  }
+
+  private refuse(waiters: Waiter[]): void {
+    for (const w of waiters) {
+      this.waiting--;
+      this.slot.addWaiting(-1);
+      w.state = 'gone';
+      w.settle(false, 'concurrency-limit');
+    }
   }
 
   /**
@@ -96,6 +130,7 @@ export class LevelState {
     if (q.length >= this.config.queueLengthLimit) return 'queue-full';
     q.push(w);
     this.waiting++;
+    this.slot.addWaiting(1);
     return null;
   }
 
@@ -106,27 +141,63 @@ export class LevelState {
     if (i >= 0) {
       q.splice(i, 1);
       this.waiting--;
+      this.slot.addWaiting(-1);
     }
   }
 
-  /** Grants free seats to waiting requests, one queue after another. */
+  /** A newcomer's seat: below the limit and with nobody waiting on any thread. */
+  tryTake(): boolean {
+    this.seenAtTry = this.slot.releases;
+    return this.slot.tryTake(this.limit);
+  }
+
+  /**
+   * The newcomer that tryTake just refused joined a queue: this thread listens for a seat
+   * released (on any thread) since that attempt. It does not dispatch at once: a seat free
+   * now is owed to the threads whose waiters came first (they were woken for it).
+   */
+  awaitSeat(): void {
+    if (this.waiting > 0) this.slot.listen(this.seenAtTry, this.wake);
+  }
+
+  /**
+   * A seat ends. Alone with waiters, this thread hands it on at once, as a single thread
+   * does. When other threads have waiters too, it only wakes them: every thread with waiters
+   * (this one included) listens for releases and races for the seat when woken, so a busy
+   * thread does not keep the level's seats to its own queues.
+   */
+  release(): void {
+    this.slot.release();
+    if (this.waiting > 0 && this.slot.waiting <= this.waiting) this.dispatch();
+  }
+
+  /**
+   * Grants free seats to this thread's waiting requests, one queue after another; when the
+   * seats are all taken (on any thread), listens for the next release anywhere.
+   */
   dispatch(): void {
     const n = this.queues.length;
-    while (this.waiting > 0 && this.executing < this.limit) {
+    while (this.waiting > 0) {
+      // read before the attempt: a release after it changes the value listen() waits on
+      const seen = this.slot.releases;
       let q = this.queues[this.next];
       for (let i = 0; i < n && q.length === 0; i++) {
         this.next = (this.next + 1) % n;
         q = this.queues[this.next];
       }
-      const w = q.shift();
-      if (w === undefined) {
+      if (q === undefined || q.length === 0) {
         // every queue is empty: the count was off; trust the queues
+        this.slot.addWaiting(-this.waiting);
         this.waiting = 0;
         return;
       }
+      if (!this.slot.tryDispatch(this.limit)) {
+        this.slot.listen(seen, this.wake);
+        return;
+      }
+      const w = q.shift()!;
       this.waiting--;
       this.next = (this.next + 1) % n;
-      this.executing++;
       w.state = 'running';
       w.settle(true);
     }

@@ -29,6 +29,7 @@ try {
     toMain: data.toMain,
     bulk: data.bulk,
     requestBulkPort,
+    seats: data.seats,
   });
   port.on('message', (m: ToFrontThread) => {
     if (m.t === 'control') server.control(m.m).finally(() => port.postMessage({ t: 'controlled', id: m.id } satisfies FromFrontThread));

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type { ServerOptions } from '../options.js';
 import type { Coordinator, FrontControl } from '../coordinator/coordinator.js';
 import { ForwardClient } from './forward.js';
+import type { SharedSeats } from '../flowcontrol/shared-seats.js';
 
 const ENTRY = fileURLToPath(new URL('./front-thread.js', import.meta.url));
 /** How long a front thread may take to stop before it is terminated anyway. */
@@ -46,6 +47,8 @@ export interface FrontThreadData {
   toMain: MessagePort;
   /** this is the bulk thread: no listener, it serves the large writes other threads hand it */
   bulk: boolean;
+  /** the flow-control seat table every front thread counts seats in (flowcontrol/shared-seats.ts) */
+  seats?: SharedArrayBuffer;
 }
 
 /**
@@ -73,6 +76,8 @@ export class FrontThreads {
     private bodyBudget: SharedArrayBuffer,
     /** serves, on the main thread, the requests another thread forwards over the port */
     private serve: (port: MessagePort) => void,
+    /** the flow-control seats every front thread counts in; a thread that fails leaves them (reclaim) */
+    private seats?: SharedSeats,
   ) {}
 
   /** the bulk thread, once started (handoff.ts) */
@@ -131,7 +136,7 @@ export class FrontThreads {
     const toMain = new MessageChannel();
     this.serve(toMain.port1);
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, bulk } satisfies FrontThreadData,
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
       transferList: [...ports, toMain.port2],
     });
     this.workers.push(worker);
@@ -166,7 +171,11 @@ export class FrontThreads {
         if (bulk) this.bulk = null;
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));
         // its listener went with it: the kernel sends new connections to the other threads
-        else if (!this.stopping) console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);
+        else if (!this.stopping) {
+          console.error(`front thread ${index} stopped (exit code ${code}); the other front threads serve the port`);
+          // its requests went with it: the seats they held and their places in the queues are free
+          this.seats?.reclaim(index);
+        }
       });
     });
   }

@@ -1,0 +1,291 @@
+// The seats of flow control, shared by every front thread (issue 18). Each front thread runs
+// its own PriorityAndFairness or InflightLimiter, but the limits are the server's: N threads
+// must admit what one would, not N times it. So the counters live in one SharedArrayBuffer
+// that the main thread creates and every front thread maps (server.ts, front/front-threads.ts),
+// and every change to them is an Atomics operation: taking a seat is a compare-and-swap below
+// the limit, so the limit holds across threads without a lock.
+//
+// Layout, in 32-bit words:
+//   [0]  read-only requests holding a seat (apiserver_current_inflight_requests; the read-only
+//        limit of the inflight limiter)
+//   [1]  mutating requests holding a seat (likewise)
+//   [2]  how many front threads the buffer has shares for (--front-threads)
+//   [3..7] spare
+//   then LEVEL_SLOTS slots of 8 words, one per priority level:
+//   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
+//   [+2]    seats the level's requests hold, on every thread
+//   [+3]    requests waiting in the level's queues, on every thread
+//   [+4]    releases: bumped (and Atomics.notify'd) each time a seat of the level is released
+//   [+5..7] spare
+//   then per front thread (0 the main one): its share of the counts above, written by it
+//   alone beside each change of a total: its read-only and mutating seats, then its
+//   executing and waiting counts of every slot. When a front thread ends without releasing
+//   (it failed; its connections and requests went with it), the main thread takes its shares
+//   out of the totals (reclaim), so its seats are not lost to the server for good. A thread
+//   stopped between a total's change and its share's would leave one count off.
+//
+// Levels are named by PriorityLevelConfiguration objects, which each thread reads from its
+// own caches, so threads learn of a level at slightly different times. There is no central
+// allocator: a thread finds a level's slot by probing from its hash (open addressing) and
+// claims a free one with compareExchange; another thread probing for the same name finds the
+// key it wrote. Slots are never freed (a level deleted and created again gets its old slot
+// back, and requests that still hold its seats release them there). When all LEVEL_SLOTS are
+// taken, a new level counts its seats on a thread-local slot (each thread then enforces that
+// level's limit on its own) and a warning is logged. Two names whose 52-bit hashes collide
+// would share a slot; among a few hundred names that has odds of about 1 in 10^10.
+//
+// Thread ownership: the buffer is every front thread's, written only through Atomics; a
+// thread's shares are written by it alone, and zeroed by the main thread (reclaim) only once
+// it has ended. A SharedSeats object (the slot lookup cache, the pending waits of its SeatSlots) belongs
+// to the thread that made it. This file imports nothing at run time (its unit test loads it
+// into worker threads as it is).
+
+/** How many priority levels the table holds; kube's bootstrap configuration has eight. */
+export const LEVEL_SLOTS = 512;
+const HEADER_WORDS = 8;
+const SLOT_WORDS = 8;
+const EXECUTING = 2;
+const WAITING = 3;
+const RELEASES = 4;
+/** header word: front threads with shares */
+const THREADS = 2;
+const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
+const SLOTS_END = HEADER_WORDS + LEVEL_SLOTS * SLOT_WORDS;
+/**
+ * A thread with waiters wakes at least this often to look for a free seat, in case a wake-up
+ * was missed (a release always notifies; this is a safety net, not the mechanism).
+ */
+export const SAFETY_NET_MS = 100;
+
+const KEY_MASK = (1n << 52n) - 1n;
+
+type WaitAsync = (view: Int32Array, index: number, value: number, timeoutMs: number) => { async: false; value: string } | { async: true; value: Promise<string> };
+// (Atomics.waitAsync is in Node 20, not in the ES2022 library this project compiles against)
+const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+
+/** A 52-bit FNV-1a hash of a level's name (the 64-bit hash, cut to 52 bits). */
+export function levelKey(name: string): bigint {
+  let h = 0xcbf29ce484222325n;
+  for (const b of new TextEncoder().encode(name)) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return h & KEY_MASK;
+}
+
+/**
+ * One priority level's counters, wherever they live (a slot of the shared table, or a
+ * thread-local one), as one thread sees them. Its methods are the only way they change.
+ */
+export class SeatSlot {
+  /** while a wait for the next release is pending on this thread: whom it wakes */
+  private wakers: Set<() => void> | null = null;
+
+  /** `share`: where this thread's executing and waiting counts of the slot are (-1: none kept) */
+  constructor(
+    private readonly words: Int32Array,
+    private readonly base: number,
+    private readonly share = -1,
+  ) {}
+
+  /** A slot of this thread's own (no buffer given, or the shared table full). */
+  static local(): SeatSlot {
+    return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0);
+  }
+
+  private addShare(executing: number, waiting: number): void {
+    if (this.share < 0) return;
+    if (executing !== 0) Atomics.add(this.words, this.share, executing);
+    if (waiting !== 0) Atomics.add(this.words, this.share + 1, waiting);
+  }
+
+  /** seats held, on every thread sharing the slot */
+  get executing(): number {
+    return Atomics.load(this.words, this.base + EXECUTING);
+  }
+  /** requests waiting in the level's queues, on every thread sharing the slot */
+  get waiting(): number {
+    return Atomics.load(this.words, this.base + WAITING);
+  }
+  /** how many seats were released so far (the value listen() waits on) */
+  get releases(): number {
+    return Atomics.load(this.words, this.base + RELEASES);
+  }
+
+  /**
+   * A newcomer takes a seat: only below the limit, and only when nobody waits on any thread
+   * (a newcomer never jumps the queues).
+   */
+  tryTake(limit: number): boolean {
+    const i = this.base + EXECUTING;
+    for (;;) {
+      const cur = Atomics.load(this.words, i);
+      if (cur >= limit || Atomics.load(this.words, this.base + WAITING) > 0) return false;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+    }
+    this.addShare(1, 0);
+    return true;
+  }
+
+  /**
+   * A waiter is dispatched: it takes a seat below the limit (the others waiting do not stop
+   * it: it is one of them) and leaves the waiting count. Between the two steps the level
+   * counts it twice, which only makes a newcomer queue: never a seat too many.
+   */
+  tryDispatch(limit: number): boolean {
+    const i = this.base + EXECUTING;
+    for (;;) {
+      const cur = Atomics.load(this.words, i);
+      if (cur >= limit) return false;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+    }
+    Atomics.sub(this.words, this.base + WAITING, 1);
+    this.addShare(1, -1);
+    return true;
+  }
+
+  /** Gives a seat back and wakes every thread listening for one. */
+  release(): void {
+    Atomics.sub(this.words, this.base + EXECUTING, 1);
+    this.addShare(-1, 0);
+    Atomics.add(this.words, this.base + RELEASES, 1);
+    Atomics.notify(this.words, this.base + RELEASES);
+  }
+
+  /** A request joins (+1) or leaves without a seat (-1) one of this thread's queues. */
+  addWaiting(delta: number): void {
+    Atomics.add(this.words, this.base + WAITING, delta);
+    this.addShare(0, delta);
+  }
+
+  /**
+   * Calls wake once a seat has been released on any thread since `seen` (a value of
+   * `releases` read before the last failed attempt, so no release in between is missed), or
+   * after SAFETY_NET_MS. At most one wait per slot and thread is pending: a call while one is
+   * adds its wake to it (once per function: pass the same one each time). Its own `seen` may
+   * be later than the pending wait's, which then only wakes it sooner.
+   */
+  listen(seen: number, wake: () => void): void {
+    if (this.wakers) {
+      this.wakers.add(wake);
+      return;
+    }
+    const wakers = (this.wakers = new Set([wake]));
+    const done = () => {
+      this.wakers = null;
+      for (const w of wakers) w();
+    };
+    const r = waitAsync(this.words, this.base + RELEASES, seen, SAFETY_NET_MS);
+    // 'not-equal': a release came since `seen`; wake from the event loop, not from inside the caller
+    if (r.async) void r.value.then(done);
+    else setImmediate(done);
+  }
+}
+
+export class SharedSeats {
+  readonly sab: SharedArrayBuffer;
+  /** front threads the buffer keeps shares for */
+  readonly threads: number;
+  private readonly words: Int32Array;
+  private readonly keys: BigInt64Array;
+  /** where this thread's shares begin */
+  private readonly own: number;
+  /** this thread's slots, by level name */
+  private readonly slots = new Map<string, SeatSlot>();
+  private warnedFull = false;
+
+  static bytes(threads: number): number {
+    return (SLOTS_END + threads * THREAD_WORDS) * 4;
+  }
+
+  /**
+   * Maps a buffer another thread made, as front thread `thread` (1..); or, none given, makes
+   * one with shares for `threads` front threads, as the main thread (0) does.
+   */
+  constructor(sab?: SharedArrayBuffer, thread = 0, threads = 1) {
+    this.sab = sab ?? new SharedArrayBuffer(SharedSeats.bytes(threads));
+    this.words = new Int32Array(this.sab);
+    this.keys = new BigInt64Array(this.sab);
+    if (!sab) Atomics.store(this.words, THREADS, threads);
+    this.threads = Atomics.load(this.words, THREADS);
+    if (this.sab.byteLength !== SharedSeats.bytes(this.threads)) throw new Error(`shared seats: a buffer of ${this.sab.byteLength} bytes, not ${SharedSeats.bytes(this.threads)}`);
+    if (!(thread >= 0 && thread < this.threads)) throw new Error(`shared seats: no shares for front thread ${thread} of ${this.threads}`);
+    this.own = SLOTS_END + thread * THREAD_WORDS;
+  }
+
+  /** The slot of the level named so: found, or claimed on first use by any thread. */
+  level(name: string): SeatSlot {
+    let slot = this.slots.get(name);
+    if (slot) return slot;
+    slot = this.claim(name);
+    this.slots.set(name, slot);
+    return slot;
+  }
+
+  private claim(name: string): SeatSlot {
+    const key = levelKey(name) + 1n;
+    const start = Number(key % BigInt(LEVEL_SLOTS));
+    for (let i = 0; i < LEVEL_SLOTS; i++) {
+      const s = (start + i) % LEVEL_SLOTS;
+      const base = HEADER_WORDS + s * SLOT_WORDS;
+      // the key's BigInt64 index: the slot's first two words
+      const k = base / 2;
+      const prev = Atomics.compareExchange(this.keys, k, 0n, key);
+      if (prev === 0n || prev === key) return new SeatSlot(this.words, base, this.own + 2 + 2 * s);
+    }
+    if (!this.warnedFull) {
+      this.warnedFull = true;
+      console.warn(`W priority levels: the shared seat table's ${LEVEL_SLOTS} slots are taken; level ${JSON.stringify(name)} and any further new level are limited per front thread`);
+    }
+    return SeatSlot.local();
+  }
+
+  /** Requests holding a read-only (false) or mutating (true) seat, on every thread. */
+  inflight(mutating: boolean): number {
+    return Atomics.load(this.words, mutating ? 1 : 0);
+  }
+
+  /** Counts a seat taken (+1) or released (-1) without a limit (priority and fairness limits by level). */
+  addInflight(mutating: boolean, delta: number): void {
+    const k = mutating ? 1 : 0;
+    Atomics.add(this.words, k, delta);
+    Atomics.add(this.words, this.own + k, delta);
+  }
+
+  /** The inflight limiter's seat: taken only below the limit, whatever thread holds the others. */
+  tryTakeInflight(mutating: boolean, limit: number): boolean {
+    const i = mutating ? 1 : 0;
+    for (;;) {
+      const cur = Atomics.load(this.words, i);
+      if (cur >= limit) return false;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+    }
+    Atomics.add(this.words, this.own + i, 1);
+    return true;
+  }
+
+  /**
+   * The main thread, once front thread `thread` has ended without releasing what it held:
+   * its seats and waiters leave the counts, and threads waiting for a seat of its levels
+   * are woken. Never for a thread that still runs (its later releases would count twice).
+   */
+  reclaim(thread: number): void {
+    const t = SLOTS_END + thread * THREAD_WORDS;
+    for (const k of [0, 1]) {
+      const n = Atomics.exchange(this.words, t + k, 0);
+      if (n !== 0) Atomics.sub(this.words, k, n);
+    }
+    for (let s = 0; s < LEVEL_SLOTS; s++) {
+      const share = t + 2 + 2 * s;
+      const base = HEADER_WORDS + s * SLOT_WORDS;
+      const executing = Atomics.exchange(this.words, share, 0);
+      const waiting = Atomics.exchange(this.words, share + 1, 0);
+      if (waiting !== 0) Atomics.sub(this.words, base + WAITING, waiting);
+      if (executing !== 0) {
+        Atomics.sub(this.words, base + EXECUTING, executing);
+        Atomics.add(this.words, base + RELEASES, 1);
+        Atomics.notify(this.words, base + RELEASES);
+      }
+    }
+  }
+}
