@@ -268,7 +268,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   // Either way the seats are the server's: every front thread counts them in one table,
   // made here by the main thread and handed to the others (front/front-threads.ts).
-  const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads);
+  // (shares for the listening front threads and the bulk thread, handoff.ts)
+  const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads + 1);
   const apf = o.enablePriorityAndFairness
     ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
         serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
@@ -312,7 +313,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       return toBulk();
     });
   };
-  const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes });
+  const storedBytes = (req: ApiRequest): number => {
+    const info = req.requestInfo!;
+    const t = targets.resolve(info.apiGroup, info.apiVersion, info.resource);
+    return (t && store.cacheOf(t).items.get(objectKey(info.namespace, info.name))?.json.length) || 0;
+  };
+  const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes, storedBytes });
   const chain = new FilterChain([
     requestInfoFilter,
     auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),

@@ -86,7 +86,9 @@ export class FrontThreads {
 
   /** A port to the bulk thread, which is started at the first call (and again if it ended). */
   async bulkPort(): Promise<MessagePort> {
-    this.bulk ??= this.startOne(this.workers.length + 1, 0, true).catch((err) => {
+    // (the bulk thread's number is --front-threads: the one after the listening threads', and
+    // the same when it is started again, so that its write ids and seat shares stay its own)
+    this.bulk ??= this.startOne(this.options.frontThreads, 0, true).catch((err) => {
       this.bulk = null;
       throw err;
     });

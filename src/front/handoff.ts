@@ -5,7 +5,8 @@
 // - the writes whose state is the main thread's alone (MAIN_THREAD_WRITES: the allocators of
 //   Service addresses and ports, the namespace lifecycle's finalization) go from another
 //   front thread to the main thread;
-// - a write with a large body (--large-request-offload-bytes, 256 KiB by default) goes to
+// - a write with a large body, or an update, patch or delete of a large object
+//   (--large-request-offload-bytes, 256 KiB by default) goes to
 //   the bulk thread: decoding, validating, tracking the fields of and encoding a 1.5 MB
 //   object with 100,000 keys takes a thread 0.3-0.5 s, which other requests on the thread
 //   that holds the connection would otherwise wait out. The bulk thread is a front thread
@@ -35,6 +36,11 @@ export interface HandoffOptions {
   toBulk?: () => ForwardClient | Promise<ForwardClient>;
   /** a body at least this large goes to the bulk thread (0: none does) */
   largeBytes: number;
+  /**
+   * The stored size of the object an update, patch or delete names (0 when unknown): a
+   * small patch of a large object decodes, patches, checks and encodes all of it.
+   */
+  storedBytes?: (req: ApiRequest) => number;
 }
 
 function groupResource(req: ApiRequest): string {
@@ -52,7 +58,9 @@ export function handoffFilter(o: HandoffOptions): Filter {
         o.toMain.forward(req, res);
         return true;
       }
-      if (!o.toBulk || o.largeBytes <= 0 || !BODY_WRITES.has(info.verb) || (req.body?.length ?? 0) < o.largeBytes) return;
+      if (!o.toBulk || o.largeBytes <= 0) return;
+      const large = (BODY_WRITES.has(info.verb) && (req.body?.length ?? 0) >= o.largeBytes) || (info.verb !== 'create' && info.name !== '' && (o.storedBytes?.(req) ?? 0) >= o.largeBytes);
+      if (!large) return;
       const bulk = o.toBulk();
       if (!('then' in bulk)) {
         bulk.forward(req, res);
