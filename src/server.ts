@@ -38,6 +38,7 @@ import { impersonationFilter } from './http/filters/impersonation.js';
 import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
+import { serveAudit } from './audit/remote-backend.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
@@ -81,6 +82,8 @@ export interface FrontThreadContext {
   bodyBudget: SharedArrayBuffer;
   /** where this thread forwards the writes only the main thread runs (handoff.ts) */
   toMain: MessagePort;
+  /** where this thread's audit events go: the main thread's backends store them */
+  audit: MessagePort;
   /** the bulk thread: no listener; it serves the large writes others hand it */
   bulk: boolean;
   /** asks the main thread for a port to the bulk thread (started then if need be) */
@@ -97,6 +100,8 @@ export interface StartedServer {
   handle(req: ApiRequest, res: ResponseSink): void;
   /** serves the requests another thread forwards over the port (handoff.ts) */
   serve(port: MessagePort): void;
+  /** this thread's request metrics, for the main thread's scrape */
+  renderMetrics(): string;
   /** (another front thread) what the main thread tells of shard restarts */
   control(m: FrontControl): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
@@ -117,7 +122,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // Serving TLS (versions, suites, SNI certificates) is read now: a bad file stops start-up.
   const tlsSettings = servingTls(o);
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
-  const auditor = createAuditor(o.audit);
+  const auditor = createAuditor(o.audit, thread?.audit);
   const dataDir = resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
   // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
@@ -286,7 +291,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     new Set(o.disabledMetrics),
   );
-  extraPaths.set('/metrics', metricsHandler(metrics));
+  // (another front thread hands a scrape to the main thread, which adds up every thread's)
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics()));
   const router = new Router({
     metrics,
     catalog,
@@ -383,6 +389,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       handle: (req, res) => chain.handle(req, res),
       control: (m) => coord.control(m),
       serve,
+      renderMetrics: () => metrics.render(),
       stopListening: () => listener?.stopListening(),
       shutdown() {
         stopping ??= (async () => {
@@ -398,7 +405,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     };
   }
   // (made before the listener opens: the first large write may start the bulk thread)
-  const others = new FrontThreads(o, coord, front.bodyBudget, serve, seats);
+  const others = new FrontThreads(o, coord, front.bodyBudget, serve, seats, (port) => {
+    if (auditor) serveAudit(port, auditor.backend);
+    else port.close();
+  });
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })
@@ -425,6 +435,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     handle: (req, res) => chain.handle(req, res),
     control: () => Promise.resolve(),
     serve,
+    renderMetrics: () => metrics.render(),
     stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {

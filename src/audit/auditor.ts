@@ -5,6 +5,8 @@ import { backendOf, UnionBackend, type Backend } from './backend.js';
 import { LogWriter } from './log-backend.js';
 import { loadPolicyFile, type Policy } from './policy.js';
 import { loadWebhookConfig, WebhookWriter } from './webhook-backend.js';
+import { RemoteBackend } from './remote-backend.js';
+import type { MessagePort } from 'node:worker_threads';
 
 export interface Auditor {
   policy: Policy;
@@ -18,8 +20,14 @@ export interface Auditor {
  * server leaves the audit filter out of the chain and requests pay nothing for it. The
  * policy file is read whenever it is given, so a bad one fails start-up either way.
  */
-export function createAuditor(o: AuditOptions): Auditor | null {
+export function createAuditor(o: AuditOptions, mainThread?: MessagePort): Auditor | null {
   const policy = o.policyFile ? loadPolicyFile(o.policyFile) : null;
+  // another front thread: the main thread's backends store its events (remote-backend.ts)
+  if (mainThread) {
+    if (!policy || (!o.log.path && !o.webhook.configFile)) return null;
+    const strict = (!!o.log.path && o.log.mode === 'blocking-strict') || (!!o.webhook.configFile && o.webhook.mode === 'blocking-strict');
+    return { policy, backend: new RemoteBackend(mainThread), strict };
+  }
   const backends: Backend[] = [];
   let strict = false;
   if (o.log.path) {

@@ -16,6 +16,8 @@ import { ForwardClient } from './forward.js';
 import type { SharedSeats } from '../flowcontrol/shared-seats.js';
 
 const ENTRY = fileURLToPath(new URL('./front-thread.js', import.meta.url));
+/** How long a scrape waits for a front thread's metrics. */
+const SCRAPE_MS = 2000;
 /** How long a front thread may take to stop before it is terminated anyway. */
 const STOP_MS = 10_000;
 
@@ -26,7 +28,9 @@ export type ToFrontThread =
   /** (to the bulk thread) serve the requests forwarded over this port */
   | { t: 'serve'; port: MessagePort }
   /** the answer to bulk-port: a port whose requests the bulk thread serves */
-  | { t: 'bulk-port'; port: MessagePort | null };
+  | { t: 'bulk-port'; port: MessagePort | null }
+  /** render the thread's request metrics (a scrape of /metrics) */
+  | { t: 'metrics'; id: number };
 /** front thread -> main */
 export type FromFrontThread =
   | { t: 'ready' }
@@ -34,7 +38,8 @@ export type FromFrontThread =
   | { t: 'failed'; message: string }
   | { t: 'controlled'; id: number }
   /** the thread has a large write for the bulk thread, and no port to it yet */
-  | { t: 'bulk-port' };
+  | { t: 'bulk-port' }
+  | { t: 'metrics'; id: number; text: string };
 
 export interface FrontThreadData {
   options: ServerOptions;
@@ -45,6 +50,8 @@ export interface FrontThreadData {
   bodyBudget: SharedArrayBuffer;
   /** the port on which the main thread serves this thread's MAIN_THREAD_WRITES (handoff.ts) */
   toMain: MessagePort;
+  /** where its audit events go (audit/remote-backend.ts) */
+  audit: MessagePort;
   /** this is the bulk thread: no listener, it serves the large writes other threads hand it */
   bulk: boolean;
   /** the flow-control seat table every front thread counts seats in (flowcontrol/shared-seats.ts) */
@@ -78,6 +85,8 @@ export class FrontThreads {
     private serve: (port: MessagePort) => void,
     /** the flow-control seats every front thread counts in; a thread that fails leaves them (reclaim) */
     private seats?: SharedSeats,
+    /** stores, on the main thread, the audit events another thread sends over the port */
+    private serveAudit?: (port: MessagePort) => void,
   ) {}
 
   /** the bulk thread, once started (handoff.ts) */
@@ -109,6 +118,35 @@ export class FrontThreads {
     return (this.bulkClient = new ForwardClient(port));
   }
 
+  private scrapes = new Map<number, (text: string) => void>();
+  private nextScrape = 1;
+
+  /** Every other front thread's request metrics (a thread that does not answer in time is left out). */
+  renderMetrics(): Promise<string[]> {
+    const live = this.workers.filter((w) => this.ready.has(w));
+    return Promise.all(
+      live.map(
+        (w) =>
+          new Promise<string>((resolve) => {
+            const id = this.nextScrape++;
+            const timer = setTimeout(() => {
+              this.scrapes.delete(id);
+              resolve('');
+            }, SCRAPE_MS);
+            this.scrapes.set(id, (text) => {
+              clearTimeout(timer);
+              this.scrapes.delete(id);
+              resolve(text);
+            });
+            w.postMessage({ t: 'metrics', id } satisfies ToFrontThread);
+          }),
+      ),
+    ).then((texts) => texts.filter((t) => t !== ''));
+  }
+
+  /** the threads that are running (started and not ended) */
+  private ready = new Set<Worker>();
+
   /** Starts threads 1..count (the main thread is 0); resolves once each listens. */
   async start(count: number, listenPort: number): Promise<void> {
     const started: Promise<Worker>[] = [];
@@ -137,9 +175,11 @@ export class FrontThreads {
     );
     const toMain = new MessageChannel();
     this.serve(toMain.port1);
+    const audit = new MessageChannel();
+    this.serveAudit?.(audit.port1);
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
-      transferList: [...ports, toMain.port2],
+      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
+      transferList: [...ports, toMain.port2, audit.port2],
     });
     this.workers.push(worker);
     return new Promise((resolve, reject) => {
@@ -147,7 +187,10 @@ export class FrontThreads {
       worker.on('message', (m: FromFrontThread) => {
         if (m.t === 'ready') {
           ready = true;
+          this.ready.add(worker);
           resolve(worker);
+        } else if (m.t === 'metrics') {
+          this.scrapes.get(m.id)?.(m.text);
         } else if (m.t === 'bulk-port') {
           this.bulkPort().then(
             (port) => worker.postMessage({ t: 'bulk-port', port } satisfies ToFrontThread, [port]),
@@ -166,9 +209,11 @@ export class FrontThreads {
         if (!ready) reject(err);
       });
       worker.on('exit', (code) => {
+        this.ready.delete(worker);
         for (const done of controls.values()) done();
         controls.clear();
         toMain.port1.close();
+        audit.port1.close();
         // (the bulk thread: started again at the next large write)
         if (bulk) this.bulk = null;
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));

@@ -6,15 +6,22 @@ import client from 'prom-client';
 import { sendBody } from '../http/respond.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { RequestMetrics } from './request-metrics.js';
+import { mergeMetricsText } from './merge-text.js';
 
 const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function metricsHandler(metrics: RequestMetrics): (req: ApiRequest, res: ResponseSink) => Promise<void> {
+/**
+ * others: the other front threads' texts (front-threads.ts), added up with this thread's
+ * (merge-text.ts); the process metrics are this (the main) thread's alone.
+ */
+export function metricsHandler(metrics: RequestMetrics, others?: () => Promise<string[]>): (req: ApiRequest, res: ResponseSink) => Promise<void> {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   for (const name of metrics.disabled) registry.removeSingleMetric(name);
   return async (req, res) => {
-    const text = metrics.render() + (await registry.metrics());
+    const own = metrics.render();
+    const theirs = others ? await others() : [];
+    const text = (theirs.length ? mergeMetricsText([own, ...theirs]) : own) + (await registry.metrics());
     sendBody(req, res, 200, TEXT_FORMAT, text);
   };
 }

@@ -1,0 +1,69 @@
+// The metrics of several front threads as one scrape (issue 18). Each thread counts the
+// requests it serves in its own RequestMetrics; /metrics answers for the process, so the
+// main thread gathers every thread's text and adds them up, series by series: counters,
+// histograms and per-thread gauges (watches open, requests queued) are sums. A few series
+// are the process's already, whatever thread renders them (the inflight seats are shared
+// memory; every thread's caches hold the same objects; the levels' nominal seats are
+// configuration): those are taken from the first text alone.
+//
+// Thread ownership: the main thread (the gathering scrape runs there).
+
+/** Metric families every thread renders with the process's value: not summed. */
+export const PROCESS_WIDE: ReadonlySet<string> = new Set(['apiserver_current_inflight_requests', 'apiserver_storage_objects', 'apiserver_flowcontrol_nominal_limit_seats']);
+
+interface Family {
+  /** its # HELP and # TYPE lines */
+  head: string[];
+  /** series (name and labels, as written) -> value */
+  series: Map<string, number>;
+}
+
+/** The family a sample belongs to: a histogram's _bucket, _sum and _count series belong to it. */
+function familyOf(sample: string, families: Map<string, Family>): string {
+  const name = sample.slice(0, sample.search(/[{ ]/));
+  if (families.has(name)) return name;
+  for (const suffix of ['_bucket', '_sum', '_count']) {
+    if (name.endsWith(suffix) && families.has(name.slice(0, -suffix.length))) return name.slice(0, -suffix.length);
+  }
+  return name;
+}
+
+/**
+ * Adds up texts in Prometheus' text format 0.0.4: the first one's families and series in
+ * its order, then what the others add. Values are summed except in PROCESS_WIDE families,
+ * which keep the first text's value.
+ */
+export function mergeMetricsText(texts: string[], processWide: ReadonlySet<string> = PROCESS_WIDE): string {
+  const families = new Map<string, Family>();
+  texts.forEach((text, i) => {
+    let current: Family | undefined;
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      if (line.startsWith('# ')) {
+        const name = line.split(' ')[2];
+        let f = families.get(name);
+        if (!f) families.set(name, (f = { head: [], series: new Map() }));
+        if (i === 0 || !f.head.some((h) => h.startsWith(line.slice(0, 7)))) {
+          if (!f.head.includes(line)) f.head.push(line);
+        }
+        current = f;
+        continue;
+      }
+      const space = line.lastIndexOf(' ');
+      const key = line.slice(0, space);
+      const value = Number(line.slice(space + 1));
+      const name = familyOf(line, families);
+      const f = families.get(name) ?? current;
+      if (!f) continue;
+      const had = f.series.get(key);
+      if (had === undefined) f.series.set(key, value);
+      else if (!processWide.has(name)) f.series.set(key, had + value);
+    }
+  });
+  const out: string[] = [];
+  for (const f of families.values()) {
+    out.push(...f.head);
+    for (const [key, value] of f.series) out.push(`${key} ${value}`);
+  }
+  return out.join('\n') + '\n';
+}
