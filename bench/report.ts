@@ -65,6 +65,7 @@ export interface Report {
 
 function fmt(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '-';
+  if (Number.isInteger(n)) return n.toLocaleString('en-US');
   if (Math.abs(n) >= 100) return Math.round(n).toLocaleString('en-US');
   return n.toFixed(Math.abs(n) >= 10 ? 1 : 2);
 }
@@ -478,6 +479,7 @@ function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioR
     ['eventsPerSec', 'events/s delivered', true],
     ['p50', 'p50 at full speed (ms)', false],
     ['p99', 'p99 at full speed (ms)', false],
+    ['calmEventsPerSec', 'events/s offered at ¼ load', true],
     ['calmP50', 'p50 at ¼ load (ms)', false],
     ['calmP99', 'p99 at ¼ load (ms)', false],
     ['cpuNsPerEvent', 'server CPU per event (ns)', false],
@@ -533,7 +535,8 @@ function summaryTable(r: Report, names: [string, string?]): string {
       return `<tr><td>${esc(scenario)}</td><td>${esc(h.unit)}</td><td class="num">${fmt(va)}</td>${two ? `<td class="num">${fmt(vb)}</td>${ratioCell(va, vb, h.higherIsBetter)}` : ''}<td>${goal}</td></tr>`;
     })
     .join('\n');
-  return `<section class="card wide"><h2>Summary</h2><table class="summary"><tr><th>scenario</th><th>unit</th><th>${swatch(COLOR_A)} ${esc(names[0])}</th>${two ? `<th>${swatch(COLOR_B)} ${esc(names[1]!)}</th><th>ratio ${esc(names[0])} ÷ ${esc(names[1]!)}</th>` : ''}<th>goal (${esc(names[0])})</th></tr>${rows}</table></section>`;
+  const note = two ? `<p class="legend">Each scenario's headline figure. Ratio: ${esc(names[0])} ÷ ${esc(names[1]!)}, and how many times better or worse that is for ${esc(names[0])}.</p>` : '';
+  return `<section class="card wide"><h2>Summary</h2>${note}<table class="summary"><tr><th>scenario</th><th>unit</th><th>${swatch(COLOR_A)} ${esc(names[0])}</th>${two ? `<th>${swatch(COLOR_B)} ${esc(names[1]!)}</th><th>ratio</th>` : ''}<th>goal (${esc(names[0])})</th></tr>${rows}</table></section>`;
 }
 
 function detailTable(run: RunResults): string {
@@ -566,6 +569,7 @@ th{background:#f9fafb;font-weight:600}
 td.num{text-align:right;white-space:nowrap}
 td.metrics{overflow-wrap:anywhere;font-size:12px}
 table.detail{width:100%}
+table.summary th,table.mini th{white-space:nowrap}
 table.mini{width:100%}
 table.mini{margin-top:8px}
 h2.section{margin:22px 0 10px}
