@@ -29,6 +29,8 @@ export interface Target {
    * kube-apiserver and its etcd) are read as one server: their RSS and CPU summed
    */
   pid?: number | number[];
+  /** what the pids are, when the bench found them itself ("kube-apiserver + etcd") */
+  pidNote?: string;
   stop(): Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export function targetFromKubeconfig(path: string, contextName?: string, pids?: 
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
   const t = fromKubeconfig(path, contextName);
   let pid: number[] | undefined = pids ? pids.split(',').map(Number).filter((n) => n > 0) : undefined;
+  let pidNote: string | undefined;
   if (!pid) {
     const run = join(dirname(resolve(path)), 'run');
     const found = ['apiserver.pid', 'etcd.pid'].map((f) => {
@@ -96,9 +99,12 @@ export function targetFromKubeconfig(path: string, contextName?: string, pids?: 
         return 0;
       }
     });
-    if (found[0] > 0) pid = found.filter((n) => n > 0);
+    if (found[0] > 0) {
+      pid = found.filter((n) => n > 0);
+      pidNote = found[1] > 0 ? 'kube-apiserver + etcd, from run/*.pid beside the kubeconfig' : 'kube-apiserver, from run/apiserver.pid beside the kubeconfig';
+    }
   }
-  return { ...t, pid: pid && pid.length === 1 ? pid[0] : pid, stop: async () => {} };
+  return { ...t, pid: pid && pid.length === 1 ? pid[0] : pid, pidNote, stop: async () => {} };
 }
 
 export async function startTarget(args: string[]): Promise<Target> {

@@ -449,7 +449,7 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
 
 function describe(t: Target): string {
   const pids = t.pid === undefined ? [] : ([] as number[]).concat(t.pid);
-  return pids.length ? ` (RSS and CPU of pid ${pids.join(' + ')})` : ' (no pid: RSS and CPU not read)';
+  return pids.length ? ` (RSS and CPU of pid ${pids.join(' + ')}${t.pidNote ? `: ${t.pidNote}` : ''}${pids.length > 1 ? ', summed' : ''})` : ' (no pid: RSS and CPU not read)';
 }
 
 async function main() {
