@@ -468,7 +468,11 @@ function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioR
   });
   const xMax = Math.max(...runs.map((s) => s?.series?.perSecond?.length ?? 0));
   // where each run's phases begin, in its colour
-  const markers = runs.flatMap((s, i) => (s?.series?.phases ?? []).filter((p) => p.at > 0).map((p) => ({ ...p, color: colors[i] })));
+  // (a run whose fleet did not receive every event before the bench stopped waiting did not drain)
+  const undrained = (s: ScenarioResult) => num(s.metrics.delivered) < num(s.metrics.expected);
+  const markers = runs.flatMap((s, i) =>
+    (s?.series?.phases ?? []).filter((p) => p.at > 0).map((p) => ({ ...p, name: p.name === 'drained' && undrained(s!) ? 'drain timed out' : p.name, color: colors[i] })),
+  );
   const charts = [
     lineChart({ title: 'Events delivered per second (all watchers)', lines: ev, xTitle: 'seconds since the writer started', yTitle: 'events/s', markers, xMax }),
     lineChart({ title: 'Event latency per second (ms, log scale)', lines: lat, xTitle: 'seconds since the writer started', yTitle: 'ms', logY: true, markers, xMax }),
@@ -485,12 +489,18 @@ function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioR
     ['cpuNsPerEvent', 'server CPU per event (ns)', false],
     ['watchers', 'watchers open', true],
   ];
-  const trs = rows
-    .filter(([k]) => Number.isFinite(num(a?.metrics[k])) || Number.isFinite(num(b?.metrics[k])))
-    .map(([k, label, hib]) => `<tr><th scope="row">${esc(label)}</th><td class="num">${fmt(num(a?.metrics[k]))}</td>${two ? `<td class="num">${fmt(num(b?.metrics[k]))}</td>${ratioCell(num(a?.metrics[k]), num(b?.metrics[k]), hib)}` : ''}</tr>`)
-    .join('');
+  // the share of the events due (every write times every watcher) that arrived before the bench stopped waiting
+  const share = (s: ScenarioResult | undefined) => (s ? (100 * num(s.metrics.delivered)) / num(s.metrics.expected) : NaN);
+  const shareRow = [a, b].some((s) => Number.isFinite(share(s)))
+    ? `<tr><th scope="row">events delivered of those due (%)</th><td class="num">${fmt(share(a))}</td>${two ? `<td class="num">${fmt(share(b))}</td><td></td>` : ''}</tr>`
+    : '';
+  const trs =
+    rows
+      .filter(([k]) => Number.isFinite(num(a?.metrics[k])) || Number.isFinite(num(b?.metrics[k])))
+      .map(([k, label, hib]) => `<tr><th scope="row">${esc(label)}</th><td class="num">${fmt(num(a?.metrics[k]))}</td>${two ? `<td class="num">${fmt(num(b?.metrics[k]))}</td>${ratioCell(num(a?.metrics[k]), num(b?.metrics[k]), hib)}` : ''}</tr>`)
+      .join('') + shareRow;
   const head = `<tr><th></th><th>${swatch(COLOR_A)} ${esc(names[0])}</th>${two ? `<th>${swatch(COLOR_B)} ${esc(names[1]!)}</th><th>ratio</th>` : ''}</tr>`;
-  const legend = `<p class="legend">Latency: solid p99, ${swatch(MUTED, true)} dashed p50 of the sampler watches' events that arrived in that second. Dotted verticals, in each server's colour: <i>drained</i>: every event of the full-speed writes delivered (or 10 s passed); <i>calm</i>: writes at a quarter of the delivered rate begin.</p>`;
+  const legend = `<p class="legend">Latency: solid p99, ${swatch(MUTED, true)} dashed p50 of the sampler watches' events that arrived in that second. Dotted verticals, in each server's colour: <i>drained</i>: every event of the full-speed writes delivered (<i>drain timed out</i>: 10 s passed first); <i>calm</i>: writes at a quarter of the delivered rate begin.</p>`;
   return `<section class="card run"><h3>${esc(scenario)}</h3><div class="charts">${charts.join('')}</div>${legend}<table class="mini">${head}${trs}</table></section>`;
 }
 

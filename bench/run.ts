@@ -395,7 +395,7 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
                 eventP99: lps.p99,
                 phases: [
                   { at: 0, name: 'full speed' },
-                  { at: elapsed, name: 'drained' },
+                  { at: elapsed, name: delivered >= expected ? 'drained' : 'drain timed out' },
                   { at: calmAt, name: 'calm' },
                 ],
                 rssByWatchers: rss.points,
