@@ -5,6 +5,7 @@ declare module 'autocannon' {
     p50: number;
     p90: number;
     p99: number;
+    p99_9: number;
     total: number;
     max: number;
   }
@@ -17,6 +18,10 @@ declare module 'autocannon' {
     timeouts: number;
     duration: number;
   }
-  function autocannon(opts: Record<string, unknown>): Promise<Result>;
+  /** the run: a promise of its result, and an emitter of 'response' (client, status, bytes, ms) */
+  interface Run extends PromiseLike<Result> {
+    on(event: 'response', listener: (client: unknown, status: number, bytes: number, ms: number) => void): Run;
+  }
+  function autocannon(opts: Record<string, unknown>): Run;
   export default autocannon;
 }

@@ -24,8 +24,13 @@ export interface Target {
   token: string;
   /** client certificate and key (PEM), for every TLS connection the bench opens */
   tls?: { cert?: Buffer; key?: Buffer };
-  /** the server's pid, when it runs on this machine and we can read /proc */
-  pid?: number;
+  /**
+   * the server's pid, when it runs on this machine and we can read /proc; several (a
+   * kube-apiserver and its etcd) are read as one server: their RSS and CPU summed
+   */
+  pid?: number | number[];
+  /** what the pids are, when the bench found them itself ("kube-apiserver + etcd") */
+  pidNote?: string;
   stop(): Promise<void>;
 }
 
@@ -75,14 +80,40 @@ export function fromKubeconfig(path: string, contextName?: string): { url: strin
   return { url: String(cluster.server).replace(/\/+$/, ''), token, tls: cert && key ? { cert, key } : undefined };
 }
 
+/**
+ * A server named by a kubeconfig. pids: the processes to read from /proc ("123" or
+ * "123,456"); when not given and the kubeconfig is the one ../shared/reference/start.sh
+ * writes (WORKDIR/kubeconfig beside WORKDIR/run/apiserver.pid and etcd.pid), those two.
+ */
+export function targetFromKubeconfig(path: string, contextName?: string, pids?: string): Target {
+  process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+  const t = fromKubeconfig(path, contextName);
+  let pid: number[] | undefined = pids ? pids.split(',').map(Number).filter((n) => n > 0) : undefined;
+  let pidNote: string | undefined;
+  if (!pid) {
+    const run = join(dirname(resolve(path)), 'run');
+    const found = ['apiserver.pid', 'etcd.pid'].map((f) => {
+      try {
+        return Number(readFileSync(join(run, f), 'utf8').trim());
+      } catch {
+        return 0;
+      }
+    });
+    if (found[0] > 0) {
+      pid = found.filter((n) => n > 0);
+      pidNote = found[1] > 0 ? 'kube-apiserver + etcd, from run/*.pid beside the kubeconfig' : 'kube-apiserver, from run/apiserver.pid beside the kubeconfig';
+    }
+  }
+  return { ...t, pid: pid && pid.length === 1 ? pid[0] : pid, pidNote, stop: async () => {} };
+}
+
 export async function startTarget(args: string[]): Promise<Target> {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
   const i = args.indexOf('--kubeconfig');
   if (i >= 0) {
     const c = args.indexOf('--context');
-    const t = fromKubeconfig(args[i + 1], c >= 0 ? args[c + 1] : undefined);
     const pidArg = args.indexOf('--pid');
-    return { ...t, pid: pidArg >= 0 ? Number(args[pidArg + 1]) : undefined, stop: async () => {} };
+    return targetFromKubeconfig(args[i + 1], c >= 0 ? args[c + 1] : undefined, pidArg >= 0 ? args[pidArg + 1] : undefined);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-bench-'));
   const port = await freePort();
@@ -110,8 +141,19 @@ export interface ProcSample {
   cpuSeconds: number;
 }
 
-/** RSS and CPU seconds of a local process (and its threads), from /proc. */
-export function sampleProc(pid: number | undefined): ProcSample | undefined {
+/** RSS and CPU seconds of a local process (and its threads), from /proc; of several, their sums. */
+export function sampleProc(pid: number | number[] | undefined): ProcSample | undefined {
+  if (Array.isArray(pid)) {
+    let rssBytes = 0;
+    let cpuSeconds = 0;
+    for (const p of pid) {
+      const one = sampleProc(p);
+      if (!one) return undefined;
+      rssBytes += one.rssBytes;
+      cpuSeconds += one.cpuSeconds;
+    }
+    return pid.length ? { rssBytes, cpuSeconds } : undefined;
+  }
   if (!pid) return undefined;
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -129,7 +171,12 @@ export interface LoadResult {
   requests: number;
   rps: number;
   p50: number;
+  p90: number;
   p99: number;
+  /** p99.9 */
+  p999: number;
+  /** responses completed in each whole second of the run (1 s buckets) */
+  perSecond: number[];
   non2xx: number;
   errors: number;
   /** the load client's own CPU µs per request, when it runs in a process of its own (the native client) */
@@ -137,7 +184,7 @@ export interface LoadResult {
 }
 
 export async function load(t: Target, opts: { path: string; method?: string; body?: string; connections: number; seconds: number }): Promise<LoadResult> {
-  const r = await autocannon({
+  return autocannonLoad({
     url: t.url + opts.path,
     method: (opts.method ?? 'GET') as any,
     body: opts.body,
@@ -145,12 +192,28 @@ export async function load(t: Target, opts: { path: string; method?: string; bod
     duration: opts.seconds,
     headers: { ...authHeaders(t), 'content-type': 'application/json', accept: 'application/json' },
     tlsOptions: { ciphers: GO_TLS13_CIPHERS, ...t.tls },
-  } as any);
+  });
+}
+
+/** An autocannon run, its responses also counted per second (1 s buckets from its start). */
+export async function autocannonLoad(opts: Record<string, unknown>): Promise<LoadResult> {
+  const perSecond: number[] = [];
+  const start = performance.now();
+  const run = autocannon(opts);
+  run.on('response', () => {
+    const i = Math.floor((performance.now() - start) / 1000);
+    perSecond[i] = (perSecond[i] ?? 0) + 1;
+  });
+  const r = await run;
+  const whole = Math.floor(Number(opts.duration));
   return {
     requests: r.requests.total,
     rps: r.requests.average,
     p50: r.latency.p50,
+    p90: r.latency.p90,
     p99: r.latency.p99,
+    p999: r.latency.p99_9,
+    perSecond: Array.from({ length: Math.min(whole, perSecond.length) }, (_, i) => perSecond[i] ?? 0),
     non2xx: r.non2xx,
     errors: r.errors,
   };

@@ -109,12 +109,15 @@ export async function nativeLoad(t: Target, opts: RawLoadOptions): Promise<LoadR
     }
     // the run, plus handshakes (at most 10 s) and the drain of late responses (at most 5 s)
     const out = await run(bin, args, (opts.seconds + 30) * 1000);
-    const r = JSON.parse(out.trim().split('\n').pop() ?? '') as { requests: number; rps: number; p50: number | null; p99: number | null; non2xx: number; errors: number; cpuUser: number; cpuSys: number };
+    const r = JSON.parse(out.trim().split('\n').pop() ?? '') as { requests: number; rps: number; p50: number | null; p90?: number | null; p99: number | null; p999?: number | null; perSecond?: number[]; non2xx: number; errors: number; cpuUser: number; cpuSys: number };
     return {
       requests: r.requests,
       rps: r.rps,
       p50: r.p50 ?? NaN,
+      p90: r.p90 ?? NaN,
       p99: r.p99 ?? NaN,
+      p999: r.p999 ?? NaN,
+      perSecond: r.perSecond ?? [],
       non2xx: r.non2xx,
       errors: r.errors,
       clientCpuUs: ((r.cpuUser + r.cpuSys) * 1e6) / Math.max(1, r.requests),

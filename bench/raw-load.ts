@@ -31,6 +31,9 @@ export async function rawLoad(t: Target, opts: RawLoadOptions): Promise<LoadResu
   let non2xx = 0;
   let errors = 0;
   const latencies: number[] = [];
+  /** responses per second of the run (1 s buckets) */
+  const perSecond = new Array<number>(Math.max(1, Math.floor(opts.seconds))).fill(0);
+  const startedAt = performance.now();
   const end = Date.now() + opts.seconds * 1000;
   let session: Buffer | undefined;
   // Every socket decrypts into this one buffer (net's onread): no Buffer and no stream
@@ -74,7 +77,10 @@ export async function rawLoad(t: Target, opts: RawLoadOptions): Promise<LoadResu
         const done = (status: number) => {
           requests++;
           if (status < 200 || status >= 300) non2xx++;
-          if (latencies.length < 200_000) latencies.push(performance.now() - sentAt);
+          const now = performance.now();
+          if (latencies.length < 200_000) latencies.push(now - sentAt);
+          const sec = Math.floor((now - startedAt) / 1000);
+          if (sec < perSecond.length) perSecond[sec]++;
         };
         let status = 0;
         let chunkedBody = false;
@@ -124,5 +130,7 @@ export async function rawLoad(t: Target, opts: RawLoadOptions): Promise<LoadResu
       }),
     ),
   );
-  return { requests, rps: requests / opts.seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), non2xx, errors };
+  latencies.sort((a, b) => a - b);
+  const p = (q: number) => percentile(latencies, q, true);
+  return { requests, rps: requests / opts.seconds, p50: p(50), p90: p(90), p99: p(99), p999: p(99.9), perSecond, non2xx, errors };
 }

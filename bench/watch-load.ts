@@ -34,8 +34,10 @@ export interface WatchFleet {
   malformed(): number;
   /** reads (decrypted pieces handed to the fleet) over all raw watches: events / reads is how many events a read carries */
   reads(): number;
-  /** latencies (ms) seen by the samplers since the last call */
+  /** latencies (ms) seen by the samplers since the last call (or the last takeTimedLatencies) */
   takeLatencies(): number[];
+  /** the same, each with its arrival time (Date.now() ms): at[i] is when ms[i] was seen */
+  takeTimedLatencies(): { at: number[]; ms: number[] };
   close(): Promise<void>;
 }
 
@@ -315,7 +317,12 @@ if (!isMainThread && (workerData as { fleet?: FleetJob })?.fleet) {
   });
 }
 
-export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2): Promise<WatchFleet> {
+/**
+ * Opens count watches of path (and `samplers` parsing ones). onOpening, when given, is
+ * called about every 250 ms while the watches open, with how many are open so far (the
+ * bench samples the server's RSS against it).
+ */
+export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2, onOpening?: (open: number) => void): Promise<WatchFleet> {
   const u = new URL(t.url);
   const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
   const n = Math.max(1, Math.min(threads, count || 1));
@@ -336,7 +343,6 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
       }),
     );
   }
-  await Promise.all(opened);
   // sums of one slot over the threads; the counters are 32-bit: read as unsigned, they
   // hold 4 billion events, far more than one run delivers
   const sum = (slot: Slot) => {
@@ -344,9 +350,17 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
     for (let i = 0; i < n; i++) s += slot === Slot.Events || slot === Slot.Reads ? Atomics.load(view, i * Slot.Width + slot) >>> 0 : Atomics.load(view, i * Slot.Width + slot);
     return s;
   };
+  const progress = onOpening ? setInterval(() => onOpening(sum(Slot.Open)), 250) : undefined;
+  try {
+    await Promise.all(opened);
+  } finally {
+    if (progress) clearInterval(progress);
+  }
+  onOpening?.(sum(Slot.Open));
 
   const reqs: Array<{ destroy(): void }> = [];
   let latencies: number[] = [];
+  let arrivals: number[] = [];
   let malformed = 0;
   for (let i = 0; i < samplers; i++) {
     const req = https.get(t.url + path, { headers: authHeaders(t), rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, ...t.tls }, (res) => {
@@ -368,7 +382,11 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
             continue;
           }
           const sent = Number(ev?.object?.metadata?.annotations?.[annotation]);
-          if (sent) latencies.push(Date.now() - sent);
+          if (sent) {
+            const now = Date.now();
+            latencies.push(now - sent);
+            arrivals.push(now);
+          }
         }
       });
       res.on('error', () => {});
@@ -386,7 +404,14 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
     takeLatencies: () => {
       const l = latencies;
       latencies = [];
+      arrivals = [];
       return l;
+    },
+    takeTimedLatencies: () => {
+      const r = { at: arrivals, ms: latencies };
+      latencies = [];
+      arrivals = [];
+      return r;
     },
     close: async () => {
       for (const r of reqs) r.destroy();
@@ -407,8 +432,9 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
   };
 }
 
-export function percentile(values: number[], p: number): number {
+/** The p-th percentile of values (sorted: values already in ascending order, not copied). */
+export function percentile(values: number[], p: number, sorted = false): number {
   if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
+  const s = sorted ? values : [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 }

@@ -25,6 +25,13 @@ describe.skipIf(!available)('native load client', () => {
     expect(r.errors).toBe(0);
     expect(r.p50).toBeGreaterThan(0);
     expect(r.p99).toBeGreaterThanOrEqual(r.p50);
+    expect(r.p90).toBeGreaterThanOrEqual(r.p50);
+    expect(r.p99).toBeGreaterThanOrEqual(r.p90);
+    expect(r.p999).toBeGreaterThanOrEqual(r.p99);
+    // one bucket per whole second of the run, holding every response but the drain's
+    expect(r.perSecond).toHaveLength(1);
+    expect(r.perSecond[0]).toBeGreaterThan(0);
+    expect(r.perSecond[0]).toBeLessThanOrEqual(r.requests);
     expect(r.clientCpuUs).toBeGreaterThan(0);
   });
 

@@ -13,12 +13,13 @@
  * FILE holds the exact request bytes (head and body), sent again as soon as each response is
  * complete. All connections finish their TLS handshake before the clock starts. The result is
  * one line of JSON on stdout:
- *   {"requests":N,"rps":X,"p50":ms,"p99":ms,"non2xx":N,"errors":N,"cpuUser":s,"cpuSys":s,
- *    "connections":N,"dropped":N,"seconds":s,"polls":N}
+ *   {"requests":N,"rps":X,"p50":ms,"p90":ms,"p99":ms,"p999":ms,"non2xx":N,"errors":N,"cpuUser":s,
+ *    "cpuSys":s,"connections":N,"dropped":N,"seconds":s,"polls":N,"perSecond":[N,...]}
  * cpuUser/cpuSys cover the timed window only (not the handshakes), so that dividing by
  * requests gives the client's own cost per request. connections: those open when the clock
  * started; dropped: those lost and not reopened; seconds: from the first request to the last
- * response; polls: epoll_wait calls (requests / polls is how many responses a wake-up carried).
+ * response; polls: epoll_wait calls (requests / polls is how many responses a wake-up carried);
+ * perSecond: responses completed in each whole second of the timed window (1 s buckets).
  *
  * Build: cc -O2 -o native/build/loadgen native/loadgen/loadgen.c -lssl -lcrypto
  */
@@ -56,6 +57,7 @@
  * the run are waited for before they count as errors. */
 #define HANDSHAKE_NS (10ull * 1000000000ull)
 #define DRAIN_NS (5ull * 1000000000ull)
+#define PER_SECOND_MAX 3600 /* 1 s buckets kept for the per-second counts */
 
 enum conn_state {
   C_DEAD,       /* closed and not reopened */
@@ -118,6 +120,8 @@ static struct {
   int dropped; /* connections lost and not reopened */
   uint64_t *lat;
   size_t nlat, caplat;
+  /* responses per second of the timed window (1 s buckets; the drain after it is not kept) */
+  uint64_t per_second[PER_SECOND_MAX];
 } g;
 
 static char rbuf[READ_BUF];
@@ -440,6 +444,10 @@ static void record_latency(uint64_t ns) {
 static void response_done(struct conn *c) {
   uint64_t now = now_ns();
   record_latency(now - c->sent_ns);
+  if (now >= g.start_ns) {
+    uint64_t sec = (now - g.start_ns) / 1000000000ull;
+    if (sec < PER_SECOND_MAX) g.per_second[sec]++;
+  }
   g.requests++;
   if (c->status < 200 || c->status >= 300) g.non2xx++;
   g.last_done_ns = now;
@@ -720,17 +728,24 @@ int main(int argc, char **argv) {
    * time is too. */
   uint64_t end = g.last_done_ns > g.deadline_ns ? g.last_done_ns : g.deadline_ns;
   double elapsed = (double)(end - g.start_ns) / 1e9;
-  char p50[32] = "null", p99[32] = "null";
+  char p50[32] = "null", p90[32] = "null", p99[32] = "null", p999[32] = "null";
   if (g.nlat) {
     qsort(g.lat, g.nlat, sizeof *g.lat, cmp_u64);
     snprintf(p50, sizeof p50, "%.3f", percentile_ms(50));
+    snprintf(p90, sizeof p90, "%.3f", percentile_ms(90));
     snprintf(p99, sizeof p99, "%.3f", percentile_ms(99));
+    snprintf(p999, sizeof p999, "%.3f", percentile_ms(99.9));
   }
-  printf("{\"requests\":%llu,\"rps\":%.1f,\"p50\":%s,\"p99\":%s,\"non2xx\":%llu,\"errors\":%llu,"
-         "\"cpuUser\":%.4f,\"cpuSys\":%.4f,\"connections\":%d,\"dropped\":%d,\"seconds\":%.3f,\"polls\":%llu}\n",
-         (unsigned long long)g.requests, (double)g.requests / elapsed, p50, p99, (unsigned long long)g.non2xx,
+  printf("{\"requests\":%llu,\"rps\":%.1f,\"p50\":%s,\"p90\":%s,\"p99\":%s,\"p999\":%s,\"non2xx\":%llu,\"errors\":%llu,"
+         "\"cpuUser\":%.4f,\"cpuSys\":%.4f,\"connections\":%d,\"dropped\":%d,\"seconds\":%.3f,\"polls\":%llu,\"perSecond\":[",
+         (unsigned long long)g.requests, (double)g.requests / elapsed, p50, p90, p99, p999, (unsigned long long)g.non2xx,
          (unsigned long long)g.errors, tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime), tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime),
          g.opened, g.dropped, elapsed, (unsigned long long)g.polls);
+  /* whole seconds of the timed window only */
+  size_t whole = (size_t)g.seconds;
+  if (whole > PER_SECOND_MAX) whole = PER_SECOND_MAX;
+  for (size_t i = 0; i < whole; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)g.per_second[i]);
+  printf("]}\n");
   SSL_CTX_free(g.ctx);
   return 0;
 }
