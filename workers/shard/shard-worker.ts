@@ -28,7 +28,10 @@ import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
 import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
-import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
+import { lastTxnId, readCacheIndex } from './cache-index.js';
+import { scanRecords } from './scan.js';
+import { KeyIndex } from './key-index.js';
+import { FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
@@ -42,7 +45,8 @@ const wal = new WriteAheadLog(data.path, fsBytes ? fillStepFor(fsBytes) : undefi
 const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor(fsBytes) : RESERVE_BYTES);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
-const index = new Map<string, number>();
+const DELETED = 2; // record.ts: the type byte of a DELETED record
+const index = new KeyIndex();
 let maxRv = env.meta.get('maxRv') ?? 0;
 let compactedRv = env.meta.get('compactedRv') ?? 0;
 
@@ -50,14 +54,42 @@ function post(msg: ShardToFront): void {
   port.postMessage(msg);
 }
 
-function loadIndex(): void {
-  // hist is in version order: the last record of each key is its newest revision.
-  for (const { key: rv, value } of env.hist.getRange({})) {
-    const ik = recordGr(value) + '\n' + recordKey(value);
-    if (recordType(value) === 'DELETED') index.delete(ik);
-    else index.set(ik, rv);
-    if (rv > maxRv) maxRv = rv;
+/**
+ * The key index: from the persisted cache index (cache-index.ts) when it is at this
+ * store's version (its live keys and versions, one file read), else from one scan of hist
+ * (scan.ts: no copy of any record). Returns where it came from.
+ */
+function loadIndex(): string {
+  const persisted = readCacheIndex(data.path, maxRv, lastTxnId(env.root));
+  if (typeof persisted !== 'string') {
+    for (const t of persisted.types) {
+      index.load(t.gr, t.keys, t.rvs);
+      for (const c of t.corrupt) index.set(t.gr + '\n' + c.key, c.rv);
+    }
+    return 'index';
   }
+  // hist is in version order: per type, every record's key and version (0: a deletion);
+  // the key index keeps each key's last.
+  const byGr = new Map<string, { keys: string[]; rvs: number[] }>();
+  let grBytes = Buffer.alloc(0);
+  let cur: { keys: string[]; rvs: number[] } | null = null;
+  scanRecords(env, (rv, rec, size) => {
+    const grLen = rec[25] | (rec[26] << 8);
+    const keyLen = rec[27] | (rec[28] << 8);
+    if (FIXED + grLen + keyLen > size) throw new Error(`record ${rv} is torn`);
+    // consecutive records are mostly of one type: its name is decoded once per run
+    if (cur === null || grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
+      const gr = rec.toString('utf8', FIXED, FIXED + grLen);
+      grBytes = Buffer.from(gr);
+      cur = byGr.get(gr) ?? null;
+      if (!cur) byGr.set(gr, (cur = { keys: [], rvs: [] }));
+    }
+    cur.keys.push(rec.toString('utf8', FIXED + grLen, FIXED + grLen + keyLen));
+    cur.rvs.push(rec[24] === DELETED ? 0 : rv);
+    if (rv > maxRv) maxRv = rv;
+  });
+  for (const [g, t] of byGr) index.load(g, t.keys, t.rvs);
+  return 'store';
 }
 
 /** Set while the B-tree cannot take the records the log holds: writes are refused meanwhile. */
