@@ -174,22 +174,40 @@ export function lastTxnId(root: { getStats(): unknown }): number {
   return (root.getStats() as { lastTxnId: number }).lastTxnId;
 }
 
+/** A whole index at the store's version: its body, not yet parsed. */
+export interface IndexBody {
+  maxRv: number;
+  typeCount: number;
+  body: Buffer;
+}
+
 /**
  * The index in dir, if it is whole and at version maxRv and transaction txnId (the shard's
  * B-tree's, after its log was applied); else why not, as a string.
  */
 export function readCacheIndex(dir: string, maxRv: number, txnId: number): CacheIndex | string {
+  const found = openCacheIndex(dir, maxRv, txnId);
+  if (typeof found === 'string') return found;
+  try {
+    return { maxRv: found.maxRv, types: parseBody(found) };
+  } catch (err) {
+    return `index damaged: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/** openCacheIndex: the file read in one read and checked, its body left as bytes. */
+export function openCacheIndex(dir: string, maxRv: number, txnId: number): IndexBody | string {
   let fd: number;
   try {
     fd = openSync(join(dir, CACHE_INDEX_FILE), 'r');
   } catch {
     return 'no index';
   }
-  let b: Utf8Slicing;
+  let b: Buffer;
   try {
     const size = fstatSync(fd).size;
     if (size < HEADER) return 'index torn';
-    b = Buffer.allocUnsafe(size) as Utf8Slicing;
+    b = Buffer.allocUnsafe(size);
     let off = 0;
     while (off < size) {
       const n = readSync(fd, b, off, size - off, off);
@@ -208,50 +226,58 @@ export function readCacheIndex(dir: string, maxRv: number, txnId: number): Cache
   if (txn !== txnId) return `index at storage transaction ${txn}, the store at ${txnId}`;
   const bodyLen = b.readDoubleLE(24);
   if (b.length !== HEADER + bodyLen) return 'index torn';
-  const body = b.subarray(HEADER) as Utf8Slicing;
+  const body = b.subarray(HEADER);
   if (crc32(body) !== b.readUInt32LE(32)) return 'index checksum mismatch';
-  try {
-    return { maxRv: at, types: parseBody(body, b.readUInt32LE(12)) };
-  } catch (err) {
-    return `index damaged: ${err instanceof Error ? err.message : String(err)}`;
-  }
+  return { maxRv: at, typeCount: b.readUInt32LE(12), body };
 }
 
-function parseBody(b: Utf8Slicing, typeCount: number): IndexedType[] {
-  const types: IndexedType[] = [];
+/**
+ * Visits every object of a checked index body with no string made for its key: the type's
+ * name (and its bytes), the object's version, and where its key's bytes are in body.
+ * corrupt: kept aside by the front. Throws on a body whose lengths do not add up.
+ */
+export function forEachIndexed(ix: IndexBody, visit: (gr: string, grBytes: Buffer, rv: number, hints: number, keyStart: number, keyEnd: number, corrupt: boolean) => void): void {
+  const b = ix.body;
   let o = 0;
   const need = (n: number) => {
     if (o + n > b.length) throw new Error('body ends early');
   };
-  for (let t = 0; t < typeCount; t++) {
+  for (let t = 0; t < ix.typeCount; t++) {
     need(2);
     const grLen = b.readUInt16LE(o);
     need(2 + grLen + 8);
-    const gr = b.utf8Slice(o + 2, o + 2 + grLen);
+    const grBytes = b.subarray(o + 2, o + 2 + grLen);
+    const gr = grBytes.toString('utf8');
     o += 2 + grLen;
     const liveCount = b.readUInt32LE(o);
     const corruptCount = b.readUInt32LE(o + 4);
     o += 8;
-    const keys: string[] = new Array(liveCount);
-    const rvs: number[] = new Array(liveCount);
-    const hints: number[] = new Array(liveCount);
-    const corrupt: Array<{ key: string; rv: number }> = [];
     for (let i = 0; i < liveCount + corruptCount; i++) {
       need(11);
       const rv = b.readDoubleLE(o);
       const h = b[o + 8];
       const len = b[o + 9] | (b[o + 10] << 8);
       need(11 + len);
-      const key = b.utf8Slice(o + 11, o + 11 + len);
+      visit(gr, grBytes, rv, h, o + 11, o + 11 + len, i >= liveCount);
       o += 11 + len;
-      if (i < liveCount) {
-        keys[i] = key;
-        rvs[i] = rv;
-        hints[i] = h;
-      } else corrupt.push({ key, rv });
     }
-    types.push({ gr, keys, rvs, hints, corrupt });
   }
   if (o !== b.length) throw new Error('trailing bytes');
+}
+
+function parseBody(ix: IndexBody): IndexedType[] {
+  const b = ix.body as Utf8Slicing;
+  const types: IndexedType[] = [];
+  let t: IndexedType | null = null;
+  forEachIndexed(ix, (gr, _grBytes, rv, h, keyStart, keyEnd, corrupt) => {
+    if (t === null || t.gr !== gr) types.push((t = { gr, keys: [], rvs: [], hints: [], corrupt: [] }));
+    const key = b.utf8Slice(keyStart, keyEnd);
+    if (corrupt) t.corrupt.push({ key, rv });
+    else {
+      t.keys.push(key);
+      t.rvs.push(rv);
+      t.hints.push(h);
+    }
+  });
   return types;
 }

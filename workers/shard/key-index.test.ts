@@ -1,24 +1,37 @@
 import { describe, it, expect } from 'vitest';
 import { KeyIndex } from './key-index.js';
 
+const load = (ix: KeyIndex, gr: string, key: string, rv: number) => {
+  const b = Buffer.from(`..${key}..`);
+  ix.load(Buffer.from(gr), b, 2, b.length - 2, rv);
+};
+
 describe('KeyIndex', () => {
   it('keeps the newest version of each key from a scan in version order, deletions dropped', () => {
     const ix = new KeyIndex();
     // (version order: b, a, b again, c, then c deleted)
-    ix.load('cm', ['ns/b', 'ns/a', 'ns/b', 'ns/c', 'ns/c'], [1, 2, 3, 4, 0]);
+    load(ix, 'cm', 'ns/b', 1);
+    load(ix, 'cm', 'ns/a', 2);
+    load(ix, 'cm', 'ns/b', 3);
+    load(ix, 'cm', 'ns/c', 4);
+    load(ix, 'cm', 'ns/c', 0);
+    load(ix, 'pods', 'ns/ü', 5);
     expect(ix.get('cm\nns/a')).toBe(2);
     expect(ix.get('cm\nns/b')).toBe(3);
     expect(ix.get('cm\nns/c')).toBeUndefined();
     expect(ix.get('pods\nns/a')).toBeUndefined();
+    expect(ix.get('pods\nns/ü')).toBe(5);
   });
-  it('takes sorted keys as they are, and changes on top of them', () => {
+  it('holds many keys (growth and rehash), with changes on top of them', () => {
     const ix = new KeyIndex();
-    ix.load('cm', ['a/1', 'a/2', 'b/1'], [5, 6, 7]);
-    ix.set('cm\na/3', 8);
-    ix.delete('cm\na/1');
-    ix.set('cm\nb/1', 9);
-    expect([ix.get('cm\na/1'), ix.get('cm\na/2'), ix.get('cm\na/3'), ix.get('cm\nb/1')]).toEqual([undefined, 6, 8, 9]);
-    ix.set('cm\na/1', 10);
-    expect(ix.get('cm\na/1')).toBe(10);
+    for (let i = 0; i < 50_000; i++) load(ix, 'configmaps', `ns-${i % 7}/name-${i}`, i + 1);
+    for (let i = 0; i < 50_000; i += 997) expect(ix.get(`configmaps\nns-${i % 7}/name-${i}`)).toBe(i + 1);
+    expect(ix.get('configmaps\nns-0/name-1')).toBeUndefined();
+    ix.set('configmaps\nns-0/new', 60_000);
+    ix.delete('configmaps\nns-0/name-0');
+    ix.set('configmaps\nns-1/name-1', 60_001);
+    expect([ix.get('configmaps\nns-0/new'), ix.get('configmaps\nns-0/name-0'), ix.get('configmaps\nns-1/name-1')]).toEqual([60_000, undefined, 60_001]);
+    ix.set('configmaps\nns-0/name-0', 60_002);
+    expect(ix.get('configmaps\nns-0/name-0')).toBe(60_002);
   });
 });

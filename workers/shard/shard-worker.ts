@@ -28,7 +28,7 @@ import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
 import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
-import { lastTxnId, readCacheIndex } from './cache-index.js';
+import { forEachIndexed, lastTxnId, openCacheIndex } from './cache-index.js';
 import { scanRecords } from './scan.js';
 import { KeyIndex } from './key-index.js';
 import { FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
@@ -46,7 +46,7 @@ const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 const DELETED = 2; // record.ts: the type byte of a DELETED record
-const index = new KeyIndex();
+let index = new KeyIndex();
 let maxRv = env.meta.get('maxRv') ?? 0;
 let compactedRv = env.meta.get('compactedRv') ?? 0;
 
@@ -60,35 +60,32 @@ function post(msg: ShardToFront): void {
  * (scan.ts: no copy of any record). Returns where it came from.
  */
 function loadIndex(): string {
-  const persisted = readCacheIndex(data.path, maxRv, lastTxnId(env.root));
+  const persisted = openCacheIndex(data.path, maxRv, lastTxnId(env.root));
   if (typeof persisted !== 'string') {
-    for (const t of persisted.types) {
-      index.load(t.gr, t.keys, t.rvs);
-      for (const c of t.corrupt) index.set(t.gr + '\n' + c.key, c.rv);
+    try {
+      let count = 0;
+      forEachIndexed(persisted, () => count++);
+      index.reserve(count, Math.ceil(persisted.body.length / Math.max(1, count)) + 16);
+      forEachIndexed(persisted, (_gr, grBytes, rv, _hints, keyStart, keyEnd) => index.load(grBytes, persisted.body, keyStart, keyEnd, rv));
+      return 'index';
+    } catch (err) {
+      // (a body whose checksum matched and whose lengths do not add up: the store decides)
+      console.error(`shard ${data.index}: cache index not used (${err instanceof Error ? err.message : String(err)})`);
+      index = new KeyIndex();
     }
-    return 'index';
   }
-  // hist is in version order: per type, every record's key and version (0: a deletion);
-  // the key index keeps each key's last.
-  const byGr = new Map<string, { keys: string[]; rvs: number[] }>();
+  // hist is in version order: each key's last record decides (a deletion: no live object)
+  index.reserve((env.hist.getStats() as { entryCount: number }).entryCount);
   let grBytes = Buffer.alloc(0);
-  let cur: { keys: string[]; rvs: number[] } | null = null;
   scanRecords(env, (rv, rec, size) => {
     const grLen = rec[25] | (rec[26] << 8);
     const keyLen = rec[27] | (rec[28] << 8);
     if (FIXED + grLen + keyLen > size) throw new Error(`record ${rv} is torn`);
-    // consecutive records are mostly of one type: its name is decoded once per run
-    if (cur === null || grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
-      const gr = rec.toString('utf8', FIXED, FIXED + grLen);
-      grBytes = Buffer.from(gr);
-      cur = byGr.get(gr) ?? null;
-      if (!cur) byGr.set(gr, (cur = { keys: [], rvs: [] }));
-    }
-    cur.keys.push(rec.toString('utf8', FIXED + grLen, FIXED + grLen + keyLen));
-    cur.rvs.push(rec[24] === DELETED ? 0 : rv);
+    // consecutive records are mostly of one type: its name is copied once per run
+    if (grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) grBytes = Buffer.from(rec.subarray(FIXED, FIXED + grLen));
+    index.load(grBytes, rec, FIXED + grLen, FIXED + grLen + keyLen, rec[24] === DELETED ? 0 : rv);
     if (rv > maxRv) maxRv = rv;
   });
-  for (const [g, t] of byGr) index.load(g, t.keys, t.rvs);
   return 'store';
 }
 

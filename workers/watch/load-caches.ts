@@ -61,16 +61,50 @@ const GONE = 0;
 const LIVE = 1;
 const CORRUPT = 2;
 
-/** One type's records in version order, as the scan finds them. */
-interface TypeRows {
-  grBytes: Buffer;
-  keys: string[];
-  rvs: number[];
-  /** GONE, LIVE or CORRUPT */
-  states: number[];
-}
-
 type Utf8Slicing = Buffer & { utf8Slice(start: number, end: number): string };
+
+/**
+ * The records of the scan, in version order, in arrays sized once from the database's
+ * entry count (grown only if records were added since): a million pushes into growing
+ * arrays would leave their outgrown copies behind as garbage the size of the load.
+ */
+class ScanRows {
+  keys: string[];
+  rvs: Float64Array;
+  /** GONE, LIVE or CORRUPT */
+  states: Uint8Array;
+  /** the record's type: its position in grs */
+  types: Uint16Array;
+  n = 0;
+
+  constructor(capacity: number) {
+    const c = Math.max(16, capacity);
+    this.keys = new Array(c);
+    this.rvs = new Float64Array(c);
+    this.states = new Uint8Array(c);
+    this.types = new Uint16Array(c);
+  }
+
+  push(type: number, key: string, rv: number, state: number): void {
+    if (this.n === this.rvs.length) this.grow();
+    const i = this.n++;
+    this.keys[i] = key;
+    this.rvs[i] = rv;
+    this.states[i] = state;
+    this.types[i] = type;
+  }
+
+  private grow(): void {
+    const c = this.rvs.length * 2;
+    const rvs = new Float64Array(c);
+    rvs.set(this.rvs);
+    const states = new Uint8Array(c);
+    states.set(this.states);
+    const types = new Uint16Array(c);
+    types.set(this.types);
+    Object.assign(this, { rvs, states, types });
+  }
+}
 
 /**
  * Loads every live object of the shard into its type's cache (cacheOf); bytes that are not
@@ -108,58 +142,71 @@ function fromIndex(index: CacheIndex, src: ValueSource, cacheOf: (gr: string) =>
 }
 
 function fromStore(env: ShardEnv, src: ValueSource, cacheOf: (gr: string) => ResourceCache, markCorrupt: (gr: string, key: string, rv: number, bytes: Buffer) => void) {
-  const byGr = new Map<string, TypeRows>();
-  let cur: TypeRows | null = null;
+  const grs: string[] = [];
+  const grIds = new Map<string, number>();
+  const rows = new ScanRows((env.hist.getStats() as { entryCount: number }).entryCount);
+  let grBytes: Buffer | null = null;
+  let type = 0;
   scanRecords(env, (rv, rec, size) => {
     const r = rec as Utf8Slicing;
     const grLen = r[25] | (r[26] << 8);
     const keyLen = r[27] | (r[28] << 8);
-    // consecutive records are mostly of one type: its name is decoded once per run
-    if (cur === null || cur.grBytes.length !== grLen || r.compare(cur.grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
-      const gr = r.utf8Slice(FIXED, FIXED + grLen);
-      cur = byGr.get(gr) ?? null;
-      if (!cur) byGr.set(gr, (cur = { grBytes: Buffer.from(r.subarray(FIXED, FIXED + grLen)), keys: [], rvs: [], states: [] }));
-    }
     const keyEnd = FIXED + grLen + keyLen;
-    cur.keys.push(r.utf8Slice(FIXED + grLen, keyEnd));
-    cur.rvs.push(rv);
-    cur.states.push(r[keyEnd] !== FLAG_LIVE ? GONE : looksLikeObjectAt(r, keyEnd + 1, size) ? LIVE : CORRUPT);
+    if (keyEnd >= size) throw new Error(`storage: record ${rv} is torn`);
+    // consecutive records are mostly of one type: its name is decoded once per run
+    if (grBytes === null || grBytes.length !== grLen || r.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
+      const gr = r.utf8Slice(FIXED, FIXED + grLen);
+      grBytes = Buffer.from(gr);
+      let id = grIds.get(gr);
+      if (id === undefined) {
+        grIds.set(gr, (id = grs.length));
+        grs.push(gr);
+      }
+      type = id;
+    }
+    rows.push(type, r.utf8Slice(FIXED + grLen, keyEnd), rv, r[keyEnd] !== FLAG_LIVE ? GONE : looksLikeObjectAt(r, keyEnd + 1, size) ? LIVE : CORRUPT);
   });
+  const { keys, rvs, states, types, n } = rows;
+  // by type, then key, and for one key in version order: a key's newest record is the last of its run
+  const order = new Int32Array(n);
+  let sorted = true;
+  for (let i = 0; i < n; i++) {
+    order[i] = i;
+    if (i > 0 && (types[i - 1] > types[i] || (types[i - 1] === types[i] && keys[i - 1] >= keys[i]))) sorted = false;
+  }
+  if (!sorted) order.sort((a, b) => types[a] - types[b] || (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b));
   let objects = 0;
   let corrupt = 0;
-  for (const gr of [...byGr.keys()].sort()) {
-    const { keys, rvs, states } = byGr.get(gr)!;
-    // by key, and for one key in version order (ties keep their scan order): a key's newest record is the last of its run
-    const order = keysInOrder(keys);
-    const liveKeys: string[] = [];
-    const liveRvs: number[] = [];
-    for (let n = 0; n < order.length; n++) {
-      const i = order[n];
-      if (n + 1 < order.length && keys[order[n + 1]] === keys[i]) continue;
+  for (let from = 0; from < n; ) {
+    const t = types[order[from]];
+    let to = from;
+    let live = 0;
+    for (; to < n && types[order[to]] === t; to++) {
+      const i = order[to];
+      const last = to + 1 === n || keys[order[to + 1]] !== keys[i] || types[order[to + 1]] !== t;
+      if (last && states[i] === LIVE) live++;
+    }
+    // (arrays of the exact size: nothing outgrown left behind)
+    const liveKeys: string[] = new Array(live);
+    const liveRvs = new Float64Array(live);
+    let k = 0;
+    for (let p = from; p < to; p++) {
+      const i = order[p];
+      if (p + 1 < to && keys[order[p + 1]] === keys[i]) continue;
       if (states[i] === LIVE) {
-        liveKeys.push(keys[i]);
-        liveRvs.push(rvs[i]);
+        liveKeys[k] = keys[i];
+        liveRvs[k++] = rvs[i];
       } else if (states[i] === CORRUPT) {
-        markCorrupt(gr, keys[i], rvs[i], Buffer.from(src.json(rvs[i])));
+        markCorrupt(grs[t], keys[i], rvs[i], Buffer.from(src.json(rvs[i])));
         corrupt++;
       }
     }
     // (hints unknown: a search of every object's bytes here would cost more than the rest of
     // the scan; the first reader that asks looks once, and the next index keeps them)
-    if (liveKeys.length) cacheOf(gr).loadSorted(liveKeys, liveRvs, HINTS_UNKNOWN, src);
-    objects += liveKeys.length;
+    if (live) cacheOf(grs[t]).loadSorted(liveKeys, liveRvs, HINTS_UNKNOWN, src);
+    objects += live;
+    from = to;
   }
   return { objects, corrupt };
 }
 
-/** The positions of keys sorted by key, equal keys in position order. */
-function keysInOrder(keys: string[]): Int32Array {
-  const order = new Int32Array(keys.length);
-  let sorted = true;
-  for (let i = 0; i < keys.length; i++) {
-    order[i] = i;
-    if (i > 0 && keys[i - 1] >= keys[i]) sorted = false;
-  }
-  if (!sorted) order.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b));
-  return order;
-}
