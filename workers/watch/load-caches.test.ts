@@ -175,6 +175,20 @@ describe('loadCaches', () => {
   });
 });
 
+describe('loadCaches, an index out of order', () => {
+  it('is refused: loaded keys are found by binary search', async () => {
+    const { env, dir } = store(RECORDS);
+    const cold = load(env, dir);
+    const live = cold.caches.get('configmaps')!.list('').map((e) => ({ key: e.key, rv: e.rv }));
+    writeCacheIndex(dir, env.meta.get('maxRv') ?? 0, lastTxnId(env.root), [{ gr: 'configmaps', live: live.reverse(), corrupt: [] }]);
+    const l = load(env, dir);
+    expect(l.from).toBe('store');
+    expect(l.refused).toMatch(/^index keys of configmaps out of order/);
+    expect(view(l)).toEqual(view(cold));
+    await env.root.close();
+  });
+});
+
 describe('CacheItems', () => {
   const e = (key: string, rv: number): CacheEntry => ({ key, ns: key.split('/')[0], name: key.split('/')[1], rv, json: Buffer.from('{}') });
   it('answers like a Map over the loaded objects and the changes since', () => {

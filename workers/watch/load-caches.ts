@@ -123,10 +123,23 @@ export function loadCaches(
   let indexRefused = '';
   if (indexDir) {
     const found = readCacheIndex(indexDir, maxRv, lastTxnId(env.root));
-    if (typeof found !== 'string') return { ...fromIndex(found, src, cacheOf, markCorrupt), from: 'index', indexRefused: '' };
-    indexRefused = found;
+    indexRefused = typeof found === 'string' ? found : outOfOrder(found);
+    if (typeof found !== 'string' && !indexRefused) return { ...fromIndex(found, src, cacheOf, markCorrupt), from: 'index', indexRefused: '' };
   }
   return { ...fromStore(env, src, cacheOf, markCorrupt), from: 'store', indexRefused };
+}
+
+/**
+ * Why the index's keys cannot be searched ('' when they can): each type's must be in strictly
+ * increasing order (the caches find loaded keys by binary search). Its checksum only says
+ * the file is as written; this costs a comparison per key.
+ */
+function outOfOrder(index: CacheIndex): string {
+  for (const t of index.types) {
+    const k = t.keys;
+    for (let i = 1; i < k.length; i++) if (!(k[i - 1] < k[i])) return `index keys of ${t.gr} out of order at ${k[i]}`;
+  }
+  return '';
 }
 
 function fromIndex(index: CacheIndex, src: ValueSource, cacheOf: (gr: string) => ResourceCache, markCorrupt: (gr: string, key: string, rv: number, bytes: Buffer) => void) {
