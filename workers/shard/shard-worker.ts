@@ -31,7 +31,7 @@ import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from
 import { forEachIndexed, lastTxnId, openCacheIndex } from './cache-index.js';
 import { scanRecords } from './scan.js';
 import { KeyIndex } from './key-index.js';
-import { FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
+import { DELETED_TYPE, FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
@@ -45,7 +45,6 @@ const wal = new WriteAheadLog(data.path, fsBytes ? fillStepFor(fsBytes) : undefi
 const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor(fsBytes) : RESERVE_BYTES);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
-const DELETED = 2; // record.ts: the type byte of a DELETED record
 let index = new KeyIndex();
 let maxRv = env.meta.get('maxRv') ?? 0;
 let compactedRv = env.meta.get('compactedRv') ?? 0;
@@ -83,7 +82,7 @@ function loadIndex(): string {
     if (FIXED + grLen + keyLen > size) throw new Error(`record ${rv} is torn`);
     // consecutive records are mostly of one type: its name is copied once per run
     if (grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) grBytes = Buffer.from(rec.subarray(FIXED, FIXED + grLen));
-    index.load(grBytes, rec, FIXED + grLen, FIXED + grLen + keyLen, rec[24] === DELETED ? 0 : rv);
+    index.load(grBytes, rec, FIXED + grLen, FIXED + grLen + keyLen, rec[24] === DELETED_TYPE ? 0 : rv);
     if (rv > maxRv) maxRv = rv;
   });
   return 'store';
