@@ -14,14 +14,14 @@ import type { Coordinator } from '../coordinator/coordinator.js';
 import type { Catalog } from '../api/catalog.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
-import { entryObject, type CacheEntry, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { entryObject, HINT_DELETION_TIMESTAMP, HINT_OWNER_REFERENCES, mayHold, type CacheEntry, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { objectKey, type ResourceTarget, type Store } from '../registry/store.js';
 import { FINALIZER_FOREGROUND, FINALIZER_ORPHAN } from '../registry/deletion.js';
 
-const REFS = Buffer.from('"ownerReferences"');
-const DELETING = Buffer.from('"deletionTimestamp"');
 const MAX_CONCURRENT = 32;
 const RETRY_MS = 200;
+/** the longest the start-up indexing holds the event loop at a time */
+const START_SLICE_MS = 5;
 
 /** "<gr>\0<ns>/<name>": one object of one type. */
 type ObjectId = string;
@@ -95,12 +95,26 @@ export class GarbageCollector {
 
   /** Indexes what is stored, queues what a restart left unfinished, then follows every commit. */
   start(): void {
-    for (const gr of this.coord.resourceTypes()) {
-      const cache = this.coord.cache(gr);
-      for (const e of cache.items.values()) this.observe(gr, e, undefined, 'ADDED', true);
-    }
-    for (const id of this.ownersOf.keys()) this.enqueue('dep:' + id);
     this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    // What is stored is indexed in slices of START_SLICE_MS, one per turn of the event
+    // loop: start-up (and readiness) does not wait for a look at every object, as kube's
+    // garbage collector builds its graph from its informers in the background. A commit
+    // meanwhile is seen at once (above); the slices read each object as it is then.
+    const pending = this.coord.resourceTypes().map((gr) => ({ gr, it: this.coord.cache(gr).items.values() }));
+    const slice = () => {
+      if (this.stopped) return;
+      const until = performance.now() + START_SLICE_MS;
+      let n = 0;
+      while (pending.length > 0 && ((++n & 255) !== 0 || performance.now() < until)) {
+        const { gr, it } = pending[0];
+        const r = it.next();
+        if (r.done) pending.shift();
+        else this.observe(gr, r.value, undefined, 'ADDED', true);
+      }
+      if (pending.length > 0) setImmediate(slice);
+      else for (const id of this.ownersOf.keys()) this.enqueue('dep:' + id);
+    };
+    slice();
   }
 
   stop(): void {
@@ -124,7 +138,7 @@ export class GarbageCollector {
     // the bytes. The byte search (a restart's load, a read from storage) may also find the
     // text outside metadata; that only costs an extra look, as below.
     const m = e.obj !== undefined ? e.obj?.metadata : undefined;
-    const hasRefs = m !== undefined ? m?.ownerReferences !== undefined : e.json.includes(REFS);
+    const hasRefs = m !== undefined ? m?.ownerReferences !== undefined : mayHold(e, HINT_OWNER_REFERENCES);
     // 1. the dependents index
     if (hasRefs || this.ownersOf.has(id)) {
       const refs: OwnerRef[] = type === 'DELETED' || !hasRefs ? [] : (entryObject(e)?.metadata?.ownerReferences ?? []);
@@ -132,7 +146,7 @@ export class GarbageCollector {
       if (refs.length && !loading) this.enqueue('dep:' + id);
     }
     // 2. an owner that went away, or is being deleted: its dependents need a look
-    const deleting = m !== undefined ? m?.deletionTimestamp !== undefined : e.json.includes(DELETING);
+    const deleting = m !== undefined ? m?.deletionTimestamp !== undefined : mayHold(e, HINT_DELETION_TIMESTAMP);
     if ((type === 'DELETED' || deleting) && this.dependents.size > 0) {
       const uid: string | undefined = entryObject(e)?.metadata?.uid;
       const deps = uid ? this.dependents.get(uid) : undefined;

@@ -5,10 +5,9 @@
 //
 // Thread ownership: the front thread, driven by the pods cache through the coordinator.
 import type { Coordinator } from '../coordinator/coordinator.js';
-import { entryObject, type CacheEntry } from '../../workers/watch/watch-cache.js';
+import { entryObject, HINT_DELETION_TIMESTAMP, mayHold, type CacheEntry } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 
-const DELETING = Buffer.from('"deletionTimestamp"');
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class GraceSweeper {
@@ -38,7 +37,7 @@ export class GraceSweeper {
   private track(t: ResourceTarget, e: CacheEntry, gone: boolean): void {
     const id = `${t.gr}\u0000${e.key}`;
     const had = this.timers.get(id);
-    if (gone || !e.json.includes(DELETING)) {
+    if (gone || !mayHold(e, HINT_DELETION_TIMESTAMP)) {
       if (had) {
         clearTimeout(had.timer);
         this.timers.delete(id);

@@ -23,10 +23,12 @@ import { WriteTrace } from './write-trace.js';
 import { errors } from '../errors.js';
 import { encodeForCommit } from '../codec/json.js';
 import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
-import { currentObjects, overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
+import { overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
 import { recordGr, recordKey, recordType, recordValue } from '../../workers/shard/record.js';
 import { FRONT_IDS, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp, type WriteFailure } from '../../workers/shard/protocol.js';
-import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { ResourceCache, StoredEntry, firstKeyAtOrAfter, hintsOf, type CacheEntry, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { loadCaches, looksLikeObjectAt } from '../../workers/watch/load-caches.js';
+import { lastTxnId, removeCacheIndex, writeCacheIndex, type TypeToIndex } from '../../workers/shard/cache-index.js';
 
 export interface CoordinatorOptions {
   dataDir: string;
@@ -138,11 +140,17 @@ const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
 
 /** A cheap check that stored bytes are a JSON object: '{' first and '}' last (no full parse on the hot paths). */
 export function looksLikeObject(b: Buffer): boolean {
-  let i = 0;
-  let j = b.length - 1;
-  while (i <= j && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  while (j >= i && (b[j] === 0x20 || b[j] === 0x0a || b[j] === 0x0d || b[j] === 0x09)) j--;
-  return i < j && b[i] === 0x7b && b[j] === 0x7d;
+  return looksLikeObjectAt(b, 0, b.length);
+}
+
+/**
+ * A type's objects in key order. list('') is in namespace order, which differs where one
+ * namespace's name is a prefix of another's ("a/x" sorts after "a-b/y"); readers of the
+ * cache index search its keys by binary search.
+ */
+function inKeyOrder(list: CacheEntry[]): CacheEntry[] {
+  for (let i = 1; i < list.length; i++) if (list[i - 1].key >= list[i].key) return [...list].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return list;
 }
 
 function hashString(s: string): number {
@@ -219,20 +227,60 @@ export class Coordinator {
     // The allocator starts above every version stored anywhere, so versions never repeat across restarts.
     this.shared.raiseRv(Math.max(0, ...states.map((s) => s.maxRv)));
     for (const h of this.shards) {
-      h.env = openShardEnv(join(dataDir, `shard-${h.index}`), true);
+      const dir = join(dataDir, `shard-${h.index}`);
+      h.env = openShardEnv(dir, true);
       h.applied = this.shared.lastRv(h.index);
       this.loadShard(h);
     }
   }
 
-  /** The shard's current objects into the caches, from its B-tree (which holds every version up to h.applied). */
-  private loadShard(h: ShardHandle): void {
-    for (const o of currentObjects(h.env)) {
-      // Bytes that are not a JSON object cannot be served: they are kept aside, so that
-      // start-up, reads of other objects and (unsafe) deletion still work (KEP-3926).
-      if (looksLikeObject(o.json)) this.cache(o.gr).load(o.key, o.rv, o.json);
-      else this.markCorrupt(o.gr, o.key, o.rv, o.json);
+  /**
+   * At clean shutdown, once every shard worker has closed: each shard's key index (its
+   * caches' keys and versions) for the next start (workers/shard/cache-index.ts). Only for
+   * a shard whose caches took every commit it made (it closed in time): the file names the
+   * version the caches are at, and the next start uses it only if the store is still there.
+   */
+  private writeIndexes(closedInTime: Set<number>): void {
+    for (const s of this.shards) {
+      const dir = join(this.opts.dataDir, `shard-${s.index}`);
+      try {
+        if (!closedInTime.has(s.index) || s.state === 'down' || s.applied !== this.shared.lastRv(s.index)) {
+          removeCacheIndex(dir);
+          continue;
+        }
+        const types: TypeToIndex[] = [];
+        for (const [gr, c] of this.caches) {
+          if (c.shard !== s.index) continue;
+          const corrupt = this.corrupt.get(gr);
+          // (a key written since it was kept aside is the cache's)
+          types.push({ gr, live: inKeyOrder(c.list('')).map((e) => ({ key: e.key, rv: e.rv, hints: e instanceof StoredEntry ? e.hints : hintsOf(e.json) })), corrupt: corrupt ? [...corrupt].filter(([key]) => !c.items.has(key)).map(([key, o]) => ({ key, rv: o.rv })) : [] });
+        }
+        for (const [gr, m] of this.corrupt) {
+          if (this.shardFor(gr) === s.index && !this.caches.has(gr)) types.push({ gr, live: [], corrupt: [...m].map(([key, o]) => ({ key, rv: o.rv })) });
+        }
+        writeCacheIndex(dir, s.applied, lastTxnId(s.env.root), types);
+      } catch (err) {
+        console.error(`shard ${s.index}: cache index not written: ${err instanceof Error ? err.message : String(err)}`);
+        try {
+          removeCacheIndex(dir);
+        } catch {
+          /* the next start checks it anyway */
+        }
+      }
     }
+  }
+
+  /**
+   * The shard's current objects into the caches, from its B-tree (which holds every version
+   * up to h.applied), or from the key index its last clean shutdown wrote when the store is
+   * still exactly as it left it (load-caches.ts). Bytes that are not a JSON object cannot be
+   * served: they are kept aside, so that start-up, reads of other objects and (unsafe)
+   * deletion still work (KEP-3926).
+   */
+  private loadShard(h: ShardHandle): void {
+    const dir = join(this.opts.dataDir, `shard-${h.index}`);
+    const report = loadCaches(h.env, dir, (gr) => this.cache(gr), (gr, key, rv, bytes) => this.markCorrupt(gr, key, rv, bytes));
+    if (!this.opts.front && report.indexRefused && report.indexRefused !== 'no index') console.error(`shard ${h.index}: cache index not used (${report.indexRefused}); loaded ${report.objects} objects from the store`);
   }
 
   /**
@@ -811,18 +859,23 @@ export class Coordinator {
       }
       return;
     }
+    const closedInTime = new Set<number>();
     await Promise.all(
       this.shards.map(
         (s) =>
           new Promise<void>((resolve) => {
             if (s.state === 'down') return resolve();
             this.flushShard(s);
-            s.closed = resolve;
+            s.closed = () => {
+              closedInTime.add(s.index);
+              resolve();
+            };
             s.worker.postMessage({ t: 'close' } satisfies FrontToShard);
             setTimeout(resolve, 5000).unref();
           }),
       ),
     );
+    this.writeIndexes(closedInTime);
     for (const s of this.shards) {
       // (a worker stuck in native code, such as a restart waiting on a lock its predecessor
       // held, cannot be terminated: shutdown goes on without it)

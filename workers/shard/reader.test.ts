@@ -5,8 +5,18 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { openShardEnv, encodeRev, FLAG_LIVE, FLAG_TOMBSTONE, LAYOUT } from './layout.js';
 import { encodePayload } from './record.js';
-import { currentObjects, eventsBetween, getAt, listAt, objectsAt, overlayRecords, treeRecords, type CurrentState, type History, type RecordSource, type StoredObject } from './reader.js';
+import { eventsBetween, getAt, listAt, objectsAt, overlayRecords, treeRecords, type CurrentState, type History, type RecordSource, type StoredObject } from './reader.js';
 import type { EventType } from './protocol.js';
+import type { ShardEnv } from './layout.js';
+import { loadCaches } from '../watch/load-caches.js';
+import { ResourceCache } from '../watch/watch-cache.js';
+
+/** The start-up load (load-caches.ts, from the store): every live object, by type and key. */
+function currentObjects(env: ShardEnv): StoredObject[] & Array<{ gr: string }> {
+  const caches = new Map<string, ResourceCache>();
+  loadCaches(env, '', (gr) => caches.get(gr) ?? caches.set(gr, new ResourceCache(gr, 0, 0, 0)).get(gr)!, () => undefined);
+  return [...caches.keys()].sort().flatMap((gr) => [...caches.get(gr)!.items.values()].sort((a, b) => (a.key < b.key ? -1 : 1)).map((e) => ({ gr, key: e.key, rv: e.rv, json: e.json })));
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'reader-'));
 const env = openShardEnv(dir);

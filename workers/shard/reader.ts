@@ -1,4 +1,5 @@
 // Read-side access to a shard's revision history, used by the front thread (layout.ts).
+// (The start-up load of the current objects is workers/watch/load-caches.ts.)
 //
 // "Key at revision" is answered as etcd answers it, from an index in memory: here, the
 // front's cache, which holds every object's newest revision (the state at `at`). The state
@@ -8,7 +9,7 @@
 // transaction, stable) and the newer records the front holds; the caller makes sure it
 // holds every record up to the versions it asks about (Coordinator.history).
 import { FLAG_LIVE, type ShardEnv } from './layout.js';
-import { recordGr, recordIsOf, recordKey, recordPrev, recordType, recordValue } from './record.js';
+import { recordIsOf, recordKey, recordPrev, recordType, recordValue } from './record.js';
 import type { EventType } from './protocol.js';
 
 export interface StoredObject {
@@ -94,51 +95,6 @@ export interface History {
 }
 
 const json = (value: Buffer): Buffer => Buffer.from(recordValue(value).subarray(1));
-
-interface Latest {
-  key: string;
-  rv: number;
-  /** the object's JSON, null for a tombstone */
-  json: Buffer | null;
-}
-
-const byKeyOnly = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
-
-/**
- * The current live objects of every resource type in the shard, sorted by type and key:
- * start-up load. The newest record of each key decides (a tombstone: gone). One scan in
- * version order, then a stable sort by key per type, so the newest record of a key is the
- * last of its run: no index of a million keys is built to find it.
- */
-export function currentObjects(env: ShardEnv): Array<{ gr: string } & StoredObject> {
-  const byGr = new Map<string, Latest[]>();
-  let lastGr: Buffer | null = null;
-  let rows: Latest[] = [];
-  for (const { key: rv, value } of env.hist.getRange({})) {
-    // consecutive records are mostly of one type: its name is decoded once per run
-    if (lastGr === null || !recordIsOf(value, lastGr)) {
-      const gr = recordGr(value);
-      lastGr = Buffer.from(gr);
-      let r = byGr.get(gr);
-      if (!r) byGr.set(gr, (r = []));
-      rows = r;
-    }
-    // copied out at once (into the shared pool): LMDB's copy of each record is an ArrayBuffer
-    // of its own, and a million of them kept to the end cost more in GC than the copy
-    const v = recordValue(value);
-    rows.push({ key: recordKey(value), rv, json: v[0] === FLAG_LIVE ? Buffer.from(v.subarray(1)) : null });
-  }
-  const out: Array<{ gr: string } & StoredObject> = [];
-  for (const gr of [...byGr.keys()].sort()) {
-    const all = byGr.get(gr)!.sort(byKeyOnly);
-    for (let i = 0; i < all.length; i++) {
-      const r = all[i];
-      if (i + 1 < all.length && all[i + 1].key === r.key) continue;
-      if (r.json) out.push({ gr, key: r.key, rv: r.rv, json: r.json });
-    }
-  }
-  return out;
-}
 
 /** The object at revision p, or null when it is a tombstone or gone. */
 function revision(src: RecordSource, key: string, p: number): StoredObject | null {

@@ -11,6 +11,8 @@ import type { EventType } from './protocol.js';
 
 export const FIXED = 8 + 8 + 8 + 1 + 2 + 2;
 const TYPES: EventType[] = ['ADDED', 'MODIFIED', 'DELETED'];
+/** the type byte of a DELETED record (for scans that read the byte, not the name) */
+export const DELETED_TYPE = TYPES.indexOf('DELETED');
 
 export interface RevisionRecord {
   rv: number;

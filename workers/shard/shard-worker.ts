@@ -28,7 +28,10 @@ import { SharedState } from '../../src/coordinator/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
 import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
-import { encodePayload, recordGr, recordKey, recordPrev, recordTs, recordType } from './record.js';
+import { forEachIndexed, lastTxnId, openCacheIndex } from './cache-index.js';
+import { scanRecords } from './scan.js';
+import { KeyIndex } from './key-index.js';
+import { DELETED_TYPE, FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
@@ -42,7 +45,7 @@ const wal = new WriteAheadLog(data.path, fsBytes ? fillStepFor(fsBytes) : undefi
 const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor(fsBytes) : RESERVE_BYTES);
 
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
-const index = new Map<string, number>();
+let index = new KeyIndex();
 let maxRv = env.meta.get('maxRv') ?? 0;
 let compactedRv = env.meta.get('compactedRv') ?? 0;
 
@@ -73,14 +76,39 @@ function attachFront(p: MessagePort): void {
   p.postMessage({ t: 'attached', lastRv: shared.lastRv(data.index), alarm: postedAlarm } satisfies ShardToFront);
 }
 
-function loadIndex(): void {
-  // hist is in version order: the last record of each key is its newest revision.
-  for (const { key: rv, value } of env.hist.getRange({})) {
-    const ik = recordGr(value) + '\n' + recordKey(value);
-    if (recordType(value) === 'DELETED') index.delete(ik);
-    else index.set(ik, rv);
-    if (rv > maxRv) maxRv = rv;
+/**
+ * The key index: from the persisted cache index (cache-index.ts) when it is at this
+ * store's version (its live keys and versions, one file read), else from one scan of hist
+ * (scan.ts: no copy of any record). Returns where it came from.
+ */
+function loadIndex(): string {
+  const persisted = openCacheIndex(data.path, maxRv, lastTxnId(env.root));
+  if (typeof persisted !== 'string') {
+    try {
+      let count = 0;
+      forEachIndexed(persisted, () => count++);
+      index.reserve(count, Math.ceil(persisted.body.length / Math.max(1, count)) + 16);
+      forEachIndexed(persisted, (_gr, grBytes, rv, _hints, keyStart, keyEnd) => index.load(grBytes, persisted.body, keyStart, keyEnd, rv));
+      return 'index';
+    } catch (err) {
+      // (a body whose checksum matched and whose lengths do not add up: the store decides)
+      console.error(`shard ${data.index}: cache index not used (${err instanceof Error ? err.message : String(err)})`);
+      index = new KeyIndex();
+    }
   }
+  // hist is in version order: each key's last record decides (a deletion: no live object)
+  index.reserve((env.hist.getStats() as { entryCount: number }).entryCount);
+  let grBytes = Buffer.alloc(0);
+  scanRecords(env, (rv, rec, size) => {
+    const grLen = rec[25] | (rec[26] << 8);
+    const keyLen = rec[27] | (rec[28] << 8);
+    if (FIXED + grLen + keyLen > size) throw new Error(`record ${rv} is torn`);
+    // consecutive records are mostly of one type: its name is copied once per run
+    if (grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) grBytes = Buffer.from(rec.subarray(FIXED, FIXED + grLen));
+    index.load(grBytes, rec, FIXED + grLen, FIXED + grLen + keyLen, rec[24] === DELETED_TYPE ? 0 : rv);
+    if (rv > maxRv) maxRv = rv;
+  });
+  return 'store';
 }
 
 /** Set while the B-tree cannot take the records the log holds: writes are refused meanwhile. */

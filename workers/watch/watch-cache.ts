@@ -34,6 +34,163 @@ export interface Selectable {
   fields: Record<string, string>;
 }
 
+/** Where the bytes of the objects loaded at start-up are read from: the shard's B-tree (load-caches.ts). */
+export interface ValueSource {
+  /** the JSON of the object stored at version rv */
+  json(rv: number): Buffer;
+}
+
+/**
+ * An object loaded at start-up (load-caches.ts): its key and version, and its bytes read
+ * from the shard's memory-mapped B-tree when asked for (a GET, a list built, a parse),
+ * never held. A million loaded objects then cost the front thread this small entry each
+ * (no Buffer per value, no copy of the store in the heap), and the pages of the store a
+ * reader touches are the kernel's page cache, shared by every thread that maps it.
+ *
+ * The record of a live object stays in the B-tree until the object changes and the
+ * retention window passes (compaction); an entry replaced by a change is pinned first
+ * (ResourceCache.apply), so a watch event's previous state keeps its bytes.
+ */
+export class StoredEntry implements CacheEntry {
+  declare obj?: any;
+  declare enc?: Map<string, Buffer>;
+  declare sel?: Selectable;
+  /** the bytes, once pinned */
+  declare private held?: Buffer;
+
+  constructor(
+    readonly key: string,
+    readonly ns: string,
+    readonly rv: number,
+    /** what its bytes hold (HINT_*), HINTS_UNKNOWN until someone looked (mayHold) */
+    public hints: number,
+    private readonly src: ValueSource,
+  ) {}
+
+  get name(): string {
+    return this.key.slice(this.ns.length + 1);
+  }
+
+  get json(): Buffer {
+    return this.held ?? this.src.json(this.rv);
+  }
+
+  /** Reads the bytes now and keeps them: the entry outlives its record's place in the store. */
+  pin(): void {
+    this.held ??= this.src.json(this.rv);
+  }
+}
+
+/**
+ * What an object's bytes were seen to hold when they were loaded, kept (and persisted with
+ * the key index) so that the controllers that look at every object at start-up (the garbage
+ * collector, the grace sweeper) need not read the bytes of a million loaded objects.
+ */
+export const HINT_OWNER_REFERENCES = 1;
+export const HINT_DELETION_TIMESTAMP = 2;
+/** hints not known yet: mayHold looks at the bytes once and keeps what it found */
+export const HINTS_UNKNOWN = 0x80;
+const HINT_TEXT: ReadonlyArray<[number, Buffer]> = [
+  [HINT_OWNER_REFERENCES, Buffer.from('"ownerReferences"')],
+  [HINT_DELETION_TIMESTAMP, Buffer.from('"deletionTimestamp"')],
+];
+
+/** The hints of stored JSON bytes: each text it holds anywhere (a field of that name may be there). */
+export function hintsOf(json: Buffer): number {
+  let h = 0;
+  for (const [bit, text] of HINT_TEXT) if (json.includes(text)) h |= bit;
+  return h;
+}
+
+/** Whether the object may hold the field of the hint (false: certainly not); reads no loaded object's bytes. */
+export function mayHold(e: CacheEntry, hint: number): boolean {
+  if (e instanceof StoredEntry) {
+    if (e.hints === HINTS_UNKNOWN) e.hints = hintsOf(e.json);
+    return (e.hints & hint) !== 0;
+  }
+  for (const [bit, text] of HINT_TEXT) if (bit === hint) return e.json.includes(text);
+  return true;
+}
+
+/**
+ * The current objects of one type by key: the Map-like view ResourceCache.items gives its
+ * readers (get, has, size, values). The objects loaded at start-up stay in their sorted
+ * per-namespace arrays and are found by binary search, since a Map of a million keys costs
+ * more to build (its growth and the garbage of its old tables) than the rest of the load;
+ * everything changed since is kept in a Map, where a deleted loaded key is null.
+ */
+export class CacheItems {
+  /** per namespace, the objects loaded at start-up, sorted by key; never changed */
+  private loaded = new Map<string, CacheEntry[]>();
+  private loadedCount = 0;
+  private changed = new Map<string, CacheEntry | null>();
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: string): CacheEntry | undefined {
+    const c = this.changed.get(key);
+    if (c !== undefined) return c ?? undefined;
+    return this.loadedCount > 0 ? this.fromLoaded(key) : undefined;
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, e: CacheEntry): this {
+    if (this.get(key) === undefined) this.count++;
+    this.changed.set(key, e);
+    return this;
+  }
+
+  delete(key: string): boolean {
+    const c = this.changed.get(key);
+    if (c === null) return false;
+    const inLoaded = this.loadedCount > 0 && this.fromLoaded(key) !== undefined;
+    if (c === undefined && !inLoaded) return false;
+    this.count--;
+    if (inLoaded) this.changed.set(key, null);
+    else this.changed.delete(key);
+    return true;
+  }
+
+  /** Takes one namespace's loaded objects (sorted by key, none of them present yet). */
+  addLoaded(ns: string, sorted: CacheEntry[]): void {
+    this.loaded.set(ns, sorted);
+    this.loadedCount += sorted.length;
+    this.count += sorted.length;
+  }
+
+  *values(): IterableIterator<CacheEntry> {
+    for (const arr of this.loaded.values()) {
+      for (let i = 0; i < arr.length; i++) if (this.changed.size === 0 || this.changed.get(arr[i].key) === undefined) yield arr[i];
+    }
+    for (const e of this.changed.values()) if (e) yield e;
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const e of this.values()) yield e.key;
+  }
+
+  *entries(): IterableIterator<[string, CacheEntry]> {
+    for (const e of this.values()) yield [e.key, e];
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, CacheEntry]> {
+    return this.entries();
+  }
+
+  private fromLoaded(key: string): CacheEntry | undefined {
+    const arr = this.loaded.get(key.slice(0, key.indexOf('/')));
+    if (!arr) return undefined;
+    const i = firstKeyAtOrAfter(arr, key);
+    return i < arr.length && arr[i].key === key ? arr[i] : undefined;
+  }
+}
+
 export function entryObject(e: CacheEntry): any {
   if (e.obj === undefined) e.obj = JSON.parse(e.json.toString('utf8'));
   return e.obj;
@@ -184,21 +341,23 @@ const byKey = (a: CacheEntry, b: CacheEntry) => (a.key < b.key ? -1 : a.key > b.
 
 function joinItems(arr: CacheEntry[], version: number, prefix: Buffer | undefined): JoinedList {
   let total = arr.length > 0 ? arr.length - 1 : 0;
-  for (let i = 0; i < arr.length; i++) total += itemLength(arr[i].json, prefix);
+  // (each item's bytes read once: an object loaded at start-up reads them from the store)
+  const jsons: Buffer[] = new Array(arr.length);
+  for (let i = 0; i < arr.length; i++) total += itemLength((jsons[i] = arr[i].json), prefix);
   const bytes = Buffer.allocUnsafe(total);
   const offsets = new Int32Array(arr.length + 1);
   let off = 0;
   for (let i = 0; i < arr.length; i++) {
     if (i > 0) bytes[off++] = COMMA;
     offsets[i] = off;
-    off = writeItem(arr[i].json, prefix, bytes, off);
+    off = writeItem(jsons[i], prefix, bytes, off);
   }
   offsets[arr.length] = total + 1;
   return { version, bytes, offsets, prefix };
 }
 
 export class ResourceCache {
-  readonly items = new Map<string, CacheEntry>();
+  readonly items = new CacheItems();
   /** bumped by every change of items: the all-namespaces views are valid for one version */
   private version = 0;
   private byNs = new Map<string, NsIndex>();
@@ -239,6 +398,38 @@ export class ResourceCache {
     if (rv > this.newestRv) this.newestRv = rv;
   }
 
+  /**
+   * Start-up load of objects sorted by key (load-caches.ts), whose bytes stay in the store
+   * (StoredEntry). Each namespace's run becomes its sorted list and its part of items as it
+   * is, with no per-object insert. A cache that holds objects already takes them one by one.
+   */
+  loadSorted(keys: readonly string[], rvs: ArrayLike<number>, hints: ArrayLike<number> | number, src: ValueSource): void {
+    if (this.items.size > 0) {
+      for (let i = 0; i < keys.length; i++) this.load(keys[i], rvs[i], src.json(rvs[i]));
+      return;
+    }
+    let i = 0;
+    while (i < keys.length) {
+      const key = keys[i];
+      const slash = key.indexOf('/');
+      const nsPrefix = key.slice(0, slash + 1);
+      const idx = this.nsIndex(key.slice(0, slash));
+      const run: CacheEntry[] = [];
+      // a namespace's keys are one run of the sorted keys: "<ns>/" starts each, and no other key sorts between two of them
+      for (; i < keys.length && keys[i].startsWith(nsPrefix) && keys[i].indexOf('/') === slash; i++) {
+        const rv = rvs[i];
+        run.push(new StoredEntry(keys[i], idx.ns, rv, typeof hints === 'number' ? hints : hints[i], src));
+        if (rv > this.newestRv) this.newestRv = rv;
+      }
+      idx.base = run;
+      // (base and the loaded array are one: no push into it from here on)
+      idx.handedOut = true;
+      idx.version++;
+      this.version++;
+      this.items.addLoaded(idx.ns, run);
+    }
+  }
+
   /** The newest version that touched this type: the cache is the state at any version from here on. */
   lastRvOfType(): number {
     return this.newestRv;
@@ -255,6 +446,8 @@ export class ResourceCache {
     const ns = idx ? idx.ns : key.slice(0, slash);
     const name = prev ? prev.name : key.slice(slash + 1);
     const entry: CacheEntry = { key, ns, name, rv, json, obj };
+    // a loaded object's bytes are in the store, where compaction removes them some time after this change
+    if (prev instanceof StoredEntry) prev.pin();
     // The object is at hand now: read its selectable fields once, so no selector parses it later.
     if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
     if (rv > this.newestRv) this.newestRv = rv;
