@@ -107,7 +107,7 @@ export function targetFromKubeconfig(path: string, contextName?: string, pids?: 
   return { ...t, pid: pid && pid.length === 1 ? pid[0] : pid, pidNote, stop: async () => {} };
 }
 
-export async function startTarget(args: string[]): Promise<Target> {
+export async function startTarget(args: string[], serverArgs: string[] = []): Promise<Target> {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
   const i = args.indexOf('--kubeconfig');
   if (i >= 0) {
@@ -117,7 +117,7 @@ export async function startTarget(args: string[]): Promise<Target> {
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-bench-'));
   const port = await freePort();
-  const proc: ChildProcess = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc: ChildProcess = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, ...serverArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   while (!out.includes('Serving securely')) {

@@ -456,12 +456,23 @@ async function main() {
   const referencePath = opt('reference');
   const servers: Server[] = [];
   const stops: Array<() => Promise<void>> = [];
+  // --front-threads 1,2: kubeshard with each count of front threads, side by side (the
+  // report's ratio is then the scaling from the first count to the second)
+  const threadCounts = (opt('front-threads') ?? '').split(',').filter(Boolean).map(Number);
+  if (threadCounts.length > 2 || threadCounts.some((n) => !(n >= 1))) throw new Error('--front-threads takes one or two counts, e.g. 1,2');
+  if (threadCounts.length === 2 && referencePath) throw new Error('--front-threads with two counts compares kubeshard with itself: leave out --reference');
   try {
-    const t = await startTarget(args);
+    const t = await startTarget(args, threadCounts.length ? ['--front-threads', String(threadCounts[0])] : []);
     stops.push(() => t.stop());
     const external = args.includes('--kubeconfig');
     const version = external ? await versionOf(t) : '';
-    servers.push({ t, name: opt('name') ?? (external ? `server${version ? ' ' + version : ''} at ${t.url}` : 'kubeshard'), results: [] });
+    const threadsName = (n: number) => `kubeshard, ${n} front thread${n === 1 ? '' : 's'}`;
+    servers.push({ t, name: opt('name') ?? (external ? `server${version ? ' ' + version : ''} at ${t.url}` : threadCounts.length ? threadsName(threadCounts[0]) : 'kubeshard'), results: [] });
+    if (threadCounts.length === 2 && !external) {
+      const t2 = await startTarget(args, ['--front-threads', String(threadCounts[1])]);
+      stops.push(() => t2.stop());
+      servers.push({ t: t2, name: threadsName(threadCounts[1]), results: [] });
+    }
     if (referencePath) {
       const r = targetFromKubeconfig(referencePath, opt('reference-context'), opt('reference-pid'));
       const v = await versionOf(r);
@@ -488,7 +499,7 @@ async function main() {
     seconds,
     results: primary.results,
   };
-  if (ref) report.reference = { name: ref.name, target: `${ref.t.url} (kubeconfig ${referencePath})${describe(ref.t)}`, results: ref.results };
+  if (ref) report.reference = { name: ref.name, target: referencePath ? `${ref.t.url} (kubeconfig ${referencePath})${describe(ref.t)}` : `kubeshard (started here) ${ref.t.url}${describe(ref.t)}`, results: ref.results };
   console.log('\n' + table(report));
   if (report.reference) console.log('\n' + comparisonTable(report));
   const files = writeReport(join(ROOT, 'bench', 'results'), report);

@@ -96,3 +96,14 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--tls-sni-cert-key=a.crt,a.key:'])).toThrowError(/empty names list is not allowed/);
   });
 });
+
+describe('--front-threads', () => {
+  it('0 is one front thread per two cores, at least one', async () => {
+    const { frontThreadsFor } = await import('./options.js');
+    expect(frontThreadsFor(0, 1)).toBe(1);
+    expect(frontThreadsFor(0, 2)).toBe(1);
+    expect(frontThreadsFor(0, 16)).toBe(8);
+    expect(frontThreadsFor(0, 256)).toBe(62);
+    expect(frontThreadsFor(3, 2)).toBe(3);
+  });
+});

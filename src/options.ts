@@ -23,7 +23,7 @@ export interface ServerOptions {
   clientCaFile: string;
   /** which front end serves: uWS unless something needs node:http2 ('auto'), or either by name */
   frontEnd: 'auto' | 'uws' | 'http2';
-  /** threads serving requests (issue 18): the main one and frontThreads - 1 front workers */
+  /** threads serving requests (issue 18): the main one and frontThreads - 1 front workers; 0 until resolved (frontThreadsFor) */
   frontThreads: number;
   /** bodies of at least this size are written on the bulk thread (src/front/handoff.ts); 0: never */
   largeRequestOffloadBytes: number;
@@ -180,7 +180,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] switching group-versions or resources on or off: api/all, api/ga, api/beta, api/alpha, group/version, group/version/resource (core: v1, v1/pods).', set: (o, v) => (o.runtimeConfig = v) },
   'front-threads': {
     kind: 'int',
-    help: 'Threads that serve requests, each with its own listener on the port (SO_REUSEPORT), caches and watchers; the uWS front end only. (default 1)',
+    help: 'Threads that serve requests, each with its own listener on the port (SO_REUSEPORT), caches and watchers; the uWS front end only. 0: one per two cores, as the shard workers and the bulk thread need cores too. (default 0)',
     set: (o, v) => (o.frontThreads = v),
   },
   'large-request-offload-bytes': {
@@ -308,7 +308,7 @@ export function defaultOptions(): ServerOptions {
     tokenAuthFile: '',
     clientCaFile: '',
     frontEnd: 'auto',
-    frontThreads: 1,
+    frontThreads: 0,
     largeRequestOffloadBytes: 262144,
     http2MaxStreams: 0,
     goawayChance: 0,
@@ -464,11 +464,16 @@ function validate(o: ServerOptions): void {
     throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);
   }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
-  if (!(o.frontThreads >= 1 && o.frontThreads <= 62)) throw new FlagError('--front-threads must be between 1 and 62');
+  if (!(o.frontThreads >= 0 && o.frontThreads <= 62)) throw new FlagError('--front-threads must be between 0 (one per two cores) and 62');
   if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');
   try {
     validateAuditOptions(o.audit);
   } catch (e) {
     throw new FlagError((e as Error).message);
   }
+}
+
+/** --front-threads 0: one front thread per two cores (at least one, at most 62). */
+export function frontThreadsFor(requested: number, cores: number): number {
+  return requested > 0 ? requested : Math.min(62, Math.max(1, Math.ceil(cores / 2)));
 }

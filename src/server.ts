@@ -4,7 +4,8 @@
 // the listener, and only then is the server ready.
 import { join, resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { completeOptions, type ServerOptions } from './options.js';
+import { completeOptions, frontThreadsFor, type ServerOptions } from './options.js';
+import { availableParallelism } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { Coordinator } from './coordinator/coordinator.js';
@@ -112,6 +113,8 @@ export interface StartedServer {
 export async function startServer(o: ServerOptions, thread?: FrontThreadContext): Promise<StartedServer> {
   /** the main thread: it owns the shard workers, runs the controllers and writes what start-up writes */
   const main = !thread;
+  // (resolved once, on the main thread: the other threads get the options with it set)
+  if (main) o = { ...o, frontThreads: frontThreadsFor(o.frontThreads, availableParallelism()) };
   // Before anything is written: nothing the server creates is for other local users.
   if (main) restrictUmask();
   features.reset();
