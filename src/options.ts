@@ -193,7 +193,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
   'watch-cache-sizes': { kind: 'string', help: 'Per-resource ring sizes, resource[.group]#size; 0 disables.', set: (o, v) => (o.watchCacheSizes = parseCacheSizes(v)) },
   'default-watch-cache-size': { kind: 'int', help: 'Ring size for resources not in --watch-cache-sizes. (default 10000)', set: (o, v) => (o.defaultWatchCacheSize = v) },
-  'watch-fanout-tick': { kind: 'int', help: 'Milliseconds between watch fan-out flushes: frames of one tick leave in one write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
+  'watch-fanout-tick': { kind: 'int', help: 'Milliseconds the watch fan-out writes to watchers before it lets other work run; frames committed meanwhile leave with each watcher\'s next write. (default 5)', set: (o, v) => (o.watchFanoutTickMs = v) },
   'disabled-metrics': { kind: 'list', help: 'Metric names not to serve on /metrics (an escape hatch for a misbehaving metric).', set: (o, v) => (o.disabledMetrics = v) },
   'show-hidden-metrics-for-version': {
     kind: 'string',

@@ -98,3 +98,114 @@ describe('fan-out tick', () => {
     expect(names(fast)).toEqual(['n1', 'n2']);
   });
 });
+
+describe('fan-out pump', () => {
+  const immediate = () => new Promise<void>((r) => setImmediate(r));
+  const written = (s: MemorySink) => s.writes.map((w) => names({ writes: [w] } as MemorySink));
+
+  it('a lone event leaves on the next turn of the loop, with no tick to wait for', async () => {
+    setFanoutTick(1000);
+    try {
+      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const s = sink(16 * 1024);
+      c.watchers.add(watcher(s));
+      const t0 = performance.now();
+      c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
+      expect(s.writes.length).toBe(0); // not from within the commit: its writers are answered first
+      await immediate();
+      await immediate();
+      expect(names(s)).toEqual(['n1']);
+      expect(performance.now() - t0).toBeLessThan(50);
+    } finally {
+      setFanoutTick(1);
+    }
+  });
+
+  it('writes in slices, in order of arrival; events committed during a pass ride with the watchers still queued', async () => {
+    setFanoutTick(0); // a slice is the smallest batch of writes (8 watchers)
+    try {
+      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const sinks = Array.from({ length: 32 }, () => sink(16 * 1024));
+      for (const s of sinks) c.watchers.add(watcher(s));
+      c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
+      await immediate(); // the first slice
+      const first = sinks.filter((s) => s.writes.length > 0);
+      expect(first.length).toBe(8);
+      // a commit between two slices: its event joins the outboxes of the 24 still queued
+      c.watchers.dispatch([c.apply('ADDED', 'a/n2', 2, obj('n2', 10))]);
+      await ticks();
+      for (const s of sinks) expect(names(s)).toEqual(['n1', 'n2']);
+      for (const s of first) expect(written(s)).toEqual([['n1'], ['n2']]);
+      const rest = sinks.filter((s) => !first.includes(s));
+      for (const s of rest) expect(written(s)).toEqual([['n1', 'n2']]);
+    } finally {
+      setFanoutTick(1);
+    }
+  });
+
+  it('other work runs between slices', async () => {
+    setFanoutTick(0);
+    try {
+      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const sinks = Array.from({ length: 64 }, () => sink(16 * 1024));
+      for (const s of sinks) c.watchers.add(watcher(s));
+      c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
+      let doneWhenOtherRan = -1;
+      setImmediate(() => setImmediate(() => (doneWhenOtherRan = sinks.filter((s) => s.writes.length > 0).length)));
+      await ticks();
+      expect(doneWhenOtherRan).toBeGreaterThan(0);
+      expect(doneWhenOtherRan).toBeLessThan(64);
+      for (const s of sinks) expect(names(s)).toEqual(['n1']);
+    } finally {
+      setFanoutTick(1);
+    }
+  });
+
+  it('a pass from an idle pump begins at a rotating watcher, so none is always written last', async () => {
+    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const sinks = Array.from({ length: 10 }, () => sink(16 * 1024));
+    const order: number[] = [];
+    sinks.forEach((s, i) => {
+      const write = s.write;
+      s.write = (b) => {
+        order.push(i);
+        return write(b);
+      };
+      c.watchers.add(watcher(s));
+    });
+    const lasts = new Set<number>();
+    for (let rv = 1; rv <= 5; rv++) {
+      order.length = 0;
+      c.watchers.dispatch([c.apply('ADDED', `a/n${rv}`, rv, obj(`n${rv}`, 10))]);
+      await ticks(1);
+      expect([...order].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      lasts.add(order[9]);
+    }
+    expect(lasts.size).toBeGreaterThan(2);
+  });
+
+  it('a long pass keeps its order across slices (one rotation of the watchers, none written twice)', async () => {
+    setFanoutTick(0);
+    try {
+      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const n = 5000; // past the point where the pump compacts its queue
+      const order: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const s = sink(16 * 1024);
+        const write = s.write;
+        s.write = (b) => {
+          order.push(i);
+          return write(b);
+        };
+        c.watchers.add(watcher(s));
+      }
+      c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
+      while (order.length < n) await immediate();
+      await ticks(1);
+      expect(order.length).toBe(n);
+      for (let i = 1; i < n; i++) expect(order[i]).toBe((order[i - 1] + 1) % n);
+    } finally {
+      setFanoutTick(1);
+    }
+  });
+});

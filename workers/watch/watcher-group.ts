@@ -6,6 +6,7 @@
 // buffered more than its budget is closed (its client resumes from the last version it
 // saw), the way kube-apiserver drops a watcher that cannot keep up. So a slow client
 // never blocks a commit or another watcher.
+import { readFileSync } from 'node:fs';
 import type { EventType } from '../shard/protocol.js';
 import type { ResponseSink } from '../../src/http/types.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../../src/request/selectors.js';
@@ -39,8 +40,12 @@ export class Watcher {
   /** the version of the last frame or bookmark actually written */
   sentRv = 0;
   closed = false;
-  /** frames gathered during one batch, written in one cork */
+  /** frames gathered since the last write, written in one cork */
   outbox: Buffer[] = [];
+  /** in the pump's queue (scheduleFlush) */
+  queued = false;
+  /** when it was queued (the fan-out statistics only) */
+  queuedAt = 0;
   onClose?: () => void;
   readonly filtered: boolean;
 
@@ -151,7 +156,6 @@ export class Watcher {
     this.closed = true;
     this.outbox = [];
     bookmarkWatchers.delete(this);
-    dirty.delete(this);
     const sink = this.opts.sink;
     if (!sink.aborted) sink.end();
     this.onClose?.();
@@ -192,51 +196,112 @@ function joinedFrames(frames: Buffer[], quantum: number): { chunk: Buffer; count
 }
 
 /**
- * Watchers with frames waiting, flushed together on the next tick of the fan-out clock.
- * Writing each watcher's frames once per tick rather than once per commit puts several
- * events into one TLS record and one syscall when commits come fast; when they come
- * slowly, a tick is one event and the added latency is at most the tick.
+ * The fan-out pump. Watchers with frames waiting form one queue in the order they got
+ * their first unsent frame, and are written in that order, each with everything it has
+ * gathered by its turn: a watcher's frames wait for the watchers queued before it, never
+ * for a clock. The pump starts as soon as the commit that queued them has been handled (its
+ * writers acknowledged first), writes for at most one slice (--watch-fanout-tick, 5 ms) and
+ * then yields, so requests and commits go on between slices; events committed meanwhile
+ * join the outboxes of the watchers still queued and leave with them, and a watcher already
+ * written is queued again at the tail. So each watcher is written at most once per pass
+ * over the queue, and the cost of a pass (a TLS record and a syscall per watcher, on both
+ * ends: with 10,000 watchers this is the whole latency) is shared by all the events that
+ * arrive during it: batches grow with the load by themselves, with no tick to wait for
+ * when there is none. A pass that starts from an idle pump begins at a rotating point of
+ * the queue, so no watcher is always the last one written.
  */
-const dirty = new Set<Watcher>();
-let flushTimer: NodeJS.Timeout | null = null;
-let tickMs = 5;
-/**
- * The wait before the next flush: the tick, or as long as the last flush took when that
- * was longer (up to MAX_TICK_MS). With thousands of watchers a flush costs a TLS record
- * and a syscall per watcher (on both ends) whatever it carries: 10,000 watchers take a
- * few hundred ms to flush even one event each. Waiting as long as the last flush took
- * keeps at least half of the front thread for requests and commits, and lets every write
- * carry all the events of that interval, so the cost per event falls as the load grows
- * instead of the thread falling behind. The bound keeps the added latency at a fraction
- * of what such a flush itself takes; with few watchers the flush is short and so is the
- * wait (the tick when a flush takes less).
- */
-let nextTickMs = 5;
-const MAX_TICK_MS = 200;
+let queue: Watcher[] = [];
+let head = 0;
+let pumpScheduled = false;
+/** the queue was empty when its first watcher came: the next slice begins a fresh pass */
+let fresh = false;
+let sliceMs = 5;
+/** where the next pass from an idle pump begins, as a fraction of the queue */
+let rotation = 0;
 
 export function setFanoutTick(ms: number): void {
-  tickMs = ms;
-  nextTickMs = ms;
+  sliceMs = ms;
 }
 
-function flushDirty(): void {
-  flushTimer = null;
+const STATS = process.env.KUBESHARD_FANOUT_STATS === '1';
+const st = { slices: 0, writes: 0, busyMs: 0, lagMs: 0, maxLagMs: 0, last: performance.now(), cpu: threadCpuMs() };
+/** this thread's CPU time (ms, 10 ms ticks), for the fan-out statistics */
+function threadCpuMs(): number {
+  if (!STATS) return 0;
+  const f = readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+function pump(): void {
+  pumpScheduled = false;
   const start = performance.now();
-  const ws = [...dirty];
-  dirty.clear();
-  // watchers with frames left for the next tick (see Watcher.flush)
-  let held: Watcher[] | null = null;
-  for (const w of ws) if (w.flush(true) && w.outbox.length > 0) (held ??= []).push(w);
-  // the shared chunk is for this tick only
-  lastFrames = null;
-  lastBatch = null;
-  nextTickMs = Math.min(MAX_TICK_MS, Math.max(tickMs, performance.now() - start));
-  if (held) for (const w of held) scheduleFlush(w);
+  if (fresh) {
+    // a fresh pass: begin at a rotating point (golden-ratio steps spread the starts)
+    fresh = false;
+    rotation = (rotation + 0.618034) % 1;
+    const r = Math.floor(rotation * queue.length);
+    if (r > 0) queue = queue.slice(r).concat(queue.slice(0, r));
+  }
+  const deadline = start + sliceMs;
+  let n = 0;
+  while (head < queue.length) {
+    const w = queue[head++];
+    w.queued = false;
+    if (w.closed) continue;
+    if (STATS) {
+      const lag = start - w.queuedAt;
+      st.lagMs += lag;
+      if (lag > st.maxLagMs) st.maxLagMs = lag;
+      st.writes++;
+    }
+    // frames left beyond whole pieces (see Watcher.flush) wait for the watcher's next turn
+    if (w.flush(true) && w.outbox.length > 0) enqueue(w);
+    if ((++n & 7) === 0 && performance.now() >= deadline) break;
+  }
+  if (head >= queue.length) {
+    queue = [];
+    head = 0;
+    // the shared chunk is for one run of watchers only
+    lastFrames = null;
+    lastBatch = null;
+  } else {
+    if (head > 4096 && head * 2 > queue.length) {
+      queue = queue.slice(head);
+      head = 0;
+    }
+    schedulePump();
+  }
+  if (STATS) {
+    const now = performance.now();
+    st.slices++;
+    st.busyMs += now - start;
+    if (now - st.last > 1000) {
+      const w = Math.max(1, st.writes);
+      const cpu = threadCpuMs();
+      console.log(`fanout: ${st.slices} slices, ${st.writes} writes, pump busy ${((100 * st.busyMs) / (now - st.last)).toFixed(0)}%, thread cpu ${((100 * (cpu - st.cpu)) / (now - st.last)).toFixed(0)}%, queue wait ${(st.lagMs / w).toFixed(1)} ms (max ${st.maxLagMs.toFixed(1)}), ${(((st.busyMs / w) * 1000) || 0).toFixed(1)} us per write`);
+      Object.assign(st, { slices: 0, writes: 0, busyMs: 0, lagMs: 0, maxLagMs: 0, last: now, cpu });
+    }
+  }
 }
 
+function schedulePump(): void {
+  if (pumpScheduled) return;
+  pumpScheduled = true;
+  setImmediate(pump);
+}
+
+function enqueue(w: Watcher): void {
+  w.queued = true;
+  if (STATS) w.queuedAt = performance.now();
+  queue.push(w);
+}
+
+/** Queues w for the pump (once: a queued watcher takes later frames along on its turn). */
 export function scheduleFlush(w: Watcher): void {
-  dirty.add(w);
-  if (!flushTimer) flushTimer = setTimeout(flushDirty, nextTickMs);
+  if (w.queued || w.closed) return;
+  if (head >= queue.length) fresh = true;
+  enqueue(w);
+  schedulePump();
 }
 
 /**
