@@ -96,8 +96,10 @@ describe('several front threads', () => {
               buf += d;
               let nl: number;
               while ((nl = buf.indexOf('\n')) >= 0) {
-                const ev = JSON.parse(buf.slice(0, nl));
+                const line = buf.slice(0, nl).trim();
                 buf = buf.slice(nl + 1);
+                if (!line) continue;
+                const ev = JSON.parse(line);
                 names.push(`${ev.type} ${ev.object.metadata.name}`);
                 if (names.length === 4) {
                   req.destroy();
