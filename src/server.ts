@@ -49,7 +49,7 @@ import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { SharedSeats } from './flowcontrol/shared-seats.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
-import { FrontThreads, claimPort } from './front/front-threads.js';
+import { FrontThreads, claimPort, type FrontThreadData } from './front/front-threads.js';
 import { BodyBudget } from './http/body-budget.js';
 import { ForwardClient, serveForwarded } from './front/forward.js';
 import { handoffFilter } from './front/handoff.js';
@@ -71,26 +71,9 @@ import { metricsHandler } from './metrics/metrics-endpoint.js';
  * bootstrap writes stay on the main thread; this thread serves requests from its own
  * listener on the shared port (or only those other threads hand it, without one).
  */
-export interface FrontThreadContext {
-  /** 1..N-1 (0 is the main thread) */
-  index: number;
-  sab: SharedArrayBuffer;
-  /** one per shard, attached to its worker by the main thread's coordinator */
-  ports: MessagePort[];
-  /** the port the main thread listens on; 0: no listener on this thread */
-  listenPort: number;
-  /** the count of the request bodies in flight, which every front thread charges (BodyBudget) */
-  bodyBudget: SharedArrayBuffer;
-  /** where this thread forwards the writes only the main thread runs (handoff.ts) */
-  toMain: MessagePort;
-  /** where this thread's audit events go: the main thread's backends store them */
-  audit: MessagePort;
-  /** the bulk thread: no listener; it serves the large writes others hand it */
-  bulk: boolean;
+export interface FrontThreadContext extends Omit<FrontThreadData, 'options'> {
   /** asks the main thread for a port to the bulk thread (started then if need be) */
   requestBulkPort(): Promise<MessagePort>;
-  /** the flow-control seat table the main thread made (flowcontrol/shared-seats.ts) */
-  seats?: SharedArrayBuffer;
 }
 
 export interface StartedServer {

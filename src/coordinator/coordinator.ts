@@ -123,6 +123,26 @@ interface ShardHandle {
   restarts: number;
 }
 
+/** A shard's handle before its worker (or, on another front thread, its port) is there. */
+function newShardHandle(index: number, env: ShardEnv): ShardHandle {
+  return {
+    index,
+    worker: null as unknown as Worker,
+    link: null as unknown as ShardLink,
+    env,
+    applied: 0,
+    newer: [],
+    queue: [],
+    flushScheduled: false,
+    freshWaiters: [],
+    state: 'up',
+    down: '',
+    alarm: '',
+    restartDelayMs: 0,
+    restarts: 0,
+  };
+}
+
 /** The first restart of a shard that ended is at once; later ones back off up to this. */
 const RESTART_DELAY_MAX_MS = 5000;
 /**
@@ -204,22 +224,7 @@ export class Coordinator {
     const ready: Promise<{ maxRv: number }>[] = [];
     for (let i = 0; i < shardCount; i++) {
       mkdirSync(join(dataDir, `shard-${i}`), { recursive: true });
-      const handle: ShardHandle = {
-        index: i,
-        worker: null as unknown as Worker,
-        link: null as unknown as ShardLink,
-        env: null as unknown as ShardEnv,
-        applied: 0,
-        newer: [],
-        queue: [],
-        flushScheduled: false,
-        freshWaiters: [],
-        state: 'up',
-        down: '',
-        alarm: '',
-        restartDelayMs: 0,
-        restarts: 0,
-      };
+      const handle = newShardHandle(i, null as unknown as ShardEnv);
       this.shards.push(handle);
       ready.push(this.spawnAtStart(handle));
     }
@@ -289,24 +294,7 @@ export class Coordinator {
    */
   private async startFront(ports: MessagePort[]): Promise<void> {
     const { dataDir, shardCount } = this.opts;
-    for (let i = 0; i < shardCount; i++) {
-      this.shards.push({
-        index: i,
-        worker: null as unknown as Worker,
-        link: null as unknown as ShardLink,
-        env: openShardEnv(join(dataDir, `shard-${i}`), true),
-        applied: 0,
-        newer: [],
-        queue: [],
-        flushScheduled: false,
-        freshWaiters: [],
-        state: 'up',
-        down: '',
-        alarm: '',
-        restartDelayMs: 0,
-        restarts: 0,
-      });
-    }
+    for (let i = 0; i < shardCount; i++) this.shards.push(newShardHandle(i, openShardEnv(join(dataDir, `shard-${i}`), true)));
     await Promise.all(this.shards.map((h) => this.attachPort(h, ports[h.index], true)));
   }
 

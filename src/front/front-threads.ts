@@ -41,12 +41,18 @@ export type FromFrontThread =
   | { t: 'bulk-port' }
   | { t: 'metrics'; id: number; text: string };
 
+/** What a front thread starts with (server.ts FrontThreadContext adds what it builds on its side). */
 export interface FrontThreadData {
   options: ServerOptions;
+  /** 1..N-1 (0 is the main thread); N is the bulk thread */
   index: number;
+  /** the coordinator's shared state (the resourceVersion counter, the shards' marks) */
   sab: SharedArrayBuffer;
+  /** one per shard, attached to its worker by the main thread's coordinator */
   ports: MessagePort[];
+  /** the port the main thread listens on; 0: no listener on this thread */
   listenPort: number;
+  /** the count of the request bodies in flight, which every front thread charges (BodyBudget) */
   bodyBudget: SharedArrayBuffer;
   /** the port on which the main thread serves this thread's MAIN_THREAD_WRITES (handoff.ts) */
   toMain: MessagePort;
