@@ -18,9 +18,21 @@ export interface ScenarioSeries {
   perSecond?: number[];
   /** the unit of perSecond: 'req/s', 'events/s', 'lists/s' */
   perSecondUnit?: string;
-  /** watch event latency (ms) of the sampler watches, per second: p50 and p99 (null: no event that second) */
+  /**
+   * watch event latency (ms) per second: p50 and p99 (null: no event that second), measured
+   * as eventLatencyFrom says
+   */
   eventP50?: Array<number | null>;
   eventP99?: Array<number | null>;
+  /**
+   * 'ack': from each create's acknowledgement (its 201 reaching the writer, the issue's
+   * definition) to the event's arrival at the fleet's sampled raw watches; 'send' (and
+   * results written before it was recorded): from the writer's send time, at the sampler watches
+   */
+  eventLatencyFrom?: 'ack' | 'send';
+  /** with eventLatencyFrom 'ack': the same arrivals' latency from the send, per second */
+  eventSendP50?: Array<number | null>;
+  eventSendP99?: Array<number | null>;
   /** where the run's phases begin, in seconds from its start */
   phases?: Array<{ at: number; name: string }>;
   /** [open watches, server RSS in MB] while a fleet of watches opened */
@@ -454,7 +466,7 @@ function runCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioRes
   return `<section class="card run"><h3>${esc(scenario)}</h3><div class="charts">${charts.join('')}</div><table class="mini">${head}${trs}</table></section>`;
 }
 
-/** One watch run: events delivered per second, and the samplers' event latency per second. */
+/** One watch run: events delivered per second, and the event latency per second. */
 function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioResult | undefined, names: [string, string?]): string {
   const runs = [a, b];
   const colors = [COLOR_A, COLOR_B];
@@ -483,9 +495,13 @@ function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioR
     ['eventsPerSec', 'events/s delivered', true],
     ['p50', 'p50 at full speed (ms)', false],
     ['p99', 'p99 at full speed (ms)', false],
+    ['sendP50', 'p50 at full speed, from the send (ms)', false],
+    ['sendP99', 'p99 at full speed, from the send (ms)', false],
     ['calmEventsPerSec', 'events/s offered at ¼ load', true],
     ['calmP50', 'p50 at ¼ load (ms)', false],
     ['calmP99', 'p99 at ¼ load (ms)', false],
+    ['calmSendP50', 'p50 at ¼ load, from the send (ms)', false],
+    ['calmSendP99', 'p99 at ¼ load, from the send (ms)', false],
     ['cpuNsPerEvent', 'server CPU per event (ns)', false],
     ['watchers', 'watchers open', true],
   ];
@@ -500,7 +516,16 @@ function watchCard(scenario: string, a: ScenarioResult | undefined, b: ScenarioR
       .map(([k, label, hib]) => `<tr><th scope="row">${esc(label)}</th><td class="num">${fmt(num(a?.metrics[k]))}</td>${two ? `<td class="num">${fmt(num(b?.metrics[k]))}</td>${ratioCell(num(a?.metrics[k]), num(b?.metrics[k]), hib)}` : ''}</tr>`)
       .join('') + shareRow;
   const head = `<tr><th></th><th>${swatch(COLOR_A)} ${esc(names[0])}</th>${two ? `<th>${swatch(COLOR_B)} ${esc(names[1]!)}</th><th>ratio</th>` : ''}</tr>`;
-  const legend = `<p class="legend">Latency: solid p99, ${swatch(MUTED, true)} dashed p50 of the sampler watches' events that arrived in that second. Dotted verticals, in each server's colour: <i>drained</i>: every event of the full-speed writes delivered (<i>drain timed out</i>: 10 s passed first); <i>calm</i>: writes at a quarter of the delivered rate begin.</p>`;
+  // results written before the bench measured from the acknowledgement drew the samplers' latency from the send
+  const fromAck = runs.some((s) => s?.series?.eventLatencyFrom === 'ack');
+  const fromSend = runs.some((s) => s?.series?.eventP99?.length && s.series.eventLatencyFrom !== 'ack');
+  const what =
+    fromAck && !fromSend
+      ? "of the events that arrived in that second at the sampled watches (about a hundred, spread over the fleet), from each create's acknowledgement (its 201 reaching the writer) to the event's arrival; the table gives the latency from the writer's send beside it"
+      : fromAck
+        ? "of the events that arrived in that second: from each create's acknowledgement at the fleet's sampled watches, or (results without that) from the writer's send at the sampler watches"
+        : "of the sampler watches' events that arrived in that second, from the writer's send";
+  const legend = `<p class="legend">Latency: solid p99, ${swatch(MUTED, true)} dashed p50 ${what}. Dotted verticals, in each server's colour: <i>drained</i>: every event of the full-speed writes delivered (<i>drain timed out</i>: 10 s passed first); <i>calm</i>: writes at a quarter of the delivered rate begin.</p>`;
   return `<section class="card run"><h3>${esc(scenario)}</h3><div class="charts">${charts.join('')}</div>${legend}<table class="mini">${head}${trs}</table></section>`;
 }
 
@@ -580,6 +605,7 @@ td.num{text-align:right;white-space:nowrap}
 td.metrics{overflow-wrap:anywhere;font-size:12px}
 table.detail{width:100%}
 table.summary th,table.mini th{white-space:nowrap}
+table.mini th[scope=row]{white-space:normal}
 table.mini{width:100%}
 table.mini{margin-top:8px}
 h2.section{margin:22px 0 10px}

@@ -14,12 +14,12 @@ import { fileURLToPath } from 'node:url';
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
 import { GO_TLS13_CIPHERS, api, authHeaders, autocannonLoad, load, sampleProc, startTarget, targetFromKubeconfig, type LoadResult, type Target } from './lib.js';
-import { openWatchFleet, percentile } from './watch-load.js';
+import { latenciesOf, openWatchFleet, percentile, timedLatenciesOf } from './watch-load.js';
 import { comparisonTable, table, writeReport, type Report, type ScenarioResult, type ScenarioSeries } from './report.js';
 import { seedAndTimeStartup } from './startup.js';
 import { rawLoad } from './raw-load.js';
 import { nativeLoad, nativeLoadgen } from './native-load.js';
-import { runRateWriter } from './rate-writer.js';
+import { newWriteClock, runRateWriter } from './rate-writer.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, dflt: string): string;
@@ -146,7 +146,7 @@ async function versionOf(t: Target): Promise<string> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Per-second p50 and p99 of latencies (ms) that arrived at times at (Date.now() ms), from t0 on. */
+/** Per-second p50 and p99 of latencies (ms) that arrived at times at (ms since the epoch), from t0 on. */
 function latencyPerSecond(at: number[], ms: number[], t0: number, seconds: number): { p50: Array<number | null>; p99: Array<number | null> } {
   const buckets: number[][] = Array.from({ length: seconds }, () => []);
   for (let i = 0; i < at.length; i++) {
@@ -334,12 +334,17 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
           await ensureNs(t, 'bench-watch');
           await measured(s, `watch ${n} watchers`, async () => {
             const rss = rssWhileOpening(s);
-            const fleet = await openWatchFleet(t, '/api/v1/namespaces/bench-watch/configmaps?watch=1', n, 5, undefined, undefined, rss.cb);
+            // about a hundred raw watches (one in sampleEvery of each reading thread, spread over
+            // the fan-out's order) note when each sequenced create arrives
+            const fleet = await openWatchFleet(t, '/api/v1/namespaces/bench-watch/configmaps?watch=1', n, 5, undefined, undefined, rss.cb, Math.max(1, Math.round(n / 100)));
+            // each create's sequence number, send time and acknowledgement time (rate-writer.ts)
+            const clock = newWriteClock();
             // A writer rate that asks for 600k events/s: the delivered figure shows the capacity.
             const rate = Math.max(5, Math.min(2000, Math.round(600_000 / Math.max(1, fleet.open()))));
             const startEvents = fleet.events();
             const startReads = fleet.reads();
             fleet.takeLatencies();
+            await fleet.takeArrivals();
             const cpuBefore = sampleProc(t.pid);
             const start = Date.now();
             // events delivered in each second from the writer's start to the end of the calm phase
@@ -350,25 +355,55 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
               perSecond.push(e - lastEvents);
               lastEvents = e;
             }, 1000);
+            // every latency of the run with its arrival time, for the per-second series: from the
+            // acknowledgement (the issue's figure) and from the send
             const timed = { at: [] as number[], ms: [] as number[] };
-            const keep = (x: { at: number[]; ms: number[] }) => {
+            const timedSend = { at: [] as number[], ms: [] as number[] };
+            const keep = (into: { at: number[]; ms: number[] }, x: { at: number[]; ms: number[] }) => {
               for (let i = 0; i < x.at.length; i++) {
-                timed.at.push(x.at[i]);
-                timed.ms.push(x.ms[i]);
+                into.at.push(x.at[i]);
+                into.ms.push(x.ms[i]);
               }
               return x.ms;
             };
+            /** the fleet's sampled arrivals since the last call: latencies from the ack and from the send */
+            const arrivedSince = async () => {
+              fleet.takeLatencies();
+              const a = await fleet.takeArrivals();
+              return {
+                ack: keep(timed, timedLatenciesOf(a.fleet, clock, 'ack')),
+                send: keep(timedSend, timedLatenciesOf(a.fleet, clock, 'send')),
+                samplers: latenciesOf(a.samplers, clock, 'ack'),
+              };
+            };
             try {
-              const sent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate, seconds, annotation: 'bench/sent' });
+              const sent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate, seconds, annotation: 'bench/sent', clock });
+              clock.base += sent;
               const expected = sent * fleet.open();
               const drainUntil = Date.now() + 10_000;
               while (fleet.events() - startEvents < expected && Date.now() < drainUntil) await sleep(50);
               const elapsed = (Date.now() - start) / 1000;
               const cpuAfter = sampleProc(t.pid);
-              const lat = keep(fleet.takeTimedLatencies()).slice().sort((a, b) => a - b);
+              // latency as the issue defines it: from the create's acknowledgement to the event's arrival
+              const full = await arrivedSince();
+              const lat = full.ack.slice().sort((a, b) => a - b);
               const delivered = fleet.events() - startEvents;
               const pct = (q: number) => percentile(lat, q, true);
-              const metrics: Record<string, number> = { watchers: fleet.open(), failed: fleet.failed(), malformed: fleet.malformed(), createsPerSec: sent / seconds, eventsPerSec: delivered / elapsed, delivered, expected, p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9) };
+              const metrics: Record<string, number> = {
+                watchers: fleet.open(),
+                failed: fleet.failed(),
+                malformed: fleet.malformed(),
+                createsPerSec: sent / seconds,
+                eventsPerSec: delivered / elapsed,
+                delivered,
+                expected,
+                p50: pct(50),
+                p90: pct(90),
+                p99: pct(99),
+                p999: pct(99.9),
+                sendP50: percentile(full.send, 50),
+                sendP99: percentile(full.send, 99),
+              };
               // how many events one read of the fleet carried: the batching the fan-out achieved
               metrics.eventsPerRead = delivered / Math.max(1, fleet.reads() - startReads);
               // server CPU per event over the full-speed delivery only (not the watches' TLS
@@ -378,21 +413,38 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
               // the backlog). Event latency at a sustainable load: a quarter of what was delivered.
               const calm = Math.max(1, Math.floor((0.25 * metrics.eventsPerSec) / Math.max(1, fleet.open())));
               await sleep(2000);
-              keep(fleet.takeTimedLatencies());
+              await arrivedSince();
               const calmAt = (Date.now() - start) / 1000;
-              await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate: calm, seconds: Math.max(3, seconds / 2), annotation: 'bench/sent' });
+              // the shares of the two cores the server and this process (the fleet, the writer) take
+              const calmServer = sampleProc(t.pid);
+              const calmClient = process.cpuUsage();
+              const calmStart = performance.now();
+              const calmSent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate: calm, seconds: Math.max(3, seconds / 2), annotation: 'bench/sent', clock });
+              const calmWall = (performance.now() - calmStart) / 1000;
+              const calmServerAfter = sampleProc(t.pid);
+              const calmClientUs = process.cpuUsage(calmClient);
+              clock.base += calmSent;
               await sleep(1000);
-              const calmLat = keep(fleet.takeTimedLatencies());
+              const calmLat = await arrivedSince();
               metrics.calmEventsPerSec = calm * fleet.open();
-              metrics.calmP50 = percentile(calmLat, 50);
-              metrics.calmP99 = percentile(calmLat, 99);
+              metrics.calmP50 = percentile(calmLat.ack, 50);
+              metrics.calmP99 = percentile(calmLat.ack, 99);
+              metrics.calmSendP50 = percentile(calmLat.send, 50);
+              metrics.calmSendP99 = percentile(calmLat.send, 99);
+              metrics.calmSamplerP99 = percentile(calmLat.samplers, 99);
+              if (calmServer && calmServerAfter) metrics.calmServerCores = (calmServerAfter.cpuSeconds - calmServer.cpuSeconds) / calmWall;
+              metrics.calmClientCores = (calmClientUs.user + calmClientUs.system) / 1e6 / calmWall;
               clearInterval(ticker);
               const lps = latencyPerSecond(timed.at, timed.ms, start, perSecond.length);
+              const lpsSend = latencyPerSecond(timedSend.at, timedSend.ms, start, perSecond.length);
               const series: ScenarioSeries = {
                 perSecond,
                 perSecondUnit: 'events/s',
+                eventLatencyFrom: 'ack',
                 eventP50: lps.p50,
                 eventP99: lps.p99,
+                eventSendP50: lpsSend.p50,
+                eventSendP99: lpsSend.p99,
                 phases: [
                   { at: 0, name: 'full speed' },
                   { at: elapsed, name: delivered >= expected ? 'drained' : 'drain timed out' },

@@ -16,6 +16,7 @@ import https from 'node:https';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { GO_TLS13_CIPHERS, authHeaders, authLine, type Target } from './lib.js';
+import { SEQ_ANNOTATION, nowMs, type WriteClock } from './rate-writer.js';
 
 const NL = 0x0a;
 /**
@@ -34,10 +35,21 @@ export interface WatchFleet {
   malformed(): number;
   /** reads (decrypted pieces handed to the fleet) over all raw watches: events / reads is how many events a read carries */
   reads(): number;
-  /** latencies (ms) seen by the samplers since the last call (or the last takeTimedLatencies) */
+  /**
+   * latencies (ms) seen by the samplers since the last call (or the last takeTimedLatencies),
+   * from the writer's send time (its annotation)
+   */
   takeLatencies(): number[];
   /** the same, each with its arrival time (Date.now() ms): at[i] is when ms[i] was seen */
   takeTimedLatencies(): { at: number[]; ms: number[] };
+  /**
+   * Arrivals of sequenced creates (rate-writer's WriteClock) since the last call, as pairs
+   * (sequence number, arrival ms): seen by the sampled raw watches on the fleet's reading
+   * threads (one in sampleEvery: spread over the fleet, so over the fan-out's order, and
+   * read by threads as busy as the rest of the fleet), and apart by the calling thread's
+   * samplers (idle readers, opened after the fleet).
+   */
+  takeArrivals(): Promise<{ fleet: Float64Array; samplers: Float64Array }>;
   close(): Promise<void>;
 }
 
@@ -219,7 +231,29 @@ interface FleetJob {
   counters: SharedArrayBuffer;
   /** this thread's first slot in counters */
   base: number;
+  /** every sampleEvery-th watch of this thread notes the arrival of each sequenced create (0: none) */
+  sampleEvery: number;
 }
+
+const SEQ_MARK = Buffer.from(`"${SEQ_ANNOTATION}":"`);
+
+/**
+ * Notes (sequence number, at) for every sequenced create in buf[0, n) into out. A mark split
+ * by a read is missed (a lost sample, not a wrong one).
+ */
+export function noteArrivals(buf: Uint8Array, n: number, at: number, out: number[]): void {
+  const view = Buffer.from(buf.buffer, buf.byteOffset, n);
+  for (let i = view.indexOf(SEQ_MARK); i >= 0; i = view.indexOf(SEQ_MARK, i + SEQ_MARK.length)) {
+    let j = i + SEQ_MARK.length;
+    let v = 0;
+    let digits = 0;
+    while (j < n && view[j] >= 0x30 && view[j] <= 0x39) v = v * 10 + view[j++] - 0x30, digits++;
+    if (digits > 0 && j < n && view[j] === 0x22) out.push(v, at);
+  }
+}
+
+/** (sequence number, arrival ms) pairs noted by this thread's sampled watches */
+let arrivals: number[] = [];
 
 /**
  * Opens job.count watches on this thread and counts their events into the shared
@@ -237,9 +271,11 @@ async function runFleet(job: FleetJob): Promise<() => void> {
   /** every socket of this thread decrypts into this one buffer; it is read before the next read */
   const readBuf = Buffer.allocUnsafe(64 * 1024);
   let session: Buffer | undefined;
+  let opening = 0;
   const connectOne = () =>
     new Promise<void>((resolve) => {
       const counter = new WatchStreamCounter();
+      const sampled = job.sampleEvery > 0 && opening++ % job.sampleEvery === 0;
       let opened = false;
       let settled = false;
       const settle = () => {
@@ -259,6 +295,7 @@ async function runFleet(job: FleetJob): Promise<() => void> {
         onread: {
           buffer: readBuf,
           callback: (n: number, buf: Uint8Array) => {
+            if (sampled) noteArrivals(buf, n, nowMs(), arrivals);
             const got = counter.feed(buf, n);
             Atomics.add(counters, readsSlot, 1);
             if (!opened && counter.status !== 0) {
@@ -309,6 +346,12 @@ if (!isMainThread && (workerData as { fleet?: FleetJob })?.fleet) {
   void runFleet(job).then((closeAll) => {
     parentPort!.postMessage('opened');
     parentPort!.on('message', (m) => {
+      if (m === 'take') {
+        const a = Float64Array.from(arrivals);
+        arrivals = [];
+        parentPort!.postMessage(a, [a.buffer]);
+        return;
+      }
       if (m !== 'close') return;
       closeAll();
       // the sockets' close callbacks run on the next turns; then nothing keeps this thread
@@ -320,9 +363,10 @@ if (!isMainThread && (workerData as { fleet?: FleetJob })?.fleet) {
 /**
  * Opens count watches of path (and `samplers` parsing ones). onOpening, when given, is
  * called about every 250 ms while the watches open, with how many are open so far (the
- * bench samples the server's RSS against it).
+ * bench samples the server's RSS against it). sampleEvery > 0: every sampleEvery-th raw
+ * watch of each reading thread notes the arrivals of sequenced creates (takeArrivals).
  */
-export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2, onOpening?: (open: number) => void): Promise<WatchFleet> {
+export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2, onOpening?: (open: number) => void, sampleEvery = 0): Promise<WatchFleet> {
   const u = new URL(t.url);
   const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
   const n = Math.max(1, Math.min(threads, count || 1));
@@ -332,7 +376,7 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
   const opened: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     const share = Math.floor(count / n) + (i < count % n ? 1 : 0);
-    const job: FleetJob = { host: u.hostname, port: Number(u.port || 443), tls: t.tls, request, count: share, counters, base: i * Slot.Width };
+    const job: FleetJob = { host: u.hostname, port: Number(u.port || 443), tls: t.tls, request, count: share, counters, base: i * Slot.Width, sampleEvery };
     const w = new Worker(fileURLToPath(import.meta.url), { workerData: { fleet: job } });
     workers.push(w);
     opened.push(
@@ -360,7 +404,10 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
 
   const reqs: Array<{ destroy(): void }> = [];
   let latencies: number[] = [];
+  /** Date.now() at which each of latencies arrived */
   let arrivals: number[] = [];
+  /** (sequence number, arrival ms) pairs of sequenced creates seen by the samplers */
+  let samplerArrivals: number[] = [];
   let malformed = 0;
   for (let i = 0; i < samplers; i++) {
     const req = https.get(t.url + path, { headers: authHeaders(t), rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, ...t.tls }, (res) => {
@@ -381,12 +428,15 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
             malformed++;
             continue;
           }
+          const at = nowMs();
           const sent = Number(ev?.object?.metadata?.annotations?.[annotation]);
           if (sent) {
             const now = Date.now();
             latencies.push(now - sent);
             arrivals.push(now);
           }
+          const seq = ev?.object?.metadata?.annotations?.[SEQ_ANNOTATION];
+          if (seq !== undefined) samplerArrivals.push(Number(seq), at);
         }
       });
       res.on('error', () => {});
@@ -413,6 +463,28 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
       arrivals = [];
       return r;
     },
+    takeArrivals: async () => {
+      const parts = await Promise.all(
+        workers.map(
+          (w) =>
+            new Promise<Float64Array>((resolve) => {
+              const on = (m: unknown) => {
+                if (!(m instanceof Float64Array)) return;
+                w.off('message', on);
+                resolve(m);
+              };
+              w.on('message', on);
+              w.postMessage('take');
+            }),
+        ),
+      );
+      const fleet = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+      let off = 0;
+      for (const p of parts) fleet.set(p, (off += p.length) - p.length);
+      const s = Float64Array.from(samplerArrivals);
+      samplerArrivals = [];
+      return { fleet, samplers: s };
+    },
     close: async () => {
       for (const r of reqs) r.destroy();
       await Promise.all(
@@ -437,4 +509,28 @@ export function percentile(values: number[], p: number, sorted = false): number 
   if (values.length === 0) return NaN;
   const s = sorted ? values : [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+/**
+ * Latencies (ms) of noted arrivals, from each create's acknowledgement (from = 'ack', the
+ * issue's definition) or its send: arrival pairs whose create has no such time (not
+ * acknowledged, or of another clock) are left out.
+ */
+export function latenciesOf(arrivals: Float64Array, clock: WriteClock, from: 'ack' | 'send'): number[] {
+  return timedLatenciesOf(arrivals, clock, from).ms;
+}
+
+/** The same, each with its arrival time (ms since the epoch): at[i] is when ms[i] was seen. */
+export function timedLatenciesOf(arrivals: Float64Array, clock: WriteClock, from: 'ack' | 'send'): { at: number[]; ms: number[] } {
+  const t = new Float64Array(from === 'ack' ? clock.acked : clock.sent);
+  const at: number[] = [];
+  const ms: number[] = [];
+  for (let i = 0; i + 1 < arrivals.length; i += 2) {
+    const seq = arrivals[i];
+    if (seq < t.length && t[seq] > 0) {
+      at.push(arrivals[i + 1]);
+      ms.push(arrivals[i + 1] - t[seq]);
+    }
+  }
+  return { at, ms };
 }

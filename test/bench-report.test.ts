@@ -68,6 +68,21 @@ describe('bench report', () => {
     expect(text).toMatch(/list 10k ConfigMaps, consistent +ms +5 +40 +0\.13 \(8\.00× better\)/);
   });
 
+  it('says what the event latency is measured from: the acknowledgement, or (older results) the send', () => {
+    const r = report('kubeshard', 1);
+    const w = r.results[3];
+    const old = html(r);
+    expect(old).toContain("from the writer's send");
+    expect(old).not.toContain('acknowledgement');
+    w.metrics = { ...w.metrics, sendP50: 40, sendP99: 120, calmSendP50: 12, calmSendP99: 30 };
+    w.series = { ...w.series, eventLatencyFrom: 'ack', eventSendP50: [40, 50, null, 12], eventSendP99: [100, 120, null, 30] };
+    const page = html(r);
+    expect(page).not.toMatch(/<script|undefined|NaN/);
+    expect(page).toContain("from each create's acknowledgement");
+    expect(page).toContain('p50 at ¼ load, from the send (ms)');
+    expect(page).toContain('p99 at full speed, from the send (ms)');
+  });
+
   it('merges two result files into one comparison, the second as the reference', () => {
     const merged = mergeReports(report('kubeshard', 1), report('kube-apiserver v1.24.0', 8));
     expect(merged.name).toBe('kubeshard');
