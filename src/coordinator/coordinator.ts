@@ -752,6 +752,9 @@ export class Coordinator {
       const json = recordValue(rec).subarray(1);
       stored.push(json);
       const ev = cache.apply(type, key, e.rv, json, obj);
+      // a commit supersedes a stored version kept aside as corrupt (an unsafe delete of it,
+      // made on any front thread, or a new object under its name)
+      if (this.corrupt.size > 0) this.corrupt.get(cache.gr)?.delete(key);
       let list = byType.get(cache);
       if (!list) byType.set(cache, (list = []));
       list.push(ev);
