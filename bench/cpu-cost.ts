@@ -37,6 +37,8 @@ const profDir = opt('prof', '');
 const serverMain = opt('server', '');
 /** --client lean|native: the load client of the get, create and list scenarios */
 const client = opt('client', 'lean');
+/** --front-threads N: the server's front threads (issue 18's per-thread CPU figures) */
+const frontThreads = opt('front-threads', '');
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 interface ThreadCpu {
@@ -113,7 +115,7 @@ async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-cpu-'));
   const port = await freePort();
   const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const proc = spawn(process.execPath, [...nodeArgs, serverMain || join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...nodeArgs, serverMain || join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, ...(frontThreads ? ['--front-threads', frontThreads] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   const deadline = Date.now() + 30_000;
