@@ -185,7 +185,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'large-request-offload-bytes': {
     kind: 'int',
-    help: 'A create, update or patch whose body has at least this many bytes runs on a thread of its own (the bulk thread, started at the first one), so that decoding and checking a large object never holds up the requests of the thread that received it; 0 runs every request where it arrived. (default 262144)',
+    help: 'A create, update or patch whose body has at least this many bytes, or an update, patch or delete of a stored object that large, runs on a thread of its own (the bulk thread, started at the first one), so that decoding and checking a large object never holds up the requests of the thread that received it; 0 runs every request where it arrived. (default 262144)',
     set: (o, v) => (o.largeRequestOffloadBytes = v),
   },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
