@@ -16,13 +16,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'node:net';
 import https from 'node:https';
 import { rawLoad } from './raw-load.js';
 import { nativeLoad, nativeLoadgen } from './native-load.js';
 import { openWatchFleet } from './watch-load.js';
 import { runRateWriter } from './rate-writer.js';
-import { GO_TLS13_CIPHERS, type Target } from './lib.js';
+import { GO_TLS13_CIPHERS, type Target, freePort } from './lib.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -65,18 +64,6 @@ function threadTicks(pid: number): Map<number, ThreadCpu> {
 function rssMB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const p = 20000 + Math.floor(Math.random() * 12000);
-    const ok = await new Promise<boolean>((res) => {
-      const s = createServer();
-      s.once('error', () => res(false));
-      s.listen(p, '127.0.0.1', () => s.close(() => res(true)));
-    });
-    if (ok) return p;
-  }
 }
 
 const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 32 });

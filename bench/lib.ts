@@ -36,7 +36,8 @@ export interface Target {
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
-async function freePort(): Promise<number> {
+/** A free port on 127.0.0.1, below the ephemeral range. */
+export async function freePort(): Promise<number> {
   for (;;) {
     const p = 20000 + Math.floor(Math.random() * 12000);
     const ok = await new Promise<boolean>((res) => {

@@ -17,9 +17,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'node:net';
 import https from 'node:https';
-import { GO_TLS13_CIPHERS, sampleProc, type Target } from './lib.js';
+import { GO_TLS13_CIPHERS, sampleProc, type Target, freePort } from './lib.js';
 import { latenciesOf, openWatchFleet, percentile, type WatchFleet } from './watch-load.js';
 import { newWriteClock, runRateWriter, type WriteClock } from './rate-writer.js';
 
@@ -39,18 +38,6 @@ const rate = Number(opt('rate', String(Math.max(1, Math.round(events / watchers)
 const sampleEvery = Number(opt('sample-every', String(Math.max(1, Math.round(watchers / 100)))));
 const servers = opt('servers', join(ROOT, 'dist', 'src', 'main.js')).split(',');
 const serverArgs = opt('server-args', '').split(' ').filter(Boolean);
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const p = 20000 + Math.floor(Math.random() * 12000);
-    const ok = await new Promise<boolean>((res) => {
-      const s = createServer();
-      s.once('error', () => res(false));
-      s.listen(p, '127.0.0.1', () => s.close(() => res(true)));
-    });
-    if (ok) return p;
-  }
-}
 
 async function start(main: string): Promise<Target & { stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-watchlat-'));
