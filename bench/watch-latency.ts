@@ -17,8 +17,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import https from 'node:https';
-import { GO_TLS13_CIPHERS, sampleProc, type Target, freePort } from './lib.js';
+import { api, sampleProc, type Target, freePort } from './lib.js';
 import { latenciesOf, openWatchFleet, percentile, type WatchFleet } from './watch-load.js';
 import { newWriteClock, runRateWriter, type WriteClock } from './rate-writer.js';
 
@@ -73,24 +72,6 @@ async function start(main: string): Promise<Target & { stop(): Promise<void> }> 
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, ciphers: GO_TLS13_CIPHERS, maxSockets: 8 });
-function call(t: Target, method: string, path: string, body?: unknown): Promise<number> {
-  const u = new URL(t.url + path);
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise((res, rej) => {
-    const req = https.request(
-      { host: u.hostname, port: u.port, path: u.pathname, method, agent, headers: { authorization: `Bearer ${t.token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) } },
-      (r) => {
-        r.resume();
-        r.on('end', () => res(r.statusCode!));
-      },
-    );
-    req.on('error', rej);
-    if (payload) req.write(payload);
-    req.end();
-  });
 }
 
 /** CPU ticks of this process's threads, by name */
@@ -196,7 +177,7 @@ async function main() {
     for (const main of servers) {
       const t = await start(main);
       try {
-        await call(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'lat' } });
+        await api(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'lat' } });
         const fleet = await openWatchFleet(t, '/api/v1/namespaces/lat/configmaps?watch=1', watchers, 5, 'bench/sent', 2, undefined, sampleEvery);
         const clock = newWriteClock();
         console.log(`${main} round ${round + 1}: ${fleet.open()} watchers (${fleet.failed()} failed), calm ${rate} creates/s = ${rate * fleet.open()} events/s`);

@@ -333,7 +333,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     impersonationFilter(authorizer),
     authorizationFilter(authorizer),
     requestBodyFilter,
-    handoffFilter({ toMain, largeBytes: 0 }),
+    // (on another front thread: what only the main thread runs still goes there)
+    ...(toMain ? [handoffFilter({ toMain, largeBytes: 0 })] : []),
     router,
   ]);
   const serve = (port: MessagePort) => {

@@ -43,30 +43,7 @@ afterAll(async () => {
 type Connection = https.Agent;
 
 function send(s: TestServer, conn: Connection, method: string, path: string, token = s.token, body?: string): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      {
-        host: '127.0.0.1',
-        port: s.port,
-        method,
-        path,
-        agent: conn,
-        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks);
-          const text = raw.toString('utf8');
-          resolve({ status: res.statusCode!, headers: res.headers, body: text, raw, json: () => JSON.parse(text) });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return request(s, method, path, body, { authorization: `Bearer ${token}` }, conn);
 }
 
 /** `n` connections, each opened by an exempt request (the admin is system:masters). */

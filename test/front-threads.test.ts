@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, type Reply, type TestServer } from './helpers/server.js';
+import { request, startServer, type Reply, type TestServer } from './helpers/server.js';
 
 const MAIN = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', 'dist', 'src', 'main.js');
 const CONNECTIONS = 16;
@@ -31,22 +31,7 @@ afterAll(async () => {
 });
 
 function send(conn: https.Agent, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Reply> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      { host: '127.0.0.1', port: s.port, method, path, agent: conn, headers: { authorization: `Bearer ${s.token}`, ...(payload ? { 'content-type': contentType } : {}) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          resolve({ status: res.statusCode!, headers: res.headers, body: text, json: () => JSON.parse(text) } as Reply);
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return request(s, method, path, body, body === undefined ? {} : { 'content-type': contentType }, conn);
 }
 
 const CM = '/api/v1/namespaces/default/configmaps';

@@ -21,6 +21,7 @@
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { ForwardClient } from './forward.js';
+import { groupResourceKey } from '../api/targets.js';
 
 /** Group-resources whose writes only the main thread runs (its allocators and controllers hold their state). */
 export const MAIN_THREAD_WRITES: ReadonlySet<string> = new Set(['services', 'namespaces', 'ipaddresses.networking.k8s.io', 'servicecidrs.networking.k8s.io']);
@@ -43,18 +44,13 @@ export interface HandoffOptions {
   storedBytes?: (req: ApiRequest) => number;
 }
 
-function groupResource(req: ApiRequest): string {
-  const info = req.requestInfo!;
-  return info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
-}
-
 export function handoffFilter(o: HandoffOptions): Filter {
   return {
     name: 'handoff',
     run: (req: ApiRequest, res: ResponseSink) => {
       const info = req.requestInfo!;
       if (!info.isResourceRequest || !WRITES.has(info.verb)) return;
-      if (o.toMain && MAIN_THREAD_WRITES.has(groupResource(req))) {
+      if (o.toMain && MAIN_THREAD_WRITES.has(groupResourceKey(info.apiGroup, info.resource))) {
         o.toMain.forward(req, res);
         return true;
       }

@@ -35,7 +35,7 @@ function familyOf(sample: string, families: Map<string, Family>): string {
  */
 export function mergeMetricsText(texts: string[], processWide: ReadonlySet<string> = PROCESS_WIDE): string {
   const families = new Map<string, Family>();
-  texts.forEach((text, i) => {
+  for (const text of texts) {
     let current: Family | undefined;
     for (const line of text.split('\n')) {
       if (line === '') continue;
@@ -43,9 +43,9 @@ export function mergeMetricsText(texts: string[], processWide: ReadonlySet<strin
         const name = line.split(' ')[2];
         let f = families.get(name);
         if (!f) families.set(name, (f = { head: [], series: new Map() }));
-        if (i === 0 || !f.head.some((h) => h.startsWith(line.slice(0, 7)))) {
-          if (!f.head.includes(line)) f.head.push(line);
-        }
+        // one # HELP and one # TYPE line a family (the first text's)
+        const kind = line.slice(0, 7);
+        if (!f.head.some((h) => h.startsWith(kind))) f.head.push(line);
         current = f;
         continue;
       }
@@ -59,7 +59,7 @@ export function mergeMetricsText(texts: string[], processWide: ReadonlySet<strin
       if (had === undefined) f.series.set(key, value);
       else if (!processWide.has(name)) f.series.set(key, had + value);
     }
-  });
+  }
   const out: string[] = [];
   for (const f of families.values()) {
     out.push(...f.head);

@@ -421,10 +421,11 @@ export class Store {
   /**
    * An update or delete starts from the object as committed: a commit this thread has not
    * taken yet (another front thread's write, answered to its client already) is waited for,
-   * as kube's updates read etcd. Nothing to wait for in the usual case.
+   * as kube's updates read etcd. Nothing to wait for in the usual case (undefined: no promise).
    */
-  private async catchUp(cache: ResourceCache): Promise<void> {
-    if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) await this.coord.waitFresh(cache.shard, this.coord.committedRv(cache.shard), TOO_LARGE_RV_WAIT_MS);
+  private catchUp(cache: ResourceCache): Promise<boolean> | undefined {
+    const committed = this.coord.committedRv(cache.shard);
+    return this.coord.freshRv(cache.shard) < committed ? this.coord.waitFresh(cache.shard, committed, TOO_LARGE_RV_WAIT_MS) : undefined;
   }
 
   private async namespaceLookup(): Promise<void> {
@@ -627,7 +628,8 @@ export class Store {
   ): Promise<WriteResult> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
-    await this.catchUp(cache);
+    const behind = this.catchUp(cache);
+    if (behind) await behind;
     for (let attempt = 0; ; attempt++) {
       const cur = viewFor(t, cache.items.get(key));
       if (!cur) {
@@ -827,7 +829,8 @@ export class Store {
   async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
-    await this.catchUp(cache);
+    const behind = this.catchUp(cache);
+    if (behind) await behind;
     for (let attempt = 0; ; attempt++) {
       const cur = viewFor(t, cache.items.get(key));
       if (!cur) this.missing(t, ns, name);

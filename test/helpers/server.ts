@@ -153,9 +153,16 @@ export interface Reply {
 
 const agents = new Map<string, https.Agent>();
 
-export function request(s: TestServer, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  let agent = agents.get(s.ca);
-  if (!agent) agents.set(s.ca, (agent = new https.Agent({ keepAlive: true, ca: s.ca, maxSockets: 64 })));
+/**
+ * One request with the admin token (headers may replace it). `agent`: the connection(s) to
+ * send it on (a keep-alive agent of one socket is one connection, so one front thread);
+ * by default a shared pool per server.
+ */
+export function request(s: TestServer, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, agent?: https.Agent): Promise<Reply> {
+  if (!agent) {
+    agent = agents.get(s.ca);
+    if (!agent) agents.set(s.ca, (agent = new https.Agent({ keepAlive: true, ca: s.ca, maxSockets: 64 })));
+  }
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
   return new Promise((resolveReq, reject) => {
     const req = https.request(
