@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { FeatureGates, FeatureGateError } from './features.js';
 import { backendFlags, defaultAuditOptions, validateAuditOptions, type AuditOptions } from './audit/audit-options.js';
 import { cipherSuiteNames, cipherSuitesError, insecureCipherWarnings, isTlsVersionName, parseSniCertKey, type SniCertKey } from './http/tls-config.js';
@@ -9,6 +10,8 @@ import { cipherSuiteNames, cipherSuitesError, insecureCipherWarnings, isTlsVersi
 export interface ServerOptions {
   securePort: number;
   bindAddress: string;
+  /** --advertise-address: the address the kubernetes Service's endpoints give ('' = the bind address) */
+  advertiseAddress: string;
   certDir: string;
   tlsCertFile: string;
   tlsPrivateKeyFile: string;
@@ -129,6 +132,11 @@ function parseCacheSizes(v: string): Record<string, number> {
 const FLAGS: Record<string, FlagSpec> = {
   'secure-port': { kind: 'int', help: 'The port on which to serve HTTPS. It cannot be switched off with 0. (default 6443)', set: (o, v) => (o.securePort = v) },
   'bind-address': { kind: 'string', help: 'The IP address on which to listen. (default 127.0.0.1)', set: (o, v) => (o.bindAddress = v) },
+  'advertise-address': {
+    kind: 'string',
+    help: 'The IP address on which to advertise the server to members of the cluster (the kubernetes Service\'s endpoints). If blank, the --bind-address is used.',
+    set: (o, v) => (o.advertiseAddress = v),
+  },
   'cert-dir': { kind: 'string', help: 'Where the self-signed serving certificate is generated when none is given. (default <data-dir>/certs)', set: (o, v) => (o.certDir = v) },
   'tls-cert-file': { kind: 'string', help: 'x509 serving certificate (with intermediates after it).', set: (o, v) => (o.tlsCertFile = v) },
   'tls-private-key-file': { kind: 'string', help: 'x509 private key matching --tls-cert-file.', set: (o, v) => (o.tlsPrivateKeyFile = v) },
@@ -299,6 +307,7 @@ export function defaultOptions(): ServerOptions {
   return {
     securePort: 6443,
     bindAddress: '127.0.0.1',
+    advertiseAddress: '',
     certDir: '',
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
@@ -428,6 +437,7 @@ function validate(o: ServerOptions): void {
   if (o.securePort === 0) throw new FlagError('--secure-port 0 is not allowed: the secure port cannot be switched off');
   if (o.securePort < 1 || o.securePort > 65535) throw new FlagError(`--secure-port ${o.securePort} must be between 1 and 65535, inclusive`);
   if (!/^[0-9.]+$|^[0-9a-fA-F:]+$/.test(o.bindAddress)) throw new FlagError(`invalid argument "${o.bindAddress}" for "--bind-address" flag: failed to parse IP: "${o.bindAddress}"`);
+  if (o.advertiseAddress && !isIP(o.advertiseAddress)) throw new FlagError(`invalid argument "${o.advertiseAddress}" for "--advertise-address" flag: failed to parse IP: "${o.advertiseAddress}"`);
   if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   if (o.tlsMinVersion && !isTlsVersionName(o.tlsMinVersion)) throw new FlagError(`unknown tls version ${JSON.stringify(o.tlsMinVersion)}`);
   const cipherError = cipherSuitesError(o.tlsCipherSuites, isTlsVersionName(o.tlsMinVersion) ? o.tlsMinVersion : 'VersionTLS12');
