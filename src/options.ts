@@ -362,6 +362,11 @@ export function defaultOptions(): ServerOptions {
   };
 }
 
+/** Every flag's name (without the dashes). */
+export function flagNames(): string[] {
+  return Object.keys(FLAGS);
+}
+
 export function usage(): string {
   const lines = ['Usage: kubeshard [flags]', '', 'Flags:'];
   const heads = Object.entries(FLAGS).map(([name, f]) => [`      --${name} ${f.kind === 'bool' ? '' : f.kind}`.trimEnd(), f.help]);
