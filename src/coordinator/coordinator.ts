@@ -430,12 +430,12 @@ export class Coordinator {
       const p = this.pending.get(op.id);
       if (!p) continue;
       this.pending.delete(op.id);
-      p.reject(errors.storageUnavailable(handle.index, why));
+      p.reject(errors.storageUnavailable(`shard ${handle.index}`, `is being restarted from its log (${why})`));
     }
     for (const [id, p] of this.pending) {
       if (this.shardFor(p.op.gr) !== handle.index) continue;
       this.pending.delete(id);
-      p.reject(errors.storageOutcomeUnknown(handle.index, why));
+      p.reject(errors.storageOutcomeUnknown(`shard ${handle.index}`, why));
     }
     this.wakeFreshWaiters(handle);
     // (another front thread: the main thread starts the worker again, and says when)
@@ -662,7 +662,7 @@ export class Coordinator {
     const id = this.nextId++ * FRONT_IDS + this.frontIndex;
     const shard = this.shards[this.shardFor(op.gr)];
     // a shard being started again takes no writes: fail fast (clients retry on Retry-After)
-    if (shard.state === 'down') return Promise.reject(errors.storageUnavailable(shard.index, shard.down));
+    if (shard.state === 'down') return Promise.reject(errors.storageUnavailable(`shard ${shard.index}`, `is being restarted from its log (${shard.down})`));
     // The caller's op literal is taken over (no copy: a spread costs more than the rest of this call).
     const queued = op as WriteOp;
     queued.id = id;
