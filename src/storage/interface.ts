@@ -167,12 +167,37 @@ export interface ChangeSink {
   end(): void;
 }
 
-/** What an optional fast start-up (Storage.initialState) hands the cache layer. */
-export interface InitialStateTarget {
-  /** the cache of gr, created on first use; the backend loads it directly (ResourceCache.load / loadSorted) */
+/** The newest state of one group-resource, as the cache layer holds it (CacheAccess.currentState). */
+export interface CurrentState {
+  /** the version it is the state at: every change up to it is reflected, none after */
+  at: number;
+  get(key: string): StoredObject | undefined;
+  /** the objects of namespace ns ("" = all) with key >= from, in key order */
+  range(ns: string, from: string): Iterable<StoredObject>;
+}
+
+/** An object whose stored bytes cannot be decoded: its version and the bytes as stored. */
+export interface CorruptObject {
+  rv: number;
+  bytes: Buffer;
+}
+
+/**
+ * What the cache layer lets a backend that keeps no index of current objects of its own
+ * (LMDB: its B-tree holds revision records only) use: the caches serve as that index, as
+ * etcd's in-memory kvindex does for etcd. An etcd backend needs none of it.
+ */
+export interface CacheAccess {
+  /** the cache of gr, created on first use; a fast start-up loads it directly (ResourceCache.load / loadSorted) */
   cache(gr: string): import('../../workers/watch/watch-cache.js').ResourceCache;
-  /** a stored object whose bytes are not a JSON object: kept aside (KEP-3926 unsafe delete) */
+  /** every cache created so far */
+  caches(): Iterable<import('../../workers/watch/watch-cache.js').ResourceCache>;
+  /** a stored object whose bytes are not a JSON object: kept aside, out of the cache (KEP-3926 unsafe delete) */
   markCorrupt(gr: string, key: string, rv: number, bytes: Buffer): void;
+  /** the objects kept aside as corrupt, per group-resource (key -> version and bytes) */
+  corruptObjects(): Iterable<[string, Map<string, CorruptObject>]>;
+  /** gr's current state: its cache at freshRv(gr), with the objects kept aside as corrupt */
+  currentState(gr: string): CurrentState;
 }
 
 /**
@@ -186,10 +211,11 @@ export interface Storage {
 
   /**
    * Connects to or opens storage and returns once writes and reads can be served. Every
-   * object current at start is delivered to the subscribers before it resolves: through
-   * initialState() when the backend has one (the cache layer calls it), else as ADDED
-   * changes on the feed (the generic path: list the current state at a version, then
-   * follow the feed from that version on, as kube's reflector does).
+   * object current at start is delivered to the subscribers before it resolves, as ADDED
+   * changes on the feed, then one end() (the generic path: list the current state at a
+   * version, then follow the feed from that version on, as kube's reflector does); a
+   * backend with attachCaches loads the caches itself instead. freshRv(gr) is then at least
+   * the version of that state.
    */
   start(): Promise<void>;
 
@@ -216,12 +242,13 @@ export interface Storage {
   subscribe(sink: ChangeSink): void;
 
   /**
-   * Optional fast start-up: loads the current objects of every group-resource straight
-   * into the caches (LMDB reads them from its memory-mapped B-tree, with a key index written
-   * at clean shutdown). A backend without it delivers the current state on the feed.
-   * Called by the cache layer once, during start(), before any change of the feed.
+   * Optional, for a backend that reads its current objects from the caches (CacheAccess)
+   * and loads them itself at start-up (LMDB: straight from its memory-mapped B-tree, with a
+   * key index written at clean shutdown, no change per object on the feed). The cache layer
+   * calls it once, before start(). A backend without it delivers the current state at start
+   * as ADDED changes on the feed.
    */
-  initialState?(into: InitialStateTarget): void;
+  attachCaches?(caches: CacheAccess): void;
 
   /**
    * The newest version handed out in gr's revision space, committed or about to be (etcd:
