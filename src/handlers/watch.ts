@@ -31,8 +31,8 @@ import { baseHeaders } from '../http/respond.js';
 import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
 import { entryAs, initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
-import { eventsBetween } from '../../workers/shard/reader.js';
-import { looksLikeObject } from '../coordinator/coordinator.js';
+import { looksLikeObject } from '../storage/cacher.js';
+import type { StoredEvent } from '../storage/interface.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
@@ -76,8 +76,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     if (exactField(fields, 'metadata.name') !== info.name) throw errors.badRequest("fieldSelector metadata.name doesn't match requested name");
   }
   const cache = store.cacheOf(target);
-  const shard = cache.shard;
-  const coord = store.coord;
+  const gr = target.gr;
+  const storage = store.storage;
   const name = info.name || exactField(fields, 'metadata.name') || '';
   const minTimeout = c.limits.minRequestTimeoutSeconds;
   // 0 is "unset" for kube (a random timeout); a negative value ends the watch at once, there too.
@@ -99,7 +99,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     throw err;
   }
 
-  // ---- from here on, synchronous until the watcher is registered ----
+  // ---- from here on, synchronous until the watcher is registered (with a backend that
+  // reads history from memory, as LMDB does; one that answers later is awaited where noted) ----
   const watcher = new Watcher({
     gr: target.gr,
     ns: info.namespace,
@@ -113,11 +114,14 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     bookmarks: opts.allowWatchBookmarks,
     apiVersion: apiVersionOf(target),
     kind: target.info.kind,
-    freshRv: () => coord.freshRv(shard),
+    freshRv: () => storage.freshRv(gr),
   });
   if (initial) {
-    const at = coord.freshRv(shard);
-    for (const e of store.currentEntries(target, info.namespace, name)) {
+    const at = storage.freshRv(gr);
+    let current = store.currentEntries(target, info.namespace, name);
+    // (a backend read over the network, with the type's cache off: see below for the caveat)
+    if (current instanceof Promise) current = await current;
+    for (const e of current) {
       if (!watcher.matches(e)) continue;
       if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
       else initialFrames(e, watcher.outbox);
@@ -125,9 +129,9 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     watcher.rv = at;
     if (opts.sendInitialEvents) watcher.bookmark(true);
   } else if (legacyStart) {
-    watcher.rv = coord.freshRv(shard);
+    watcher.rv = storage.freshRv(gr);
   } else {
-    const compacted = coord.compactedRv(shard);
+    const compacted = storage.compactedRv(gr);
     if (startRv < compacted) {
       c.res.startStream(200, headers);
       c.res.cork(() => {
@@ -144,7 +148,18 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     let replay = cache.eventsAfter(startRv);
     if (replay === null) {
       // The ring starts after startRv: the older part comes from the revision log.
-      const older = eventsBetween(coord.records(shard, cache.startRv), target.gr, startRv, cache.startRv, watcher.filtered).map((s): WatchEvent => {
+      // A backend that reads history over the network answers later: the ring may have moved
+      // on meanwhile, and what it dropped past the answer is read too, until they meet.
+      let upto = cache.startRv;
+      let read = storage.eventsSince(gr, startRv, upto, watcher.filtered);
+      let stored: StoredEvent[] = read instanceof Promise ? await read : read;
+      while (cache.startRv > upto) {
+        const from = upto;
+        upto = cache.startRv;
+        read = storage.eventsSince(gr, from, upto, watcher.filtered);
+        stored = stored.concat(read instanceof Promise ? await read : read);
+      }
+      const older = stored.map((s): WatchEvent => {
         const [ns, nm] = splitKey(s.key);
         const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
         if (s.prevJson) ev.prev = { key: s.key, ns, name: nm, rv: s.prevRv, json: s.prevJson };

@@ -19,6 +19,7 @@
 //
 // Thread ownership: a backend instance belongs to the thread that started it (the main
 // thread, or a front thread with its own instance); its methods are called on that thread.
+import type { MessagePort } from 'node:worker_threads';
 import { errors } from '../errors.js';
 
 /** The kind of a committed change, as a watch event names it. */
@@ -305,6 +306,20 @@ export interface Storage {
    * Throws CompactedError when afterRv < compactedRv(gr).
    */
   eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): MaybePromise<StoredEvent[]>;
+
+  /**
+   * Optional (several front threads, issue 18), on the main thread: readies storage for
+   * another front thread of this process, whose own backend instance of the same kind
+   * starts from `data` (structured-cloneable; `transfer` lists the ports inside it, to move
+   * with it). Later news for that thread's instance (LMDB: a shard worker restarted, with
+   * its new port) goes through `control`, which the front-thread plumbing delivers to that
+   * instance's control(). Without it, another front thread's backend starts from the
+   * options alone.
+   */
+  connectFront?(control: (m: unknown, transfer: MessagePort[]) => Promise<void>): { data: unknown; transfer: MessagePort[] };
+
+  /** Optional: another front thread's instance takes a message its main thread's connectFront control sent. */
+  control?(m: unknown): Promise<void>;
 
   /**
    * Why storage cannot take writes now ('' when it can): a shard being restarted, a storage

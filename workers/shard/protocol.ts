@@ -92,7 +92,7 @@ export type ShardToFront =
 export interface ShardWorkerData {
   index: number;
   path: string;
-  /** SharedArrayBuffer layout in coordinator/shared-state.ts */
+  /** SharedArrayBuffer layout in src/storage/lmdb/shared-state.ts */
   shared: SharedArrayBuffer;
   shardCount: number;
   retentionMs: number;
