@@ -114,6 +114,8 @@ interface ShardHandle {
   /** delay before the next start of a worker that is down; grows while starts fail */
   restartDelayMs: number;
   restarts: number;
+  /** (compact) who waits for the shard's next compaction report */
+  compactWaiters: Array<() => void>;
 }
 
 /** A shard's handle before its worker (or, on another front thread, its port) is there. */
@@ -133,6 +135,7 @@ function newShardHandle(index: number, env: ShardEnv): ShardHandle {
     alarm: '',
     restartDelayMs: 0,
     restarts: 0,
+    compactWaiters: [],
   };
 }
 
@@ -584,6 +587,24 @@ export class LmdbStorage implements Storage {
     return { src: this.records(this.shardFor(gr), Math.max(rv, cur.at)), gr, cur };
   }
 
+  /**
+   * (main thread) Compacts every shard's history older than retentionMs now, rather than at
+   * its next interval; resolves once each shard has reported a compaction. For tests (the
+   * conformance suite): the shards compact on their own.
+   */
+  compact(retentionMs = 0): Promise<void> {
+    return Promise.all(
+      this.shards.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            if (s.state === 'down') return resolve();
+            s.compactWaiters.push(resolve);
+            s.worker.postMessage({ t: 'compact-now', retentionMs } satisfies FrontToShard);
+          }),
+      ),
+    ).then(() => undefined);
+  }
+
   compactedRv(gr: string): number {
     return this.shared.compactedRv(this.shardFor(gr));
   }
@@ -687,7 +708,12 @@ export class LmdbStorage implements Storage {
       case 'alarm':
         shard.alarm = msg.reason;
         break;
-      case 'compacted':
+      case 'compacted': {
+        const waiters = shard.compactWaiters;
+        shard.compactWaiters = [];
+        for (const w of waiters) w();
+        break;
+      }
       case 'ready':
       case 'fatal':
         break;
