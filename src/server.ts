@@ -111,6 +111,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
   const auditor = createAuditor(o.audit, thread?.audit);
   const dataDir = resolve(o.dataDir);
+  // The backend is chosen before anything is written: one that cannot be built stops start-up here.
+  // (the main thread's backend readied what another thread's starts from: Storage.connectFront)
+  const storage = createStorage(o, dataDir, thread && { index: thread.index, data: thread.storage });
   mkdirSync(dataDir, { recursive: true });
   // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
   // the data dir's entries are the LMDB backend's layout file and shard directories, the
@@ -127,8 +130,6 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const tokens = new Map(admin.tokens);
   if (o.tokenAuthFile) for (const [t, u] of loadTokenFile(o.tokenAuthFile)) tokens.set(t, u);
 
-  // (the main thread's backend readied what this one starts from: Storage.connectFront)
-  const storage = createStorage(o, dataDir, thread && { index: thread.index, data: thread.storage });
   const cacher = new Cacher(storage, { watchCacheCapacity: o.defaultWatchCacheSize, watchCacheSizes: o.watchCacheSizes });
   setFanoutTick(o.watchFanoutTickMs);
   // The patch engines weigh their results against storage's limit before the write goes on.
