@@ -201,10 +201,17 @@ export class LmdbStorage implements Storage {
   }
 
   shardFor(gr: string): number {
+    // (a GET asks twice for its type's shard: the last answer first, then the map)
+    if (gr === this.lastGr) return this.lastShard;
     let i = this.grShard.get(gr);
     if (i === undefined) this.grShard.set(gr, (i = shardOf(gr, this.opts.shardCount, this.opts.shardMap)));
+    this.lastGr = gr;
+    this.lastShard = i;
     return i;
   }
+
+  private lastGr = '';
+  private lastShard = 0;
 
   subscribe(sink: ChangeSink): void {
     this.sinks.push(sink);
