@@ -8,7 +8,7 @@
 //
 // A backend that keeps no index of current objects of its own (LMDB) reads it from here
 // and loads the caches itself at start-up (CacheAccess, Storage.attachCaches); any other
-// delivers its current state on the feed.
+// delivers its current state through load() as it starts.
 //
 // Thread ownership: a Cacher, its caches and its watchers belong to the front thread that
 // made it, the thread its backend runs its feed on.
@@ -64,6 +64,15 @@ export class Cacher implements ChangeSink, CacheAccess {
     let list = this.batch.get(cache);
     if (!list) this.batch.set(cache, (list = []));
     list.push(ev);
+  }
+
+  load(gr: string, key: string, rv: number, bytes: Buffer, at: number): void {
+    const cache = this.cache(gr);
+    // the ring holds every later event: a watch from `at` on replays from it, one from before reads storage
+    if (cache.startRv < at) cache.startRv = at;
+    // bytes that are not a JSON object cannot be served: kept aside (KEP-3926), as the LMDB load does
+    if (!looksLikeObject(bytes)) this.markCorrupt(gr, key, rv, bytes);
+    else cache.load(key, rv, bytes);
   }
 
   end(): void {

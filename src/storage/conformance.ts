@@ -18,6 +18,11 @@ export interface ConformanceBackend {
    * now; etcd: Compact at the current revision), and resolves once compactedRv shows it.
    */
   compact(): Promise<void>;
+  /**
+   * A new backend instance over the same storage, not started (the suite has closed the
+   * previous one): a restart. Without it, the restart test checks nothing.
+   */
+  reopen?(): Storage;
   /** after the storage is closed: removes what the test left (the temp dir, the keys) */
   cleanup?(): Promise<void>;
 }
@@ -40,6 +45,12 @@ class Recorder implements ChangeSink {
 
   change(type: ChangeType, gr: string, key: string, rv: number, bytes: Buffer, obj: any): void {
     this.changes.push({ type, gr, key, rv, bytes, obj });
+  }
+
+  loads = 0;
+
+  load(): void {
+    this.loads++;
   }
 
   end(): void {
@@ -285,6 +296,43 @@ export function storageConformance(name: string, start: () => Promise<Conformanc
       expect(storage.freshRv(GR)).toBeGreaterThanOrEqual(last.rv);
       expect(storage.committedRv(GR)).toBeGreaterThanOrEqual(last.rv);
       expect(storage.currentRv(GR)).toBeGreaterThanOrEqual(storage.committedRv(GR));
+    });
+
+    it('starts again with the state it had: the objects with their versions, their history, then the feed', async () => {
+      if (!backend.reopen) return;
+      const a = await create('ns1', 'a', { v: '1' });
+      const b = await create('ns2', 'b');
+      const c = await create('ns1', 'c');
+      const a2 = await update('ns1', 'a', a.rv, { v: '2' });
+      const gone = await remove('ns1', 'c', c.rv);
+      await cacher.close();
+      storage = backend.reopen();
+      rec = new Recorder();
+      storage.subscribe(rec);
+      cacher = new Cacher(storage, { watchCacheCapacity: 100, watchCacheSizes: {} });
+      await cacher.start();
+      const cache = cacher.cache(GR);
+      expect([...cache.items.values()].map((e) => [e.key, e.rv]).sort()).toEqual([
+        ['ns1/a', a2.rv],
+        ['ns2/b', b.rv],
+      ]);
+      expect(parse(cache.items.get('ns1/a')!.json).data).toEqual({ v: '2' });
+      expect(cache.list('ns1').map((e) => e.key)).toEqual(['ns1/a']);
+      expect(storage.freshRv(GR)).toBeGreaterThanOrEqual(gone.rv);
+      expect(storage.committedRv(GR)).toBeGreaterThanOrEqual(gone.rv);
+      // no watch event for what was there already
+      expect(rec.changes).toEqual([]);
+      // history from before the restart
+      expect((await storage.eventsSince(GR, a.rv - 1, gone.rv, false)).map((e) => e.rv)).toEqual([a.rv, b.rv, c.rv, a2.rv, gone.rv]);
+      expect(parse((await storage.getAt(GR, 'ns1/a', c.rv))!.json).data).toEqual({ v: '1' });
+      // the ring holds every event after the state it started from
+      expect(cache.eventsAfter(storage.freshRv(GR))).toEqual([]);
+      // and writes go on above every version before
+      expect(await failure(create('ns1', 'a'))).toBe('exists');
+      const a3 = await update('ns1', 'a', a2.rv, { v: '3' });
+      expect(a3.rv).toBeGreaterThan(gone.rv);
+      expect(rec.sawCommitted(a3.rv)).toBe(true);
+      expect(cache.eventsAfter(gone.rv)!.map((e) => e.rv)).toEqual([a3.rv]);
     });
 
     it('waits until fresh: at once when it is, until the change arrives, or until its timeout', async () => {

@@ -166,6 +166,13 @@ export interface ChangeSink {
   change(type: ChangeType, gr: string, key: string, rv: number, bytes: Buffer, obj: any): void;
   /** The end of a batch: every change of it was given to change(). */
   end(): void;
+  /**
+   * (start-up, the generic path) One object of the state at version `at` that start()
+   * lists before it follows the feed: not a change (no watch event, any order). Every load
+   * of a start comes before its first change(), which is at a version above `at`. A
+   * backend with attachCaches never calls it.
+   */
+  load(gr: string, key: string, rv: number, bytes: Buffer, at: number): void;
 }
 
 /** The newest state of one group-resource, as the cache layer holds it (CacheAccess.currentState). */
@@ -212,11 +219,11 @@ export interface Storage {
 
   /**
    * Connects to or opens storage and returns once writes and reads can be served. Every
-   * object current at start is delivered to the subscribers before it resolves, as ADDED
-   * changes on the feed, then one end() (the generic path: list the current state at a
-   * version, then follow the feed from that version on, as kube's reflector does); a
-   * backend with attachCaches loads the caches itself instead. freshRv(gr) is then at least
-   * the version of that state.
+   * object current at start is given to the subscribers' load() before it resolves, with
+   * the version `at` of that state (the generic path: list the current state at one
+   * version, then follow the feed from the next one on, as kube's reflector does); a
+   * backend with attachCaches loads the caches itself instead. freshRv(gr) is then at
+   * least `at` for every group-resource.
    */
   start(): Promise<void>;
 

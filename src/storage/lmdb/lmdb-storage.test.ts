@@ -11,9 +11,11 @@ import { LmdbStorage } from '../../../dist/src/storage/lmdb/lmdb-storage.js';
 
 storageConformance('lmdb', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kubeshard-lmdb-conformance-'));
-  const storage = new LmdbStorage({ dataDir: dir, shardCount: 1, shardMap: {}, retentionMs: 300_000, compactIntervalMs: 60_000, treeIntervalMs: 0 });
+  const opts = { dataDir: dir, shardCount: 1, shardMap: {}, retentionMs: 300_000, compactIntervalMs: 60_000, treeIntervalMs: 0 };
+  const storage = new LmdbStorage(opts);
   return {
     storage,
+    reopen: () => new LmdbStorage(opts),
     compact: () => storage.compact(0),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
