@@ -2,8 +2,9 @@
 //
 //   resourceVersion unset  get state (consistent), then changes: synthetic ADDED first
 //   resourceVersion "0"    get state (any), then changes
-//   resourceVersion N      start exactly after N: replay from the cache's ring, or from the
-//                          shard's revision log when the ring no longer reaches back to N;
+//   resourceVersion N      start exactly after N: replay from the cache's ring, or from
+//                          storage's revision history when the ring no longer reaches back
+//                          to N (the cache layer chooses: Cacher.replay);
 //                          410 (an ERROR event in the stream) when N is compacted away
 //   sendInitialEvents=true (with resourceVersionMatch=NotOlderThan): the state at least as
 //                          new as N (or consistent, when N is unset) as ADDED events, then a
@@ -21,7 +22,8 @@
 // kube 1.33 would refuse with 422 (README, --feature-gates).
 //
 // Everything between choosing the start version and registering the watcher runs without
-// an await, so no committed event can slip between the replay and the live stream.
+// an await (with a backend that reads history from memory, as LMDB does), so no committed
+// event can slip between the replay and the live stream.
 import { randomInt } from 'node:crypto';
 import { listOptions, timeoutSecondsParam } from '../request/query.js';
 import { exactField } from '../request/selectors.js';
@@ -30,9 +32,7 @@ import { convertFieldSelector } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
 import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
-import { entryAs, initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
-import { looksLikeObject } from '../storage/cacher.js';
-import type { StoredEvent } from '../storage/interface.js';
+import { entryAs, initialFrames, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
@@ -145,38 +145,19 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     }
     // A version not reached yet is fine: events up to it are skipped as they arrive.
     watcher.rv = startRv;
-    let replay = cache.eventsAfter(startRv);
-    if (replay === null) {
-      // The ring starts after startRv: the older part comes from the revision log.
-      // A backend that reads history over the network answers later: the ring may have moved
-      // on meanwhile, and what it dropped past the answer is read too, until they meet.
-      let upto = cache.startRv;
-      let read = storage.eventsSince(gr, startRv, upto, watcher.filtered);
-      let stored: StoredEvent[] = read instanceof Promise ? await read : read;
-      while (cache.startRv > upto) {
-        const from = upto;
-        upto = cache.startRv;
-        read = storage.eventsSince(gr, from, upto, watcher.filtered);
-        stored = stored.concat(read instanceof Promise ? await read : read);
-      }
-      const older = stored.map((s): WatchEvent => {
-        const [ns, nm] = splitKey(s.key);
-        const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
-        if (s.prevJson) ev.prev = { key: s.key, ns, name: nm, rv: s.prevRv, json: s.prevJson };
-        return ev;
-      });
+    // From the ring, else from storage's history then the ring (the cache layer chooses).
+    let replay = store.cacher.replay(gr, startRv, watcher.filtered);
+    if (replay instanceof Promise) replay = await replay;
+    if (!Array.isArray(replay)) {
       // Stored bytes that cannot be decoded end the watch with an error, as kube's watch does;
       // they never reach the client.
-      const bad = older.find((e) => !looksLikeObject(e.entry.json));
-      if (bad) {
-        c.res.startStream(200, headers);
-        c.res.cork(() => {
-          c.res.write(errorFrame(500, 'InternalError', `Internal error occurred: ${decodeProblem(bad.entry.json)}`, repr));
-          c.res.end();
-        });
-        return;
-      }
-      replay = older.concat(cache.eventsAfter(cache.startRv) ?? []);
+      const bad = replay.corrupt;
+      c.res.startStream(200, headers);
+      c.res.cork(() => {
+        c.res.write(errorFrame(500, 'InternalError', `Internal error occurred: ${decodeProblem(bad)}`, repr));
+        c.res.end();
+      });
+      return;
     }
     for (const ev of replay) watcher.enqueue(ev);
   }

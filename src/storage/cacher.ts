@@ -12,9 +12,9 @@
 //
 // Thread ownership: a Cacher, its caches and its watchers belong to the front thread that
 // made it, the thread its backend runs its feed on.
-import { ResourceCache, firstKeyAtOrAfter, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { ResourceCache, firstKeyAtOrAfter, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { looksLikeObjectAt } from '../../workers/watch/load-caches.js';
-import type { CacheAccess, ChangeSink, ChangeType, CorruptObject, CurrentState, Storage, StoredObject } from './interface.js';
+import type { CacheAccess, ChangeSink, ChangeType, CorruptObject, CurrentState, Storage, StoredEvent, StoredObject } from './interface.js';
 
 export interface CacherOptions {
   /** ring capacity of each resource type's watch cache; per-type overrides (0 disables) */
@@ -121,6 +121,51 @@ export class Cacher implements ChangeSink, CacheAccess {
     const out: Array<[string, number]> = [];
     for (const [gr, c] of this.byGr) out.push([gr, c.items.size]);
     return out;
+  }
+
+  // ---------------------------------------------------------------- watch replay
+
+  /**
+   * The events of gr after startRv, for a watch that starts there: from the ring when it
+   * reaches back that far, else storage's history up to where the ring starts, then the
+   * ring (kube's cacher makes the same choice). With a backend that reads history from
+   * memory (LMDB) it all happens now, and the caller registers its watcher in the same
+   * turn, so no event slips between the replay and the live stream. With one that answers
+   * later the ring may move on meanwhile: what it dropped is read from storage too, and the
+   * ring's part is taken once the reads are done. { corrupt }: a replayed event's stored
+   * bytes are not an object (the watch ends with an error, as kube's does).
+   */
+  replay(gr: string, startRv: number, withPrev: boolean): WatchEvent[] | { corrupt: Buffer } | Promise<WatchEvent[] | { corrupt: Buffer }> {
+    const cache = this.cache(gr);
+    const ring = cache.eventsAfter(startRv);
+    if (ring !== null) return ring;
+    const upto = cache.startRv;
+    const read = this.storage.eventsSince(gr, startRv, upto, withPrev);
+    if (!(read instanceof Promise)) return this.joinRing(cache, read, upto);
+    return this.replayLater(cache, read, upto, withPrev);
+  }
+
+  private async replayLater(cache: ResourceCache, first: Promise<StoredEvent[]>, upto: number, withPrev: boolean): Promise<WatchEvent[] | { corrupt: Buffer }> {
+    let stored = await first;
+    while (cache.startRv > upto) {
+      const from = upto;
+      upto = cache.startRv;
+      stored = stored.concat(await this.storage.eventsSince(cache.gr, from, upto, withPrev));
+    }
+    return this.joinRing(cache, stored, upto);
+  }
+
+  /** The events read from storage up to `upto` (where the ring starts), then the ring's. */
+  private joinRing(cache: ResourceCache, stored: StoredEvent[], upto: number): WatchEvent[] | { corrupt: Buffer } {
+    const older: WatchEvent[] = [];
+    for (const s of stored) {
+      if (!looksLikeObject(s.json)) return { corrupt: s.json };
+      const [ns, name] = splitKey(s.key);
+      const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name, rv: s.rv, json: s.json } };
+      if (s.prevJson) ev.prev = { key: s.key, ns, name, rv: s.prevRv, json: s.prevJson };
+      older.push(ev);
+    }
+    return older.concat(cache.eventsAfter(upto) ?? []);
   }
 
   // ---------------------------------------------------------------- corrupt objects (KEP-3926)
