@@ -154,7 +154,9 @@ export type MaybePromise<T> = T | Promise<T>;
  * A subscriber to the committed-change feed (subscribe()). The backend calls change() for
  * every committed change, of every group-resource, in version order, then end() once per
  * batch of changes (a group commit, one etcd watch response); nothing allocated per change.
- * Both run synchronously on the backend's thread, and must not call back into write().
+ * Both run synchronously on the backend's thread. A subscriber may call write() from them
+ * (the in-process controllers do): the backend only queues it then, and answers it later,
+ * never from within the call.
  */
 export interface ChangeSink {
   /**
