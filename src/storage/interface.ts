@@ -240,7 +240,9 @@ export interface Storage {
    * Preconditions). Writes submitted in one turn of the event loop may travel together (one
    * round trip per batch), but each is decided and answered on its own. Resolves once the
    * write is durable AND every subscriber has seen its change (ChangeSink.change and end),
-   * so that a client that has its answer reads its write back from the caches. Rejects with
+   * so that a client that has its answer reads its write back from the caches (an etcd
+   * backend answers once its watch stream has delivered the Txn's revision: the feed stays
+   * in version order with other writers' changes in between). Rejects with
    * WriteRejected on a failed precondition (nothing written), or with storageFailure(...)
    * for any other failure. obj: the parsed object the bytes encode, handed to the
    * subscribers with the change (so they need not parse the bytes); its
