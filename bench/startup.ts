@@ -13,7 +13,7 @@ import https from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { encodeRev, FLAG_LIVE, openShardEnv } from '../workers/shard/layout.js';
 import { encodePayload } from '../workers/shard/record.js';
-import { shardOf } from '../src/coordinator/coordinator.js';
+import { shardOf } from '../src/storage/lmdb/lmdb-storage.js';
 import { sampleProc } from './lib.js';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');

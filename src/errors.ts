@@ -210,20 +210,21 @@ export const errors = {
    */
   databaseSpaceExceeded: (reason: string) => new StatusError(500, '', reason),
   /**
-   * A write for a shard that is being started again: not applied, and worth retrying in a
+   * A write for storage that cannot take it now (a shard being started again: where "shard 0",
+   * why "is being restarted from its log (...)"): not applied, and worth retrying in a
    * moment. 503 with Retry-After, which client-go and kubectl retry by themselves (kube,
    * with etcd unreachable, would hold the write until its timeout instead).
    */
-  storageUnavailable: (shard: number, why: string) =>
-    new StatusError(503, StatusReason.ServiceUnavailable, `storage is unavailable: shard ${shard} is being restarted from its log (${why}); retry shortly`, { retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
+  storageUnavailable: (where: string, why: string) =>
+    new StatusError(503, StatusReason.ServiceUnavailable, `storage is unavailable: ${where} ${why}; retry shortly`, { retryAfterSeconds: 1 }, { 'Retry-After': '1' }),
   /**
    * A write a shard held when its worker ended: it may have been made durable just before
    * (a restart then replays it), so it is answered as kube answers an etcd request that
    * failed with its outcome unknown ("etcdserver: request timed out"): a 500 with no reason,
    * which clients do not retry by themselves.
    */
-  storageOutcomeUnknown: (shard: number, why: string) =>
-    new StatusError(500, '', `storage shard ${shard} stopped before it answered this write (${why}): the write may or may not have been committed`),
+  storageOutcomeUnknown: (where: string, why: string) =>
+    new StatusError(500, '', `storage ${where} stopped before it answered this write (${why}): the write may or may not have been committed`),
   /**
    * A JSON patch that does not apply (a missing path, a failed test, an operation of the wrong
    * shape). kube wraps json-patch's error in NewGenericServerResponse(422, ...), whose Status

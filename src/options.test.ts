@@ -15,6 +15,11 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
     expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
   });
+  it('--storage-backend: lmdb (the default) or etcd3 (recognised; the server refuses it at start-up until it is built)', () => {
+    expect((parseArgs([]) as any).storageBackend).toBe('lmdb');
+    expect((parseArgs(['--storage-backend=etcd3']) as any).storageBackend).toBe('etcd3');
+    expect(() => parseArgs(['--storage-backend=etcd2'])).toThrowError(/must be lmdb or etcd3/);
+  });
   it('--front-end: auto (the default), uws or http2; uws cannot take client certificates or another TLS minimum', () => {
     expect((parseArgs([]) as any).frontEnd).toBe('auto');
     expect((parseArgs(['--front-end=http2']) as any).frontEnd).toBe('http2');

@@ -43,6 +43,8 @@ export interface ServerOptions {
   minRequestTimeout: number;
   requestTimeoutSeconds: number;
   runtimeConfig: string;
+  /** --storage-backend: lmdb (the shard workers), or etcd3 (recognised, not built yet) */
+  storageBackend: 'lmdb' | 'etcd3';
   shards: number;
   shardMap: Record<string, number>;
   watchCache: boolean;
@@ -196,6 +198,14 @@ const FLAGS: Record<string, FlagSpec> = {
     help: 'A create, update or patch whose body has at least this many bytes, or an update, patch or delete of a stored object that large, runs on a thread of its own (the bulk thread, started at the first one), so that decoding and checking a large object never holds up the requests of the thread that received it; 0 runs every request where it arrived. (default 262144)',
     set: (o, v) => (o.largeRequestOffloadBytes = v),
   },
+  'storage-backend': {
+    kind: 'string',
+    help: "The storage backend, as kube-apiserver's --storage-backend: lmdb (shard workers over LMDB in --data-dir) or etcd3 (not built yet: start-up fails). (default lmdb)",
+    set: (o, v: string) => {
+      if (v !== 'lmdb' && v !== 'etcd3') throw new FlagError(`--storage-backend: must be lmdb or etcd3, got ${JSON.stringify(v)}`);
+      o.storageBackend = v;
+    },
+  },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
   'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
   'watch-cache': { kind: 'bool', help: 'Keep a watch cache ring per resource. (default true)', set: (o, v) => (o.watchCache = v) },
@@ -330,6 +340,7 @@ export function defaultOptions(): ServerOptions {
     minRequestTimeout: 1800,
     requestTimeoutSeconds: 60,
     runtimeConfig: '',
+    storageBackend: 'lmdb',
     shards: 2,
     shardMap: {},
     watchCache: true,

@@ -1,4 +1,5 @@
-// Assembles the server: storage (coordinator and shards), the registry, the filter chain
+// Assembles the server: storage (the backend --storage-backend names, under the cache
+// layer), the registry, the filter chain
 // and the transport. Start-up order matters: storage first (the version counter must be
 // raised above everything stored before any write), then the initial namespaces, then
 // the listener, and only then is the server ready.
@@ -8,7 +9,8 @@ import { completeOptions, frontThreadsFor, type ServerOptions } from './options.
 import { availableParallelism } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
-import { Coordinator } from './coordinator/coordinator.js';
+import { createStorage } from './storage/factory.js';
+import { Cacher } from './storage/cacher.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
 import { Router } from './api/router.js';
@@ -53,7 +55,6 @@ import { FrontThreads, claimPort, type FrontThreadData } from './front/front-thr
 import { BodyBudget } from './http/body-budget.js';
 import { ForwardClient, serveForwarded } from './front/forward.js';
 import { handoffFilter } from './front/handoff.js';
-import type { FrontControl } from './coordinator/coordinator.js';
 import type { MessagePort } from 'node:worker_threads';
 import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
@@ -87,7 +88,7 @@ export interface StartedServer {
   /** this thread's request metrics, for the main thread's scrape */
   renderMetrics(): string;
   /** (another front thread) what the main thread tells of shard restarts */
-  control(m: FrontControl): Promise<void>;
+  control(m: unknown): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
   stopListening(): void;
   shutdown(): Promise<void>;
@@ -110,9 +111,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
   const auditor = createAuditor(o.audit, thread?.audit);
   const dataDir = resolve(o.dataDir);
+  // The backend is chosen before anything is written: one that cannot be built stops start-up here.
+  // (the main thread's backend readied what another thread's starts from: Storage.connectFront)
+  const storage = createStorage(o, dataDir, thread && { index: thread.index, data: thread.storage });
   mkdirSync(dataDir, { recursive: true });
   // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
-  // the data dir's entries are the coordinator's layout file and shard directories, the
+  // the data dir's entries are the LMDB backend's layout file and shard directories, the
   // admin token and kubeconfig, the service-account key and the generated certificates
   // (a new file the server writes there joins this list).
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
@@ -126,79 +130,68 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const tokens = new Map(admin.tokens);
   if (o.tokenAuthFile) for (const [t, u] of loadTokenFile(o.tokenAuthFile)) tokens.set(t, u);
 
-  const coord = new Coordinator({
-    dataDir,
-    shardCount: o.shards,
-    shardMap: o.shardMap,
-    retentionMs: o.historyRetentionSeconds * 1000,
-    compactIntervalMs: Math.max(1000, Math.min(60_000, (o.historyRetentionSeconds * 1000) / 5)),
-    treeIntervalMs: o.storageBatchIntervalSeconds * 1000,
-    maxObjectBytes: o.maxObjectSizeBytes,
-    watchCacheCapacity: o.defaultWatchCacheSize,
-    watchCacheSizes: o.watchCacheSizes,
-    front: thread && { index: thread.index, sab: thread.sab, ports: thread.ports },
-  });
+  const cacher = new Cacher(storage, { watchCacheCapacity: o.defaultWatchCacheSize, watchCacheSizes: o.watchCacheSizes });
   setFanoutTick(o.watchFanoutTickMs);
   // The patch engines weigh their results against storage's limit before the write goes on.
   setMaxObjectBytes(o.maxObjectSizeBytes);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
-  await coord.start();
-  const strategies = new StrategyRegistry(coord, {
+  await cacher.start();
+  const strategies = new StrategyRegistry(cacher, {
     serviceClusterIpRange: o.serviceClusterIpRange,
     serviceNodePortRange: o.serviceNodePortRange,
     defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
     defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
   });
   const targets = new Targets(catalog, strategies);
-  const store = new Store(coord);
+  const store = new Store(cacher);
   // The built-in admission plugins read other objects from the front thread's caches.
   const cachedObjects = {
     get: (gr: string, ns: string, name: string) => {
-      const e = coord.cache(gr).items.get(objectKey(ns, name));
+      const e = cacher.cache(gr).items.get(objectKey(ns, name));
       return e ? entryObject(e) : undefined;
     },
-    list: (gr: string, ns: string) => coord.cache(gr).list(ns).map((e) => entryObject(e)),
+    list: (gr: string, ns: string) => cacher.cache(gr).list(ns).map((e) => entryObject(e)),
   };
   store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
-  const crds = new CrdController(store, coord, targets, new CustomResources(catalog));
+  const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
   await (main ? crds.start() : crds.follow());
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   if (main) await namespaces.bootstrap();
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
-  const saController = new ServiceAccountsController(store, coord, targets);
+  const saController = new ServiceAccountsController(store, cacher, targets);
   if (main) await saController.start();
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
-  const apfBootstrap = new FlowControlBootstrap(store, coord, targets);
+  const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
   if (main) await apfBootstrap.start();
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await rbacBootstrap.start();
-  const aggregation = new ClusterRoleAggregation(store, coord, rbacBootstrap.clusterRolesT);
+  const aggregation = new ClusterRoleAggregation(store, cacher, rbacBootstrap.clusterRolesT);
   if (main) await aggregation.start();
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
   const rbac = new RbacResolver({
     objects: (resource) => [...store.cacheOf(rbacTargets[resource]).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp),
   });
-  coord.observe((cache) => {
+  cacher.observe((cache) => {
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
-  const rootCa = new RootCaPublisher(store, coord, targets, cert.caPem);
+  const rootCa = new RootCaPublisher(store, cacher, targets, cert.caPem);
   if (main && controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
   // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
-  const storageProtection = new StorageProtectionController(store, coord, targets, {
+  const storageProtection = new StorageProtectionController(store, cacher, targets, {
     claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
     volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
   });
   if (main) storageProtection.start();
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
-  const quotaController = new ResourceQuotaController(store, coord, targets, cachedObjects);
+  const quotaController = new ResourceQuotaController(store, cacher, targets, cachedObjects);
   if (main && controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
@@ -217,9 +210,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
   }
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
-  const gc = new GarbageCollector(store, coord, catalog, targets);
+  const gc = new GarbageCollector(store, cacher, catalog, targets);
   if (main) gc.start();
-  const sweeper = new GraceSweeper(store, coord, [targets.resolve('', 'v1', 'pods')!]);
+  const sweeper = new GraceSweeper(store, cacher, [targets.resolve('', 'v1', 'pods')!]);
   if (main) sweeper.start();
 
   // Service-account tokens: a signing key generated in the data dir at first start unless
@@ -254,7 +247,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     extraPaths.set('/openid/v1/jwks', (req, res) => sendBody(req, res, 200, 'application/jwk-set+json', jwks, cache));
   }
 
-  const health: HealthState = { ready: false, shuttingDown: false, storage: () => coord.storageProblem() };
+  const health: HealthState = { ready: false, shuttingDown: false, storage: () => storage.storageProblem() };
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   // Either way the seats are the server's: every front thread counts them in one table,
@@ -262,7 +255,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // (shares for the listening front threads and the bulk thread, handoff.ts)
   const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads + 1);
   const apf = o.enablePriorityAndFairness
-    ? new PriorityAndFairness(coord, store, apfBootstrap.fsT, apfBootstrap.plT, {
+    ? new PriorityAndFairness(cacher, store, apfBootstrap.fsT, apfBootstrap.plT, {
         serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
         requestTimeoutSeconds: o.requestTimeoutSeconds,
       }, seats)
@@ -272,7 +265,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const metrics = new RequestMetrics(
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
-      storageObjects: () => coord.objectCounts(),
+      storageObjects: () => cacher.objectCounts(),
       flowControl: apf ? () => apf.snapshot() : undefined,
     },
     new Set(o.disabledMetrics),
@@ -374,7 +367,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       port: listener?.port ?? 0,
       kubeconfigPath,
       handle: (req, res) => chain.handle(req, res),
-      control: (m) => coord.control(m),
+      control: (m) => storage.control?.(m) ?? Promise.resolve(),
       serve,
       renderMetrics: () => metrics.render(),
       stopListening: () => listener?.stopListening(),
@@ -384,7 +377,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           crds.stop();
           listener?.stopListening();
           await auditor?.backend.shutdown();
-          await coord.close();
+          await cacher.close();
           listener?.closeConnections?.();
         })();
         return stopping;
@@ -392,7 +385,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     };
   }
   // (made before the listener opens: the first large write may start the bulk thread)
-  const others = new FrontThreads(o, coord, front.bodyBudget, serve, seats, (port) => {
+  const others = new FrontThreads(o, storage, front.bodyBudget, serve, seats, (port) => {
     if (auditor) serveAudit(port, auditor.backend);
     else port.close();
   });
@@ -407,7 +400,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
-    await coord.close();
+    await cacher.close();
     throw err;
   }
   const url = `https://${advertised}:${listener.port}`;
@@ -442,7 +435,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         listener.stopListening();
         // What the audit backends buffered is written (or sent) before the process exits.
         await auditor?.backend.shutdown();
-        await coord.close();
+        await cacher.close();
       })();
       return stopping;
     },

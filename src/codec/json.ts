@@ -48,7 +48,7 @@ const RV_SLOT = '"resourceVersion":""';
 /**
  * Splits an object's JSON around its resourceVersion value: the object is written in the
  * order above with an empty resourceVersion, and the version goes between head and tail.
- * Runs on the shard worker, for every write (src/coordinator/coordinator.ts sends the object).
+ * Runs on the shard worker, for every write (src/storage/lmdb/lmdb-storage.ts sends the object).
  */
 export function encodeForCommit(obj: Record<string, any>): { head: string; tail: string } {
   // One pass each over the object and its metadata (this runs on every write).

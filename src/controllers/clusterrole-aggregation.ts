@@ -4,11 +4,11 @@
 // are kept this way from the system:aggregate-to-* roles and any role a user labels
 // rbac.authorization.k8s.io/aggregate-to-<role>: "true".
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches. A change
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe). A change
 // to any ClusterRole schedules one pass over the aggregated roles (coalesced per tick); a
 // role's rules are written only when they differ. Writes go through the store without a
 // field manager hook, so they skip the escalation checks a client's write meets.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import { StatusError } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
@@ -32,12 +32,12 @@ export class ClusterRoleAggregation {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     private t: ResourceTarget,
   ) {}
 
   async start(): Promise<void> {
-    this.coord.observe((cache) => {
+    this.cacher.observe((cache) => {
       if (cache.gr === this.t.gr) this.schedule();
     });
     await this.syncAll();

@@ -7,9 +7,9 @@
 //   - a deleted mandatory object (exempt, catch-all) is created again at once;
 //   - every FlowSchema's Dangling condition says whether its priority level exists.
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches as the
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe) as the
 // other in-process controllers are. Writes go through the generic store, so watchers see them.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
@@ -39,7 +39,7 @@ export class FlowControlBootstrap {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     targets: Targets,
   ) {
     this.fsT = targets.resolve(GROUP, 'v1', 'flowschemas')!;
@@ -47,7 +47,7 @@ export class FlowControlBootstrap {
   }
 
   async start(): Promise<void> {
-    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    this.cacher.observe((cache, evs) => this.onEvents(cache, evs));
     // Levels first, so that the schemas are not dangling when they appear.
     for (const o of [...mandatoryPriorityLevels(), ...suggestedPriorityLevels()]) await this.ensure(this.plT, o);
     for (const o of [...mandatoryFlowSchemas(), ...suggestedFlowSchemas()]) await this.ensure(this.fsT, o);

@@ -6,11 +6,11 @@
 //   - `foregroundDeletion`: the owner's dependents are deleted (in the foreground too), and
 //     once none with blockOwnerDeletion is left the finalizer goes, and the owner with it.
 //
-// Thread ownership: the front thread. It is driven by the watch caches: the coordinator
+// Thread ownership: the front thread. It is driven by the watch caches: the cache layer
 // hands it every committed batch (after the watchers), it keeps an index from owner uid to
 // dependents, and it works through a queue of objects to look at again. Every write it
 // makes goes through the generic store, so it is seen by watchers like any other.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Catalog } from '../api/catalog.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
@@ -66,7 +66,7 @@ export class GarbageCollector {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     private catalog: Catalog,
     private targets: Targets,
   ) {
@@ -95,12 +95,12 @@ export class GarbageCollector {
 
   /** Indexes what is stored, queues what a restart left unfinished, then follows every commit. */
   start(): void {
-    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    this.cacher.observe((cache, evs) => this.onEvents(cache, evs));
     // What is stored is indexed in slices of START_SLICE_MS, one per turn of the event
     // loop: start-up (and readiness) does not wait for a look at every object, as kube's
     // garbage collector builds its graph from its informers in the background. A commit
     // meanwhile is seen at once (above); the slices read each object as it is then.
-    const pending = this.coord.resourceTypes().map((gr) => ({ gr, it: this.coord.cache(gr).items.values() }));
+    const pending = this.cacher.resourceTypes().map((gr) => ({ gr, it: this.cacher.cache(gr).items.values() }));
     const slice = () => {
       if (this.stopped) return;
       const until = performance.now() + START_SLICE_MS;

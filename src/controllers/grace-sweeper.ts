@@ -3,8 +3,8 @@
 // confirms with a delete of grace 0. With no kubelet here, this sweeper makes that delete
 // when the period ends; a node agent that confirms earlier simply gets there first.
 //
-// Thread ownership: the front thread, driven by the pods cache through the coordinator.
-import type { Coordinator } from '../coordinator/coordinator.js';
+// Thread ownership: the front thread, driven by the pods cache through the cache layer (Cacher.observe).
+import type { Cacher } from '../storage/cacher.js';
 import { entryObject, HINT_DELETION_TIMESTAMP, mayHold, type CacheEntry } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 
@@ -15,14 +15,14 @@ export class GraceSweeper {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     private targets: ResourceTarget[],
   ) {}
 
   start(): void {
     const grs = new Map(this.targets.map((t) => [t.gr, t]));
     for (const t of this.targets) for (const e of this.store.cacheOf(t).items.values()) this.track(t, e, false);
-    this.coord.observe((cache, evs) => {
+    this.cacher.observe((cache, evs) => {
       const t = grs.get(cache.gr);
       if (!t) return;
       for (const ev of evs) this.track(t, ev.entry, ev.type === 'DELETED');

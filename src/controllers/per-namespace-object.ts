@@ -3,9 +3,9 @@
 // each namespace that appears, and the namespace of an event on its object that needs a
 // resync. A subclass says which object and how to make it right (template method).
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches.
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe).
 // Writes go through the generic store, so watchers see them.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type CacheEntry, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
@@ -19,7 +19,7 @@ export abstract class PerNamespaceObjectController {
 
   constructor(
     protected store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     targets: Targets,
     objectResource: string,
     /** the name of the object in each namespace */
@@ -33,7 +33,7 @@ export abstract class PerNamespaceObjectController {
 
   /** Syncs every existing namespace, then follows changes. */
   async start(): Promise<void> {
-    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    this.cacher.observe((cache, evs) => this.onEvents(cache, evs));
     await Promise.all([...this.store.cacheOf(this.nsT).items.values()].map((e) => this.sync(e.name)));
   }
 

@@ -4,9 +4,9 @@
 // change or go. The admission check itself (src/admission/resource-quota.ts) computes
 // usage afresh and does not wait for this.
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches;
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe);
 // recalculations of one namespace are batched to one per turn of the event loop.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
@@ -24,7 +24,7 @@ export class ResourceQuotaController {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     targets: Targets,
     private objects: ObjectSource,
   ) {
@@ -32,7 +32,7 @@ export class ResourceQuotaController {
   }
 
   start(): void {
-    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    this.cacher.observe((cache, evs) => this.onEvents(cache, evs));
     for (const e of this.store.cacheOf(this.rqT).items.values()) this.mark(e.ns);
   }
 

@@ -4,9 +4,9 @@
 // projects into pods. Created with the namespace (the initial ones at start), again when
 // deleted, and put back when its data is changed.
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches as the
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe) as the
 // ServiceAccount controller is. Writes go through the generic store, so watchers see them.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import { entryObject, type CacheEntry, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { Store } from '../registry/store.js';
@@ -20,11 +20,11 @@ const DESCRIPTION =
 export class RootCaPublisher extends PerNamespaceObjectController {
   constructor(
     store: Store,
-    coord: Coordinator,
+    cacher: Cacher,
     targets: Targets,
     private caPem: string,
   ) {
-    super(store, coord, targets, 'configmaps', ROOT_CA_CONFIGMAP, 'root-ca-cert-publisher');
+    super(store, cacher, targets, 'configmaps', ROOT_CA_CONFIGMAP, 'root-ca-cert-publisher');
   }
 
   protected resyncOn(type: WatchEvent['type']): boolean {

@@ -2,9 +2,9 @@
 // namespace has a ServiceAccount named `default`. It is created when a namespace appears
 // (the initial ones included) and again when it is deleted while its namespace lives on.
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches as the
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe) as the
 // garbage collector is. Creates go through the generic store, so watchers see them.
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { Store } from '../registry/store.js';
@@ -13,8 +13,8 @@ import { PerNamespaceObjectController } from './per-namespace-object.js';
 const DEFAULT_NAME = 'default';
 
 export class ServiceAccountsController extends PerNamespaceObjectController {
-  constructor(store: Store, coord: Coordinator, targets: Targets) {
-    super(store, coord, targets, 'serviceaccounts', DEFAULT_NAME, 'serviceaccounts controller');
+  constructor(store: Store, cacher: Cacher, targets: Targets) {
+    super(store, cacher, targets, 'serviceaccounts', DEFAULT_NAME, 'serviceaccounts controller');
   }
 
   protected resyncOn(type: WatchEvent['type']): boolean {

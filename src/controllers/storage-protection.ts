@@ -11,8 +11,8 @@
 // not hold it) that has not finished (phase Succeeded or Failed) and names the claim in a
 // persistentVolumeClaim volume or through a generic ephemeral volume (<pod>-<volume>).
 //
-// Thread ownership: the front thread, driven by the coordinator's committed batches.
-import type { Coordinator } from '../coordinator/coordinator.js';
+// Thread ownership: the front thread, driven by the cache layer's committed batches (Cacher.observe).
+import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import { StatusError } from '../errors.js';
 import { entryObject, type CacheEntry, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
@@ -43,7 +43,7 @@ export class StorageProtectionController {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     targets: Targets,
     private enabled = { claims: true, volumes: true },
   ) {
@@ -53,7 +53,7 @@ export class StorageProtectionController {
   }
 
   start(): void {
-    this.coord.observe((cache, evs) => this.onEvents(cache, evs));
+    this.cacher.observe((cache, evs) => this.onEvents(cache, evs));
     for (const e of this.store.cacheOf(this.pvcT).items.values()) this.checkClaim(e.ns, e.name);
     for (const e of this.store.cacheOf(this.pvT).items.values()) this.checkVolume(e.name);
   }

@@ -20,7 +20,7 @@
 // levels' queues, the counters) except the seat counts, which every front thread shares.
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import type { Store, ResourceTarget } from '../registry/store.js';
 import { TooManyRequestsError, type RejectReason } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
@@ -64,7 +64,7 @@ export class PriorityAndFairness {
 
   /** `seats`: the table the front threads share; without one, this thread's own (as in unit tests) */
   constructor(
-    coord: Coordinator,
+    cacher: Cacher,
     store: Store,
     fsT: ResourceTarget,
     plT: ResourceTarget,
@@ -75,7 +75,7 @@ export class PriorityAndFairness {
     const objects = (t: ResourceTarget) => [...store.cacheOf(t).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp);
     this.classifier = new Classifier(() => ({ schemas: objects(fsT), levels: objects(plT) }));
     this.classifier.onRebuild = (levels) => this.reconfigure(levels);
-    coord.observe((cache) => {
+    cacher.observe((cache) => {
       if (cache.gr === fsT.gr || cache.gr === plT.gr) this.classifier.invalidate();
     });
   }

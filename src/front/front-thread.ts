@@ -22,8 +22,7 @@ function requestBulkPort(): Promise<MessagePort> {
 try {
   const server = await startServer(data.options, {
     index: data.index,
-    sab: data.sab,
-    ports: data.ports,
+    storage: data.storage,
     listenPort: data.listenPort,
     bodyBudget: data.bodyBudget,
     toMain: data.toMain,

@@ -11,7 +11,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { ServerOptions } from '../options.js';
-import type { Coordinator, FrontControl } from '../coordinator/coordinator.js';
+import type { Storage } from '../storage/interface.js';
 import { ForwardClient } from './forward.js';
 import type { SharedSeats } from '../flowcontrol/shared-seats.js';
 
@@ -23,7 +23,8 @@ const STOP_MS = 10_000;
 
 /** main -> front thread */
 export type ToFrontThread =
-  | { t: 'control'; id: number; m: FrontControl }
+  /** news from the main thread's storage for this thread's (Storage.connectFront, control) */
+  | { t: 'control'; id: number; m: unknown }
   | { t: 'stop' }
   /** (to the bulk thread) serve the requests forwarded over this port */
   | { t: 'serve'; port: MessagePort }
@@ -46,10 +47,8 @@ export interface FrontThreadData {
   options: ServerOptions;
   /** 1..N-1 (0 is the main thread); N is the bulk thread */
   index: number;
-  /** the coordinator's shared state (the resourceVersion counter, the shards' marks) */
-  sab: SharedArrayBuffer;
-  /** one per shard, attached to its worker by the main thread's coordinator */
-  ports: MessagePort[];
+  /** what this thread's storage starts from (Storage.connectFront; LMDB: the shared counters and a port per shard) */
+  storage: unknown;
   /** the port the main thread listens on; 0: no listener on this thread */
   listenPort: number;
   /** the count of the request bodies in flight, which every front thread charges (BodyBudget) */
@@ -85,7 +84,7 @@ export class FrontThreads {
 
   constructor(
     private options: ServerOptions,
-    private coord: Coordinator,
+    private storage: Storage,
     private bodyBudget: SharedArrayBuffer,
     /** serves, on the main thread, the requests another thread forwards over the port */
     private serve: (port: MessagePort) => void,
@@ -165,7 +164,7 @@ export class FrontThreads {
     /** control messages the thread has not yet said it acted on */
     const controls = new Map<number, () => void>();
     let nextControl = 1;
-    const ports = this.coord.connectFront(
+    const link = this.storage.connectFront?.(
       (m, transfer) =>
         new Promise<void>((done) => {
           const id = nextControl++;
@@ -178,14 +177,14 @@ export class FrontThreads {
             done();
           }
         }),
-    );
+    ) ?? { data: undefined, transfer: [] };
     const toMain = new MessageChannel();
     this.serve(toMain.port1);
     const audit = new MessageChannel();
     this.serveAudit?.(audit.port1);
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, sab: this.coord.shared.sab, ports, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
-      transferList: [...ports, toMain.port2, audit.port2],
+      workerData: { options: this.options, index, storage: link.data, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
+      transferList: [...link.transfer, toMain.port2, audit.port2],
     });
     this.workers.push(worker);
     return new Promise((resolve, reject) => {

@@ -15,6 +15,6 @@ export async function handleDeleteCollection(c: HandlerContext): Promise<void> {
     ]);
   }
   const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d);
-  const rv = c.store.coord.freshRv(c.store.cacheOf(c.target).shard);
+  const rv = c.store.storage.freshRv(c.target.gr);
   sendEncoded(c, 200, repr, encodeList(deleted.map((json) => ({ json })), { resourceVersion: String(rv) }, repr, encodeContextOf(c, repr)));
 }

@@ -2,8 +2,9 @@
 //
 //   resourceVersion unset  get state (consistent), then changes: synthetic ADDED first
 //   resourceVersion "0"    get state (any), then changes
-//   resourceVersion N      start exactly after N: replay from the cache's ring, or from the
-//                          shard's revision log when the ring no longer reaches back to N;
+//   resourceVersion N      start exactly after N: replay from the cache's ring, or from
+//                          storage's revision history when the ring no longer reaches back
+//                          to N (the cache layer chooses: Cacher.replay);
 //                          410 (an ERROR event in the stream) when N is compacted away
 //   sendInitialEvents=true (with resourceVersionMatch=NotOlderThan): the state at least as
 //                          new as N (or consistent, when N is unset) as ADDED events, then a
@@ -21,7 +22,8 @@
 // kube 1.33 would refuse with 422 (README, --feature-gates).
 //
 // Everything between choosing the start version and registering the watcher runs without
-// an await, so no committed event can slip between the replay and the live stream.
+// an await (with a backend that reads history from memory, as LMDB does), so no committed
+// event can slip between the replay and the live stream.
 import { randomInt } from 'node:crypto';
 import { listOptions, timeoutSecondsParam } from '../request/query.js';
 import { exactField } from '../request/selectors.js';
@@ -30,9 +32,7 @@ import { convertFieldSelector } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
 import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
-import { entryAs, initialFrames, splitKey, type WatchEvent } from '../../workers/watch/watch-cache.js';
-import { eventsBetween } from '../../workers/shard/reader.js';
-import { looksLikeObject } from '../coordinator/coordinator.js';
+import { entryAs, initialFrames, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
@@ -76,8 +76,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     if (exactField(fields, 'metadata.name') !== info.name) throw errors.badRequest("fieldSelector metadata.name doesn't match requested name");
   }
   const cache = store.cacheOf(target);
-  const shard = cache.shard;
-  const coord = store.coord;
+  const gr = target.gr;
+  const storage = store.storage;
   const name = info.name || exactField(fields, 'metadata.name') || '';
   const minTimeout = c.limits.minRequestTimeoutSeconds;
   // 0 is "unset" for kube (a random timeout); a negative value ends the watch at once, there too.
@@ -99,7 +99,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     throw err;
   }
 
-  // ---- from here on, synchronous until the watcher is registered ----
+  // ---- from here on, synchronous until the watcher is registered (with a backend that
+  // reads history from memory, as LMDB does; one that answers later is awaited where noted) ----
   const watcher = new Watcher({
     gr: target.gr,
     ns: info.namespace,
@@ -113,11 +114,14 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     bookmarks: opts.allowWatchBookmarks,
     apiVersion: apiVersionOf(target),
     kind: target.info.kind,
-    freshRv: () => coord.freshRv(shard),
+    freshRv: () => storage.freshRv(gr),
   });
   if (initial) {
-    const at = coord.freshRv(shard);
-    for (const e of store.currentEntries(target, info.namespace, name)) {
+    const at = storage.freshRv(gr);
+    let current = store.currentEntries(target, info.namespace, name);
+    // (a backend read over the network, with the type's cache off: see below for the caveat)
+    if (current instanceof Promise) current = await current;
+    for (const e of current) {
       if (!watcher.matches(e)) continue;
       if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
       else initialFrames(e, watcher.outbox);
@@ -125,9 +129,9 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     watcher.rv = at;
     if (opts.sendInitialEvents) watcher.bookmark(true);
   } else if (legacyStart) {
-    watcher.rv = coord.freshRv(shard);
+    watcher.rv = storage.freshRv(gr);
   } else {
-    const compacted = coord.compactedRv(shard);
+    const compacted = storage.compactedRv(gr);
     if (startRv < compacted) {
       c.res.startStream(200, headers);
       c.res.cork(() => {
@@ -141,27 +145,19 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     }
     // A version not reached yet is fine: events up to it are skipped as they arrive.
     watcher.rv = startRv;
-    let replay = cache.eventsAfter(startRv);
-    if (replay === null) {
-      // The ring starts after startRv: the older part comes from the revision log.
-      const older = eventsBetween(coord.records(shard, cache.startRv), target.gr, startRv, cache.startRv, watcher.filtered).map((s): WatchEvent => {
-        const [ns, nm] = splitKey(s.key);
-        const ev: WatchEvent = { rv: s.rv, type: s.type, entry: { key: s.key, ns, name: nm, rv: s.rv, json: s.json } };
-        if (s.prevJson) ev.prev = { key: s.key, ns, name: nm, rv: s.prevRv, json: s.prevJson };
-        return ev;
-      });
+    // From the ring, else from storage's history then the ring (the cache layer chooses).
+    let replay = store.cacher.replay(gr, startRv, watcher.filtered);
+    if (replay instanceof Promise) replay = await replay;
+    if (!Array.isArray(replay)) {
       // Stored bytes that cannot be decoded end the watch with an error, as kube's watch does;
       // they never reach the client.
-      const bad = older.find((e) => !looksLikeObject(e.entry.json));
-      if (bad) {
-        c.res.startStream(200, headers);
-        c.res.cork(() => {
-          c.res.write(errorFrame(500, 'InternalError', `Internal error occurred: ${decodeProblem(bad.entry.json)}`, repr));
-          c.res.end();
-        });
-        return;
-      }
-      replay = older.concat(cache.eventsAfter(cache.startRv) ?? []);
+      const bad = replay.corrupt;
+      c.res.startStream(200, headers);
+      c.res.cork(() => {
+        c.res.write(errorFrame(500, 'InternalError', `Internal error occurred: ${decodeProblem(bad)}`, repr));
+        c.res.end();
+      });
+      return;
     }
     for (const ev of replay) watcher.enqueue(ev);
   }

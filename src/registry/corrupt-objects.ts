@@ -1,7 +1,7 @@
 // Objects whose stored bytes cannot be decoded (KEP-3926, spec 3.1), as kube-apiserver 1.33
 // reports and removes them.
 //
-// The coordinator keeps such objects out of the caches at start-up (coordinator.corruptOf),
+// The cache layer keeps such objects out of the caches at start-up (Cacher.corruptOf),
 // so that the server starts and every other object is served. Here:
 //   - a get (and an update, patch or normal delete, which read the object first) fails with
 //     500 InternalError naming the object's storage key;
@@ -12,11 +12,11 @@
 //     that is readable (or absent) the option is refused with 422.
 //
 // Thread ownership: everything here runs on the front thread; the corrupt set belongs to the
-// coordinator, which also lives there.
+// cache layer (src/storage/cacher.ts), which also lives there.
 import { errors, StatusError, StatusReason, qualifiedResource } from '../errors.js';
 import { features } from '../features.js';
-import { looksLikeObject, WriteRejected, type Coordinator, type CorruptObject } from '../coordinator/coordinator.js';
-import { Expect } from '../../workers/shard/protocol.js';
+import { looksLikeObject, type Cacher } from '../storage/cacher.js';
+import { WriteRejected, type CorruptObject } from '../storage/interface.js';
 import type { ResourceTarget } from './store.js';
 
 const GATE = 'AllowUnsafeMalformedObjectDeletion';
@@ -63,8 +63,8 @@ function storageErrorText(t: ResourceTarget, key: string, c: CorruptObject): str
   return `StorageError: corrupt object, Code: ${ERR_CODE_CORRUPT}, Key: ${storageKey(t, key)}, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=${c.rv}: ${decodeProblem(c.bytes)}`;
 }
 
-function corruptOne(coord: Coordinator, t: ResourceTarget, key: string): CorruptObject | undefined {
-  return coord.corruptOf(t.gr)?.get(key);
+function corruptOne(cacher: Cacher, t: ResourceTarget, key: string): CorruptObject | undefined {
+  return cacher.corruptOf(t.gr)?.get(key);
 }
 
 /** The error for reading one corrupt object, as kube words it with the gate on and off. */
@@ -74,8 +74,8 @@ function readError(t: ResourceTarget, key: string, c: CorruptObject): StatusErro
 }
 
 /** Throws when the object ns/name is stored but cannot be decoded. For the "not in the cache" paths. */
-export function throwIfCorrupt(coord: Coordinator, t: ResourceTarget, ns: string, name: string): void {
-  const m = coord.corruptOf(t.gr);
+export function throwIfCorrupt(cacher: Cacher, t: ResourceTarget, ns: string, name: string): void {
+  const m = cacher.corruptOf(t.gr);
   if (!m) return;
   const key = objectKeyOf(ns, name);
   const c = m.get(key);
@@ -83,8 +83,8 @@ export function throwIfCorrupt(coord: Coordinator, t: ResourceTarget, ns: string
 }
 
 /** Throws when a list of namespace ns ("" = all) would include a corrupt object. */
-export function checkListable(coord: Coordinator, t: ResourceTarget, ns: string): void {
-  const m = coord.corruptOf(t.gr);
+export function checkListable(cacher: Cacher, t: ResourceTarget, ns: string): void {
+  const m = cacher.corruptOf(t.gr);
   if (!m) return;
   const prefix = ns === '' ? '' : ns + '/';
   const keys = [...m.keys()].filter((k) => k.startsWith(prefix)).sort();
@@ -114,9 +114,9 @@ export function checkStoredBytes(t: ResourceTarget, key: string, rv: number, byt
  * storage without reading it. What is written as its last state (the tombstone watchers and
  * history see) is a stub that names it; the undecodable bytes never reach a client.
  */
-export async function unsafeDelete(coord: Coordinator, t: ResourceTarget, ns: string, name: string): Promise<void> {
+export async function unsafeDelete(cacher: Cacher, t: ResourceTarget, ns: string, name: string): Promise<void> {
   const key = objectKeyOf(ns, name);
-  const c = corruptOne(coord, t, key);
+  const c = corruptOne(cacher, t, key);
   if (!c) {
     // kube-apiserver reads the object first: readable or absent, the option is refused.
     throw errors.invalid(t.groupResource.resource, t.groupResource.group, name, [
@@ -128,10 +128,10 @@ export async function unsafeDelete(coord: Coordinator, t: ResourceTarget, ns: st
   const head = `{"kind":${JSON.stringify(t.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta}`;
   const stub = { kind: t.info.kind, apiVersion, metadata: t.info.namespaced ? { name, namespace: ns } : { name } };
   try {
-    await coord.write({ type: 'DELETED', gr: t.gr, key, expect: c.rv, head, tail: '"}}' }, stub);
+    await cacher.storage.write({ type: 'DELETED', gr: t.gr, key, expect: c.rv, head, tail: '"}}' }, stub);
   } catch (e) {
     // Gone already (another unsafe delete won the race): the object is removed all the same.
     if (!(e instanceof WriteRejected && e.failure === 'notfound')) throw e;
   }
-  coord.corruptOf(t.gr)?.delete(key);
+  cacher.corruptOf(t.gr)?.delete(key);
 }

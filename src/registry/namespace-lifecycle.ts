@@ -14,8 +14,7 @@ import type { Targets } from '../api/targets.js';
 import { nowTimestamp, objectKey, type DeleteOptions, type ResourceTarget, type Store } from './store.js';
 import { orderedObject } from '../codec/json.js';
 import { checkPreconditions } from './deletion.js';
-import { WriteRejected } from '../coordinator/coordinator.js';
-import type { EventType } from '../../workers/shard/protocol.js';
+import { WriteRejected, type ChangeType as EventType } from '../storage/interface.js';
 
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 const UNDELETABLE = new Set(['default', 'kube-system', 'kube-public']);
@@ -63,7 +62,7 @@ export class NamespaceLifecycle {
   private async write(cur: CacheEntry, obj: any, type: EventType): Promise<Buffer> {
     const t = this.nsTarget();
     delete obj.metadata.resourceVersion;
-    const r = await this.store.coord.write({ type, gr: t.gr, key: cur.key, expect: cur.rv, obj }, obj);
+    const r = await this.store.storage.write({ type, gr: t.gr, key: cur.key, expect: cur.rv, obj }, obj);
     return r.json;
   }
 

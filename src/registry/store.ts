@@ -11,11 +11,9 @@ import { podSubresourceView, validatePodSubresourceUpdate } from './pod-subresou
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { errors, isObjectTooLarge, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
-import { WriteRejected } from '../coordinator/coordinator.js';
-import { Expect, type EventType } from '../../workers/shard/protocol.js';
+import type { Cacher } from '../storage/cacher.js';
+import { Expect, WriteRejected, type ChangeType as EventType, type MaybePromise, type Storage, type StoredObject } from '../storage/interface.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
-import { getAt, listAt, objectsAt } from '../../workers/shard/reader.js';
 import { orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
@@ -178,7 +176,12 @@ export class Store {
    */
   admission?: AdmissionChain;
 
-  constructor(readonly coord: Coordinator) {}
+  /** the storage backend under the caches: writes, and reads of the revision history */
+  readonly storage: Storage;
+
+  constructor(readonly cacher: Cacher) {
+    this.storage = cacher.storage;
+  }
 
   private admissionAttrs(t: ResourceTarget, operation: 'CREATE' | 'UPDATE', subresource: string, ns: string, obj: any, old: any, dryRun: boolean, warnings?: string[]): AdmissionAttributes {
     return { operation, info: t.info, groupResource: t.groupResource, subresource, namespace: ns, name: obj.metadata.name, obj, old, dryRun, warnings };
@@ -189,7 +192,7 @@ export class Store {
   }
 
   cacheOf(t: ResourceTarget): ResourceCache {
-    return this.coord.cache(t.gr);
+    return this.cacher.cache(t.gr);
   }
 
   // ---------------------------------------------------------------- reads
@@ -197,17 +200,17 @@ export class Store {
   /** Waits until the cache is at least as new as rv, or throws 504 "Too large resource version". */
   async ensureFresh(t: ResourceTarget, rv: number): Promise<number> {
     const cache = this.cacheOf(t);
-    const shard = cache.shard;
+    const gr = cache.gr;
     // Without a watch cache kube reads etcd, which refuses a version it has not reached at
     // once (validateMinimumResourceVersion), with no retry hint; only the cacher waits.
     // (Versions are global: one not handed out yet by any shard is the one not reached.)
-    if (!this.cacheServes(cache) && rv > this.coord.shared.currentRv()) {
-      throw errors.tooLargeResourceVersion(rv, this.coord.shared.currentRv(), 0);
+    if (!this.cacheServes(cache) && rv > this.storage.currentRv(gr)) {
+      throw errors.tooLargeResourceVersion(rv, this.storage.currentRv(gr), 0);
     }
-    if (!(await this.coord.waitFresh(shard, rv, TOO_LARGE_RV_WAIT_MS))) {
-      throw errors.tooLargeResourceVersion(rv, this.coord.freshRv(shard));
+    if (!(await this.storage.waitFresh(gr, rv, TOO_LARGE_RV_WAIT_MS))) {
+      throw errors.tooLargeResourceVersion(rv, this.storage.freshRv(gr));
     }
-    return this.coord.freshRv(shard);
+    return this.storage.freshRv(gr);
   }
 
   /**
@@ -215,7 +218,7 @@ export class Store {
    * is the shard's last committed version; a batch still in flight is not waited for.
    */
   ensureLatest(t: ResourceTarget): Promise<number> {
-    return this.ensureFresh(t, this.coord.committedRv(this.cacheOf(t).shard));
+    return this.ensureFresh(t, this.storage.committedRv(t.gr));
   }
 
   /**
@@ -226,8 +229,8 @@ export class Store {
     const cache = this.cacheOf(t);
     if (!this.cacheServes(cache)) return null; // its cache is off: get() reads storage
     if (rvParam === '') {
-      if (this.coord.freshRv(cache.shard) < this.coord.committedRv(cache.shard)) return null;
-    } else if (rvParam !== '0' && this.coord.freshRv(cache.shard) < parseRv(rvParam)) return null;
+      if (this.storage.freshRv(cache.gr) < this.storage.committedRv(cache.gr)) return null;
+    } else if (rvParam !== '0' && this.storage.freshRv(cache.gr) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
     if (!e) this.missing(t, ns, name);
     return viewFor(t, e);
@@ -235,7 +238,7 @@ export class Store {
 
   /** 404 for an object that is not there; 500 for one that is stored but cannot be decoded. */
   private missing(t: ResourceTarget, ns: string, name: string): never {
-    throwIfCorrupt(this.coord, t, ns, name);
+    throwIfCorrupt(this.cacher, t, ns, name);
     throw errors.notFound(t.groupResource, name);
   }
 
@@ -248,8 +251,8 @@ export class Store {
     let e: CacheEntry | undefined;
     if (this.cacheServes(cache)) e = cache.items.get(key);
     else {
-      const rv = this.coord.freshRv(cache.shard);
-      const s = getAt(this.coord.history(t.gr, rv), key, rv);
+      const rv = this.storage.freshRv(cache.gr);
+      const s = await this.storage.getAt(t.gr, key, rv);
       if (s) checkStoredBytes(t, key, s.rv, s.json);
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
@@ -266,7 +269,7 @@ export class Store {
   async list(t: ResourceTarget, ns: string, o: ListOptions): Promise<ListResult> {
     validateListOptions(o, false);
     const fields = convertFieldSelector(t.selectorGr ?? t.gr, o.fields);
-    checkListable(this.coord, t, ns);
+    checkListable(this.cacher, t, ns);
     const cache = this.cacheOf(t);
     const hasSelector = o.labels !== null || fields !== null;
     let atRv: number | null = null;
@@ -279,7 +282,7 @@ export class Store {
       if (tok.rv < 0) {
         await this.ensureLatest(t);
       } else {
-        if ((tok.t !== undefined && Date.now() - tok.t > CONTINUE_TTL_MS) || tok.rv < this.coord.compactedRv(cache.shard)) {
+        if ((tok.t !== undefined && Date.now() - tok.t > CONTINUE_TTL_MS) || tok.rv < this.storage.compactedRv(cache.gr)) {
           throw errors.continueExpired(encodeContinue(-1, start));
         }
         atRv = tok.rv;
@@ -291,7 +294,7 @@ export class Store {
       const rv = parseRv(o.resourceVersion);
       const exact = o.resourceVersionMatch === 'Exact' || (o.resourceVersionMatch === '' && o.limit > 0);
       if (exact) {
-        if (rv < this.coord.compactedRv(cache.shard)) throw errors.expired('The resourceVersion for the provided list is too old.');
+        if (rv < this.storage.compactedRv(cache.gr)) throw errors.expired('The resourceVersion for the provided list is too old.');
         await this.ensureFresh(t, rv);
         atRv = rv;
       } else {
@@ -307,7 +310,7 @@ export class Store {
     // Entries straight from the cache's current state come with their bytes pre-joined.
     let fromCache = false;
     if (atRv === null) {
-      listRv = this.coord.freshRv(cache.shard);
+      listRv = this.storage.freshRv(cache.gr);
       fromCache = this.cacheServes(cache);
       if (fromCache) entries = cache.list(ns);
     } else {
@@ -350,17 +353,17 @@ export class Store {
     } else {
       // One pass over the history read: the objects of the chunk are checked and taken, the
       // rest of the range only counted (etcd counts it from its keys alone).
-      const stored = objectsAt(this.coord.history(t.gr, listRv), listRv, ns, start);
-      for (const s of stored) {
+      const stored = (await this.storage.rangeAt(t.gr, listRv, ns, start))[Symbol.iterator]();
+      for (let r = stored.next(); !r.done; r = stored.next()) {
         if (o.limit > 0 && items.length >= o.limit) {
           more = true;
           if (!hasSelector) {
             remaining = 1;
-            for (const _ of stored) remaining++;
+            while (!stored.next().done) remaining++;
           }
           break;
         }
-        accept(this.storedEntry(t, s));
+        accept(this.storedEntry(t, r.value));
       }
     }
     if (o.limit > 0 && more) {
@@ -374,17 +377,18 @@ export class Store {
    * The current objects of one namespace ("" = all), or the one named, as of the version
    * the cache has caught up to: from the cache, or from storage when its cache is off.
    */
-  currentEntries(t: ResourceTarget, ns: string, name = ''): CacheEntry[] {
+  currentEntries(t: ResourceTarget, ns: string, name = ''): MaybePromise<CacheEntry[]> {
     const cache = this.cacheOf(t);
     if (this.cacheServes(cache)) {
       if (!name) return cache.list(ns);
       const e = cache.items.get(objectKey(ns, name));
       return e ? [e] : [];
     }
-    const rv = this.coord.freshRv(cache.shard);
+    const rv = this.storage.freshRv(cache.gr);
     if (!name) return this.storageList(t, ns, rv);
-    const s = getAt(this.coord.history(t.gr, rv), objectKey(ns, name), rv);
-    return s ? [{ key: s.key, ns, name, rv: s.rv, json: s.json }] : [];
+    const one = (s: StoredObject | undefined): CacheEntry[] => (s ? [{ key: s.key, ns, name, rv: s.rv, json: s.json }] : []);
+    const s = this.storage.getAt(t.gr, objectKey(ns, name), rv);
+    return s instanceof Promise ? s.then(one) : one(s);
   }
 
   /** Whether reads of this type come from its watch cache (--watch-cache, --watch-cache-sizes). */
@@ -393,10 +397,14 @@ export class Store {
   }
 
   /** The objects of one namespace ("" = all) at rv, from the shard's revision history. */
-  private storageList(t: ResourceTarget, ns: string, rv: number): CacheEntry[] {
-    const out: CacheEntry[] = [];
-    for (const s of listAt(this.coord.history(t.gr, rv), rv, ns)) out.push(this.storedEntry(t, s));
-    return out;
+  private storageList(t: ResourceTarget, ns: string, rv: number): MaybePromise<CacheEntry[]> {
+    const all = (stored: Iterable<StoredObject>): CacheEntry[] => {
+      const out: CacheEntry[] = [];
+      for (const s of stored) out.push(this.storedEntry(t, s));
+      return out;
+    };
+    const stored = this.storage.rangeAt(t.gr, rv, ns, '');
+    return stored instanceof Promise ? stored.then(all) : all(stored);
   }
 
   private storedEntry(t: ResourceTarget, s: { key: string; rv: number; json: Buffer }): CacheEntry {
@@ -408,7 +416,7 @@ export class Store {
   // ---------------------------------------------------------------- writes
 
   private namespaceEntry(ns: string): CacheEntry | undefined {
-    return this.coord.cache('namespaces').items.get(objectKey('', ns));
+    return this.cacher.cache('namespaces').items.get(objectKey('', ns));
   }
 
   /**
@@ -424,13 +432,12 @@ export class Store {
    * as kube's updates read etcd. Nothing to wait for in the usual case (undefined: no promise).
    */
   private catchUp(cache: ResourceCache): Promise<boolean> | undefined {
-    const committed = this.coord.committedRv(cache.shard);
-    return this.coord.freshRv(cache.shard) < committed ? this.coord.waitFresh(cache.shard, committed, TOO_LARGE_RV_WAIT_MS) : undefined;
+    const committed = this.storage.committedRv(cache.gr);
+    return this.storage.freshRv(cache.gr) < committed ? this.storage.waitFresh(cache.gr, committed, TOO_LARGE_RV_WAIT_MS) : undefined;
   }
 
   private async namespaceLookup(): Promise<void> {
-    const shard = this.coord.cache('namespaces').shard;
-    await this.coord.waitFresh(shard, this.coord.committedRv(shard), NAMESPACE_LOOKUP_MS);
+    await this.storage.waitFresh('namespaces', this.storage.committedRv('namespaces'), NAMESPACE_LOOKUP_MS);
   }
 
   private checkNamespace(t: ResourceTarget, ns: string, creating: boolean, name = ''): void {
@@ -466,8 +473,8 @@ export class Store {
   /** Commits obj as a write of `type`, with the precondition `expect`. */
   private commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<{ rv: number; json: Buffer }> {
     const stored = t.conv ? t.conv.toStorage(obj) : obj;
-    const written = this.coord.write({ type, gr: t.gr, key: objectKey(ns, name), expect, obj: stored }, stored);
-    // The storage version's answer is the coordinator's own promise: no extra promise and turn.
+    const written = this.storage.write({ type, gr: t.gr, key: objectKey(ns, name), expect, obj: stored }, stored);
+    // The storage version's answer is the storage's own promise: no extra promise and turn.
     const conv = t.conv;
     return conv ? written.then(({ rv, json }) => ({ rv, json: convertedJson(conv, json) })) : written;
   }
@@ -634,7 +641,7 @@ export class Store {
       const cur = viewFor(t, cache.items.get(key));
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
-          throwIfCorrupt(this.coord, t, ns, name);
+          throwIfCorrupt(this.cacher, t, ns, name);
           return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields });
         }
         this.missing(t, ns, name);
@@ -874,8 +881,8 @@ export class Store {
   }
 
   /** The state of one object at an older version, from the revision history. */
-  getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Buffer | undefined {
-    const json = getAt(this.coord.history(t.gr, rv), objectKey(ns, name), rv)?.json;
+  async getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Promise<Buffer | undefined> {
+    const json = (await this.storage.getAt(t.gr, objectKey(ns, name), rv))?.json;
     return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }

@@ -2,7 +2,7 @@
 // for the workload groups, whose objects carry a generation).
 import { HorizontalPodAutoscalerStrategy } from './autoscaling-strategy.js';
 import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
-import type { Coordinator } from '../coordinator/coordinator.js';
+import type { Cacher } from '../storage/cacher.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { NameRule } from './validation.js';
 import { ServiceAllocator } from './allocators/service-allocator.js';
@@ -189,10 +189,10 @@ export class StrategyRegistry {
   onDefaultServiceCidrDeleted: () => void = () => {};
   private pods: kinds.PodStrategy;
 
-  constructor(coord: Coordinator, opts: StrategyOptions) {
+  constructor(cacher: Cacher, opts: StrategyOptions) {
     // The allocator starts from what the stored Services hold (the caches are loaded by now).
     this.serviceAllocator = new ServiceAllocator(opts.serviceClusterIpRange, opts.serviceNodePortRange);
-    this.serviceAllocator.load(Array.from(coord.cache('services').items.values(), (e) => entryObject(e)));
+    this.serviceAllocator.load(Array.from(cacher.cache('services').items.values(), (e) => entryObject(e)));
     this.service = new ServiceStrategy(this.serviceAllocator);
     this.pods = new kinds.PodStrategy({
       defaultNotReadyTolerationSeconds: opts.defaultNotReadyTolerationSeconds ?? 300,

@@ -1,6 +1,6 @@
 // The persisted key index of one shard: every live object's type, key and version, in key
 // order per type, as of one version of the shard (its B-tree's maxRv). Written at clean
-// shutdown from the front's caches (Coordinator.close), read at the next start instead of
+// shutdown from the front's caches (LmdbStorage.close), read at the next start instead of
 // a scan of the whole B-tree: by the front threads, which load their caches from it
 // (workers/watch/load-caches.ts), and by the shard worker, which builds its key index from it.
 //

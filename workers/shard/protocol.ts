@@ -3,35 +3,28 @@
 // each commit with one message that carries the committed events (a write's event is its
 // acknowledgement) and the refusals, so a write costs one hop there and one hop back,
 // shared by everything in the batch.
+import type { ChangeType, Expect as StorageExpect, StorageWrite } from '../../src/storage/interface.js';
 
-export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+export type EventType = ChangeType;
 
-/** Precondition on the stored object's current resourceVersion. */
+/** Precondition on the stored object's current resourceVersion (the values of src/storage/interface.ts Expect). */
 export const Expect = {
   /** The key must not exist (create). */
   Absent: -1,
   /** The key must exist; any version (used by unconditional deletes). */
   Any: 0,
-} as const;
+} as const satisfies typeof StorageExpect;
 
-export interface WriteOp {
+/**
+ * A write as it travels to the shard: the interface's StorageWrite (type, gr, key, expect,
+ * and the object, or its JSON split around the version: head + resourceVersion + tail) with
+ * the id its answer comes back under. The shard encodes the object (src/codec/json.ts
+ * encodeForCommit) with its version in place: JSON.stringify is the largest single cost of
+ * a write, and the front thread, which sets the pace of writes, only pays the structured
+ * clone of the object.
+ */
+export interface WriteOp extends StorageWrite {
   id: number;
-  type: EventType;
-  /** group-resource, e.g. "deployments.apps" or "configmaps" */
-  gr: string;
-  /** "<namespace>/<name>"; cluster-scoped objects have an empty namespace */
-  key: string;
-  /** Expect.Absent, Expect.Any, or the exact resourceVersion the key must hold */
-  expect: number;
-  /**
-   * The object to store. The shard encodes it (src/codec/json.ts encodeForCommit) with its
-   * version in place: JSON.stringify is the largest single cost of a write, and the front
-   * thread, which sets the pace of writes, only pays the structured clone of the object.
-   */
-  obj?: Record<string, unknown>;
-  /** Or its JSON already split around the version: head + resourceVersion + tail. */
-  head?: string;
-  tail?: string;
 }
 
 /**
@@ -92,7 +85,7 @@ export type ShardToFront =
 export interface ShardWorkerData {
   index: number;
   path: string;
-  /** SharedArrayBuffer layout in coordinator/shared-state.ts */
+  /** SharedArrayBuffer layout in src/storage/lmdb/shared-state.ts */
   shared: SharedArrayBuffer;
   shardCount: number;
   retentionMs: number;

@@ -14,7 +14,7 @@ import { ResourceCache } from '../watch/watch-cache.js';
 /** The start-up load (load-caches.ts, from the store): every live object, by type and key. */
 function currentObjects(env: ShardEnv): StoredObject[] & Array<{ gr: string }> {
   const caches = new Map<string, ResourceCache>();
-  loadCaches(env, '', (gr) => caches.get(gr) ?? caches.set(gr, new ResourceCache(gr, 0, 0, 0)).get(gr)!, () => undefined);
+  loadCaches(env, '', (gr) => caches.get(gr) ?? caches.set(gr, new ResourceCache(gr, 0, 0)).get(gr)!, () => undefined);
   return [...caches.keys()].sort().flatMap((gr) => [...caches.get(gr)!.items.values()].sort((a, b) => (a.key < b.key ? -1 : 1)).map((e) => ({ gr, key: e.key, rv: e.rv, json: e.json })));
 }
 

@@ -7,7 +7,7 @@
 // of a key after x names the revision the key had at x (its previous one, 0 when none).
 // The records come from a RecordSource: the B-tree's read snapshot (one LMDB read
 // transaction, stable) and the newer records the front holds; the caller makes sure it
-// holds every record up to the versions it asks about (Coordinator.history).
+// holds every record up to the versions it asks about (LmdbStorage.history).
 import { FLAG_LIVE, type ShardEnv } from './layout.js';
 import { recordIsOf, recordKey, recordPrev, recordType, recordValue } from './record.js';
 import type { EventType } from './protocol.js';
@@ -44,7 +44,7 @@ export interface RecordEntry {
 /**
  * The revision records of a shard that a read can see, in version order. The B-tree holds
  * them up to the last version it was given; the newer ones are those the front keeps until
- * the B-tree has them (Coordinator.records).
+ * the B-tree has them (LmdbStorage.records).
  */
 export interface RecordSource {
   /** the records with start <= version < end */

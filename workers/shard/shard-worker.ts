@@ -24,7 +24,7 @@
 // writes refused meanwhile); one that keeps failing while space is there ends this thread,
 // and the coordinator starts the shard again from its log. Nothing unlogged is acknowledged.
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { SharedState } from '../../src/coordinator/shared-state.js';
+import { SharedState } from '../../src/storage/lmdb/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
 import { WriteAheadLog, encodeEntry, fillStepFor, payload } from './wal.js';
 import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from './space-guard.js';
@@ -214,7 +214,7 @@ let treeFlushedRv = 0;
  * fdatasync, which every writer waits for, half as slow again; ten a second hardly touch
  * it, and a transaction of a thousand appends costs lmdb-js less per record. Nothing
  * waits for the B-tree: the front keeps each committed record until the B-tree holds it
- * and reads them from there (Coordinator.records).
+ * and reads them from there (LmdbStorage.records).
  */
 function applyToTree(batch: Array<[number, Buffer]>, last: number, cost: number): void {
   // Fault injection for the recovery test: the process "dies" between the log's fdatasync

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { SpaceGuard, treeCost, reserveFor, RESERVE_BYTES } from './space-guard.js';
 import { fillStepFor, ZERO_STEP } from './wal.js';
-import { SharedState } from '../../src/coordinator/shared-state.js';
+import { SharedState } from '../../src/storage/lmdb/shared-state.js';
 
 const MiB = 1024 * 1024;
 

@@ -15,7 +15,7 @@
 //
 // Thread ownership: one SpaceGuard per shard worker thread.
 import { statfsSync } from 'node:fs';
-import type { SharedState } from '../../src/coordinator/shared-state.js';
+import type { SharedState } from '../../src/storage/lmdb/shared-state.js';
 
 /** Free space kept below every admitted batch, for what the estimates do not cover: at most this... */
 export const RESERVE_BYTES = 8 * 1024 * 1024;

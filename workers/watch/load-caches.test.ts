@@ -54,7 +54,7 @@ function load(env: ShardEnv, dir: string): Loaded {
   const corrupt: Loaded['corrupt'] = [];
   const cacheOf = (gr: string) => {
     let c = caches.get(gr);
-    if (!c) caches.set(gr, (c = new ResourceCache(gr, 0, 100, 0)));
+    if (!c) caches.set(gr, (c = new ResourceCache(gr, 100, 0)));
     return c;
   };
   const r = loadCaches(env, dir, cacheOf, (gr, key, rv, bytes) => corrupt.push([gr, key, rv, bytes.toString()]));

@@ -6,7 +6,7 @@
 //
 //   1. the persisted index (cache-index.ts), when the shard's B-tree is still at the version
 //      it was written at: the keys and versions in key order, one file read, no scan of
-//      the store. Written at clean shutdown (Coordinator.close); a store that moved on since
+//      the store. Written at clean shutdown (LmdbStorage.close); a store that moved on since
 //      (a crash after further writes, whose log the shard worker applied at its start)
 //      never matches it, and neither does a file that fails its checksum;
 //   2. else one scan of the B-tree's records in version order (scan.ts, no copy per record),

@@ -10,7 +10,7 @@ const obj = (ns: string, name: string, labels: Record<string, string> = {}) =>
 
 describe('ResourceCache', () => {
   it('keeps a sorted view and namespace slices', () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     c.apply('ADDED', 'b/x', 1, obj('b', 'x'));
     c.apply('ADDED', 'a/y', 2, obj('a', 'y'));
     c.apply('ADDED', 'a/b', 3, obj('a', 'b'));
@@ -22,7 +22,7 @@ describe('ResourceCache', () => {
     expect(c.list('a').map((e) => e.key)).toEqual(['a/y']);
   });
   it('answers events after a version from the ring, and null once the ring has moved past it', () => {
-    const c = new ResourceCache('configmaps', 0, 2, 10);
+    const c = new ResourceCache('configmaps', 2, 10);
     c.apply('ADDED', 'a/1', 11, obj('a', '1'));
     expect(c.eventsAfter(10)!.map((e) => e.rv)).toEqual([11]);
     c.apply('ADDED', 'a/2', 12, obj('a', '2'));
@@ -31,7 +31,7 @@ describe('ResourceCache', () => {
     expect(c.eventsAfter(11)!.map((e) => e.rv)).toEqual([12, 13]);
   });
   it('rebuilds the state at an older version by undoing later ring events (ListFromCacheSnapshot)', () => {
-    const c = new ResourceCache('configmaps', 0, 10, 0);
+    const c = new ResourceCache('configmaps', 10, 0);
     c.apply('ADDED', 'a/x', 1, obj('a', 'x'));
     c.apply('ADDED', 'a/y', 2, obj('a', 'y'));
     c.apply('ADDED', 'b/z', 3, obj('b', 'z'));
@@ -54,7 +54,7 @@ describe('ResourceCache', () => {
 
 describe('WatcherGroup fan-out', () => {
   it('shares one frame per event and turns selector transitions into ADDED/DELETED', () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s1 = sink();
     const s2 = sink();
     const all = new Watcher({ ns: '', name: '', labels: null, fields: null, sink: s1, maxBufferedBytes: 1 << 20 });
@@ -75,7 +75,7 @@ describe('WatcherGroup fan-out', () => {
     expect(frames(s2).map((x) => JSON.parse(x).type)).toEqual(['ADDED', 'DELETED']);
   });
   it('closes a watcher whose transport buffers past its budget', () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s = sink();
     s.bufferedBytes = () => 1 << 30;
     const w = new Watcher({ ns: '', name: '', labels: null, fields: null, sink: s, maxBufferedBytes: 1024 });
@@ -91,7 +91,7 @@ describe('WatcherGroup fan-out', () => {
 
 describe('ResourceCache namespace index', () => {
   it('lists each namespace and all of them sorted, as a model does, under random changes read at random times', () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const model = new Map<string, number>();
     let seed = 7;
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
@@ -121,7 +121,7 @@ describe('ResourceCache namespace index', () => {
 
 describe('ResourceCache joined pages', () => {
   it('a small page of a large list and a large one give the same bytes as the whole list sliced', () => {
-    const c = new ResourceCache('configmaps', 0, 10, 0);
+    const c = new ResourceCache('configmaps', 10, 0);
     for (let i = 0; i < 100; i++) c.apply('ADDED', `ns/k${String(i).padStart(3, '0')}`, i + 1, Buffer.from(`{"i":${i}}`));
     const whole = c.list('ns').map((e) => e.json.toString());
     expect(c.joined('ns', 10, 15).toString()).toBe(whole.slice(10, 15).join(','));

@@ -2,7 +2,8 @@
 // read cache), a bounded ring of recent events, and the watchers of the type.
 //
 // Thread ownership: a ResourceCache belongs to the front thread that created it. Shard
-// workers never touch it; they send committed batches, which the coordinator applies here.
+// workers never touch it; they send committed batches, which the cache layer applies here
+// (src/storage/cacher.ts).
 //
 // Every object is kept as the exact JSON bytes the shard committed. A GET writes those
 // bytes; a list concatenates them; a watch frame wraps them once per event and the same
@@ -374,7 +375,6 @@ export class ResourceCache {
 
   constructor(
     readonly gr: string,
-    readonly shard: number,
     readonly capacity: number,
     loadedAtRv: number,
   ) {

@@ -22,7 +22,7 @@ afterAll(() => setFanoutTick(5));
 
 describe('fan-out tick', () => {
   it('frames within one piece leave in one write', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s = sink(16 * 1024);
     c.watchers.add(watcher(s));
     c.watchers.dispatch([1, 2, 3].map((i) => c.apply('ADDED', `a/n${i}`, i, obj(`n${i}`, 100))));
@@ -32,7 +32,7 @@ describe('fan-out tick', () => {
   });
 
   it('frames that fill more than a piece: whole pieces first, the rest on the next tick, every frame once and in order', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const quantum = 2000;
     const s = sink(quantum);
     c.watchers.add(watcher(s));
@@ -48,7 +48,7 @@ describe('fan-out tick', () => {
   });
 
   it('a frame larger than a piece still leaves', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s = sink(1000);
     c.watchers.add(watcher(s));
     c.watchers.dispatch([c.apply('ADDED', 'a/big', 1, obj('big', 5000)), c.apply('ADDED', 'a/small', 2, obj('small', 10))]);
@@ -57,7 +57,7 @@ describe('fan-out tick', () => {
   });
 
   it('watchers that see the same events share one chunk', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s1 = sink(16 * 1024);
     const s2 = sink(16 * 1024);
     c.watchers.add(watcher(s1));
@@ -69,7 +69,7 @@ describe('fan-out tick', () => {
   });
 
   it('a direct flush (a watch timing out, the first write) sends everything at once', () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const s = sink(500);
     const w = watcher(s);
     c.watchers.add(w);
@@ -80,7 +80,7 @@ describe('fan-out tick', () => {
   });
 
   it('a watcher over its budget is closed in the tick; the others get every frame', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const slow = sink(16 * 1024);
     slow.buffered = 1 << 30;
     const fast = sink(16 * 1024);
@@ -106,7 +106,7 @@ describe('fan-out pump', () => {
   it('a lone event leaves on the next turn of the loop, with no tick to wait for', async () => {
     setFanoutTick(1000);
     try {
-      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const c = new ResourceCache('configmaps', 100, 0);
       const s = sink(16 * 1024);
       c.watchers.add(watcher(s));
       const t0 = performance.now();
@@ -124,7 +124,7 @@ describe('fan-out pump', () => {
   it('writes in slices, in order of arrival; events committed during a pass ride with the watchers still queued', async () => {
     setFanoutTick(0); // a slice is the smallest batch of writes (8 watchers)
     try {
-      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const c = new ResourceCache('configmaps', 100, 0);
       const sinks = Array.from({ length: 32 }, () => sink(16 * 1024));
       for (const s of sinks) c.watchers.add(watcher(s));
       c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
@@ -146,7 +146,7 @@ describe('fan-out pump', () => {
   it('other work runs between slices', async () => {
     setFanoutTick(0);
     try {
-      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const c = new ResourceCache('configmaps', 100, 0);
       const sinks = Array.from({ length: 64 }, () => sink(16 * 1024));
       for (const s of sinks) c.watchers.add(watcher(s));
       c.watchers.dispatch([c.apply('ADDED', 'a/n1', 1, obj('n1', 10))]);
@@ -162,7 +162,7 @@ describe('fan-out pump', () => {
   });
 
   it('a pass from an idle pump begins at a rotating watcher, so none is always written last', async () => {
-    const c = new ResourceCache('configmaps', 0, 100, 0);
+    const c = new ResourceCache('configmaps', 100, 0);
     const sinks = Array.from({ length: 10 }, () => sink(16 * 1024));
     const order: number[] = [];
     sinks.forEach((s, i) => {
@@ -187,7 +187,7 @@ describe('fan-out pump', () => {
   it('a long pass keeps its order across slices (one rotation of the watchers, none written twice)', async () => {
     setFanoutTick(0);
     try {
-      const c = new ResourceCache('configmaps', 0, 100, 0);
+      const c = new ResourceCache('configmaps', 100, 0);
       const n = 5000; // past the point where the pump compacts its queue
       const order: number[] = [];
       for (let i = 0; i < n; i++) {

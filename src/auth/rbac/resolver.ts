@@ -5,7 +5,7 @@
 //
 // Thread ownership: the front thread. The index (roles by name, bindings by namespace) is
 // built from the front thread's caches of the four RBAC kinds; a committed change to any of
-// them marks it stale (coordinator observer) and the next request rebuilds it, as the
+// them marks it stale (a cache-layer observer) and the next request rebuilds it, as the
 // priority-and-fairness classifier does with FlowSchemas. What a user holds in a namespace
 // is remembered per (user, groups, namespace) in a bounded map that a rebuild drops, so a
 // request costs one map lookup and a walk of that user's rules; no request scans the stores.

@@ -4,9 +4,9 @@
 // deleted CRD's instances are deleted, then its cleanup finalizer is lifted and it goes).
 //
 // Thread ownership: the front thread, driven by the CRD cache's committed events
-// (Coordinator.observe). Every write goes through the generic store (status subresource),
+// (Cacher.observe). Every write goes through the generic store (status subresource),
 // so watchers of CRDs see it like any other.
-import type { Coordinator } from '../../coordinator/coordinator.js';
+import type { Cacher } from '../../storage/cacher.js';
 import type { Targets } from '../../api/targets.js';
 import { CustomResources, servedVersions, type CustomVersion } from '../../api/custom-resources.js';
 import { entryObject } from '../../../workers/watch/watch-cache.js';
@@ -30,7 +30,7 @@ export class CrdController {
 
   constructor(
     private store: Store,
-    private coord: Coordinator,
+    private cacher: Cacher,
     private targets: Targets,
     private custom: CustomResources,
   ) {
@@ -47,7 +47,7 @@ export class CrdController {
   /** Serves what is stored and established, then follows every change. */
   async start(): Promise<void> {
     this.publish();
-    this.coord.observe((cache) => {
+    this.cacher.observe((cache) => {
       if (cache.gr === CRD_GR) this.schedule();
     });
     await this.reconcile();
@@ -59,7 +59,7 @@ export class CrdController {
    */
   async follow(): Promise<void> {
     this.publish();
-    this.coord.observe((cache) => {
+    this.cacher.observe((cache) => {
       if (cache.gr === CRD_GR && !this.stopped) this.publish();
     });
   }
@@ -70,7 +70,7 @@ export class CrdController {
   }
 
   private crds(): any[] {
-    return Array.from(this.coord.cache(CRD_GR).items.values(), (e) => entryObject(e));
+    return Array.from(this.cacher.cache(CRD_GR).items.values(), (e) => entryObject(e));
   }
 
   private crdTarget(): ResourceTarget {
@@ -163,7 +163,7 @@ export class CrdController {
   private async finalize(crd: any): Promise<boolean> {
     if (!(crd.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER)) return false;
     const gr = `${crd.spec.names.plural}.${crd.spec.group}`;
-    const cache = this.coord.cache(gr);
+    const cache = this.cacher.cache(gr);
     const version = servedVersions(crd)[0]?.version ?? crd.spec.versions?.[0]?.name;
     const t = this.targets.resolve(crd.spec.group, version, crd.spec.names.plural);
     if (cache.items.size > 0 && t) {

@@ -1,10 +1,14 @@
-// The coordinator: starts the shard workers, owns the global resourceVersion allocator
-// (a counter in shared memory that the shards take versions from at commit time), routes
-// each write to the shard that owns its resource type, and applies every committed batch
-// to the front thread's caches and watchers.
+// The LMDB storage backend (src/storage/interface.ts): starts the shard workers, owns the
+// global resourceVersion allocator (a counter in shared memory that the shards take
+// versions from at commit time), routes each write to the shard that owns its resource
+// type, and hands every committed batch to the feed's subscribers (the cache layer,
+// src/storage/cacher.ts) before it answers the writes. The shards' B-trees hold revision
+// records only: the current objects are the caches' (CacheAccess), as etcd's in-memory
+// kvindex, and this backend loads them at start-up straight from the mapped B-tree.
 //
-// Thread ownership: a Coordinator lives on the front (main) thread. The shard workers
-// own the write side of their LMDB environments; this class holds read-only handles.
+// Thread ownership: an LmdbStorage lives on a front thread (the main one starts the shard
+// workers; another front thread's talks to them over ports). The shard workers own the
+// write side of their LMDB environments; this class holds read-only handles.
 //
 // A shard worker that ends after start-up, for any cause (issue 17, item 4), does not take
 // the server or its waiters with it: the writes it had not answered fail at once (their
@@ -20,17 +24,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SharedState } from './shared-state.js';
 import { WriteTrace } from './write-trace.js';
-import { errors } from '../errors.js';
-import { encodeForCommit } from '../codec/json.js';
-import { openShardEnv, type ShardEnv } from '../../workers/shard/layout.js';
-import { overlayRecords, treeRecords, type CurrentState, type History, type RecordEntry, type RecordSource, type StoredObject } from '../../workers/shard/reader.js';
-import { recordGr, recordKey, recordType, recordValue } from '../../workers/shard/record.js';
-import { FRONT_IDS, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp, type WriteFailure } from '../../workers/shard/protocol.js';
-import { ResourceCache, StoredEntry, firstKeyAtOrAfter, hintsOf, type CacheEntry, type WatchEvent } from '../../workers/watch/watch-cache.js';
-import { loadCaches, looksLikeObjectAt } from '../../workers/watch/load-caches.js';
-import { lastTxnId, removeCacheIndex, writeCacheIndex, type TypeToIndex } from '../../workers/shard/cache-index.js';
+import { errors } from '../../errors.js';
+import { encodeForCommit } from '../../codec/json.js';
+import { openShardEnv, type ShardEnv } from '../../../workers/shard/layout.js';
+import { overlayRecords, treeRecords, type History, type RecordEntry, type RecordSource } from '../../../workers/shard/reader.js';
+import { recordGr, recordKey, recordType, recordValue } from '../../../workers/shard/record.js';
+import { FRONT_IDS, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from '../../../workers/shard/protocol.js';
+import { StoredEntry, hintsOf, type CacheEntry } from '../../../workers/watch/watch-cache.js';
+import { loadCaches } from '../../../workers/watch/load-caches.js';
+import { eventsBetween, getAt, objectsAt } from '../../../workers/shard/reader.js';
+import { CompactedError, WriteRejected, storageFailure, type CacheAccess, type ChangeSink, type Committed, type Storage, type StorageWrite, type StoredEvent, type StoredObject as Stored } from '../interface.js';
+import { lastTxnId, removeCacheIndex, writeCacheIndex, type TypeToIndex } from '../../../workers/shard/cache-index.js';
 
-export interface CoordinatorOptions {
+export interface LmdbStorageOptions {
   dataDir: string;
   shardCount: number;
   /** explicit placement: group-resource -> shard index; others are hashed */
@@ -39,21 +45,24 @@ export interface CoordinatorOptions {
   compactIntervalMs: number;
   /** the shards' B-trees take the log's records at most once per this interval (0: after every group commit) */
   treeIntervalMs: number;
-  /** ring capacity of each resource type's watch cache; per-type overrides (0 disables) */
-  watchCacheCapacity: number;
-  watchCacheSizes: Record<string, number>;
   /** the largest object a write may store, in encoded bytes (default etcd's 1.5 MiB) */
   maxObjectBytes?: number;
   /**
-   * Set on another front thread than the main one (issue 18): this coordinator starts no
+   * Set on another front thread than the main one (issue 18): this backend starts no
    * shard workers; it talks to the main thread's over the ports given (one per shard), and
    * hears of their restarts through control() (FrontControl).
    */
-  front?: { index: number; sab: SharedArrayBuffer; ports: MessagePort[] };
+  front?: { index: number } & LmdbFrontData;
+}
+
+/** What another front thread's LmdbStorage starts from (connectFront): the shared counters, a port per shard. */
+export interface LmdbFrontData {
+  sab: SharedArrayBuffer;
+  ports: MessagePort[];
 }
 
 /**
- * What the main thread's coordinator tells another front thread's: a shard worker ended
+ * What the main thread's storage tells another front thread's: a shard worker ended
  * (its writes in flight fail), or was started again (its new port; the front catches up
  * from the B-tree).
  */
@@ -64,26 +73,10 @@ interface ShardLink {
   postMessage(msg: FrontToShard, transfer?: any[]): void;
 }
 
-/** An object whose stored bytes cannot be decoded: its version and the bytes as stored. */
-export interface CorruptObject {
-  rv: number;
-  bytes: Buffer;
-}
 
 /** How long a storage read waits for the B-tree to catch up with the log. */
 const STORAGE_WAIT_MS = 10_000;
 
-export class WriteRejected extends Error {
-  constructor(readonly failure: WriteFailure) {
-    super(failure);
-  }
-}
-
-export interface Committed {
-  rv: number;
-  /** the object's bytes as stored */
-  json: Buffer;
-}
 
 interface PendingWrite {
   resolve: (c: Committed) => void;
@@ -121,6 +114,8 @@ interface ShardHandle {
   /** delay before the next start of a worker that is down; grows while starts fail */
   restartDelayMs: number;
   restarts: number;
+  /** (compact) who waits for the shard's next compaction report */
+  compactWaiters: Array<() => void>;
 }
 
 /** A shard's handle before its worker (or, on another front thread, its port) is there. */
@@ -140,6 +135,7 @@ function newShardHandle(index: number, env: ShardEnv): ShardHandle {
     alarm: '',
     restartDelayMs: 0,
     restarts: 0,
+    compactWaiters: [],
   };
 }
 
@@ -156,12 +152,7 @@ const RESTART_STUCK_MS = 60_000;
 const DISK_TROUBLE = /ENOSPC|EDQUOT|No space left|Input\/output error|EIO\b|database space exceeded/i;
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-const SHARD_WORKER = join(here, '../../workers/shard/shard-worker.js');
-
-/** A cheap check that stored bytes are a JSON object: '{' first and '}' last (no full parse on the hot paths). */
-export function looksLikeObject(b: Buffer): boolean {
-  return looksLikeObjectAt(b, 0, b.length);
-}
+const SHARD_WORKER = join(here, '../../../workers/shard/shard-worker.js');
 
 /**
  * A type's objects in key order. list('') is in namespace order, which differs where one
@@ -184,10 +175,16 @@ export function shardOf(gr: string, shardCount: number, shardMap: Record<string,
   return shardMap[gr] ?? hashString(gr) % shardCount;
 }
 
-export class Coordinator {
+export class LmdbStorage implements Storage {
+  readonly name = 'lmdb';
   readonly shared: SharedState;
   private shards: ShardHandle[] = [];
-  private caches = new Map<string, ResourceCache>();
+  /** the feed's subscribers (subscribe) */
+  private sinks: ChangeSink[] = [];
+  /** the caches, which hold the current objects for this backend (attachCaches) */
+  private caches!: CacheAccess;
+  /** group-resource -> shard index, memoized (the hash is not taken per read) */
+  private grShard = new Map<string, number>();
   private pending = new Map<number, PendingWrite>();
   private nextId = 1;
   /** KUBESHARD_COMMIT_STATS: where each write's time goes (write-trace.ts) */
@@ -198,13 +195,30 @@ export class Coordinator {
   /** (main thread) the other front threads, told of every shard restart */
   private frontControls: Array<(m: FrontControl, transfer: MessagePort[]) => Promise<void>> = [];
 
-  constructor(readonly opts: CoordinatorOptions) {
+  constructor(readonly opts: LmdbStorageOptions) {
     this.shared = opts.front ? new SharedState(opts.front.sab) : SharedState.create(opts.shardCount);
     this.frontIndex = opts.front?.index ?? 0;
   }
 
   shardFor(gr: string): number {
-    return shardOf(gr, this.opts.shardCount, this.opts.shardMap);
+    // (a GET asks twice for its type's shard: the last answer first, then the map)
+    if (gr === this.lastGr) return this.lastShard;
+    let i = this.grShard.get(gr);
+    if (i === undefined) this.grShard.set(gr, (i = shardOf(gr, this.opts.shardCount, this.opts.shardMap)));
+    this.lastGr = gr;
+    this.lastShard = i;
+    return i;
+  }
+
+  private lastGr = '';
+  private lastShard = 0;
+
+  subscribe(sink: ChangeSink): void {
+    this.sinks.push(sink);
+  }
+
+  attachCaches(caches: CacheAccess): void {
+    this.caches = caches;
   }
 
   async start(): Promise<void> {
@@ -254,14 +268,18 @@ export class Coordinator {
           continue;
         }
         const types: TypeToIndex[] = [];
-        for (const [gr, c] of this.caches) {
-          if (c.shard !== s.index) continue;
-          const corrupt = this.corrupt.get(gr);
+        const corruptOf = new Map(this.caches.corruptObjects());
+        const cached = new Set<string>();
+        for (const c of this.caches.caches()) {
+          const gr = c.gr;
+          cached.add(gr);
+          if (this.shardFor(gr) !== s.index) continue;
+          const corrupt = corruptOf.get(gr);
           // (a key written since it was kept aside is the cache's)
           types.push({ gr, live: inKeyOrder(c.list('')).map((e) => ({ key: e.key, rv: e.rv, hints: e instanceof StoredEntry ? e.hints : hintsOf(e.json) })), corrupt: corrupt ? [...corrupt].filter(([key]) => !c.items.has(key)).map(([key, o]) => ({ key, rv: o.rv })) : [] });
         }
-        for (const [gr, m] of this.corrupt) {
-          if (this.shardFor(gr) === s.index && !this.caches.has(gr)) types.push({ gr, live: [], corrupt: [...m].map(([key, o]) => ({ key, rv: o.rv })) });
+        for (const [gr, m] of corruptOf) {
+          if (this.shardFor(gr) === s.index && !cached.has(gr)) types.push({ gr, live: [], corrupt: [...m].map(([key, o]) => ({ key, rv: o.rv })) });
         }
         writeCacheIndex(dir, s.applied, lastTxnId(s.env.root), types);
       } catch (err) {
@@ -284,13 +302,13 @@ export class Coordinator {
    */
   private loadShard(h: ShardHandle): void {
     const dir = join(this.opts.dataDir, `shard-${h.index}`);
-    const report = loadCaches(h.env, dir, (gr) => this.cache(gr), (gr, key, rv, bytes) => this.markCorrupt(gr, key, rv, bytes));
+    const report = loadCaches(h.env, dir, (gr) => this.caches.cache(gr), (gr, key, rv, bytes) => this.caches.markCorrupt(gr, key, rv, bytes));
     if (!this.opts.front && report.indexRefused && report.indexRefused !== 'no index') console.error(`shard ${h.index}: cache index not used (${report.indexRefused}); loaded ${report.objects} objects from the store`);
   }
 
   /**
-   * Start-up of another front thread's coordinator: no workers of its own; one port per
-   * shard, which the main thread's coordinator attached to the shard's worker (connectFront).
+   * Start-up of another front thread's storage: no workers of its own; one port per
+   * shard, which the main thread's storage attached to the shard's worker (connectFront).
    */
   private async startFront(ports: MessagePort[]): Promise<void> {
     const { dataDir, shardCount } = this.opts;
@@ -328,12 +346,13 @@ export class Coordinator {
 
   /**
    * (main thread) Connects another front thread: a port to every shard's worker, for it to
-   * pass to its own coordinator (CoordinatorOptions.front), and from now on its control
+   * pass to its own storage (LmdbStorageOptions.front), and from now on its control
    * messages: shard restarts (with the new worker's port).
    */
-  connectFront(control: (m: FrontControl, transfer: MessagePort[]) => Promise<void>): MessagePort[] {
+  connectFront(control: (m: FrontControl, transfer: MessagePort[]) => Promise<void>): { data: LmdbFrontData; transfer: MessagePort[] } {
     this.frontControls.push(control);
-    return this.shards.map((h) => this.portTo(h));
+    const ports = this.shards.map((h) => this.portTo(h));
+    return { data: { sab: this.shared.sab, ports }, transfer: ports };
   }
 
   private portTo(h: ShardHandle): MessagePort {
@@ -342,8 +361,9 @@ export class Coordinator {
     return port2;
   }
 
-  /** (another front thread) What the main thread's coordinator tells of the shards' restarts. */
-  control(m: FrontControl): Promise<void> {
+  /** (another front thread) What the main thread's storage tells of the shards' restarts. */
+  control(msg: unknown): Promise<void> {
+    const m = msg as FrontControl;
     const h = this.shards[m.index];
     if (!h || this.closing) return Promise.resolve();
     if (m.t === 'shard-down') {
@@ -430,12 +450,12 @@ export class Coordinator {
       const p = this.pending.get(op.id);
       if (!p) continue;
       this.pending.delete(op.id);
-      p.reject(errors.storageUnavailable(handle.index, why));
+      p.reject(storageFailure('unavailable', `shard ${handle.index}`, `is being restarted from its log (${why})`));
     }
     for (const [id, p] of this.pending) {
       if (this.shardFor(p.op.gr) !== handle.index) continue;
       this.pending.delete(id);
-      p.reject(errors.storageOutcomeUnknown(handle.index, why));
+      p.reject(storageFailure('unknown', `shard ${handle.index}`, why));
     }
     this.wakeFreshWaiters(handle);
     // (another front thread: the main thread starts the worker again, and says when)
@@ -527,48 +547,6 @@ export class Coordinator {
     return '';
   }
 
-  /** objects whose stored bytes cannot be decoded, per type: key -> version and bytes (front thread) */
-  private corrupt = new Map<string, Map<string, CorruptObject>>();
-
-  markCorrupt(gr: string, key: string, rv: number, bytes: Buffer): void {
-    let m = this.corrupt.get(gr);
-    if (!m) this.corrupt.set(gr, (m = new Map()));
-    m.set(key, { rv, bytes });
-    this.cache(gr); // the type exists, even with nothing readable in it
-  }
-
-  /** The corrupt objects of a type, or undefined when there are none (one map lookup: cheap on every read). */
-  corruptOf(gr: string): Map<string, CorruptObject> | undefined {
-    const m = this.corrupt.get(gr);
-    return m && m.size > 0 ? m : undefined;
-  }
-
-  private observers: Array<(cache: ResourceCache, events: WatchEvent[]) => void> = [];
-
-  /** Calls fn on the front thread with every committed batch of events, per type, after the watchers. */
-  observe(fn: (cache: ResourceCache, events: WatchEvent[]) => void): void {
-    this.observers.push(fn);
-  }
-
-  /** Objects in the caches, by group-resource (apiserver_storage_objects). */
-  objectCounts(): Array<[string, number]> {
-    const out: Array<[string, number]> = [];
-    for (const [gr, c] of this.caches) out.push([gr, c.items.size]);
-    return out;
-  }
-
-  /** The cache of one resource type, created on first use. */
-  cache(gr: string): ResourceCache {
-    let c = this.caches.get(gr);
-    if (!c) {
-      const shard = this.shardFor(gr);
-      const cap = this.opts.watchCacheSizes[gr] ?? this.opts.watchCacheCapacity;
-      c = new ResourceCache(gr, shard, cap, this.shards[shard]?.applied ?? 0);
-      this.caches.set(gr, c);
-    }
-    return c;
-  }
-
   /**
    * The shard's revision records, for a read of the state at version rv (Infinity: the
    * newest): the B-tree's read snapshot, then the newer records this thread holds. A write
@@ -611,58 +589,72 @@ export class Coordinator {
    * once its B-tree holds every record up to both that version and the cache's own, and the
    * type's current state, which is the cache with the objects kept aside as corrupt.
    */
-  history(gr: string, rv: number): History {
-    const cache = this.cache(gr);
-    const cur = this.currentState(cache);
-    return { src: this.records(cache.shard, Math.max(rv, cur.at)), gr, cur };
-  }
-
-  private currentState(cache: ResourceCache): CurrentState {
-    const corrupt = this.corruptOf(cache.gr);
-    const asStored = (key: string, c: CorruptObject): StoredObject => ({ key, rv: c.rv, json: c.bytes });
-    return {
-      at: this.shards[cache.shard].applied,
-      get: (key) => {
-        const e = cache.items.get(key);
-        if (e || !corrupt) return e;
-        const c = corrupt.get(key);
-        return c && asStored(key, c);
-      },
-      *range(ns, from) {
-        const entries = cache.list(ns);
-        let i = from ? firstKeyAtOrAfter(entries, from) : 0;
-        if (!corrupt) {
-          for (; i < entries.length; i++) yield entries[i];
-          return;
-        }
-        // (rare) the corrupt objects of the range, merged in key order
-        const prefix = ns === '' ? '' : ns + '/';
-        const aside = [...corrupt].filter(([k]) => k >= from && k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1));
-        let j = 0;
-        for (; i < entries.length; i++) {
-          while (j < aside.length && aside[j][0] < entries[i].key) yield asStored(...aside[j++]);
-          yield entries[i];
-        }
-        while (j < aside.length) yield asStored(...aside[j++]);
-      },
-    };
-  }
-
-  compactedRv(shard: number): number {
-    return this.shared.compactedRv(shard);
+  private history(gr: string, rv: number): History {
+    const cur = this.caches.currentState(gr);
+    return { src: this.records(this.shardFor(gr), Math.max(rv, cur.at)), gr, cur };
   }
 
   /**
-   * Submits one write. Resolves with the committed resourceVersion once the write is
-   * durable and applied to the caches; rejects with WriteRejected on a failed precondition.
-   * `obj` is the object the bytes encode: the watchers' selectors and the observers of this
-   * commit use it instead of parsing the bytes; the cache itself keeps only the bytes.
+   * (main thread) Compacts every shard's history older than retentionMs now, rather than at
+   * its next interval; resolves once each shard has reported a compaction. For tests (the
+   * conformance suite): the shards compact on their own.
    */
-  write(op: Omit<WriteOp, 'id'>, obj?: any): Promise<Committed> {
+  compact(retentionMs = 0): Promise<void> {
+    return Promise.all(
+      this.shards.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            if (s.state === 'down') return resolve();
+            s.compactWaiters.push(resolve);
+            s.worker.postMessage({ t: 'compact-now', retentionMs } satisfies FrontToShard);
+          }),
+      ),
+    ).then(() => undefined);
+  }
+
+  compactedRv(gr: string): number {
+    return this.shared.compactedRv(this.shardFor(gr));
+  }
+
+  /**
+   * Reads at rv undo the records after it; below the compacted version some are gone. (A
+   * read at a version the current state still is, with nothing of the type's shard after
+   * it, needs none of them: answered as before.)
+   */
+  private readable(gr: string, rv: number, h: History): void {
+    const compacted = this.compactedRv(gr);
+    if (rv < compacted && rv < h.cur.at) throw new CompactedError(rv, compacted);
+  }
+
+  getAt(gr: string, key: string, rv: number): Stored | undefined {
+    const h = this.history(gr, rv);
+    this.readable(gr, rv, h);
+    return getAt(h, key, rv);
+  }
+
+  rangeAt(gr: string, rv: number, ns: string, from: string): Iterable<Stored> {
+    const h = this.history(gr, rv);
+    this.readable(gr, rv, h);
+    return objectsAt(h, rv, ns, from);
+  }
+
+  eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): StoredEvent[] {
+    const compacted = this.compactedRv(gr);
+    if (afterRv < compacted) throw new CompactedError(afterRv, compacted);
+    return eventsBetween(this.records(this.shardFor(gr), uptoRv), gr, afterRv, uptoRv, withPrev);
+  }
+
+  /**
+   * Submits one write (Storage.write). Resolves with the committed resourceVersion once the
+   * write is durable and its change was given to the feed's subscribers; rejects with
+   * WriteRejected on a failed precondition. `obj` is the object the bytes encode: the
+   * subscribers use it instead of parsing the bytes.
+   */
+  write(op: StorageWrite, obj?: any): Promise<Committed> {
     const id = this.nextId++ * FRONT_IDS + this.frontIndex;
     const shard = this.shards[this.shardFor(op.gr)];
     // a shard being started again takes no writes: fail fast (clients retry on Retry-After)
-    if (shard.state === 'down') return Promise.reject(errors.storageUnavailable(shard.index, shard.down));
+    if (shard.state === 'down') return Promise.reject(storageFailure('unavailable', `shard ${shard.index}`, `is being restarted from its log (${shard.down})`));
     // The caller's op literal is taken over (no copy: a spread costs more than the rest of this call).
     const queued = op as WriteOp;
     queued.id = id;
@@ -723,7 +715,12 @@ export class Coordinator {
       case 'alarm':
         shard.alarm = msg.reason;
         break;
-      case 'compacted':
+      case 'compacted': {
+        const waiters = shard.compactWaiters;
+        shard.compactWaiters = [];
+        for (const w of waiters) w();
+        break;
+      }
       case 'ready':
       case 'fatal':
         break;
@@ -733,9 +730,9 @@ export class Coordinator {
   private applyCommit(shard: ShardHandle, refused: Ack[], events: CommittedEvent[], lastRv: number): void {
     // Another thread's commits that this one read from the B-tree already (attachPort): skipped.
     if (events.length > 0 && events[0].rv <= shard.applied) events = events.filter((e) => e.rv > shard.applied || this.pending.has(e.id));
-    // 1. caches and watchers first, so that a client that sees its write acknowledged
-    //    can read it back at once;
-    const byType = new Map<ResourceCache, WatchEvent[]>();
+    // 1. the feed's subscribers (caches and watchers) first, so that a client that sees its
+    //    write acknowledged can read it back at once;
+    const sinks = this.sinks;
     /** the committed writes' stored bytes, in event order */
     const stored: Buffer[] = [];
     for (const e of events) {
@@ -744,32 +741,19 @@ export class Coordinator {
       // (a write this thread no longer waits for cannot be, but its record names it too)
       const type = p ? p.op.type : recordType(rec);
       const key = p ? p.op.key : recordKey(rec);
-      const cache = this.cache(p ? p.op.gr : recordGr(rec));
-      let obj = p?.obj;
+      const gr = p ? p.op.gr : recordGr(rec);
+      const obj = p?.obj;
       if (obj?.metadata) obj.metadata.resourceVersion = String(e.rv);
       shard.newer.push({ key: e.rv, value: rec });
       // the object's JSON: a view of the record, past its flag byte
       const json = recordValue(rec).subarray(1);
       stored.push(json);
-      const ev = cache.apply(type, key, e.rv, json, obj);
-      // a commit supersedes a stored version kept aside as corrupt (an unsafe delete of it,
-      // made on any front thread, or a new object under its name)
-      if (this.corrupt.size > 0) this.corrupt.get(cache.gr)?.delete(key);
-      let list = byType.get(cache);
-      if (!list) byType.set(cache, (list = []));
-      list.push(ev);
+      for (let i = 0; i < sinks.length; i++) sinks[i].change(type, gr, key, e.rv, json, obj);
     }
     if (lastRv > shard.applied) shard.applied = lastRv;
     // the B-tree has taken held records since: let them go
     if (shard.newer.length > 0 && this.shared.appliedRv(shard.index) >= shard.newer[0].key) this.dropHeld(shard);
-    for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
-    // In-process controllers (garbage collector, grace sweeper) see the same events.
-    for (const [cache, evs] of byType) for (const o of this.observers) o(cache, evs);
-    // The writer's parsed object served the watchers' selectors and the observers above; the
-    // cache keeps only the bytes from here on (parsed again on demand). Thousands of parsed
-    // objects kept alive per second would all survive into the old generation and cost the
-    // front thread more in garbage collection than a later parse costs the rare reader.
-    for (const evs of byType.values()) for (const ev of evs) ev.entry.obj = undefined;
+    if (events.length > 0) for (let i = 0; i < sinks.length; i++) sinks[i].end();
     // 2. then the acknowledgements: a committed write's event is its own;
     for (let i = 0; i < events.length; i++) {
       const id = events[i].id;
@@ -782,11 +766,12 @@ export class Coordinator {
       const p = this.pending.get(a.id);
       if (!p) continue;
       this.pending.delete(a.id);
+      const where = `shard ${shard.index}`;
       // a storage failure is the server's fault, not a precondition: a 500, never retried as a conflict
-      if (a.err === 'storage') p.reject(errors.internal(`storage write failed: ${a.message ?? 'unknown error'}`));
+      if (a.err === 'storage') p.reject(storageFailure('storage', where, a.message ?? 'unknown error'));
       // too large is final: a Status of its own for every writer, never retried as a conflict
-      else if (a.err === 'toolarge') p.reject(errors.storageRequestTooLarge(Number(a.message) || 0));
-      else if (a.err === 'nospace') p.reject(errors.databaseSpaceExceeded(a.message ?? 'database space exceeded'));
+      else if (a.err === 'toolarge') p.reject(storageFailure('toolarge', where, a.message ?? '0'));
+      else if (a.err === 'nospace') p.reject(storageFailure('nospace', where, a.message ?? 'database space exceeded'));
       else p.reject(new WriteRejected(a.err));
     }
     // 3. then whoever waits for the cache to catch up.
@@ -801,8 +786,14 @@ export class Coordinator {
    * happen in the order counter, mark, last version; the shard writes them in the reverse
    * order, so a batch that slips in between is always seen.
    */
-  freshRv(shardIndex: number): number {
+  freshRv(gr: string): number {
+    return this.freshRvOf(this.shardFor(gr));
+  }
+
+  private freshRvOf(shardIndex: number): number {
     const shard = this.shards[shardIndex];
+    // (a cache made before start-up: nothing is known yet)
+    if (shard === undefined) return 0;
     const global = this.shared.currentRv();
     const pending = this.shared.pendingFrom(shardIndex);
     if (this.shared.lastRv(shardIndex) !== shard.applied) return shard.applied;
@@ -811,13 +802,19 @@ export class Coordinator {
   }
 
   /** The last version the shard has committed: a "most recent" read must see at least this. */
-  committedRv(shardIndex: number): number {
-    return this.shared.lastRv(shardIndex);
+  committedRv(gr: string): number {
+    return this.shared.lastRv(this.shardFor(gr));
+  }
+
+  /** The global counter: the newest version any shard has handed out. */
+  currentRv(_gr: string): number {
+    return this.shared.currentRv();
   }
 
   /** Waits until the shard's caches hold every change up to rv. False on timeout. */
-  async waitFresh(shardIndex: number, rv: number, timeoutMs: number): Promise<boolean> {
-    if (this.freshRv(shardIndex) >= rv) return true;
+  async waitFresh(gr: string, rv: number, timeoutMs: number): Promise<boolean> {
+    const shardIndex = this.shardFor(gr);
+    if (this.freshRvOf(shardIndex) >= rv) return true;
     const shard = this.shards[shardIndex];
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
@@ -828,19 +825,13 @@ export class Coordinator {
           resolve();
         });
       });
-      if (this.freshRv(shardIndex) >= rv) return true;
+      if (this.freshRvOf(shardIndex) >= rv) return true;
     }
     return false;
   }
 
-  /** Resource types that have a cache (all types with objects, and every type touched since start). */
-  resourceTypes(): string[] {
-    return [...this.caches.keys()];
-  }
-
   async close(): Promise<void> {
     this.closing = true;
-    for (const c of this.caches.values()) c.watchers.closeAll();
     if (this.opts.front) {
       // another front thread: its writes in flight are answered by the workers; the main
       // thread closes them, after this thread's listener has stopped
