@@ -12,12 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { EtcdClient } from '../src/storage/etcd/client.js';
 import { objectKey } from '../src/storage/etcd/keys.js';
 import { decodeFromStorage, encodeForStorage } from '../src/storage/etcd/codec.js';
 import { kubectlPath } from './helpers/kubectl.js';
 
-const REF = process.env.KUBESHARD_REFERENCE ?? join(process.cwd(), '..', 'shared', 'reference');
+// ../shared/reference beside the repository (the README's place for it)
+const REF = process.env.KUBESHARD_REFERENCE ?? join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'shared', 'reference');
 const START = join(REF, 'start.sh');
 const STOP = join(REF, 'stop.sh');
 const missing = [
