@@ -3,6 +3,10 @@
 // failover when the endpoint in use is killed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EtcdClient, EtcdCompactedError, EtcdError, prefixEnd, type WatchEvent } from './client.js';
 import { etcdAvailable, startCluster, type TestCluster } from './test-cluster.js';
 
@@ -185,6 +189,54 @@ describe.skipIf(!have)('etcd client', () => {
       expect(st.version).toMatch(/^3\./);
     } finally {
       f.close();
+    }
+  });
+});
+
+describe.skipIf(!have)('etcd client over TLS', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  const f = (n: string) => join(dir, n);
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kubeshard-etcd-tls-'));
+    const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-etcd-ca']);
+    for (const [name, ext] of [
+      ['server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n'],
+      ['client', 'extendedKeyUsage=clientAuth\n'],
+    ]) {
+      ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
+      writeFileSync(f(`${name}.ext`), ext);
+      ssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
+    }
+    cluster = await startCluster(1, [], { certFile: f('server.crt'), keyFile: f('server.key'), caFile: f('ca.crt'), clientCertFile: f('client.crt'), clientKeyFile: f('client.key') });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('talks to etcd with the CA, client certificate and key (--etcd-cafile, --etcd-certfile, --etcd-keyfile)', async () => {
+    expect(cluster.endpoints[0]).toMatch(/^https:/);
+    const c = new EtcdClient({ endpoints: cluster.endpoints, caFile: f('ca.crt'), certFile: f('client.crt'), keyFile: f('client.key'), callTimeoutMs: 5000 });
+    try {
+      const p = await c.put('/tls/a', 'x');
+      expect((await c.get('/tls/a')).kv?.modRevision).toBe(p.revision);
+      const got: WatchEvent[] = [];
+      const w = c.watch({ key: '/tls/', rangeEnd: prefixEnd('/tls/'), startRevision: p.revision }, { onEvents: (e) => got.push(...e), onError: () => {} });
+      await until(() => got.length === 1);
+      w.cancel();
+    } finally {
+      c.close();
+    }
+  });
+
+  it('without a client certificate etcd refuses, and the call fails in bounded time', async () => {
+    const c = new EtcdClient({ endpoints: cluster.endpoints, caFile: f('ca.crt'), callTimeoutMs: 2000 });
+    try {
+      await expect(c.get('/tls/a')).rejects.toBeInstanceOf(EtcdError);
+    } finally {
+      c.close();
     }
   });
 });

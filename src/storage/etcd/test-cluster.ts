@@ -4,7 +4,8 @@
 // Thread ownership: the test's thread; it owns the child processes it spawns and kills them
 // (by their own pids) in stop().
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,12 +49,37 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-async function healthy(url: string, timeoutMs: number): Promise<boolean> {
+/** TLS for the members' client URLs: their serving pair, and the CA that client certificates must chain to. */
+export interface ClusterTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /** a client pair for the health check */
+  clientCertFile: string;
+  clientKeyFile: string;
+}
+
+function tlsHealth(url: string, tls: ClusterTls): Promise<boolean> {
+  return new Promise((res) => {
+    const req = httpsGet(`${url}/health`, { ca: readFileSync(tls.caFile), cert: readFileSync(tls.clientCertFile), key: readFileSync(tls.clientKeyFile) }, (r) => {
+      let body = '';
+      r.on('data', (d) => (body += d));
+      r.on('end', () => res(r.statusCode === 200 && body.includes('true')));
+    });
+    req.on('error', () => res(false));
+  });
+}
+
+async function healthy(url: string, timeoutMs: number, tls?: ClusterTls): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     try {
-      const r = await fetch(`${url}/health`);
-      if (r.ok && (await r.text()).includes('true')) return true;
+      if (tls) {
+        if (await tlsHealth(url, tls)) return true;
+      } else {
+        const r = await fetch(`${url}/health`);
+        if (r.ok && (await r.text()).includes('true')) return true;
+      }
     } catch {
       // not listening yet
     }
@@ -63,12 +89,12 @@ async function healthy(url: string, timeoutMs: number): Promise<boolean> {
 }
 
 /** Starts an n-member cluster and waits until every member answers /health. */
-export async function startCluster(n = 1, extraArgs: string[] = []): Promise<TestCluster> {
+export async function startCluster(n = 1, extraArgs: string[] = [], tls?: ClusterTls): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'kubeshard-etcd-'));
   const ports = await freePorts(2 * n);
   const members: Member[] = [];
   for (let i = 0; i < n; i++) {
-    members.push({ name: `m${i}`, clientUrl: `http://127.0.0.1:${ports[2 * i]}`, peerUrl: `http://127.0.0.1:${ports[2 * i + 1]}`, proc: undefined, log: '' });
+    members.push({ name: `m${i}`, clientUrl: `${tls ? 'https' : 'http'}://127.0.0.1:${ports[2 * i]}`, peerUrl: `http://127.0.0.1:${ports[2 * i + 1]}`, proc: undefined, log: '' });
   }
   const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
   for (const m of members) {
@@ -84,6 +110,7 @@ export async function startCluster(n = 1, extraArgs: string[] = []): Promise<Tes
         '--initial-cluster', initial,
         '--initial-cluster-state', 'new',
         '--initial-cluster-token', `kubeshard-test-${ports[0]}`,
+        ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--trusted-ca-file', tls.caFile, '--client-cert-auth'] : []),
         ...extraArgs,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -95,7 +122,7 @@ export async function startCluster(n = 1, extraArgs: string[] = []): Promise<Tes
     p.stderr!.on('data', keep);
     m.proc = p;
   }
-  const ok = await Promise.all(members.map((m) => healthy(m.clientUrl, 30_000)));
+  const ok = await Promise.all(members.map((m) => healthy(m.clientUrl, 30_000, tls)));
   const cluster: TestCluster = {
     dir,
     members,
