@@ -523,29 +523,29 @@ export class EtcdStorage implements Storage {
   // ---- compaction ---------------------------------------------------------------------
 
   /**
-   * One round of kube's compactor: whoever moves compact_rev_key's version from the one it
-   * last saw records the current revision there and compacts to the revision recorded the
-   * round before (so one interval of history is always kept); the others learn the new
-   * version and try again next round.
+   * One round of kube's compactor (compact.go compact()): whoever moves compact_rev_key's
+   * version on from the one it last saw writes there the revision it saw the round before and
+   * compacts to it (so one interval of history is always kept); the others learn the new
+   * version. Every replica remembers the revision of its round for the next one.
    */
   async compactRound(): Promise<void> {
+    const rev = this.compactRev;
     try {
       const res = await this.client.txn({
         compare: [{ key: COMPACT_REV_KEY, target: 'version', result: '=', value: this.compactTime }],
-        success: [{ put: { key: COMPACT_REV_KEY, value: String(this.known) } }],
+        success: [{ put: { key: COMPACT_REV_KEY, value: String(rev) } }],
         failure: [{ range: { key: COMPACT_REV_KEY } }],
       });
-      const curRev = res.revision;
+      // the revision now: what the next round compacts to, one interval later
+      this.compactRev = res.revision;
       if (!res.succeeded) {
         const kv = 'range' in res.responses[0] ? res.responses[0].range.kvs[0] : undefined;
         this.compactTime = kv?.version ?? 0;
-        this.compactRev = curRev;
         return;
       }
       this.compactTime++;
-      const prev = this.compactRev;
-      this.compactRev = curRev;
-      if (prev > 0) await this.compactTo(prev);
+      // nothing to compact on the first round
+      if (rev > 0) await this.compactTo(rev);
     } catch {
       // etcd unreachable or the revision already compacted: the next round tries again
     }
@@ -563,5 +563,25 @@ export class EtcdStorage implements Storage {
 
   storageProblem(): string {
     return this.problem;
+  }
+
+  /** The number of gr's objects in etcd (kube's storage count, polled every --etcd-count-metric-poll-period). */
+  async count(gr: string): Promise<number> {
+    const range = this.rangeOf(gr);
+    return (await this.client.range(range, { rangeEnd: prefixEnd(range), countOnly: true })).count;
+  }
+
+  /**
+   * The etcd health check (kube's etcd healthz check: a read of <prefix>/health through the
+   * client, bounded by the call timeout): resolves when etcd answered, rejects with why not.
+   */
+  async healthCheck(): Promise<void> {
+    try {
+      await this.client.get(posix.join(this.prefix || '/', 'health'));
+      if (this.problem.startsWith('etcd is unreachable')) this.problem = '';
+    } catch (e) {
+      this.problem = `etcd is unreachable (${(e as Error).message})`;
+      throw e;
+    }
   }
 }
