@@ -333,7 +333,8 @@ export class EtcdStorage implements Storage {
     const rv = res.revision;
     if (target?.metadata) target.metadata.resourceVersion = String(rv);
     // the write is answered once its change has come back on the feed (the caches hold it)
-    if (this.fresh < rv && !(await this.waitFresh(gr, rv, 30_000))) {
+    // (its own change moves the feed: no progress request needed)
+    if (this.fresh < rv && !(await this.waitUntil(rv, 30_000, false))) {
       throw storageFailure('unknown', 'etcd', `the change at revision ${rv} did not come back on the watch`);
     }
     this.dropPending(ek, pending);
@@ -389,6 +390,10 @@ export class EtcdStorage implements Storage {
   }
 
   waitFresh(_gr: string, rv: number, timeoutMs: number): Promise<boolean> {
+    return this.waitUntil(rv, timeoutMs, true);
+  }
+
+  private waitUntil(rv: number, timeoutMs: number, askProgress: boolean): Promise<boolean> {
     if (this.fresh >= rv) return Promise.resolve(true);
     if (this.closed) return Promise.resolve(false);
     return new Promise((resolve) => {
@@ -399,7 +404,7 @@ export class EtcdStorage implements Storage {
       }, timeoutMs);
       this.waiters.push(w);
       // nothing may move the feed (no writes to watch): ask etcd where the feed stands
-      if (this.feed) this.client.requestProgress().then((rev) => this.advance(rev), () => {});
+      if (askProgress && this.feed) this.client.requestProgress().then((rev) => this.advance(rev), () => {});
     });
   }
 
