@@ -41,7 +41,8 @@ export interface KeyValue {
   createRevision: number;
   modRevision: number;
   version: number;
-  lease: number;
+  /** the lease ID, in decimal (a 64-bit ID does not fit a JS number); "0" when none */
+  lease: string;
 }
 
 export interface RangeOptions {
@@ -69,11 +70,12 @@ export interface Compare {
   key: Buffer | string;
   target: CompareTarget;
   result: CompareResult;
-  value: number | Buffer;
+  /** a revision or version (number), a value (Buffer), or a lease ID (decimal string) */
+  value: number | string | Buffer;
 }
 
 export type TxnOp =
-  | { put: { key: Buffer | string; value: Buffer | string; lease?: number; prevKv?: boolean } }
+  | { put: { key: Buffer | string; value: Buffer | string; lease?: string; prevKv?: boolean } }
   | { range: { key: Buffer | string } & RangeOptions }
   | { deleteRange: { key: Buffer | string; rangeEnd?: Buffer | string; prevKv?: boolean } };
 
@@ -161,6 +163,12 @@ function num(v: any): number {
   return typeof v.toNumber === 'function' ? v.toNumber() : Number(v);
 }
 
+/** A signed int64 in decimal, without losing precision (lease IDs). */
+function s64(v: any): string {
+  if (v === undefined || v === null) return '0';
+  return typeof v === 'object' && typeof v.toString === 'function' ? v.toString() : String(v);
+}
+
 function str64(v: any): string {
   if (v === undefined || v === null) return '0';
   return typeof v === 'object' && typeof v.toUnsigned === 'function' ? v.toUnsigned().toString() : String(v);
@@ -180,7 +188,7 @@ function kvOf(m: any): KeyValue {
     createRevision: num(m.createRevision),
     modRevision: num(m.modRevision),
     version: num(m.version),
-    lease: num(m.lease),
+    lease: s64(m.lease),
   };
 }
 
@@ -374,7 +382,7 @@ export class EtcdClient {
     return { kv: r.kvs[0], revision: r.revision };
   }
 
-  async put(key: Buffer | string, value: Buffer | string, opts: { lease?: number; prevKv?: boolean } = {}): Promise<{ revision: number; prevKv?: KeyValue }> {
+  async put(key: Buffer | string, value: Buffer | string, opts: { lease?: string; prevKv?: boolean } = {}): Promise<{ revision: number; prevKv?: KeyValue }> {
     const r = await this.call(METHODS.put, T.PutRequest, T.PutResponse, { key: bytes(key), value: bytes(value), lease: opts.lease ?? 0, prevKv: !!opts.prevKv }, true);
     return { revision: num(r.header?.revision), prevKv: r.prevKv ? kvOf(r.prevKv) : undefined };
   }
@@ -409,18 +417,19 @@ export class EtcdClient {
     return { revision: num(r.header?.revision) };
   }
 
-  async leaseGrant(ttlSeconds: number): Promise<{ id: number; ttl: number }> {
+  /** A lease; its ID is a decimal string (64 bits). */
+  async leaseGrant(ttlSeconds: number): Promise<{ id: string; ttl: number }> {
     const r = await this.call(METHODS.leaseGrant, T.LeaseGrantRequest, T.LeaseGrantResponse, { TTL: ttlSeconds, ID: 0 }, true);
     if (r.error) throw new EtcdError(`etcd lease grant: ${r.error}`, grpc.status.UNKNOWN, this.currentEndpoint);
-    return { id: num(r.ID), ttl: num(r.TTL) };
+    return { id: s64(r.ID), ttl: num(r.TTL) };
   }
 
-  async leaseRevoke(id: number): Promise<void> {
+  async leaseRevoke(id: string): Promise<void> {
     await this.call(METHODS.leaseRevoke, T.LeaseRevokeRequest, T.LeaseRevokeResponse, { ID: id }, true);
   }
 
   /** One keep-alive of a lease: its remaining TTL (0 or less: the lease has expired). */
-  async leaseKeepAliveOnce(id: number): Promise<number> {
+  async leaseKeepAliveOnce(id: string): Promise<number> {
     const ep = this.endpoints[this.current];
     return new Promise((resolve, reject) => {
       const call = ep.client.makeBidiStreamRequest(METHODS.leaseKeepAlive, ser(T.LeaseKeepAliveRequest), de(T.LeaseKeepAliveResponse), new grpc.Metadata(), {
