@@ -139,7 +139,13 @@ export function fromJson(type: protobuf.Type, v: any): any {
       continue;
     }
     const x = v[json];
-    if (x === undefined || x === null) continue;
+    if (x === undefined) continue;
+    if (x === null) {
+      // A null Time is Go's zero non-pointer Time (a pod template's creationTimestamp): Go
+      // writes it as an empty message, which reads back as null.
+      if (!f.repeated && !f.map && isTimeType(f)) out[f.name] = {};
+      continue;
+    }
     if (f.map) {
       if (typeof x !== 'object') continue;
       const m: any = {};
@@ -151,6 +157,12 @@ export function fromJson(type: protobuf.Type, v: any): any {
     } else out[f.name] = convert(f, x);
   }
   return out;
+}
+
+function isTimeType(f: protobuf.Field): boolean {
+  f.resolve();
+  const t = f.resolvedType;
+  return t instanceof protobuf.Type && (t.fullName === `.${META}Time` || t.fullName === `.${META}MicroTime`);
 }
 
 function convert(f: protobuf.Field, x: any): any {

@@ -60,10 +60,13 @@ function isZero(v: unknown): boolean {
 function toJson(type: protobuf.Type, msg: any): any {
   const full = type.fullName.slice(1);
   switch (full) {
+    // A Time on the wire is a struct Go wrote (a non-pointer field, or a set pointer); at zero,
+    // Go's Time.MarshalJSON writes null (a pod template's metadata.creationTimestamp, a pod
+    // condition's lastProbeTime), so the JSON form keeps it as null.
     case META + 'Time':
-      return timeString(msg, false);
+      return timeString(msg, false) ?? null;
     case META + 'MicroTime':
-      return timeString(msg, true);
+      return timeString(msg, true) ?? null;
     case META + 'Duration':
       return goDuration(Number(msg.duration ?? 0));
     case 'k8s.io.apimachinery.pkg.api.resource.Quantity':
