@@ -87,8 +87,12 @@ describe('KMS v2 over gRPC on a unix socket', () => {
     // (the data key is cached: the refusal is synchronous)
     expect(() => t.fromStorage(stored, '/registry/secrets/default/other')).toThrow('cipher: message authentication failed');
     const bad = Buffer.from(stored);
-    bad[bad.length - 1] ^= 1;
+    bad[PREFIX.length + 40] ^= 1; // inside encryptedData (field 1 comes first)
     expect(() => t.fromStorage(bad, KEY)).toThrow('cipher: message authentication failed');
+    // the source type changed to AES_GCM_KEY: the plugin is asked, and the seed does not open the data as a key
+    const retyped = Buffer.from(stored);
+    retyped[retyped.length - 1] = 0;
+    await expect(read(t.fromStorage(retyped, KEY))).rejects.toThrow('cipher: message authentication failed');
   });
 
   it('a key id change at the plugin rotates the seed at the next Status; old data stays readable and is stale', async () => {
