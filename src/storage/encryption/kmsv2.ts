@@ -15,6 +15,7 @@
 // Thread ownership: the thread that loaded the configuration (timers and gRPC calls run
 // on its event loop).
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { AesGcmTransformer, HkdfGcmTransformer, SEED_SIZE } from './aes.js';
 import type { KmsService } from './kms-service.js';
 import type { TransformationMetrics } from './metrics.js';
@@ -268,7 +269,15 @@ export class KmsV2Provider {
     let genErr: string | null = null;
     let encryptKeyId = '';
     try {
-      const seed = randomBytes(SEED_SIZE);
+      const started = performance.now();
+      let seed: Buffer;
+      try {
+        seed = randomBytes(SEED_SIZE);
+      } catch (e) {
+        this.metrics.dataKeyGeneration(started, e as Error);
+        throw e;
+      }
+      this.metrics.dataKeyGeneration(started, null);
       let resp;
       try {
         resp = await this.service.encrypt(uid, seed);

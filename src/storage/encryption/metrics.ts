@@ -19,6 +19,8 @@ export interface TransformationMetrics {
   transformation(resource: string, type: 'to_storage' | 'from_storage', prefix: string, start: number, err: Error | null): void;
   /** a KMS v2 read whose data key was not cached (a Decrypt call to the plugin) */
   cacheMiss(): void;
+  /** a KMS v2 seed made: performance.now() at its start, its error */
+  dataKeyGeneration(start: number, err: Error | null): void;
 }
 
 /** prometheus' ExponentialBuckets(start, factor, count) */
@@ -38,6 +40,8 @@ export class EncryptionMetrics implements TransformationMetrics {
   private readonly operations: client.Counter<string>;
   private readonly duration: client.Histogram<string>;
   private readonly misses: client.Counter<string>;
+  private readonly keyGeneration: client.Histogram<string>;
+  private readonly keyGenerationFailures: client.Counter<string>;
   private readonly reloads: client.Counter<string>;
   private readonly reloadTimestamp: client.Gauge<string>;
   private readonly reloadSuccess?: client.Counter<string>;
@@ -68,6 +72,17 @@ export class EncryptionMetrics implements TransformationMetrics {
     this.misses = new client.Counter({
       name: 'apiserver_storage_envelope_transformation_cache_misses_total',
       help: '[ALPHA] KMS v2 reads whose data encryption key was not cached, so the KMS plugin was asked to decrypt it.',
+      registers,
+    });
+    this.keyGeneration = new client.Histogram({
+      name: 'apiserver_storage_data_key_generation_duration_seconds',
+      help: '[ALPHA] Seconds it took to make a data encryption key (a KMS v2 seed).',
+      buckets: exponential(5e-6, 2, 14),
+      registers,
+    });
+    this.keyGenerationFailures = new client.Counter({
+      name: 'apiserver_storage_data_key_generation_failures_total',
+      help: '[ALPHA] Data encryption keys (KMS v2 seeds) that could not be made.',
       registers,
     });
     this.reloads = new client.Counter({
@@ -107,6 +122,12 @@ export class EncryptionMetrics implements TransformationMetrics {
 
   cacheMiss(): void {
     this.misses.inc();
+  }
+
+  /** kube's RecordDataKeyGeneration */
+  dataKeyGeneration(start: number, err: Error | null): void {
+    if (err) this.keyGenerationFailures.inc();
+    else this.keyGeneration.observe((performance.now() - start) / 1000);
   }
 
   /** kube's RecordEncryptionConfigAutomaticReloadSuccess / ...Failure */
