@@ -102,28 +102,27 @@ export function hsalsa20(key: Uint8Array, input: Uint8Array): Uint8Array {
 export function salsa20Xor(dst: Uint8Array, src: Uint8Array, key: Uint8Array, nonce8: Uint8Array, skip = 0): void {
   const input = new Uint8Array(16);
   input.set(nonce8.subarray(0, 8), 0);
-  const x = new Uint32Array(16);
   const j = new Uint32Array(16);
+  setup(j, key, input); // block counter 0 in words 8 and 9
+  const x = new Uint32Array(16);
   const block = new Uint8Array(64);
-  let counter = 0;
   let pos = -skip; // position in src of the current block's first stream byte
   while (pos < src.length) {
-    // the block counter, little endian, in input[8..16]
-    let c = counter;
-    for (let i = 8; i < 16; i++) {
-      input[i] = c & 0xff;
-      c = Math.floor(c / 256);
-    }
-    setup(j, key, input);
     x.set(j);
     rounds(x);
     for (let i = 0; i < 16; i++) store32(block, 4 * i, (x[i] + j[i]) | 0);
-    for (let i = 0; i < 64; i++) {
-      const at = pos + i;
-      if (at >= 0 && at < src.length) dst[at] = src[at] ^ block[i];
+    if (pos >= 0 && pos + 64 <= src.length) {
+      for (let i = 0; i < 64; i++) dst[pos + i] = src[pos + i] ^ block[i];
+    } else {
+      for (let i = 0; i < 64; i++) {
+        const at = pos + i;
+        if (at >= 0 && at < src.length) dst[at] = src[at] ^ block[i];
+      }
     }
     pos += 64;
-    counter++;
+    // the 64-bit little-endian block counter
+    j[8] = (j[8] + 1) >>> 0;
+    if (j[8] === 0) j[9] = (j[9] + 1) >>> 0;
   }
 }
 
