@@ -25,6 +25,7 @@ describe('decoding', () => {
     expect(parse(`${HEAD}resources:\n- resources: [secrets]\n  providers:\n  - aesgcmm: {}\n`)).toThrow(
       'error while parsing file: error decoding encryption provider configuration file "/etc/enc.yaml": strict decoding error: unknown field "resources[0].providers[0].aesgcmm"',
     );
+    expect(parse(`${HEAD}resources:\n- resources: [secrets]\n  resources: [configmaps]\n  providers: [{identity: {}}]\n`)).toThrow('strict decoding error: yaml: unmarshal errors:\n  line 5: key "resources" already set in map');
     expect(parse('apiVersion: v1\nkind: Pod\n')).toThrow('no kind "Pod" is registered for version "v1"');
     expect(parse('resources: []\n')).toThrow("Object 'Kind' is missing in");
     expect(parse('')).toThrow('error while parsing file: error while loading file: encryption provider configuration file "/etc/enc.yaml" is empty');

@@ -165,7 +165,7 @@ export function decodeEncryptionConfig(text: string): EncryptionConfiguration {
   const unknown: string[] = [];
   checkShape(doc, SHAPE, '', unknown);
   const dups = yamlDuplicatesOf(doc) ?? [];
-  const strict = [...unknown.map((f) => `unknown field ${goQuote(f)}`), ...dups];
+  const strict = [...(dups.length ? [`yaml: unmarshal errors:\n  ${dups.join('\n  ')}`] : []), ...unknown.map((f) => `unknown field ${goQuote(f)}`)];
   if (strict.length) throw new EncryptionConfigError(`strict decoding error: ${strict.join(', ')}`);
 
   const keys = (k: any): Key[] => (k?.keys ?? []).map((x: any) => ({ name: x?.name ?? '', secret: x?.secret ?? '' }));
