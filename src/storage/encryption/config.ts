@@ -158,9 +158,8 @@ export function decodeEncryptionConfig(text: string): EncryptionConfiguration {
   if (!doc.kind) throw new EncryptionConfigError(`Object 'Kind' is missing in '${JSON.stringify(doc)}'`);
   if (!doc.apiVersion) throw new EncryptionConfigError(`Object 'apiVersion' is missing in '${JSON.stringify(doc)}'`);
   if (doc.apiVersion !== API_VERSION || doc.kind !== 'EncryptionConfiguration') {
-    const [group, version] = String(doc.apiVersion).includes('/') ? String(doc.apiVersion).split('/') : ['', String(doc.apiVersion)];
-    if (group !== 'apiserver.config.k8s.io' || version !== 'v1') throw new EncryptionConfigError(`no kind ${goQuote(String(doc.kind))} is registered for version ${goQuote(String(doc.apiVersion))} in scheme "pkg/runtime/scheme.go:100"`);
-    throw new EncryptionConfigError(`no kind ${goQuote(String(doc.kind))} is registered for version ${goQuote(String(doc.apiVersion))} in scheme "pkg/runtime/scheme.go:100"`);
+    // kube names its scheme after the file that made it (Go prints file:line; the line is left out here)
+    throw new EncryptionConfigError(`no kind ${goQuote(String(doc.kind))} is registered for version ${goQuote(String(doc.apiVersion))} in scheme "k8s.io/apiserver/pkg/server/options/encryptionconfig/config.go"`);
   }
   const unknown: string[] = [];
   checkShape(doc, SHAPE, '', unknown);
