@@ -36,6 +36,14 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--storage-batch-interval=100 ms'])).toThrowError(/invalid duration "100 ms"/);
     expect(() => parseArgs(['--history-retention=5x'])).toThrowError(/invalid duration/);
   });
+  it('--encryption-provider-config and its automatic reload (which needs the file)', () => {
+    expect(parseArgs([]) as ServerOptions).toMatchObject({ encryptionProviderConfig: '', encryptionProviderConfigAutomaticReload: false });
+    expect(parseArgs(['--encryption-provider-config=/etc/enc.yaml', '--encryption-provider-config-automatic-reload']) as ServerOptions).toMatchObject({
+      encryptionProviderConfig: '/etc/enc.yaml',
+      encryptionProviderConfigAutomaticReload: true,
+    });
+    expect(() => parseArgs(['--encryption-provider-config-automatic-reload'])).toThrowError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
+  });
   it('reads both --flag=value and --flag value', () => {
     const o = parseArgs(['--secure-port=7443', '--data-dir', '/tmp/x', '--anonymous-auth=false']) as any;
     expect(o.securePort).toBe(7443);

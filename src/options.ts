@@ -55,6 +55,10 @@ export interface ServerOptions {
   storageBatchIntervalSeconds: number;
   /** --max-object-size-bytes: the largest object storage takes, in encoded bytes (etcd's --max-request-bytes) */
   maxObjectSizeBytes: number;
+  /** --encryption-provider-config: an EncryptionConfiguration file ('' for none: nothing encrypted) */
+  encryptionProviderConfig: string;
+  /** --encryption-provider-config-automatic-reload: re-read that file when it changes */
+  encryptionProviderConfigAutomaticReload: boolean;
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
   maxRequestBodyBytes: number;
@@ -243,6 +247,16 @@ const FLAGS: Record<string, FlagSpec> = {
       o.maxObjectSizeBytes = v;
     },
   },
+  'encryption-provider-config': {
+    kind: 'string',
+    help: 'The file (YAML or JSON) of an apiserver.config.k8s.io/v1 EncryptionConfiguration: which resources are encrypted at rest, on either storage backend, and how (identity, aescbc, aesgcm, secretbox, kms with apiVersion v2). The first provider of a resource encrypts, every provider listed can decrypt; the stored prefixes are kube-apiserver\'s (k8s:enc:aescbc:v1:<key>:), so either server reads what the other wrote to a shared etcd.',
+    set: (o, v) => (o.encryptionProviderConfig = v),
+  },
+  'encryption-provider-config-automatic-reload': {
+    kind: 'bool',
+    help: 'Re-read --encryption-provider-config about every minute and use it once it loads and its KMS plugins answer; a file that does not load leaves the last good configuration in place (counted in apiserver_encryption_config_controller_automatic_reloads_total{status="failure"}). With it, KMS provider names must be unique and the KMS health checks are one, kms-providers.',
+    set: (o, v) => (o.encryptionProviderConfigAutomaticReload = v),
+  },
   'feature-gates': {
     kind: 'string',
     help: 'Comma-separated Gate=true|false pairs, e.g. CBORServingAndStorage=true. (APIResponseCompression=true, CBORServingAndStorage=false, WatchList=false, ...)',
@@ -349,6 +363,8 @@ export function defaultOptions(): ServerOptions {
     historyRetentionSeconds: 300,
     storageBatchIntervalSeconds: 0.1,
     maxObjectSizeBytes: 1_572_864,
+    encryptionProviderConfig: '',
+    encryptionProviderConfigAutomaticReload: false,
     serviceClusterIpRange: '10.96.0.0/12',
     serviceNodePortRange: { min: 30000, max: 32767 },
     maxRequestBodyBytes: 3 * 1024 * 1024,
@@ -491,6 +507,8 @@ function validate(o: ServerOptions): void {
   }
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
   if (!(o.frontThreads >= 0 && o.frontThreads <= 62)) throw new FlagError('--front-threads must be between 0 (one per two cores) and 62');
+  // kube's EtcdOptions.Validate
+  if (o.encryptionProviderConfigAutomaticReload && !o.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');
   try {
     validateAuditOptions(o.audit);
