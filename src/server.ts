@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { Coordinator } from './coordinator/coordinator.js';
+import { serveSnapshots } from './storage/lmdb/snapshot.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
 import { Router } from './api/router.js';
@@ -117,7 +118,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // (a new file the server writes there joins this list).
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
   const certDir = o.certDir || join(dataDir, 'certs');
-  const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
+  const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', 'snapshot.sock', ...(o.certDir ? [] : ['certs'])]);
   if (main) tightenOwnDir(dataDir, (n) => ownEntries.has(n) || /^shard-\d+$/.test(n), warnFiles);
   if (main && o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
@@ -143,6 +144,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   setMaxObjectBytes(o.maxObjectSizeBytes);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
   await coord.start();
+  // `kubeshard snapshot save` asks the running server over a socket in the data dir
+  const snapshots = main ? await serveSnapshots(coord, dataDir, { shardCount: o.shards, shardMap: o.shardMap }, (m) => console.warn(`W ${m}`)) : null;
   const strategies = new StrategyRegistry(coord, {
     serviceClusterIpRange: o.serviceClusterIpRange,
     serviceNodePortRange: o.serviceNodePortRange,
@@ -407,6 +410,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    await snapshots?.close();
     await coord.close();
     throw err;
   }
@@ -442,6 +446,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         listener.stopListening();
         // What the audit backends buffered is written (or sent) before the process exits.
         await auditor?.backend.shutdown();
+        await snapshots?.close();
         await coord.close();
       })();
       return stopping;

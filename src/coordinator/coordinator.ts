@@ -121,6 +121,23 @@ interface ShardHandle {
   /** delay before the next start of a worker that is down; grows while starts fail */
   restartDelayMs: number;
   restarts: number;
+  /** (main thread) a snapshot waits for the worker's 'held' */
+  onHeld?: () => void;
+}
+
+/**
+ * One shard as of a snapshot's version (snapshotView): its B-tree in a read transaction of
+ * its own, and the committed records that B-tree did not hold yet. The caller reads what it
+ * needs and calls done().
+ */
+export interface ShardSnapshotView {
+  env: ShardEnv;
+  txn: ReturnType<ShardEnv['root']['useReadTransaction']>;
+  /** the last version the transaction's B-tree holds */
+  treeRv: number;
+  compactedRv: number;
+  /** the records after treeRv, up to the snapshot's version, in version order */
+  newer: RecordEntry[];
 }
 
 /** A shard's handle before its worker (or, on another front thread, its port) is there. */
@@ -720,6 +737,9 @@ export class Coordinator {
       case 'closed':
         shard.closed?.();
         break;
+      case 'held':
+        shard.onHeld?.();
+        break;
       case 'alarm':
         shard.alarm = msg.reason;
         break;
@@ -808,6 +828,45 @@ export class Coordinator {
     if (this.shared.lastRv(shardIndex) !== shard.applied) return shard.applied;
     const settled = pending === 0 ? global : Math.min(global, pending - 1);
     return Math.max(settled, shard.applied);
+  }
+
+  /**
+   * (main thread) Every shard at one point of the global version order, for a snapshot
+   * (src/storage/lmdb/snapshot.ts): each worker is asked to hold its commits, and once all
+   * hold (none has a batch in flight, and this thread has applied every commit they made,
+   * for a commit's message comes before 'held'), no version up to the counter can still be
+   * written: that is the snapshot's version. Each shard's B-tree is then read in a read
+   * transaction of its own, and what it lacks is in the records this thread holds. The
+   * commits are released at once: writes wait for the hold's round trip only.
+   */
+  async snapshotView(timeoutMs = 5000): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
+    if (this.opts.front) throw new Error('a snapshot is taken on the main thread');
+    const down = this.shards.find((s) => s.state === 'down');
+    if (down) throw errors.storageUnavailable(down.index, down.down);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const held = Promise.all(this.shards.map((s) => new Promise<void>((resolve) => {
+        s.onHeld = resolve;
+        s.worker.postMessage({ t: 'hold' } satisfies FrontToShard);
+      })));
+      await Promise.race([held, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the shards did not hold their commits within ${timeoutMs / 1000}s`)), timeoutMs)))]);
+      const rv = this.shared.currentRv();
+      const shards = this.shards.map((s): ShardSnapshotView => {
+        // (a read transaction of the newest B-tree: no older than the one that let held records go)
+        s.env.root.resetReadTxn();
+        const txn = s.env.root.useReadTransaction();
+        const treeRv: number = s.env.meta.get('maxRv', { transaction: txn }) ?? 0;
+        const compactedRv: number = s.env.meta.get('compactedRv', { transaction: txn }) ?? 0;
+        return { env: s.env, txn, treeRv, compactedRv, newer: s.newer.filter((e) => e.key > treeRv && e.key <= rv) };
+      });
+      return { rv, shards };
+    } finally {
+      clearTimeout(timer);
+      for (const s of this.shards) {
+        s.onHeld = undefined;
+        if (s.state === 'up') s.worker.postMessage({ t: 'release' } satisfies FrontToShard);
+      }
+    }
   }
 
   /** The last version the shard has committed: a "most recent" read must see at least this. */
