@@ -839,7 +839,16 @@ export class Coordinator {
    * transaction of its own, and what it lacks is in the records this thread holds. The
    * commits are released at once: writes wait for the hold's round trip only.
    */
-  async snapshotView(timeoutMs = 5000): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
+  snapshotView(timeoutMs = 5000): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
+    // one hold at a time: a release of one must not end another's
+    const view = this.snapshotting.then(() => this.holdAndView(timeoutMs));
+    this.snapshotting = view.catch(() => {});
+    return view;
+  }
+
+  private snapshotting: Promise<unknown> = Promise.resolve();
+
+  private async holdAndView(timeoutMs: number): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
     if (this.opts.front) throw new Error('a snapshot is taken on the main thread');
     const down = this.shards.find((s) => s.state === 'down');
     if (down) throw errors.storageUnavailable(down.index, down.down);

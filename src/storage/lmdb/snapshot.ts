@@ -78,11 +78,14 @@ export async function serveSnapshots(coord: Coordinator, dataDir: string, layout
     sockets.add(sock);
     sock.on('close', () => sockets.delete(sock));
     sock.on('error', () => {});
+    // (a client that never says what it wants does not keep its socket)
+    sock.setTimeout(10_000, () => sock.destroy());
     let line = '';
     const onData = (d: Buffer) => {
       line += d.toString('latin1');
       if (!line.includes('\n') && line.length < 256) return;
       sock.off('data', onData);
+      sock.setTimeout(0);
       const op = line.slice(0, line.indexOf('\n')).trim();
       if (op !== 'save') {
         sock.end(`ERR unknown request ${JSON.stringify(op.slice(0, 64))}\n`);
