@@ -62,9 +62,9 @@ async function started(opts: Parameters<typeof startServer>[0]): Promise<TestSer
 
 describe('snapshot save and restore', () => {
   it('a snapshot taken while writes go on is one point of the version order, and restores with every version', async () => {
-    // B-tree transactions an hour apart: what the snapshot holds comes mostly from the
+    // B-tree transactions 2 s apart: what the snapshot holds comes largely from the
     // records the server keeps until its B-trees take them
-    const a = await started({ args: [...COMMON, '--storage-batch-interval=1h'] });
+    const a = await started({ args: [...COMMON, '--storage-batch-interval=2s'] });
     const ops: Op[] = [];
     let stop = false;
     const writer = async (w: number) => {
