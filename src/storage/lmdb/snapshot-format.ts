@@ -232,7 +232,12 @@ export function readSnapshotFile(path: string, onRecord?: (shard: number, rv: nu
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
-    if (size < SNAPSHOT_MAGIC.length + 4 + DIGEST) throw new SnapshotError(`the snapshot file is truncated (${size} bytes)`);
+    if (size < SNAPSHOT_MAGIC.length + 4 + DIGEST) {
+      const head = Buffer.alloc(SNAPSHOT_MAGIC.length);
+      readSync(fd, head, 0, head.length, 0);
+      if (!head.equals(SNAPSHOT_MAGIC)) throw new SnapshotError('not a kubeshard snapshot file (no KSSNAP01 header)');
+      throw new SnapshotError(`the snapshot file is truncated (${size} bytes)`);
+    }
     const r = new HashedReader(fd, size - DIGEST);
     const header = parseHeader(r);
     onHeader?.(header);
