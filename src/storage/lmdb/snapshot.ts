@@ -122,11 +122,13 @@ async function streamSnapshot(coord: Coordinator, layout: Layout, sock: Socket):
     const enc = new SnapshotEncoder(header(view.rv, layout, 'server', view.shards.map((s) => ({ compactedRv: s.compactedRv }))));
     await send(sock, [Buffer.from('OK\n')]);
     for (const s of view.shards) {
-      // the B-tree's records, a slice per turn (the transaction keeps them as they were)
+      // the B-tree's records up to the version its meta names (a record past it, of a
+      // transaction lmdb-js split, is among the newer ones too), a slice per turn: the
+      // transaction keeps them as they were
       let from = 1;
       for (;;) {
         let n = 0;
-        for (const { key, value } of s.env.hist.getRange({ start: from, limit: RANGE, transaction: s.txn })) {
+        for (const { key, value } of s.env.hist.getRange({ start: from, end: s.treeRv + 1, limit: RANGE, transaction: s.txn })) {
           enc.record(value);
           from = key + 1;
           n++;
@@ -353,7 +355,7 @@ async function fromDataDir(dataDir: string, layout: Layout, fd: number): Promise
         for (const s of shards) {
           let last = 0;
           let n = 0;
-          for (const { key, value } of s.env.hist.getRange({ start: 1, transaction: s.txn })) {
+          for (const { key, value } of s.env.hist.getRange({ start: 1, end: s.treeRv + 1, transaction: s.txn })) {
             enc.record(value);
             last = key;
             if (++n % RANGE === 0) write(enc.take());
@@ -421,12 +423,17 @@ export async function restoreSnapshot(file: string, dataDir: string, flags: Rest
       `the snapshot was taken with ${h.shardCount} shards and shard map ${JSON.stringify(h.shardMap)}, not --shards ${flags.shards ?? h.shardCount} --shard-map ${JSON.stringify(flags.shardMap ?? h.shardMap)}: objects are placed by these settings, so a restore keeps them (drop the flags, or give the snapshot's)`,
     );
   }
-  if (existsSync(dataDir)) {
+  const exists = existsSync(dataDir);
+  if (exists) {
     if (!statSync(dataDir).isDirectory()) throw new SnapshotError(`${dataDir} is not a directory`);
     if (readdirSync(dataDir).length > 0) throw new SnapshotError(`the data dir ${dataDir} is not empty: restore into a new or empty directory`);
   }
   mkdirSync(dirname(dataDir), { recursive: true });
-  const tmp = mkdtempSync(join(dirname(dataDir), `.${basename(dataDir)}.restore-`));
+  // A new data dir is built beside its place and renamed there whole. An empty one that is
+  // there already (perhaps a mount point) is built inside, in a hidden directory whose
+  // entries move up at the end, shards.json last: without it no server takes the dir for
+  // a restored one.
+  const tmp = exists ? mkdtempSync(join(dataDir, '.restore-')) : mkdtempSync(join(dirname(dataDir), `.${basename(dataDir)}.restore-`));
   chmodSync(tmp, 0o700);
   const envs: ShardEnv[] = [];
   let done = false;
@@ -466,9 +473,14 @@ export async function restoreSnapshot(file: string, dataDir: string, flags: Rest
       await env.root.close();
     }
     writeFileSync(join(tmp, 'shards.json'), JSON.stringify({ shardCount: h.shardCount, shardMap: h.shardMap }) + '\n', { mode: 0o600 });
-    // (rename(2) takes the place of an empty directory)
-    renameSync(tmp, dataDir);
-    fsyncDir(dirname(dataDir));
+    if (exists) {
+      for (const n of readdirSync(tmp).sort((x, y) => (x === 'shards.json' ? 1 : y === 'shards.json' ? -1 : 0))) renameSync(join(tmp, n), join(dataDir, n));
+      rmSync(tmp, { recursive: true });
+      fsyncDir(dataDir);
+    } else {
+      renameSync(tmp, dataDir);
+      fsyncDir(dirname(dataDir));
+    }
     done = true;
     return summary;
   } finally {
