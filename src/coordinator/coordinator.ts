@@ -133,7 +133,7 @@ interface ShardHandle {
 export interface ShardSnapshotView {
   env: ShardEnv;
   txn: ReturnType<ShardEnv['root']['useReadTransaction']>;
-  /** the last version the transaction's B-tree holds */
+  /** the last version to read from the transaction's B-tree (what it holds, up to the snapshot's) */
   treeRv: number;
   compactedRv: number;
   /** the records after treeRv, up to the snapshot's version, in version order */
@@ -859,15 +859,23 @@ export class Coordinator {
         s.worker.postMessage({ t: 'hold' } satisfies FrontToShard);
       })));
       await Promise.race([held, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the shards did not hold their commits within ${timeoutMs / 1000}s`)), timeoutMs)))]);
-      const rv = this.shared.currentRv();
-      const shards = this.shards.map((s): ShardSnapshotView => {
+      // Every shard idle, this is the counter itself. Taken as the shards' fresh versions all
+      // the same, so that it holds even for a shard whose hold ran out (it lets its writes go
+      // after a while): every version up to it is applied here, or was never written.
+      const rv = Math.min(...this.shards.map((s) => this.freshRv(s.index)));
+      const shards: ShardSnapshotView[] = [];
+      for (const s of this.shards) {
         // (a read transaction of the newest B-tree: no older than the one that let held records go)
         s.env.root.resetReadTxn();
         const txn = s.env.root.useReadTransaction();
-        const treeRv: number = s.env.meta.get('maxRv', { transaction: txn }) ?? 0;
+        const treeRv = Math.min(rv, s.env.meta.get('maxRv', { transaction: txn }) ?? 0);
         const compactedRv: number = s.env.meta.get('compactedRv', { transaction: txn }) ?? 0;
-        return { env: s.env, txn, treeRv, compactedRv, newer: s.newer.filter((e) => e.key > treeRv && e.key <= rv) };
-      });
+        shards.push({ env: s.env, txn, treeRv, compactedRv, newer: s.newer.filter((e) => e.key > treeRv && e.key <= rv) });
+        if (compactedRv > rv) {
+          for (const v of shards) v.txn.done();
+          throw new Error(`shard ${s.index} compacted past the snapshot's version while it was taken; try again`);
+        }
+      }
       return { rv, shards };
     } finally {
       clearTimeout(timer);
