@@ -12,9 +12,12 @@ export const SNAPSHOT_USAGE = `Usage:
       Writes a consistent snapshot of the data dir's storage to FILE (0600): taken by the
       server running on DIR while it serves, or read from DIR while no server runs on it.
   kubeshard snapshot restore FILE [--data-dir DIR] [--shards N] [--shard-map MAP]
+                                  [--bump-revision N --mark-compacted]
       Builds a new data dir DIR (missing or empty) from FILE: every object with its
       resourceVersion, the retained history and the compacted revision. --shards and
-      --shard-map, when given, must be the snapshot's.
+      --shard-map, when given, must be the snapshot's. As etcdutl's: --bump-revision N
+      goes on N versions above the snapshot's, and --mark-compacted ends the history
+      there (older watches get 410 Expired and their clients list afresh).
   kubeshard snapshot status FILE [--write-out table|json]
       Checks FILE whole (its SHA-256) and prints its version, shards, objects and size.
 
@@ -28,9 +31,11 @@ interface Parsed {
 
 const FLAGS: Record<string, string[]> = {
   save: ['data-dir'],
-  restore: ['data-dir', 'shards', 'shard-map'],
+  restore: ['data-dir', 'shards', 'shard-map', 'bump-revision', 'mark-compacted'],
   status: ['write-out', 'w'],
 };
+
+const BOOL_FLAGS = new Set(['mark-compacted']);
 
 function parse(argv: string[]): Parsed | 'help' {
   const [verb, ...rest] = argv;
@@ -49,6 +54,7 @@ function parse(argv: string[]): Parsed | 'help' {
     const name = a.replace(/^--?/, '').slice(0, eq < 0 ? undefined : eq - (a.startsWith('--') ? 2 : 1));
     if (!FLAGS[verb].includes(name)) throw new FlagError(`unknown flag for snapshot ${verb}: ${a.slice(0, eq < 0 ? undefined : eq)}`);
     if (eq >= 0) flags[name] = a.slice(eq + 1);
+    else if (BOOL_FLAGS.has(name)) flags[name] = 'true';
     else if (i + 1 < rest.length) flags[name] = rest[++i];
     else throw new FlagError(`flag needs an argument: ${a}`);
   }
@@ -108,8 +114,17 @@ export async function snapshotMain(argv: string[]): Promise<number> {
           flags.shards = Number(p.flags.shards);
         }
         if (p.flags['shard-map'] !== undefined) flags.shardMap = shardMapFlag(p.flags['shard-map']);
+        if (p.flags['bump-revision'] !== undefined) {
+          if (!/^\d+$/.test(p.flags['bump-revision'])) throw new FlagError(`invalid argument "${p.flags['bump-revision']}" for "--bump-revision" flag`);
+          flags.bumpRevision = Number(p.flags['bump-revision']);
+        }
+        if (p.flags['mark-compacted'] !== undefined) {
+          if (!/^(true|false)$/.test(p.flags['mark-compacted'])) throw new FlagError(`invalid argument "${p.flags['mark-compacted']}" for "--mark-compacted" flag`);
+          flags.markCompacted = p.flags['mark-compacted'] === 'true';
+        }
         const summary = await restoreSnapshot(p.file, dataDir, flags);
-        console.log(`Restored ${p.file} into ${dataDir} (resourceVersion ${summary.header.resourceVersion}, ${summary.header.shardCount} shards, ${summary.records.reduce((a, b) => a + b, 0)} records)`);
+        const bumped = flags.bumpRevision ? `; versions go on above ${summary.header.resourceVersion + flags.bumpRevision}, history compacted there` : '';
+        console.log(`Restored ${p.file} into ${dataDir} (resourceVersion ${summary.header.resourceVersion}, ${summary.header.shardCount} shards, ${summary.records.reduce((a, b) => a + b, 0)} records${bumped})`);
         return 0;
       }
       default: {

@@ -403,6 +403,18 @@ export interface RestoreFlags {
   shards?: number;
   /** --shard-map, when given: must be the snapshot's */
   shardMap?: Record<string, number>;
+  /**
+   * --bump-revision, as etcdutl's: the restored store goes on this far above the snapshot's
+   * version, so that no version a client saw on the old store after the snapshot is handed
+   * out again for another change. Needs markCompacted.
+   */
+  bumpRevision?: number;
+  /**
+   * --mark-compacted, as etcdutl's: the restored store's history ends at its new version
+   * (only the objects live at the snapshot are kept), so a watch from an older version is
+   * answered 410 Expired and its informer lists afresh rather than missing changes.
+   */
+  markCompacted?: boolean;
 }
 
 const sameMap = (a: Record<string, number>, b: Record<string, number>) => JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
@@ -423,6 +435,10 @@ export async function restoreSnapshot(file: string, dataDir: string, flags: Rest
       `the snapshot was taken with ${h.shardCount} shards and shard map ${JSON.stringify(h.shardMap)}, not --shards ${flags.shards ?? h.shardCount} --shard-map ${JSON.stringify(flags.shardMap ?? h.shardMap)}: objects are placed by these settings, so a restore keeps them (drop the flags, or give the snapshot's)`,
     );
   }
+  const bump = flags.bumpRevision ?? 0;
+  if (!Number.isSafeInteger(bump) || bump < 0) throw new SnapshotError(`--bump-revision ${bump}: want a whole number of versions`);
+  if (bump > 0 && !flags.markCompacted) throw new SnapshotError('--bump-revision needs --mark-compacted: clients that saw versions above the snapshot must list afresh, not watch on from them');
+  if (flags.markCompacted && bump === 0) throw new SnapshotError('--mark-compacted needs --bump-revision: the versions after the snapshot are handed out again, so the compaction point must be above them');
   const exists = existsSync(dataDir);
   if (exists) {
     if (!statSync(dataDir).isDirectory()) throw new SnapshotError(`${dataDir} is not a directory`);
@@ -454,18 +470,37 @@ export async function restoreSnapshot(file: string, dataDir: string, flags: Rest
         for (const [rv, rec] of puts) env.hist.putSync(rv, rec);
       });
     };
+    /** (--mark-compacted) the current shard's objects live at the snapshot: key -> version and record */
+    let live = new Map<string, [number, Buffer]>();
+    const putLive = () => {
+      for (const r of [...live.values()].sort((x, y) => x[0] - y[0])) {
+        batch.push(r);
+        if (batch.length >= RESTORE_BATCH) put();
+      }
+      live = new Map();
+      put();
+    };
     const summary = readSnapshotFile(file, (shard, rv, rec) => {
-      if (shard !== batchShard) put();
+      if (shard !== batchShard) flags.markCompacted ? putLive() : put();
       batchShard = shard;
+      if (flags.markCompacted) {
+        // the newest record of a key is its state at the snapshot; a deletion, none
+        const k = recordGr(rec) + '\n' + recordKey(rec);
+        if (recordType(rec) === 'DELETED') live.delete(k);
+        else live.set(k, [rv, Buffer.from(rec)]);
+        return;
+      }
       batch.push([rv, Buffer.from(rec)]);
       if (batch.length >= RESTORE_BATCH) put();
     });
+    if (flags.markCompacted) putLive();
     put();
+    const top = summary.header.resourceVersion + bump;
     envs.forEach((env, i) =>
       env.root.transactionSync(() => {
-        // the snapshot's version is every shard's mark: a start raises the counter to it
-        env.meta.putSync('maxRv', summary.header.resourceVersion);
-        env.meta.putSync('compactedRv', summary.header.shards[i].compactedRv);
+        // the snapshot's version (bumped) is every shard's mark: a start raises the counter to it
+        env.meta.putSync('maxRv', top);
+        env.meta.putSync('compactedRv', flags.markCompacted ? top : summary.header.shards[i].compactedRv);
       }),
     );
     for (const env of envs.splice(0)) {
