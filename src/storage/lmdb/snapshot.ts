@@ -201,6 +201,8 @@ export async function saveSnapshot(dataDir: string, file: string): Promise<SaveR
   dataDir = resolve(dataDir);
   file = resolve(file);
   const layout = readLayout(dataDir);
+  if (!existsSync(dirname(file))) throw new SnapshotError(`cannot save to ${file}: the directory ${dirname(file)} does not exist`);
+  if (existsSync(file) && statSync(file).isDirectory()) throw new SnapshotError(`cannot save to ${file}: it is a directory`);
   const tmp = join(dirname(file), `.${basename(file)}.part-${process.pid}`);
   const fd = openSync(tmp, 'wx', 0o600);
   let ok = false;
