@@ -38,8 +38,9 @@ import { SnapshotEncoder, SnapshotError, SNAPSHOT_FORMAT, readSnapshotFile, read
 
 /** The server's snapshot socket, in the data dir. */
 export const SNAPSHOT_SOCKET = 'snapshot.sock';
-/** records read from a B-tree per turn of the server's event loop */
+/** records read from a B-tree per turn of the server's event loop, at most, and bytes */
 const RANGE = 2000;
+const SLICE_BYTES = 256 * 1024;
 /** a unix socket's path is at most this long (sun_path, with its terminating zero) */
 const MAX_SOCKET_PATH = 107;
 
@@ -128,13 +129,20 @@ async function streamSnapshot(coord: Coordinator, layout: Layout, sock: Socket):
       let from = 1;
       for (;;) {
         let n = 0;
+        let bytes = 0;
+        let more = false;
         for (const { key, value } of s.env.hist.getRange({ start: from, end: s.treeRv + 1, limit: RANGE, transaction: s.txn })) {
           enc.record(value);
           from = key + 1;
           n++;
+          // (a slice of the main thread's time stays short whatever the objects' sizes)
+          if ((bytes += value.length) >= SLICE_BYTES) {
+            more = true;
+            break;
+          }
         }
         await send(sock, enc.take());
-        if (n < RANGE) break;
+        if (!more && n < RANGE) break;
       }
       for (const e of s.newer) enc.record(e.value);
       enc.endShard();
