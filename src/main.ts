@@ -2,8 +2,11 @@
 // Entry point: parse flags, start, and stop cleanly on SIGTERM / SIGINT.
 import { FlagError, parseArgs, usage } from './options.js';
 import { startServer } from './server.js';
+import { snapshotMain } from './snapshot-cli.js';
 
 async function main(): Promise<void> {
+  // `kubeshard snapshot ...`: backup and restore (snapshot-cli.ts), no server started
+  if (process.argv[2] === 'snapshot') process.exit(await snapshotMain(process.argv.slice(3)));
   let opts;
   try {
     opts = parseArgs(process.argv.slice(2));

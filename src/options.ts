@@ -395,7 +395,7 @@ export function flagNames(): string[] {
 }
 
 export function usage(): string {
-  const lines = ['Usage: kubeshard [flags]', '', 'Flags:'];
+  const lines = ['Usage: kubeshard [flags]', '       kubeshard snapshot save|restore|status FILE ... (backup and restore; kubeshard snapshot --help)', '', 'Flags:'];
   const heads = Object.entries(FLAGS).map(([name, f]) => [`      --${name} ${f.kind === 'bool' ? '' : f.kind}`.trimEnd(), f.help]);
   const width = Math.max(...heads.map(([h]) => h.length)) + 2;
   for (const [head, help] of heads) lines.push(head.padEnd(width) + help);

@@ -9,7 +9,7 @@ import { completeOptions, frontThreadsFor, type ServerOptions } from './options.
 import { availableParallelism } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
-import { createStorage } from './storage/factory.js';
+import { createStorage, serveStorageSnapshots } from './storage/factory.js';
 import { Cacher } from './storage/cacher.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
@@ -121,7 +121,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // (a new file the server writes there joins this list).
   const warnFiles = (m: string) => console.warn(`W file permissions: ${m}`);
   const certDir = o.certDir || join(dataDir, 'certs');
-  const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', ...(o.certDir ? [] : ['certs'])]);
+  const ownEntries = new Set(['shards.json', 'admin-token.csv', 'admin.kubeconfig', 'sa.key', 'snapshot.sock', ...(o.certDir ? [] : ['certs'])]);
   if (main) tightenOwnDir(dataDir, (n) => ownEntries.has(n) || /^shard-\d+$/.test(n), warnFiles);
   if (main && o.certDir && !o.tlsCertFile) tightenOwnDir(certDir, (n) => GENERATED_CERT_FILES.has(n), warnFiles);
   const catalog = new Catalog({ runtimeConfig: o.runtimeConfig });
@@ -136,6 +136,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   setMaxObjectBytes(o.maxObjectSizeBytes);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
   await cacher.start();
+  // `kubeshard snapshot save` asks the running server over a socket in the data dir (LMDB)
+  const snapshots = main ? await serveStorageSnapshots(storage, o, dataDir, (m) => console.warn(`W ${m}`)) : null;
   const strategies = new StrategyRegistry(cacher, {
     serviceClusterIpRange: o.serviceClusterIpRange,
     serviceNodePortRange: o.serviceNodePortRange,
@@ -400,6 +402,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    await snapshots?.close();
     await cacher.close();
     throw err;
   }
@@ -435,6 +438,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         listener.stopListening();
         // What the audit backends buffered is written (or sent) before the process exits.
         await auditor?.backend.shutdown();
+        await snapshots?.close();
         await cacher.close();
       })();
       return stopping;

@@ -39,7 +39,7 @@ export function storeClient(store: Store, t: ResourceTarget): ObjectClient {
       return JSON.parse(r.json.toString('utf8'));
     },
     async list(ns) {
-      return store.currentEntries(t, ns).map((e) => structuredClone(entryObject(e)));
+      return (await store.currentEntries(t, ns)).map((e) => structuredClone(entryObject(e)));
     },
     async delete(obj) {
       const m = meta(obj);

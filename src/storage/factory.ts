@@ -4,6 +4,7 @@
 import type { ServerOptions } from '../options.js';
 import type { Storage } from './interface.js';
 import { LmdbStorage, type LmdbFrontData } from './lmdb/lmdb-storage.js';
+import { serveSnapshots } from './lmdb/snapshot.js';
 
 /**
  * The backend for options o, its data under dataDir. front: set on another front thread than
@@ -26,4 +27,13 @@ export function createStorage(o: ServerOptions, dataDir: string, front?: { index
         front: front && { index: front.index, ...(front.data as LmdbFrontData) },
       });
   }
+}
+
+/**
+ * The running server's snapshot socket (`kubeshard snapshot save`), for a backend that has
+ * one: the LMDB shards. etcd has its own (`etcdctl snapshot save`): null.
+ */
+export async function serveStorageSnapshots(storage: Storage, o: ServerOptions, dataDir: string, warn: (m: string) => void): Promise<{ close(): Promise<void> } | null> {
+  if (!(storage instanceof LmdbStorage)) return null;
+  return serveSnapshots(storage, dataDir, { shardCount: o.shards, shardMap: o.shardMap }, warn);
 }

@@ -64,6 +64,12 @@ export type FrontToShard =
   /** (main thread only) another front thread's port: it sends writes there and hears every commit */
   | { t: 'attach'; port: import('node:worker_threads').MessagePort }
   | { t: 'compact-now'; retentionMs?: number }
+  /**
+   * (main thread) A snapshot (src/storage/lmdb/snapshot.ts): take no more versions until
+   * 'release' (or a few seconds pass); answered with 'held' once no batch is in flight.
+   */
+  | { t: 'hold' }
+  | { t: 'release' }
   | { t: 'close' };
 
 export type ShardToFront =
@@ -78,6 +84,8 @@ export type ShardToFront =
    */
   | { t: 'alarm'; reason: string }
   | { t: 'closed' }
+  /** (to the main thread only) commits are held: every version the shard took is logged or refused, and its commit was posted */
+  | { t: 'held'; lastRv: number }
   | { t: 'fatal'; message: string }
   /** on an attached front's port, first: the shard's last committed version when it took the port */
   | { t: 'attached'; lastRv: number; alarm: string };

@@ -407,9 +407,32 @@ function tooLarge(head: string, tail: string): boolean {
   return Buffer.byteLength(head) + Buffer.byteLength(tail) + 20 > max;
 }
 
+/**
+ * Set while a snapshot holds this shard's commits (src/storage/lmdb/snapshot.ts): writes wait
+ * in `pending` and take no version. The timer lets them go by itself should the release
+ * never come: a snapshot must never stop writes for longer than a moment.
+ */
+let held: NodeJS.Timeout | null = null;
+const HOLD_MAX_MS = 2000;
+
+function hold(): void {
+  if (held) clearTimeout(held);
+  held = setTimeout(releaseHold, HOLD_MAX_MS);
+  // (between two group commits, this thread's only kind of turn that takes versions: every
+  // version it took is logged or refused, and its commit message is already posted)
+  port.postMessage({ t: 'held', lastRv: shared.lastRv(data.index) } satisfies ShardToFront);
+}
+
+function releaseHold(): void {
+  if (!held) return;
+  clearTimeout(held);
+  held = null;
+  if (pending.length) schedule();
+}
+
 function flush(): void {
   scheduled = false;
-  if (pending.length === 0) return;
+  if (pending.length === 0 || held) return;
   const ops = pending;
   pending = [];
   const t0 = STATS ? performance.timeOrigin + performance.now() : 0;
@@ -598,8 +621,15 @@ function onFrontMessage(msg: FrontToShard): void {
     case 'compact-now':
       compact(msg.retentionMs);
       break;
+    case 'hold':
+      hold();
+      break;
+    case 'release':
+      releaseHold();
+      break;
     case 'close':
       closing = true;
+      releaseHold();
       clearInterval(compactTimer);
       flush();
       // a transaction waiting out its interval goes now

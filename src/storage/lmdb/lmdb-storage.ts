@@ -116,6 +116,23 @@ interface ShardHandle {
   restarts: number;
   /** (compact) who waits for the shard's next compaction report */
   compactWaiters: Array<() => void>;
+  /** (main thread) a snapshot waits for the worker's 'held' */
+  onHeld?: () => void;
+}
+
+/**
+ * One shard as of a snapshot's version (snapshotView): its B-tree in a read transaction of
+ * its own, and the committed records that B-tree did not hold yet. The caller reads what it
+ * needs and calls done().
+ */
+export interface ShardSnapshotView {
+  env: ShardEnv;
+  txn: ReturnType<ShardEnv['root']['useReadTransaction']>;
+  /** the last version to read from the transaction's B-tree (what it holds, up to the snapshot's) */
+  treeRv: number;
+  compactedRv: number;
+  /** the records after treeRv, up to the snapshot's version, in version order */
+  newer: RecordEntry[];
 }
 
 /** A shard's handle before its worker (or, on another front thread, its port) is there. */
@@ -712,6 +729,9 @@ export class LmdbStorage implements Storage {
       case 'closed':
         shard.closed?.();
         break;
+      case 'held':
+        shard.onHeld?.();
+        break;
       case 'alarm':
         shard.alarm = msg.reason;
         break;
@@ -799,6 +819,62 @@ export class LmdbStorage implements Storage {
     if (this.shared.lastRv(shardIndex) !== shard.applied) return shard.applied;
     const settled = pending === 0 ? global : Math.min(global, pending - 1);
     return Math.max(settled, shard.applied);
+  }
+
+  /**
+   * (main thread) Every shard at one point of the global version order, for a snapshot
+   * (src/storage/lmdb/snapshot.ts): each worker is asked to hold its commits, and once all
+   * hold (none has a batch in flight, and this thread has applied every commit they made,
+   * for a commit's message comes before 'held'), no version up to the counter can still be
+   * written: that is the snapshot's version. Each shard's B-tree is then read in a read
+   * transaction of its own, and what it lacks is in the records this thread holds. The
+   * commits are released at once: writes wait for the hold's round trip only.
+   */
+  snapshotView(timeoutMs = 5000): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
+    // one hold at a time: a release of one must not end another's
+    const view = this.snapshotting.then(() => this.holdAndView(timeoutMs));
+    this.snapshotting = view.catch(() => {});
+    return view;
+  }
+
+  private snapshotting: Promise<unknown> = Promise.resolve();
+
+  private async holdAndView(timeoutMs: number): Promise<{ rv: number; shards: ShardSnapshotView[] }> {
+    if (this.opts.front) throw new Error('a snapshot is taken on the main thread');
+    const down = this.shards.find((s) => s.state === 'down');
+    if (down) throw errors.storageUnavailable(`shard ${down.index}`, down.down);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const held = Promise.all(this.shards.map((s) => new Promise<void>((resolve) => {
+        s.onHeld = resolve;
+        s.worker.postMessage({ t: 'hold' } satisfies FrontToShard);
+      })));
+      await Promise.race([held, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the shards did not hold their commits within ${timeoutMs / 1000}s`)), timeoutMs)))]);
+      // Every shard idle, this is the counter itself. Taken as the shards' fresh versions all
+      // the same, so that it holds even for a shard whose hold ran out (it lets its writes go
+      // after a while): every version up to it is applied here, or was never written.
+      const rv = Math.min(...this.shards.map((s) => this.freshRvOf(s.index)));
+      const shards: ShardSnapshotView[] = [];
+      for (const s of this.shards) {
+        // (a read transaction of the newest B-tree: no older than the one that let held records go)
+        s.env.root.resetReadTxn();
+        const txn = s.env.root.useReadTransaction();
+        const treeRv = Math.min(rv, s.env.meta.get('maxRv', { transaction: txn }) ?? 0);
+        const compactedRv: number = s.env.meta.get('compactedRv', { transaction: txn }) ?? 0;
+        shards.push({ env: s.env, txn, treeRv, compactedRv, newer: s.newer.filter((e) => e.key > treeRv && e.key <= rv) });
+        if (compactedRv > rv) {
+          for (const v of shards) v.txn.done();
+          throw new Error(`shard ${s.index} compacted past the snapshot's version while it was taken; try again`);
+        }
+      }
+      return { rv, shards };
+    } finally {
+      clearTimeout(timer);
+      for (const s of this.shards) {
+        s.onHeld = undefined;
+        if (s.state === 'up') s.worker.postMessage({ t: 'release' } satisfies FrontToShard);
+      }
+    }
   }
 
   /** The last version the shard has committed: a "most recent" read must see at least this. */
