@@ -6,10 +6,12 @@
 import { join, resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { completeOptions, frontThreadsFor, type ServerOptions } from './options.js';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { createStorage, serveStorageSnapshots } from './storage/factory.js';
+import { EncryptionTransformers } from './storage/encryption/index.js';
+import { apiserverId } from './controllers/apiserver-identity.js';
 import { Cacher } from './storage/cacher.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
@@ -135,7 +137,28 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The patch engines weigh their results against storage's limit before the write goes on.
   setMaxObjectBytes(o.maxObjectSizeBytes);
   setBookmarkInterval(o.watchBookmarkIntervalSeconds * 1000);
-  await cacher.start();
+  // Encryption at rest: the configuration is loaded (each KMS plugin's first Status awaited)
+  // before storage starts; one that does not load stops start-up, as kube's does. Every front
+  // thread has its own transformers (they read encrypted values of their own), as has each
+  // shard worker (storage/lmdb/lmdb-storage.ts useEncryption); the main thread's reloads lead.
+  const encryption = await EncryptionTransformers.start({
+    configFile: o.encryptionProviderConfig,
+    automaticReload: o.encryptionProviderConfigAutomaticReload,
+    apiServerId: apiserverId(hostname()),
+    showHiddenMetrics: o.showHiddenMetricsForVersion === '1.32',
+    // (the file's check interval is kube's minute; the tests shorten it)
+    reloadIntervalMs: Number(process.env.KUBESHARD_ENCRYPTION_RELOAD_INTERVAL_MS) || undefined,
+    onReloadError: (e) => console.error(`E ${e.message}`),
+    onReloaded: main ? () => storage.encryptionReloaded?.() : undefined,
+  });
+  storage.useEncryption?.(encryption, { configFile: o.encryptionProviderConfig, automaticReload: o.encryptionProviderConfigAutomaticReload });
+  for (const name of o.disabledMetrics) encryption.metrics.registry.removeSingleMetric(name);
+  try {
+    await cacher.start();
+  } catch (err) {
+    encryption.close();
+    throw err;
+  }
   // `kubeshard snapshot save` asks the running server over a socket in the data dir (LMDB)
   const snapshots = main ? await serveStorageSnapshots(storage, o, dataDir, (m) => console.warn(`W ${m}`)) : null;
   const strategies = new StrategyRegistry(cacher, {
@@ -249,7 +272,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     extraPaths.set('/openid/v1/jwks', (req, res) => sendBody(req, res, 200, 'application/jwk-set+json', jwks, cache));
   }
 
-  const health: HealthState = { ready: false, shuttingDown: false, storage: () => storage.storageProblem() };
+  const health: HealthState = { ready: false, shuttingDown: false, storage: () => storage.storageProblem(), more: kmsHealth(encryption) };
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   // Either way the seats are the server's: every front thread counts them in one table,
@@ -273,7 +296,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     new Set(o.disabledMetrics),
   );
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
-  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics()));
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), () => encryption.metrics.text()));
   const router = new Router({
     metrics,
     catalog,
@@ -380,6 +403,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           listener?.stopListening();
           await auditor?.backend.shutdown();
           await cacher.close();
+          encryption.close();
           listener?.closeConnections?.();
         })();
         return stopping;
@@ -404,6 +428,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     await others.stop();
     await snapshots?.close();
     await cacher.close();
+    encryption.close();
     throw err;
   }
   const url = `https://${advertised}:${listener.port}`;
@@ -440,8 +465,27 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         await auditor?.backend.shutdown();
         await snapshots?.close();
         await cacher.close();
+        encryption.close();
       })();
       return stopping;
     },
   };
+}
+
+/**
+ * The KMS health checks of encryption at rest (kms-providers, or kms-provider-N), as the
+ * synchronous checks /healthz, /livez and /readyz run: each is run in the background every
+ * second (the plugin's own answer is cached by its provider, kube's TTLs), and the endpoints
+ * report its last outcome.
+ */
+function kmsHealth(encryption: EncryptionTransformers): Array<[string, () => string]> {
+  const checks = encryption.healthChecks();
+  if (checks.length === 0) return [];
+  const last = new Map<string, string>();
+  const poll = () => {
+    for (const c of encryption.healthChecks()) c.check().then(() => last.set(c.name, ''), (e: Error) => last.set(c.name, e.message || 'failed'));
+  };
+  poll();
+  setInterval(poll, 1000).unref();
+  return checks.map((c) => [c.name, () => last.get(c.name) ?? ''] as [string, () => string]);
 }

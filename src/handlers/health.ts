@@ -22,6 +22,8 @@ export interface HealthState {
   shuttingDown: boolean;
   /** why storage cannot take writes ('' when it can); absent: no storage check */
   storage?: () => string;
+  /** more named checks after the storage ones (encryption at rest's kms-providers) */
+  more?: Array<[name: string, run: () => string]>;
 }
 
 const ENDPOINTS = new Set(['/healthz', '/livez', '/readyz']);
@@ -37,6 +39,7 @@ function checksOf(state: HealthState, endpoint: string): Check[] {
     ['etcd', storage],
   ];
   if (endpoint === 'readyz') checks.push(['etcd-readiness', storage]);
+  if (state.more) checks.push(...state.more);
   checks.push(['poststarthook/generic-apiserver-start-informers', () => (state.ready ? '' : 'not finished')]);
   if (endpoint === 'readyz') checks.push(['shutdown', () => (state.shuttingDown ? 'process is shutting down' : '')]);
   return checks;

@@ -672,7 +672,12 @@ export class Store {
       }
       // A write that changes nothing is not written; the client gets the current object.
       // Compared as values: the key order a client sends is not a change.
-      if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) return { code: 200, json: cur.json };
+      // (unless the stored value is stale under the encryption configuration: kube writes it
+      // then, so that a rewrite re-encrypts it with the current key)
+      if (deepEqual({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } }, obj)) {
+        const stale = this.storage.storedStale?.(t.gr, key, cur.rv) ?? false;
+        if (!(stale instanceof Promise ? await stale : stale)) return { code: 200, json: cur.json };
+      }
       // The last finalizer gone from an object marked for deletion (and not still in a grace period) deletes it.
       const finalizing = obj.metadata.deletionTimestamp && (!obj.metadata.finalizers || obj.metadata.finalizers.length === 0) && !(obj.metadata.deletionGracePeriodSeconds > 0);
       const finish = t.strategy.beginUpdate(obj, old, { info: t.info, hasStatus: t.hasStatus, dryRun: opts.dryRun });

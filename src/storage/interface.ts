@@ -333,6 +333,25 @@ export interface Storage {
   control?(m: unknown): Promise<void>;
 
   /**
+   * Optional: encryption at rest (--encryption-provider-config), given before start(). The
+   * backend passes the values of configured resources through enc's transformers (encrypted
+   * on every write, decrypted on every read); `file` is where other threads of the backend
+   * load their own transformers from.
+   */
+  useEncryption?(enc: import('./encryption/index.js').EncryptionTransformers, file: { configFile: string; automaticReload: boolean }): void;
+
+  /** Optional (main thread): the configuration was reloaded; threads of the backend with transformers of their own reload theirs. */
+  encryptionReloaded?(): void;
+
+  /**
+   * Optional: whether the stored value of gr's object at key, version rv, was written by
+   * another provider (or key) than the current configuration's first (kube's stale). An
+   * update that changes nothing is written all the same then (kube's GuaranteedUpdate), so
+   * that `kubectl replace` moves every object to the current key. Absent: never.
+   */
+  storedStale?(gr: string, key: string, rv: number): MaybePromise<boolean>;
+
+  /**
    * Why storage cannot take writes now ('' when it can): a shard being restarted, a storage
    * alarm (no space), an unreachable etcd. The storage check of /livez and /readyz fails
    * while it is set (handlers/health.ts).

@@ -3,6 +3,7 @@
 // each commit with one message that carries the committed events (a write's event is its
 // acknowledgement) and the refusals, so a write costs one hop there and one hop back,
 // shared by everything in the batch.
+import type { MetricRecord } from '../../src/storage/encryption/metrics.js';
 import type { ChangeType, Expect as StorageExpect, StorageWrite } from '../../src/storage/interface.js';
 
 export type EventType = ChangeType;
@@ -51,6 +52,12 @@ export interface CommittedEvent {
   rv: number;
   /** the revision record as stored (record.ts): the front keeps it until the B-tree holds it, and serves its JSON */
   rec: Uint8Array;
+  /**
+   * The object's JSON when the record holds it encrypted (--encryption-provider-config):
+   * the caches take the plaintext from here, so that nothing on the commit path decrypts.
+   * Absent for every unconfigured resource: the record's JSON is the plaintext.
+   */
+  json?: Uint8Array;
 }
 
 /**
@@ -70,12 +77,14 @@ export type FrontToShard =
    */
   | { t: 'hold' }
   | { t: 'release' }
+  /** (main thread) the encryption configuration was reloaded there: reload it here too (after the readers, before the next write) */
+  | { t: 'encryption-reload' }
   | { t: 'close' };
 
 export type ShardToFront =
   | { t: 'ready'; maxRv: number; compactedRv: number }
   /** t0, t1 (KUBESHARD_COMMIT_STATS only): when the group commit began, and when its log was durable (ms, absolute) */
-  | { t: 'commit'; refused: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number }
+  | { t: 'commit'; refused: Ack[]; events: CommittedEvent[]; lastRv: number; t0?: number; t1?: number; xm?: MetricRecord[] }
   | { t: 'compacted'; compactedRv: number }
   /**
    * The shard's storage alarm changed: while reason is not empty, it refuses every write
@@ -102,6 +111,11 @@ export interface ShardWorkerData {
   treeIntervalMs: number;
   /** the largest object, in encoded bytes, a write may store (--max-object-size-bytes); deletions are never refused */
   maxObjectBytes: number;
+  /**
+   * --encryption-provider-config: the worker encrypts the records of configured resources
+   * with transformers of its own (shard-worker.ts says why); absent without a configuration.
+   */
+  encryption?: { configFile: string; automaticReload: boolean };
   /** how many times this shard's worker has been started again after it ended (0: the first start) */
   restart: number;
 }

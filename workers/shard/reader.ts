@@ -50,6 +50,11 @@ export interface RecordSource {
   /** the records with start <= version < end */
   range(start: number, end: number): Iterable<RecordEntry>;
   get(rv: number): Buffer | undefined;
+  /**
+   * A record's JSON, decrypted when the record holds it encrypted at rest (LmdbStorage sets
+   * it when an encryption configuration is loaded); absent: the record's value is the JSON.
+   */
+  plain?(rec: Buffer): Buffer;
 }
 
 /** The B-tree alone. */
@@ -94,13 +99,13 @@ export interface History {
   cur: CurrentState;
 }
 
-const json = (value: Buffer): Buffer => Buffer.from(recordValue(value).subarray(1));
+const json = (src: RecordSource, value: Buffer): Buffer => (src.plain ? src.plain(value) : Buffer.from(recordValue(value).subarray(1)));
 
 /** The object at revision p, or null when it is a tombstone or gone. */
 function revision(src: RecordSource, key: string, p: number): StoredObject | null {
   const v = src.get(p);
   if (!v || recordValue(v)[0] !== FLAG_LIVE) return null;
-  return { key, rv: p, json: json(v) };
+  return { key, rv: p, json: json(src, v) };
 }
 
 /**
@@ -125,7 +130,7 @@ function changedAt(h: History, rv: number, want: (key: string) => boolean): Map<
     for (const { key: r, value } of h.src.range(at + 1, rv + 1)) {
       if (!recordIsOf(value, gr)) continue;
       const key = recordKey(value);
-      if (want(key)) out.set(key, recordValue(value)[0] === FLAG_LIVE ? { key, rv: r, json: json(value) } : null);
+      if (want(key)) out.set(key, recordValue(value)[0] === FLAG_LIVE ? { key, rv: r, json: json(h.src, value) } : null);
     }
   }
   return out;
@@ -186,7 +191,7 @@ export function eventsBetween(src: RecordSource, gr: string, afterRv: number, up
     const key = recordKey(value);
     const type = recordType(value);
     const prevRv = recordPrev(value);
-    const ev: StoredEvent = { key, rv, type, prevRv, json: json(value) };
+    const ev: StoredEvent = { key, rv, type, prevRv, json: json(src, value) };
     if (withPrev && prevRv && type !== 'ADDED') {
       const prev = revision(src, key, prevRv);
       if (prev) ev.prevJson = prev.json;

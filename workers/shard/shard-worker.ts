@@ -23,6 +23,17 @@
 // transaction that fails puts its records back and is retried (with the alarm raised and
 // writes refused meanwhile); one that keeps failing while space is there ends this thread,
 // and the coordinator starts the shard again from its log. Nothing unlogged is acknowledged.
+//
+// Encryption at rest (--encryption-provider-config): this thread encrypts the value of every
+// record of a configured resource before the log takes it, so that neither the log nor the
+// B-tree ever holds its plaintext. Here, because this thread makes the bytes: the version is
+// part of the stored JSON and is only known here, and encrypting on the front thread would
+// mean encoding there again. So each shard worker has transformers of its own (loaded from
+// the same file; a KMS v2 provider here makes its own data key, as each kube-apiserver of a
+// cluster does). Their reloads follow the main thread's ('encryption-reload', sent after the
+// readers have the new keys), and their metrics travel to it with each commit. The plaintext
+// JSON goes to the fronts beside the record (CommittedEvent.json): the caches serve it as
+// before, and nothing decrypts on the commit path. Unconfigured resources cost one Map lookup.
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { SharedState } from '../../src/storage/lmdb/shared-state.js';
 import { FLAG_LIVE, FLAG_TOMBSTONE, openShardEnv } from './layout.js';
@@ -33,9 +44,23 @@ import { scanRecords } from './scan.js';
 import { KeyIndex } from './key-index.js';
 import { DELETED_TYPE, FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
+import { EncryptionTransformers } from '../../src/storage/encryption/encryption-transformers.js';
+import { ForwardedMetrics } from '../../src/storage/encryption/metrics.js';
 import { Expect, type Ack, type CommittedEvent, type FrontToShard, type ShardToFront, type ShardWorkerData, type WriteOp } from './protocol.js';
 
 const data = workerData as ShardWorkerData;
+let storageKeyOf: (gr: string, key: string) => string = () => '';
+/** this shard's encryption transformers; null without a configuration (nothing is looked up then) */
+const encryption = data.encryption ? await startEncryption(data.encryption) : null;
+
+async function startEncryption(cfg: NonNullable<ShardWorkerData['encryption']>): Promise<{ t: EncryptionTransformers; metrics: ForwardedMetrics }> {
+  const metrics = new ForwardedMetrics();
+  // (the catalog behind kube's key layout is loaded only when something may be encrypted)
+  ({ storageKeyOf } = await import('../../src/storage/encryption/storage-key.js'));
+  const t = await EncryptionTransformers.start({ configFile: cfg.configFile, automaticReload: cfg.automaticReload, reloadTimer: false, metrics, onReloadError: (e) => console.error(`shard ${data.index}: ${e.message}`) });
+  return { t, metrics };
+}
+
 const port = parentPort!;
 const shared = new SharedState(data.shared);
 const env = openShardEnv(data.path);
@@ -493,10 +518,26 @@ function flush(): void {
         continue;
       }
       const rv = shared.nextRv();
+      let value: string | Buffer = head! + rv + tail!;
+      let plain: Buffer | undefined;
+      if (encryption) {
+        const t = encryption.t.transformerFor(op.gr);
+        if (!t.identity) {
+          // (a deletion's tombstone too: it carries the object's last state)
+          plain = Buffer.from(value);
+          try {
+            value = t.toStorage(plain, storageKeyOf(op.gr, op.key));
+          } catch (err) {
+            // kube's etcd3 store fails the write (an internal error); the version is left unused
+            refused.push({ id: op.id, err: 'storage', message: `unable to transform key "${storageKeyOf(op.gr, op.key)}": ${err instanceof Error ? err.message : String(err)}` });
+            continue;
+          }
+        }
+      }
       // The record is written once, straight from the text: the log appends the entry, the
       // B-tree stores its payload, and the front keeps that same payload (its JSON is what
       // the cache serves) until the B-tree holds it.
-      const entry = encodeEntry({ rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key }, deleted ? FLAG_TOMBSTONE : FLAG_LIVE, head! + rv + tail!);
+      const entry = encodeEntry({ rv, prev: cur ?? 0, ts: now, type: op.type, gr: op.gr, key: op.key }, deleted ? FLAG_TOMBSTONE : FLAG_LIVE, value);
       const rec = payload(entry);
       records.push(entry);
       size += entry.length;
@@ -505,7 +546,7 @@ function flush(): void {
       undo.push([ik, cur]);
       if (deleted) index.delete(ik);
       else index.set(ik, rv);
-      events.push({ id: op.id, rv, rec });
+      events.push(plain ? { id: op.id, rv, rec, json: plain } : { id: op.id, rv, rec });
       if (!first) first = rv;
       last = rv;
     }
@@ -558,6 +599,11 @@ function flush(): void {
   if (STATS) {
     msg.t0 = t0;
     msg.t1 = performance.timeOrigin + performance.now();
+  }
+  // the encryption metrics measured here: the main thread counts them (the others ignore them)
+  if (encryption) {
+    const xm = encryption.metrics.take();
+    if (xm) msg.xm = xm;
   }
   post(msg);
   shared.setPendingFrom(data.index, 0);
@@ -627,8 +673,13 @@ function onFrontMessage(msg: FrontToShard): void {
     case 'release':
       releaseHold();
       break;
+    case 'encryption-reload':
+      // (a file that fails here keeps this thread's last configuration, as kube's reload does)
+      encryption?.t.reloadOnce().catch(noop);
+      break;
     case 'close':
       closing = true;
+      encryption?.t.close();
       releaseHold();
       clearInterval(compactTimer);
       flush();

@@ -60,7 +60,7 @@ export function encodeRecord(r: WalRecord): Buffer {
  * thread, which keeps it (its JSON is what the cache serves) and a view of a pooled Buffer
  * would copy, and pin, the whole 8 KiB slab.
  */
-export function encodeEntry(r: Omit<WalRecord, 'value'>, flag: number, json: string): Buffer {
+export function encodeEntry(r: Omit<WalRecord, 'value'>, flag: number, json: string | Buffer): Buffer {
   const grLen = Buffer.byteLength(r.gr);
   const keyLen = Buffer.byteLength(r.key);
   const payloadLen = FIXED + grLen + keyLen + 1 + Buffer.byteLength(json);
@@ -69,7 +69,8 @@ export function encodeEntry(r: Omit<WalRecord, 'value'>, flag: number, json: str
   writeRecordHead(r, b, HEADER);
   let o = HEADER + FIXED + grLen + keyLen;
   b[o++] = flag;
-  b.write(json, o);
+  if (typeof json === 'string') b.write(json, o);
+  else b.set(json, o);
   b.writeUInt32LE(crc32(b.subarray(HEADER)), 4);
   return b;
 }

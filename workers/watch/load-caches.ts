@@ -117,8 +117,16 @@ export function loadCaches(
   indexDir: string,
   cacheOf: (gr: string) => ResourceCache,
   markCorrupt: (gr: string, key: string, rv: number, bytes: Buffer) => void,
+  /**
+   * (encryption at rest) the decrypted JSON of the live records stored encrypted, by version
+   * (LmdbStorage decrypts them before the load): the caches read those from here, and a
+   * record stored encrypted that is not here (it could not be decrypted) is kept aside as
+   * corrupt, as kube treats a value its transformers cannot read.
+   */
+  plain?: Map<number, Buffer>,
 ): LoadReport {
-  const src = storeValues(env);
+  const base = storeValues(env);
+  const src: ValueSource = plain ? { json: (rv) => plain.get(rv) ?? base.json(rv) } : base;
   const maxRv: number = env.meta.get('maxRv') ?? 0;
   let indexRefused = '';
   if (indexDir) {
@@ -126,7 +134,7 @@ export function loadCaches(
     indexRefused = typeof found === 'string' ? found : outOfOrder(found);
     if (typeof found !== 'string' && !indexRefused) return { ...fromIndex(found, src, cacheOf, markCorrupt), from: 'index', indexRefused: '' };
   }
-  return { ...fromStore(env, src, cacheOf, markCorrupt), from: 'store', indexRefused };
+  return { ...fromStore(env, src, cacheOf, markCorrupt, plain), from: 'store', indexRefused };
 }
 
 /**
@@ -154,7 +162,7 @@ function fromIndex(index: CacheIndex, src: ValueSource, cacheOf: (gr: string) =>
   return { objects, corrupt };
 }
 
-function fromStore(env: ShardEnv, src: ValueSource, cacheOf: (gr: string) => ResourceCache, markCorrupt: (gr: string, key: string, rv: number, bytes: Buffer) => void) {
+function fromStore(env: ShardEnv, src: ValueSource, cacheOf: (gr: string) => ResourceCache, markCorrupt: (gr: string, key: string, rv: number, bytes: Buffer) => void, plain?: Map<number, Buffer>) {
   const grs: string[] = [];
   const grIds = new Map<string, number>();
   const rows = new ScanRows((env.hist.getStats() as { entryCount: number }).entryCount);
@@ -177,7 +185,8 @@ function fromStore(env: ShardEnv, src: ValueSource, cacheOf: (gr: string) => Res
       }
       type = id;
     }
-    rows.push(type, r.utf8Slice(FIXED + grLen, keyEnd), rv, r[keyEnd] !== FLAG_LIVE ? GONE : looksLikeObjectAt(r, keyEnd + 1, size) ? LIVE : CORRUPT);
+    const decrypted = plain?.get(rv);
+    rows.push(type, r.utf8Slice(FIXED + grLen, keyEnd), rv, r[keyEnd] !== FLAG_LIVE ? GONE : (decrypted ? looksLikeObjectAt(decrypted, 0, decrypted.length) : looksLikeObjectAt(r, keyEnd + 1, size)) ? LIVE : CORRUPT);
   });
   const { keys, rvs, states, types, n } = rows;
   // by type, then key, and for one key in version order: a key's newest record is the last of its run

@@ -41,6 +41,12 @@ export interface EncryptionOptions {
   /** a failed reload (the old configuration stays) */
   onReloadError?: (err: Error) => void;
   kmsService?: LoadOptions['kmsService'];
+  /** the metrics the transformers report to (default: a registry of their own); a shard worker forwards them */
+  metrics?: EncryptionMetrics;
+  /** false: no reload timer of its own, reloadOnce is called by another thread's (a shard worker follows the main thread's) */
+  reloadTimer?: boolean;
+  /** after a reload swapped a new configuration in */
+  onReloaded?: () => void;
   kmsTimings?: LoadOptions['kmsTimings'];
 }
 
@@ -60,10 +66,10 @@ export class EncryptionTransformers {
 
   /** Loads the configuration (awaiting each KMS plugin's first Status) and, with automatic reload, starts watching the file. */
   static async start(opts: EncryptionOptions): Promise<EncryptionTransformers> {
-    const t = new EncryptionTransformers(opts, new EncryptionMetrics(opts.apiServerId ?? '', opts.showHiddenMetrics ?? false));
+    const t = new EncryptionTransformers(opts, opts.metrics ?? new EncryptionMetrics(opts.apiServerId ?? '', opts.showHiddenMetrics ?? false));
     if (opts.configFile) {
       t.install(await loadEncryptionConfig(opts.configFile, t.loadOptions()));
-      if (opts.automaticReload) t.schedule(opts.reloadIntervalMs ?? 60_000);
+      if (opts.automaticReload && opts.reloadTimer !== false) t.schedule(opts.reloadIntervalMs ?? 60_000);
     }
     return t;
   }
@@ -104,6 +110,11 @@ export class EncryptionTransformers {
   }
 
   /** The KMS health checks for /healthz, /livez and /readyz (kms-providers, as kube names it; none without KMS or reload). */
+  /** Whether any resource may be encrypted (a configuration is loaded): a backend skips every check when not. */
+  get configured(): boolean {
+    return this.current !== null;
+  }
+
   healthChecks(): HealthCheck[] {
     if (!this.current) return [];
     // delegate to whatever is current when the check runs: a reload replaces the plugins
@@ -151,6 +162,7 @@ export class EncryptionTransformers {
       this.install(loaded);
       if (old) setTimeout(() => old.close(), old.closeGracePeriodMs).unref();
       this.metrics.reloaded(true);
+      this.opts.onReloaded?.();
       return true;
     } catch (e) {
       loaded?.close();

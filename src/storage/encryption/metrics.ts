@@ -23,6 +23,13 @@ export interface TransformationMetrics {
   dataKeyGeneration(start: number, err: Error | null): void;
 }
 
+/**
+ * One measurement made on another thread, to be counted on the one that serves /metrics:
+ * a transformation (resource, type, prefix, status, seconds), a KMS v2 cache miss, a seed
+ * generation (failed, seconds).
+ */
+export type MetricRecord = ['t', string, string, string, string, number] | ['m'] | ['g', boolean, number];
+
 /** prometheus' ExponentialBuckets(start, factor, count) */
 function exponential(start: number, factor: number, count: number): number[] {
   const out: number[] = [];
@@ -116,8 +123,12 @@ export class EncryptionMetrics implements TransformationMetrics {
   transformation(resource: string, type: 'to_storage' | 'from_storage', prefix: string, start: number, err: Error | null): void {
     // kube's getErrorCode: the gRPC code of a KMS failure, else unknown-non-grpc
     const status = err ? ((err as TransformError).grpcCode ?? 'unknown-non-grpc') : 'OK';
+    this.countTransformation(resource, type, prefix, status, (performance.now() - start) / 1000);
+  }
+
+  private countTransformation(resource: string, type: string, prefix: string, status: string, seconds: number): void {
     this.operations.inc({ resource, transformation_type: type, transformer_prefix: prefix, status });
-    if (!err) this.duration.observe({ transformation_type: type, transformer_prefix: prefix }, (performance.now() - start) / 1000);
+    if (status === 'OK') this.duration.observe({ transformation_type: type, transformer_prefix: prefix }, seconds);
   }
 
   cacheMiss(): void {
@@ -126,8 +137,21 @@ export class EncryptionMetrics implements TransformationMetrics {
 
   /** kube's RecordDataKeyGeneration */
   dataKeyGeneration(start: number, err: Error | null): void {
-    if (err) this.keyGenerationFailures.inc();
-    else this.keyGeneration.observe((performance.now() - start) / 1000);
+    this.countKeyGeneration(err !== null, (performance.now() - start) / 1000);
+  }
+
+  private countKeyGeneration(failed: boolean, seconds: number): void {
+    if (failed) this.keyGenerationFailures.inc();
+    else this.keyGeneration.observe(seconds);
+  }
+
+  /** Counts what another thread's transformers measured (ForwardedMetrics.take() there). */
+  add(records: readonly MetricRecord[]): void {
+    for (const r of records) {
+      if (r[0] === 't') this.countTransformation(r[1], r[2], r[3], r[4], r[5]);
+      else if (r[0] === 'm') this.misses.inc();
+      else this.countKeyGeneration(r[1], r[2]);
+    }
   }
 
   /** kube's RecordEncryptionConfigAutomaticReloadSuccess / ...Failure */
@@ -141,5 +165,39 @@ export class EncryptionMetrics implements TransformationMetrics {
   /** the Prometheus text of these metrics, for /metrics */
   text(): Promise<string> {
     return this.registry.metrics();
+  }
+}
+
+/**
+ * The metrics of transformers that run on a thread that does not serve /metrics (a shard
+ * worker): each measurement is kept as a record until take() hands them to the thread that
+ * counts them (EncryptionMetrics.add). Reloads are counted by the thread that drives them.
+ *
+ * Thread ownership: the thread whose transformers report to it.
+ */
+export class ForwardedMetrics extends EncryptionMetrics {
+  private records: MetricRecord[] = [];
+
+  override transformation(resource: string, type: 'to_storage' | 'from_storage', prefix: string, start: number, err: Error | null): void {
+    const status = err ? ((err as TransformError).grpcCode ?? 'unknown-non-grpc') : 'OK';
+    this.records.push(['t', resource, type, prefix, status, (performance.now() - start) / 1000]);
+  }
+
+  override cacheMiss(): void {
+    this.records.push(['m']);
+  }
+
+  override dataKeyGeneration(start: number, err: Error | null): void {
+    this.records.push(['g', err !== null, (performance.now() - start) / 1000]);
+  }
+
+  override reloaded(): void {}
+
+  /** The records since the last take (null when none). */
+  take(): MetricRecord[] | null {
+    if (this.records.length === 0) return null;
+    const r = this.records;
+    this.records = [];
+    return r;
   }
 }

@@ -18,6 +18,13 @@
 // caches take what it committed and never announced, from its B-tree, and writes resume.
 // Meanwhile reads are served from the caches, and the storage health check fails
 // (storageProblem()), as it does while a shard raises its storage alarm (no space).
+//
+// Encryption at rest (useEncryption): the shard workers encrypt the records of configured
+// resources (shard-worker.ts); this thread decrypts what it reads from the B-tree: the live
+// objects before the caches load (decryptLive), the records of history reads (records():
+// RecordSource.plain), a restarted shard's missed commits. The commits themselves bring the
+// plaintext along, so the caches, and GET, LIST and WATCH, are as fast as without. Without a
+// configuration none of it runs: no lookup, no check.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,6 +40,12 @@ import { FRONT_IDS, type Ack, type CommittedEvent, type FrontToShard, type Shard
 import { StoredEntry, hintsOf, type CacheEntry } from '../../../workers/watch/watch-cache.js';
 import { loadCaches } from '../../../workers/watch/load-caches.js';
 import { eventsBetween, getAt, objectsAt } from '../../../workers/shard/reader.js';
+import { FIXED, recordValue as valueOf } from '../../../workers/shard/record.js';
+import { scanRecords } from '../../../workers/shard/scan.js';
+import { FLAG_LIVE } from '../../../workers/shard/layout.js';
+import type { EncryptionTransformers } from '../encryption/index.js';
+import { storageKeyOf } from '../encryption/storage-key.js';
+import type { MaybePromise } from '../interface.js';
 import { CompactedError, WriteRejected, storageFailure, type CacheAccess, type ChangeSink, type Committed, type Storage, type StorageWrite, type StoredEvent, type StoredObject as Stored } from '../interface.js';
 import { lastTxnId, removeCacheIndex, writeCacheIndex, type TypeToIndex } from '../../../workers/shard/cache-index.js';
 
@@ -73,6 +86,16 @@ interface ShardLink {
   postMessage(msg: FrontToShard, transfer?: any[]): void;
 }
 
+
+/** What starts an encrypted value at rest (any provider's prefix but identity's). */
+const ENCRYPTED = Buffer.from('k8s:enc:');
+
+/** A history read met a value whose KMS v2 data key this thread has not cached: it is read again once the plugin answered. */
+class KeyPending extends Error {
+  constructor(readonly wait: Promise<unknown>) {
+    super('waiting for a KMS data key');
+  }
+}
 
 /** How long a storage read waits for the B-tree to catch up with the log. */
 const STORAGE_WAIT_MS = 10_000;
@@ -209,6 +232,10 @@ export class LmdbStorage implements Storage {
 
   /** this thread's number among the front threads (0: the main thread): the low bits of its write ids */
   readonly frontIndex: number;
+  /** the encryption transformers of this thread (useEncryption); null: nothing is encrypted */
+  private enc: EncryptionTransformers | null = null;
+  /** (main thread) what the shard workers load their own transformers from */
+  private encFile: { configFile: string; automaticReload: boolean } | undefined;
   /** (main thread) the other front threads, told of every shard restart */
   private frontControls: Array<(m: FrontControl, transfer: MessagePort[]) => Promise<void>> = [];
 
@@ -236,6 +263,140 @@ export class LmdbStorage implements Storage {
 
   attachCaches(caches: CacheAccess): void {
     this.caches = caches;
+  }
+
+  /**
+   * Encryption at rest (before start): `enc` decrypts on this thread, and (main thread) each
+   * shard worker loads transformers of its own from `file` to encrypt with.
+   */
+  useEncryption(enc: EncryptionTransformers, file: { configFile: string; automaticReload: boolean }): void {
+    if (!enc.configured) return;
+    this.enc = enc;
+    this.encFile = file;
+  }
+
+  /**
+   * (main thread) The configuration was reloaded here: the shard workers reload theirs now.
+   * This thread reads with the new keys first, so nothing a worker writes with them is
+   * unreadable here (kube's order for a key rotation: every reader knows a key before any
+   * writer uses it).
+   */
+  encryptionReloaded(): void {
+    if (this.opts.front) return;
+    for (const s of this.shards) if (s.state === 'up') s.worker.postMessage({ t: 'encryption-reload' } satisfies FrontToShard);
+  }
+
+  /**
+   * The plaintext of a stored value (a record's value past its flag byte) of gr's object at
+   * key: the value itself for an unencrypted one (a view), a promise while a KMS v2 plugin
+   * is asked for its data key. Fails as kube's etcd3 store does: an internal error.
+   */
+  private decrypt(gr: string, key: string, stored: Buffer): Buffer | Promise<Buffer> {
+    const t = this.enc!.transformerFor(gr);
+    const skey = storageKeyOf(gr, key);
+    const fail = (e: unknown) => errors.internal(`unable to transform key "${skey}": ${e instanceof Error ? e.message : String(e)}`);
+    let r;
+    try {
+      r = t.fromStorage(stored, skey);
+    } catch (e) {
+      throw fail(e);
+    }
+    return r instanceof Promise ? r.then((x) => x.data, (e) => Promise.reject(fail(e))) : r.data;
+  }
+
+  /** A record's JSON for a history read (RecordSource.plain): a copy, decrypted when it is stored encrypted. */
+  private plainRecord = (rec: Buffer): Buffer => {
+    const stored = valueOf(rec).subarray(1);
+    const r = this.decrypt(recordGr(rec), recordKey(rec), stored);
+    if (r instanceof Promise) throw new KeyPending(r);
+    return r === stored ? Buffer.from(r) : r;
+  };
+
+  /** Runs a read that decrypts; when it met a data key not cached yet, again once the plugin answered. */
+  private readDecrypted<T>(read: () => T, attempt = 0): MaybePromise<T> {
+    try {
+      return read();
+    } catch (e) {
+      if (!(e instanceof KeyPending) || attempt >= 8) throw e;
+      return e.wait.then(() => this.readDecrypted(read, attempt + 1));
+    }
+  }
+
+  /** Whether gr's values may be stored encrypted (a configuration is loaded, gr is in it). */
+  private encrypts(gr: string): boolean {
+    return this.enc !== null && !this.enc.transformerFor(gr).identity;
+  }
+
+  /**
+   * Whether the stored value of gr's object at key, version rv, was not written by the first
+   * provider of the current configuration (kube's stale): an update that changes nothing
+   * writes it all the same then, so that a rewrite moves it to the current key.
+   */
+  storedStale(gr: string, key: string, rv: number): MaybePromise<boolean> {
+    if (!this.enc) return false;
+    const t = this.enc.transformerFor(gr);
+    if (t.identity) return false;
+    const rec = this.records(this.shardFor(gr), rv).get(rv);
+    if (!rec) return false;
+    try {
+      const r = t.fromStorage(Buffer.from(valueOf(rec).subarray(1)), storageKeyOf(gr, key));
+      return r instanceof Promise ? r.then((x) => x.stale, () => true) : r.stale;
+    } catch {
+      return true;
+    }
+  }
+
+  /**
+   * Before a shard's caches load: the live objects of configured resources that are stored
+   * encrypted, decrypted (version -> JSON; KMS v2 plugins asked for the data keys this thread
+   * has not seen, all at once). Only each key's newest record is decrypted. One that cannot
+   * be is left out: the load keeps it aside as corrupt, as kube does with a value it cannot
+   * transform. Undefined without a configuration.
+   */
+  private async decryptLive(h: ShardHandle): Promise<{ plain: Map<number, Buffer>; failed: number } | undefined> {
+    if (!this.enc) return undefined;
+    /** "gr\nkey" -> the version of its newest record, while that one is live and encrypted */
+    const newest = new Map<string, number>();
+    let grBytes: Buffer | null = null;
+    let configured = false;
+    let gr = '';
+    scanRecords(h.env, (rv, rec, size) => {
+      const grLen = rec[25] | (rec[26] << 8);
+      const keyLen = rec[27] | (rec[28] << 8);
+      const keyEnd = FIXED + grLen + keyLen;
+      if (keyEnd >= size) return;
+      if (grBytes === null || grBytes.length !== grLen || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
+        gr = rec.toString('utf8', FIXED, FIXED + grLen);
+        grBytes = Buffer.from(gr);
+        configured = this.encrypts(gr);
+      }
+      if (!configured) return;
+      const id = gr + '\n' + rec.toString('utf8', FIXED + grLen, keyEnd);
+      const encrypted = size - keyEnd - 1 >= ENCRYPTED.length && rec.compare(ENCRYPTED, 0, ENCRYPTED.length, keyEnd + 1, keyEnd + 1 + ENCRYPTED.length) === 0;
+      if (rec[keyEnd] === FLAG_LIVE && encrypted) newest.set(id, rv);
+      else newest.delete(id);
+    });
+    const plain = new Map<number, Buffer>();
+    const waits: Promise<void>[] = [];
+    let failed = 0;
+    const failure = (e: unknown) => {
+      failed++;
+      console.error(`shard ${h.index}: ${e instanceof Error ? e.message : String(e)}`);
+    };
+    for (const [id, rv] of newest) {
+      const nl = id.indexOf('\n');
+      const rec = h.env.hist.get(rv);
+      if (!rec) continue;
+      try {
+        const r = this.decrypt(id.slice(0, nl), id.slice(nl + 1), Buffer.from(valueOf(rec).subarray(1)));
+        if (r instanceof Promise) waits.push(r.then((b) => void plain.set(rv, b), failure));
+        else plain.set(rv, r);
+      } catch (e) {
+        failure(e);
+      }
+    }
+    await Promise.all(waits);
+    return { plain, failed };
   }
 
   async start(): Promise<void> {
@@ -266,7 +427,7 @@ export class LmdbStorage implements Storage {
       const dir = join(dataDir, `shard-${h.index}`);
       h.env = openShardEnv(dir, true);
       h.applied = this.shared.lastRv(h.index);
-      this.loadShard(h);
+      await this.loadShard(h);
     }
   }
 
@@ -317,9 +478,16 @@ export class LmdbStorage implements Storage {
    * served: they are kept aside, so that start-up, reads of other objects and (unsafe)
    * deletion still work (KEP-3926).
    */
-  private loadShard(h: ShardHandle): void {
-    const dir = join(this.opts.dataDir, `shard-${h.index}`);
-    const report = loadCaches(h.env, dir, (gr) => this.caches.cache(gr), (gr, key, rv, bytes) => this.caches.markCorrupt(gr, key, rv, bytes));
+  private loadShard(h: ShardHandle): void | Promise<void> {
+    if (this.enc) return this.decryptLive(h).then((d) => this.loadShardWith(h, d));
+    this.loadShardWith(h, undefined);
+  }
+
+  private loadShardWith(h: ShardHandle, decrypted: { plain: Map<number, Buffer>; failed: number } | undefined): void {
+    // (a value that could not be decrypted may be among the keys of the persisted index, as
+    // live: the scan of the store then decides, and keeps it aside as corrupt)
+    const dir = decrypted?.failed ? '' : join(this.opts.dataDir, `shard-${h.index}`);
+    const report = loadCaches(h.env, dir, (gr) => this.caches.cache(gr), (gr, key, rv, bytes) => this.caches.markCorrupt(gr, key, rv, bytes), decrypted?.plain);
     if (!this.opts.front && report.indexRefused && report.indexRefused !== 'no index') console.error(`shard ${h.index}: cache index not used (${report.indexRefused}); loaded ${report.objects} objects from the store`);
   }
 
@@ -341,10 +509,16 @@ export class LmdbStorage implements Storage {
    * that the B-tree read already had are skipped (applyCommit).
    */
   private attachPort(h: ShardHandle, port: MessagePort, initial: boolean): Promise<void> {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       let attached = false;
+      /** commits that came while the B-tree's part was read (decrypting may wait on a KMS plugin): applied after it */
+      let held: ShardToFront[] | null = null;
       port.on('message', (m: ShardToFront) => {
-        if (attached) return this.onShardMessage(h, m);
+        if (attached) {
+          if (held) held.push(m);
+          else this.onShardMessage(h, m);
+          return;
+        }
         if (m.t !== 'attached') return;
         attached = true;
         // (a B-tree that lags by more than this is a stalled disk: what it lacks then comes late, from the port)
@@ -352,11 +526,22 @@ export class LmdbStorage implements Storage {
         h.env.root.resetReadTxn();
         h.link = port;
         h.alarm = m.alarm;
+        let done: void | Promise<void>;
         if (initial) {
           h.applied = Math.max(m.lastRv, h.env.meta.get('maxRv') ?? 0);
-          this.loadShard(h);
-        } else this.catchUp(h, m.lastRv);
-        resolve();
+          done = this.loadShard(h);
+        } else done = this.catchUp(h, m.lastRv);
+        if (!done) return resolve();
+        held = [];
+        done.then(
+          () => {
+            const q = held!;
+            held = null;
+            for (const x of q) this.onShardMessage(h, x);
+            resolve();
+          },
+          reject,
+        );
       });
     });
   }
@@ -401,7 +586,7 @@ export class LmdbStorage implements Storage {
   private spawn(handle: ShardHandle): Promise<{ maxRv: number }> {
     const i = handle.index;
     const worker = new Worker(SHARD_WORKER, {
-      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, restart: handle.restarts } satisfies ShardWorkerData,
+      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, encryption: this.encFile, restart: handle.restarts } satisfies ShardWorkerData,
     });
     handle.worker = worker;
     handle.link = worker;
@@ -499,7 +684,7 @@ export class LmdbStorage implements Storage {
       async ({ maxRv }) => {
         clearTimeout(stuck);
         if (this.closing) return;
-        this.catchUp(handle, maxRv);
+        await this.catchUp(handle, maxRv);
         // The other front threads take the new worker's port first: once the shard is up
         // here (and the storage check passes), a write on any thread goes through.
         // (one that does not answer in time catches up on its own; it refuses writes meanwhile)
@@ -531,17 +716,31 @@ export class LmdbStorage implements Storage {
    * batch logged just before its worker ended) are read from its B-tree, which holds every
    * logged record once the worker is ready, and applied as that batch would have been.
    */
-  private catchUp(handle: ShardHandle, maxRv: number): void {
+  private catchUp(handle: ShardHandle, maxRv: number): void | Promise<void> {
     const missed: CommittedEvent[] = [];
+    const waits: Promise<void>[] = [];
     // (no environment yet: the worker ended during start-up, which loads the caches afterwards)
     if (handle.env && maxRv > handle.applied) {
       handle.env.root.resetReadTxn();
       for (const { key, value } of handle.env.hist.getRange({ start: handle.applied + 1 })) {
         if (key > maxRv) break;
-        missed.push({ id: 0, rv: key, rec: Buffer.from(value) });
+        const e: CommittedEvent = { id: 0, rv: key, rec: Buffer.from(value) };
+        missed.push(e);
+        // encrypted at rest: the caches take the plaintext, as a commit brings it
+        const rec = e.rec as Buffer;
+        const gr = recordGr(rec);
+        if (!this.enc || !this.encrypts(gr)) continue;
+        try {
+          const r = this.decrypt(gr, recordKey(rec), valueOf(rec).subarray(1));
+          if (r instanceof Promise) waits.push(r.then((b) => void (e.json = b), (err: Error) => console.error(`shard ${handle.index}: ${err.message}`)));
+          else e.json = r;
+        } catch (err) {
+          console.error(`shard ${handle.index}: ${(err as Error).message}`);
+        }
       }
     }
     if (missed.length) console.error(`shard ${handle.index}: ${missed.length} committed change(s) the caches had not taken, applied from its log`);
+    if (waits.length) return Promise.all(waits).then(() => this.applyCommit(handle, [], missed, maxRv));
     this.applyCommit(handle, [], missed, maxRv);
   }
 
@@ -581,7 +780,9 @@ export class LmdbStorage implements Storage {
       throw errors.timeout(`Timeout: storage has not caught up to resource version ${need} within ${STORAGE_WAIT_MS / 1000}s`);
     }
     const upto = this.dropHeld(shard);
-    return shard.newer.length === 0 ? treeRecords(shard.env) : overlayRecords(shard.env, upto, shard.newer);
+    const src = shard.newer.length === 0 ? treeRecords(shard.env) : overlayRecords(shard.env, upto, shard.newer);
+    if (this.enc) src.plain = this.plainRecord;
+    return src;
   }
 
   /**
@@ -643,22 +844,29 @@ export class LmdbStorage implements Storage {
     if (rv < compacted && rv < h.cur.at) throw new CompactedError(rv, compacted);
   }
 
-  getAt(gr: string, key: string, rv: number): Stored | undefined {
-    const h = this.history(gr, rv);
-    this.readable(gr, rv, h);
-    return getAt(h, key, rv);
+  getAt(gr: string, key: string, rv: number): MaybePromise<Stored | undefined> {
+    const read = () => {
+      const h = this.history(gr, rv);
+      this.readable(gr, rv, h);
+      return getAt(h, key, rv);
+    };
+    return this.enc ? this.readDecrypted(read) : read();
   }
 
-  rangeAt(gr: string, rv: number, ns: string, from: string): Iterable<Stored> {
+  rangeAt(gr: string, rv: number, ns: string, from: string): MaybePromise<Iterable<Stored>> {
     const h = this.history(gr, rv);
     this.readable(gr, rv, h);
+    // (a type stored encrypted is read whole here: a decryption that waits for a KMS plugin
+    // cannot wait inside the caller's iteration)
+    if (this.enc && this.encrypts(gr)) return this.readDecrypted(() => [...objectsAt(this.history(gr, rv), rv, ns, from)]);
     return objectsAt(h, rv, ns, from);
   }
 
-  eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): StoredEvent[] {
+  eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): MaybePromise<StoredEvent[]> {
     const compacted = this.compactedRv(gr);
     if (afterRv < compacted) throw new CompactedError(afterRv, compacted);
-    return eventsBetween(this.records(this.shardFor(gr), uptoRv), gr, afterRv, uptoRv, withPrev);
+    const read = () => eventsBetween(this.records(this.shardFor(gr), uptoRv), gr, afterRv, uptoRv, withPrev);
+    return this.enc ? this.readDecrypted(read) : read();
   }
 
   /**
@@ -725,6 +933,8 @@ export class LmdbStorage implements Storage {
       case 'commit':
         if (this.trace && msg.t0 !== undefined) this.trace.committed([...msg.events.map((e) => e.id), ...msg.refused.map((a) => a.id)], msg.t0, msg.t1!);
         this.applyCommit(shard, msg.refused, msg.events, msg.lastRv);
+        // (the shard's encryption metrics: counted by the main thread, which serves them)
+        if (msg.xm && !this.opts.front) this.enc?.metrics.add(msg.xm);
         break;
       case 'closed':
         shard.closed?.();
@@ -765,8 +975,8 @@ export class LmdbStorage implements Storage {
       const obj = p?.obj;
       if (obj?.metadata) obj.metadata.resourceVersion = String(e.rv);
       shard.newer.push({ key: e.rv, value: rec });
-      // the object's JSON: a view of the record, past its flag byte
-      const json = recordValue(rec).subarray(1);
+      // the object's JSON: a view of the record, past its flag byte (or, stored encrypted, the plaintext the shard sent along)
+      const json = e.json ? Buffer.from(e.json.buffer, e.json.byteOffset, e.json.byteLength) : recordValue(rec).subarray(1);
       stored.push(json);
       for (let i = 0; i < sinks.length; i++) sinks[i].change(type, gr, key, e.rv, json, obj);
     }
