@@ -18,13 +18,19 @@
 //   revision are refused with CompactedError;
 // - history (eventsSince) is a watch from the asked revision, ended once the asked
 //   revision has been passed.
+// - encryption at rest (useEncryption): every value of a configured resource goes through
+//   its transformer after encoding and before decoding, with the etcd key as kube passes it
+//   (etcd3 store's authenticatedDataString), so kube-apiserver and kubeshard read each
+//   other's encrypted values. A decryption that waits for a KMS v2 plugin (a data key this
+//   instance has not seen) holds the feed back, in order, until it is done.
 //
 // Thread ownership: one instance per thread that creates it (the main thread, or a front
 // thread with its own client); its state (versions, waiters, the pending writes) is that
 // thread's, and the EtcdClient's callbacks run on it.
 import { posix } from 'node:path';
 import { EtcdClient, EtcdCompactedError, EtcdError, prefixEnd, type EtcdClientOptions, type KeyValue, type WatchEvent, type Watcher } from './client.js';
-import { decodeFromStorage, encodeForStorage, type GroupResource, type StorageMediaType } from './codec.js';
+import { StorageDecodeError, decodeFromStorage, encodeForStorage, type GroupResource, type StorageMediaType } from './codec.js';
+import type { EncryptionTransformers } from '../encryption/index.js';
 import { rangePrefix, resourcePrefix } from './keys.js';
 import { catalogData } from '../../api/catalog-data.js';
 import { encodeForCommit, orderedObject } from '../../codec/json.js';
@@ -164,8 +170,70 @@ export class EtcdStorage implements Storage {
     return undefined;
   }
 
-  private decode(gr: string, kv: KeyValue, rv = kv.modRevision): Buffer {
-    return decodeFromStorage(splitGr(gr), kv.value, rv).json;
+  /**
+   * An object's JSON from its stored kv: decrypted first when the encryption configuration
+   * covers gr (a promise only while a KMS v2 plugin is asked for a data key). Throws (or
+   * rejects) StorageDecodeError when it cannot be read.
+   */
+  private decode(gr: string, kv: KeyValue, rv = kv.modRevision): Buffer | Promise<Buffer> {
+    const t = this.enc?.transformerFor(gr);
+    if (!t || t.identity) return decodeFromStorage(splitGr(gr), kv.value, rv).json;
+    const key = kv.key.toString();
+    const fail = (e: unknown) => new StorageDecodeError(`unable to transform key "${key}": ${e instanceof Error ? e.message : String(e)}`);
+    let r;
+    try {
+      r = t.fromStorage(kv.value, key);
+    } catch (e) {
+      throw fail(e);
+    }
+    if (r instanceof Promise) return r.then((x) => decodeFromStorage(splitGr(gr), x.data, rv).json, (e) => Promise.reject(fail(e)));
+    return decodeFromStorage(splitGr(gr), r.data, rv).json;
+  }
+
+  /** the encryption transformers (useEncryption); null: values are stored as encoded */
+  private enc: EncryptionTransformers | null = null;
+
+  useEncryption(enc: EncryptionTransformers): void {
+    if (enc.configured) this.enc = enc;
+  }
+
+  /**
+   * Whether gr's object at key is stored, at version rv, by another provider or key than the
+   * configuration's first (kube's stale: GuaranteedUpdate then writes an unchanged object).
+   */
+  async storedStale(gr: string, key: string, rv: number): Promise<boolean> {
+    const t = this.enc?.transformerFor(gr);
+    if (!t || t.identity) return false;
+    const ek = this.etcdKey(gr, key);
+    const r = await this.client.get(ek);
+    if (!r.kv || r.kv.modRevision !== rv) return false;
+    try {
+      return (await t.fromStorage(r.kv.value, ek)).stale;
+    } catch {
+      return true;
+    }
+  }
+
+  /** The feed's batches still waiting for a decryption, in order (null: none). */
+  private feedQueue: Promise<void> | null = null;
+
+  /** Runs step after the feed's waiting batches, or now when none waits. */
+  private inFeedOrder(step: () => void | Promise<void>): void {
+    if (this.feedQueue) {
+      this.trackFeed(this.feedQueue.then(step));
+      return;
+    }
+    const r = step();
+    if (r) this.trackFeed(r);
+  }
+
+  private trackFeed(p: Promise<void>): void {
+    const q: Promise<void> = p
+      .catch(() => {})
+      .then(() => {
+        if (this.feedQueue === q) this.feedQueue = null;
+      });
+    this.feedQueue = q;
   }
 
   // ---- life cycle ---------------------------------------------------------------------
@@ -187,7 +255,8 @@ export class EtcdStorage implements Storage {
         if (!p) continue;
         let json: Buffer;
         try {
-          json = this.decode(p.gr, kv);
+          const j = this.decode(p.gr, kv);
+          json = j instanceof Promise ? await j : j;
         } catch {
           continue; // an object kubeshard cannot read (encrypted, another format): left to kube
         }
@@ -207,8 +276,8 @@ export class EtcdStorage implements Storage {
     this.feed = this.client.watch(
       { key: this.root, rangeEnd: prefixEnd(this.root), startRevision: fromRev, prevKv: true, progressNotify: true },
       {
-        onEvents: (evs, rev) => this.onFeed(evs, rev),
-        onProgress: (rev) => this.advance(rev),
+        onEvents: (evs, rev) => this.inFeedOrder(() => this.onFeed(evs, rev)),
+        onProgress: (rev) => this.inFeedOrder(() => this.advance(rev)),
         onError: (err) => {
           if (this.closed) return;
           if (err instanceof EtcdCompactedError) {
@@ -228,14 +297,17 @@ export class EtcdStorage implements Storage {
     }, () => {});
   }
 
-  private onFeed(evs: WatchEvent[], rev: number): void {
+  private onFeed(evs: WatchEvent[], rev: number): void | Promise<void> {
+    /** the batch's changes; a json still a promise (a KMS v2 decryption) holds the batch until it is done */
+    const changes: Array<{ type: ChangeType; gr: string; key: string; rv: number; json: Buffer | Promise<Buffer> | null; obj: any }> = [];
+    let waits = false;
     for (const e of evs) {
       const p = this.parseKey(e.kv.key.toString());
       if (!p) continue;
       const type: ChangeType = e.type === 'DELETE' ? 'DELETED' : e.kv.version === 1 ? 'ADDED' : 'MODIFIED';
       const rv = e.kv.modRevision;
       const mine = this.takePending(e, type);
-      let json: Buffer;
+      let json: Buffer | Promise<Buffer>;
       let obj: any;
       try {
         if (mine) {
@@ -249,10 +321,28 @@ export class EtcdStorage implements Storage {
       } catch {
         continue; // not readable by kubeshard (encrypted, another format)
       }
-      for (const s of this.sinks) s.change(type, p.gr, p.key, rv, json, obj);
+      if (json instanceof Promise) waits = true;
+      changes.push({ type, gr: p.gr, key: p.key, rv, json, obj });
     }
-    for (const s of this.sinks) s.end();
-    this.advance(rev);
+    const deliver = () => {
+      for (const c of changes) {
+        if (c.json === null) continue;
+        for (const s of this.sinks) s.change(c.type, c.gr, c.key, c.rv, c.json as Buffer, c.obj);
+      }
+      for (const s of this.sinks) s.end();
+      this.advance(rev);
+    };
+    if (!waits) return deliver();
+    return Promise.all(
+      changes.map((c) =>
+        c.json instanceof Promise
+          ? c.json.then(
+              (j) => void (c.json = j),
+              () => void (c.json = null), // not readable by kubeshard: skipped as above
+            )
+          : undefined,
+      ),
+    ).then(deliver);
   }
 
   /** The write of this instance that an event is, if any (matched by the stored bytes). */
@@ -301,7 +391,16 @@ export class EtcdStorage implements Storage {
     const gr = op.gr;
     const ek = this.etcdKey(gr, op.key);
     const target = obj ?? op.obj ?? (op.head !== undefined ? JSON.parse(op.head + (op.tail ?? '')) : undefined);
-    const value = op.type === 'DELETED' ? undefined : encodeForStorage(splitGr(gr), target, this.mediaType);
+    let value = op.type === 'DELETED' ? undefined : encodeForStorage(splitGr(gr), target, this.mediaType);
+    // encrypted after encoding, bound to the key (kube's etcd3 store: transformer.TransformToStorage)
+    const t = value && this.enc?.transformerFor(gr);
+    if (t && !t.identity) {
+      try {
+        value = t.toStorage(value!, ek);
+      } catch (e) {
+        throw storageFailure('storage', 'etcd', `unable to transform key "${ek}": ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
     const guard =
       op.type === 'ADDED'
         ? { key: ek, target: 'createRevision' as const, result: '=' as const, value: 0 }
@@ -435,7 +534,7 @@ export class EtcdStorage implements Storage {
       throw this.readError(e, rv);
     }
     if (!r.kv) return undefined;
-    return { key, rv: r.kv.modRevision, json: this.decode(gr, r.kv) };
+    return { key, rv: r.kv.modRevision, json: await this.decode(gr, r.kv) };
   }
 
   async rangeAt(gr: string, rv: number, ns: string, from: string): Promise<Iterable<StoredObject>> {
@@ -457,7 +556,8 @@ export class EtcdStorage implements Storage {
       for (const kv of r.kvs) {
         const p = this.parseKey(kv.key.toString());
         if (!p || p.gr !== gr) continue;
-        out.push({ key: p.key, rv: kv.modRevision, json: this.decode(gr, kv) });
+        const json = this.decode(gr, kv);
+        out.push({ key: p.key, rv: kv.modRevision, json: json instanceof Promise ? await json : json });
       }
       if (!r.more || !r.kvs.length) break;
       cursor = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])]);
@@ -477,6 +577,10 @@ export class EtcdStorage implements Storage {
     const range = this.rangeOf(gr);
     return new Promise((resolve, reject) => {
       const out: StoredEvent[] = [];
+      /** decryptions that wait for a KMS v2 plugin: the answer waits for them */
+      const waits: Promise<unknown>[] = [];
+      /** events whose value could not be read after all (a failed decryption): left out, as the feed leaves them */
+      const unreadable = new Set<StoredEvent>();
       let done = false;
       let settle: NodeJS.Timeout | undefined;
       let lastSeen = afterRv;
@@ -487,6 +591,7 @@ export class EtcdStorage implements Storage {
         clearTimeout(overall);
         w.cancel();
         if (err) reject(err);
+        else if (waits.length) Promise.all(waits).then(() => resolve(out.filter((e) => !unreadable.has(e))), reject);
         else resolve(out);
       };
       const overall = setTimeout(() => finish(new EtcdError(`etcd: the history of ${gr} up to ${uptoRv} was not read within 30s`, 4, this.client.currentEndpoint)), 30_000);
@@ -504,8 +609,13 @@ export class EtcdStorage implements Storage {
               try {
                 const json = type === 'DELETED' ? (e.prevKv ? this.decode(gr, e.prevKv, rv) : undefined) : this.decode(gr, e.kv);
                 if (!json) continue;
-                const ev: StoredEvent = { type, key: p.key, rv, json, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
-                if (withPrev && type !== 'ADDED' && e.prevKv) ev.prevJson = this.decode(gr, e.prevKv);
+                const ev: StoredEvent = { type, key: p.key, rv, json: json as Buffer, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
+                if (json instanceof Promise) waits.push(json.then((j) => (ev.json = j), () => unreadable.add(ev)));
+                if (withPrev && type !== 'ADDED' && e.prevKv) {
+                  const prev = this.decode(gr, e.prevKv);
+                  if (prev instanceof Promise) waits.push(prev.then((j) => (ev.prevJson = j), () => undefined));
+                  else ev.prevJson = prev;
+                }
                 out.push(ev);
               } catch {
                 // not readable by kubeshard: skipped as the feed skips it
