@@ -11,13 +11,18 @@
 // and without the flowcontrol group (its informers would never sync on objects it cannot read);
 // and it is given kubeshard's service range, so that its repair loop accepts the kubernetes
 // Service kubeshard made.
+//
+// Both are given one EncryptionConfiguration (aescbc for Secrets): each stores its Secrets
+// encrypted under kube's prefix, bound to the etcd key, and reads the other's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { etcdAvailable, startCluster, type TestCluster } from '../src/storage/etcd/test-cluster.js';
+import { EtcdClient } from '../src/storage/etcd/client.js';
 import { freePort, startServer, type TestServer } from './helpers/server.js';
 import { kubectlPath } from './helpers/kubectl.js';
 
@@ -52,10 +57,19 @@ describe.skipIf(missing.length > 0)('kubeshard and kube-apiserver on one etcd', 
     }
   }
 
+  let encDir: string;
+  let encConfig: string;
+
   beforeAll(async () => {
     cluster = await startCluster(1);
+    encDir = mkdtempSync(join(tmpdir(), 'kubeshard-shared-enc-'));
+    encConfig = join(encDir, 'encryption.yaml');
+    writeFileSync(
+      encConfig,
+      `apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc: {keys: [{name: shared, secret: "${randomBytes(32).toString('base64')}"}]}\n  - identity: {}\n`,
+    );
     try {
-      server = await startServer({ args: ['--storage-backend', 'etcd3', '--etcd-servers', cluster.endpoints[0]] });
+      server = await startServer({ args: ['--storage-backend', 'etcd3', '--etcd-servers', cluster.endpoints[0], '--encryption-provider-config', encConfig] });
     } catch (e) {
       unsupported = `this build's server does not run on etcd (${(e as Error).message.split('\n')[0]})`;
       console.warn(`skipping the shared-etcd tests: ${unsupported}`);
@@ -72,6 +86,7 @@ describe.skipIf(missing.length > 0)('kubeshard and kube-apiserver on one etcd', 
       '--enable-priority-and-fairness=false',
       '--runtime-config=flowcontrol.apiserver.k8s.io/v1beta2=false,flowcontrol.apiserver.k8s.io/v1beta1=false',
       '--service-cluster-ip-range=10.96.0.0/12',
+      `--encryption-provider-config=${encConfig}`,
     ], {
       env: { ...process.env, ETCD_PORT: etcdPort, ETCD_PEER_PORT: String(await freePort()), APISERVER_PORT: String(await freePort()) },
       stdio: 'ignore',
@@ -90,6 +105,7 @@ describe.skipIf(missing.length > 0)('kubeshard and kube-apiserver on one etcd', 
       rmSync(refDir, { recursive: true, force: true });
     }
     await cluster?.stop();
+    if (encDir) rmSync(encDir, { recursive: true, force: true });
   });
 
   it('objects written through kubeshard are read through kube-apiserver, and the other way round', async (ctx) => {
@@ -125,6 +141,17 @@ spec:
       expect(Buffer.from(s.data.password, 'base64').toString()).toBe(`pw-${suffix}`);
       const d = await eventually(() => json(reader, ['get', 'deployment', `d-${suffix}`]));
       expect(d.spec.template.spec.containers[0].image).toBe('nginx');
+    }
+    // both Secrets are stored encrypted, with the key's name in kube's prefix, and no plaintext
+    const client = new EtcdClient({ endpoints: cluster.endpoints });
+    try {
+      for (const suffix of ['kubeshard', 'kube']) {
+        const kv = (await client.get(`/registry/secrets/default/s-${suffix}`)).kv!;
+        expect(kv.value.subarray(0, 25).toString()).toBe('k8s:enc:aescbc:v1:shared:');
+        expect(kv.value.includes(`pw-${suffix}`)).toBe(false);
+      }
+    } finally {
+      client.close();
     }
     // the same resourceVersion through both: the etcd revision
     const a = await json(ks, ['get', 'configmap', 'cm-kube']);
