@@ -64,3 +64,18 @@ describe('--encryption-provider-config-automatic-reload', () => {
     expect(await hidden.metrics.text()).not.toContain('automatic_reload_success_total');
   });
 });
+
+describe('ForwardedMetrics', () => {
+  it("keeps another thread's measurements until the serving thread counts them", async () => {
+    const { ForwardedMetrics, EncryptionMetrics } = await import('./metrics.js');
+    const fwd = new ForwardedMetrics();
+    fwd.transformation('secrets', 'to_storage', 'k8s:enc:aescbc:v1:', performance.now(), null);
+    fwd.cacheMiss();
+    const main = new EncryptionMetrics();
+    main.add(fwd.take()!);
+    expect(fwd.take()).toBeNull();
+    const text = await main.text();
+    expect(text).toMatch(/apiserver_storage_transformation_operations_total\{resource="secrets",transformation_type="to_storage",transformer_prefix="k8s:enc:aescbc:v1:",status="OK"\} 1/);
+    expect(text).toMatch(/apiserver_storage_envelope_transformation_cache_misses_total 1/);
+  });
+});
