@@ -326,6 +326,10 @@ export class EtcdStorage implements Storage {
     if (res.revision > this.known) this.known = res.revision;
     if (!res.succeeded) {
       this.dropPending(ek, pending);
+      // the write that beat this one may be another replica's, not fed here yet: the caller
+      // retries from its cache (GuaranteedUpdate's retry), so the feed is let reach the
+      // revision the refusal was decided at first (a timeout only costs another retry)
+      if (this.fresh < res.revision) await this.waitUntil(res.revision, 5_000, true);
       if (op.type === 'ADDED') throw new WriteRejected('exists');
       const cur = 'range' in res.responses[0] ? res.responses[0].range.kvs[0] : undefined;
       throw new WriteRejected(cur ? 'conflict' : 'notfound');
@@ -383,8 +387,10 @@ export class EtcdStorage implements Storage {
    * etcd's current revision, read from etcd (kube's getCurrentResourceVersionFromStorage): a
    * consistent read across replicas waits until the feed reaches it (waitFresh).
    */
-  async latestRv(): Promise<number> {
-    const r = await this.client.range(this.root, { rangeEnd: prefixEnd(this.root), countOnly: true, limit: 1 });
+  async latestRv(_gr?: string): Promise<number> {
+    // a linearizable read of one key (the prefix itself, which holds nothing): its header
+    // carries the store's revision, at the cost of one key whatever the store's size
+    const r = await this.client.range(this.root, { keysOnly: true, limit: 1 });
     if (r.revision > this.known) this.known = r.revision;
     return r.revision;
   }
