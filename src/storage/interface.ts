@@ -349,4 +349,11 @@ export interface Storage {
    * while it is set (handlers/health.ts).
    */
   storageProblem(): string;
+
+  /**
+   * Optional: the number of gr's objects, counted in storage (etcd: a count-only range),
+   * for apiserver_storage_objects every --etcd-count-metric-poll-period. A backend without
+   * it is counted from the caches (LMDB: they hold every object).
+   */
+  count?(gr: string): Promise<number>;
 }

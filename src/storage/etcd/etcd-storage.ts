@@ -56,6 +56,9 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
 const COMPACT_REV_KEY = 'compact_rev_key';
 const PAGE = 1000;
+/** how often the health probe reads etcd, and how long it waits (kube's DefaultHealthcheckTimeout, 2s) */
+const PROBE_INTERVAL_MS = 1000;
+const PROBE_TIMEOUT_MS = 2000;
 
 /** "deployments.apps" -> apps/deployments; "pods" -> core pods. */
 function splitGr(gr: string): GroupResource {
@@ -103,6 +106,10 @@ export class EtcdStorage implements Storage {
   /** writes sent and not yet seen on the feed, by etcd key: the feed hands the writer's object on */
   private readonly pending = new Map<string, PendingWrite[]>();
   private compactTimer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probing = false;
+  /** why the last health probe failed ('' when it passed): kube's etcd check message */
+  private probeProblem = '';
   private compactTime = 0;
   private compactRev = 0;
 
@@ -201,6 +208,30 @@ export class EtcdStorage implements Storage {
     this.startFeed(at + 1);
     await this.feed!.created;
     if (this.compactionIntervalMs > 0) this.compactTimer = setInterval(() => void this.compactRound(), this.compactionIntervalMs);
+    // the etcd health check (kube's, run per probe there) runs here in the background, so
+    // that /livez and /readyz answer from its last result without waiting on etcd
+    this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  /** One health probe, bounded by kube's default health check timeout. */
+  private async probe(): Promise<void> {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.healthCheck(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('context deadline exceeded')), PROBE_TIMEOUT_MS))),
+      ]);
+      this.probeProblem = '';
+    } catch (e) {
+      // kube's etcd check words its failure so (storagebackend/factory/etcd3.go)
+      this.probeProblem = `error getting data from etcd: ${(e as Error).message}`;
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.probing = false;
+    }
   }
 
   private startFeed(fromRev: number): void {
@@ -287,6 +318,7 @@ export class EtcdStorage implements Storage {
   async close(): Promise<void> {
     this.closed = true;
     if (this.compactTimer) clearInterval(this.compactTimer);
+    if (this.probeTimer) clearInterval(this.probeTimer);
     this.feed?.cancel();
     for (const w of this.waiters.splice(0)) {
       if (w.timer) clearTimeout(w.timer);
@@ -573,7 +605,7 @@ export class EtcdStorage implements Storage {
   }
 
   storageProblem(): string {
-    return this.problem;
+    return this.probeProblem || this.problem;
   }
 
   /** The number of gr's objects in etcd (kube's storage count, polled every --etcd-count-metric-poll-period). */
