@@ -90,9 +90,9 @@ async function healthy(url: string, timeoutMs: number, tls?: ClusterTls): Promis
   return false;
 }
 
-/** Starts an n-member cluster and waits until every member answers /health. */
-export async function startCluster(n = 1, extraArgs: string[] = [], tls?: ClusterTls): Promise<TestCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'kubeshard-etcd-'));
+/** Starts an n-member cluster (its data under baseDir) and waits until every member answers /health. */
+export async function startCluster(n = 1, extraArgs: string[] = [], tls?: ClusterTls, baseDir = tmpdir()): Promise<TestCluster> {
+  const dir = mkdtempSync(join(baseDir, 'kubeshard-etcd-'));
   const ports = await freePorts(2 * n);
   const members: Member[] = [];
   for (let i = 0; i < n; i++) {
