@@ -27,7 +27,7 @@ import { EtcdClient, EtcdCompactedError, EtcdError, prefixEnd, type EtcdClientOp
 import { decodeFromStorage, encodeForStorage, type GroupResource, type StorageMediaType } from './codec.js';
 import { rangePrefix, resourcePrefix } from './keys.js';
 import { catalogData } from '../../api/catalog-data.js';
-import { encodeForCommit, orderedObject } from '../../codec/json.js';
+import { encodeForCommit } from '../../codec/json.js';
 import {
   CompactedError,
   WriteRejected,
@@ -51,6 +51,12 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
   compactionIntervalMs?: number;
   /** a client to use instead of one made from the options (tests) */
   client?: EtcdClient;
+  /**
+   * --max-object-size-bytes: the largest object's JSON a create or update may store, weighed
+   * as the LMDB backend weighs it (default 1.5 MiB, etcd's own --max-request-bytes), so the
+   * flag means the same on either backend; etcd's own limit refuses beyond it as well.
+   */
+  maxObjectBytes?: number;
 }
 
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
@@ -74,6 +80,9 @@ interface PendingWrite {
   obj: any;
   /** for a delete at a version: the version the deleted key must have held */
   expect: number;
+  /** the object's JSON around its version (encodeForCommit): the feed's bytes without another stringify */
+  head: string;
+  tail: string;
 }
 
 interface Waiter {
@@ -89,6 +98,7 @@ export class EtcdStorage implements Storage {
   private readonly prefix: string;
   private readonly mediaType: StorageMediaType | undefined;
   private readonly compactionIntervalMs: number;
+  private readonly maxObjectBytes: number;
   private readonly sinks: ChangeSink[] = [];
   /** the etcd key prefix of everything kubeshard stores (prefix + "/") */
   private readonly root: string;
@@ -119,6 +129,7 @@ export class EtcdStorage implements Storage {
     this.prefix = opts.prefix ?? '/registry';
     this.mediaType = opts.mediaType;
     this.compactionIntervalMs = opts.compactionIntervalMs ?? 5 * 60_000;
+    this.maxObjectBytes = opts.maxObjectBytes ?? 1_572_864;
     const joined = posix.join(this.prefix || '/', '/');
     this.root = joined.endsWith('/') ? joined : `${joined}/`;
     for (const gv of catalogData) {
@@ -272,7 +283,7 @@ export class EtcdStorage implements Storage {
         if (mine) {
           obj = mine.obj;
           if (obj?.metadata) obj.metadata.resourceVersion = String(rv);
-          json = obj ? Buffer.from(JSON.stringify(orderedObject(obj))) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
+          json = obj ? Buffer.from(mine.head + rv + mine.tail) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
         } else if (type === 'DELETED') {
           if (!e.prevKv) continue;
           json = this.decode(p.gr, e.prevKv, rv);
@@ -333,6 +344,12 @@ export class EtcdStorage implements Storage {
     const gr = op.gr;
     const ek = this.etcdKey(gr, op.key);
     const target = obj ?? op.obj ?? (op.head !== undefined ? JSON.parse(op.head + (op.tail ?? '')) : undefined);
+    // the answer's bytes, and the size the limit weighs (a delete is never refused for size)
+    const { head, tail } = encodeForCommit(target);
+    if (op.type !== 'DELETED') {
+      const size = Buffer.byteLength(head) + Buffer.byteLength(tail) + String(this.known + 1).length;
+      if (size > this.maxObjectBytes) throw storageFailure('toolarge', 'etcd', String(size));
+    }
     const value = op.type === 'DELETED' ? undefined : encodeForStorage(splitGr(gr), target, this.mediaType);
     const guard =
       op.type === 'ADDED'
@@ -340,7 +357,7 @@ export class EtcdStorage implements Storage {
         : op.expect > 0
           ? { key: ek, target: 'modRevision' as const, result: '=' as const, value: op.expect }
           : { key: ek, target: 'createRevision' as const, result: '>' as const, value: 0 };
-    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect };
+    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect, head, tail };
     const list = this.pending.get(ek) ?? [];
     list.push(pending);
     this.pending.set(ek, list);
@@ -353,7 +370,7 @@ export class EtcdStorage implements Storage {
       });
     } catch (e) {
       this.dropPending(ek, pending);
-      throw this.failure(e);
+      throw this.failure(e, value?.length ?? 0);
     }
     if (res.revision > this.known) this.known = res.revision;
     if (!res.succeeded) {
@@ -374,7 +391,6 @@ export class EtcdStorage implements Storage {
       throw storageFailure('unknown', 'etcd', `the change at revision ${rv} did not come back on the watch`);
     }
     this.dropPending(ek, pending);
-    const { head, tail } = encodeForCommit(target);
     return { rv, json: Buffer.from(head + rv + tail) };
   }
 
@@ -387,10 +403,11 @@ export class EtcdStorage implements Storage {
   }
 
   /** An etcd failure as the interface's kinds (kube's etcd error mapping, storage/errors.go and etcd3/errors.go). */
-  private failure(e: unknown): Error {
+  private failure(e: unknown, size: number): Error {
     if (!(e instanceof EtcdError)) return e as Error;
     const msg = e.message;
-    if (/request is too large/.test(msg)) return storageFailure('toolarge', 'etcd', '0');
+    // etcd's --max-request-bytes ("request is too large"), or past its gRPC receive limit
+    if (/request is too large|larger than max/.test(msg)) return storageFailure('toolarge', 'etcd', String(size));
     if (/database space exceeded|NOSPACE/i.test(msg)) return storageFailure('nospace', 'etcd', 'etcdserver: mvcc: database space exceeded');
     // 14 UNAVAILABLE before anything was sent: nothing was written
     if (e.code === 14 && /No connection established|ECONNREFUSED|connect/i.test(msg)) {
