@@ -253,7 +253,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'etcd-servers-overrides': {
     kind: 'list',
-    help: 'With --storage-backend=etcd3: per-resource etcd servers, comma-separated group/resource#servers with the servers\' URLs semicolon-separated (e.g. /events#http://127.0.0.1:4002). Recognised but not supported yet: start-up fails when it is set.',
+    help: 'With --storage-backend=etcd3: per-resource etcd servers, comma-separated group/resource#servers with the servers\' URLs semicolon-separated (e.g. /events#http://127.0.0.1:4002, the core group empty): those resources are stored there, each cluster with its own client, watch and resource versions, under the same --etcd-prefix and TLS files.',
     set: (o, v) => (o.etcdServersOverrides = v),
   },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },

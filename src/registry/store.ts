@@ -12,7 +12,7 @@ import { randomFillSync, randomUUID } from 'node:crypto';
 import { errors, isObjectTooLarge, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { Cacher } from '../storage/cacher.js';
-import { Expect, WriteRejected, type ChangeType as EventType, type MaybePromise, type Storage, type StoredObject } from '../storage/interface.js';
+import { CompactedError, Expect, WriteRejected, type ChangeType as EventType, type MaybePromise, type Storage, type StoredObject } from '../storage/interface.js';
 import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, type ResourceCache } from '../../workers/watch/watch-cache.js';
 import { orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
@@ -369,7 +369,16 @@ export class Store {
     } else {
       // One pass over the history read: the objects of the chunk are checked and taken, the
       // rest of the range only counted (etcd counts it from its keys alone).
-      const stored = (await this.storage.rangeAt(t.gr, listRv, ns, start))[Symbol.iterator]();
+      let stored: Iterator<StoredObject>;
+      try {
+        stored = (await this.storage.rangeAt(t.gr, listRv, ns, start))[Symbol.iterator]();
+      } catch (e) {
+        // compacted by someone else since compactedRv() was asked (another replica's
+        // compactor on etcd): the same 410s as the check above
+        if (!(e instanceof CompactedError)) throw e;
+        if (o.continueToken) throw errors.continueExpired(encodeContinue(-1, start));
+        throw errors.expired('The resourceVersion for the provided list is too old.');
+      }
       for (let r = stored.next(); !r.done; r = stored.next()) {
         if (o.limit > 0 && items.length >= o.limit) {
           more = true;

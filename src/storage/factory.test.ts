@@ -10,8 +10,11 @@ describe('createStorage', () => {
     await etcd.close();
   });
 
-  it('refuses --etcd-servers-overrides at start-up with a clear message (not supported yet)', () => {
-    const o = parseArgs(['--storage-backend=etcd3', '--etcd-servers=http://127.0.0.1:1', '--etcd-servers-overrides=/events#http://127.0.0.1:4002']);
-    expect(() => createStorage(o as any, '/nonexistent')).toThrowError('--etcd-servers-overrides: per-resource etcd servers are not supported yet');
+  it('--etcd-servers-overrides: the same backend interface over one instance per cluster', async () => {
+    const o = parseArgs(['--storage-backend=etcd3', '--etcd-servers=http://127.0.0.1:1', '--etcd-servers-overrides=/events#http://127.0.0.1:2,coordination.k8s.io/leases#http://127.0.0.1:2']);
+    const s = createStorage(o as any, '/nonexistent');
+    expect(s.name).toBe('etcd3');
+    expect(typeof s.latestRv).toBe('function');
+    await s.close();
   });
 });

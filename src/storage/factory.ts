@@ -4,6 +4,7 @@
 import { etcdServersOverrides, type ServerOptions } from '../options.js';
 import type { Storage } from './interface.js';
 import { EtcdStorage } from './etcd/etcd-storage.js';
+import { EtcdOverrideStorage } from './etcd/etcd-overrides.js';
 import { LmdbStorage, type LmdbFrontData } from './lmdb/lmdb-storage.js';
 import { serveSnapshots } from './lmdb/snapshot.js';
 
@@ -14,26 +15,39 @@ import { serveSnapshots } from './lmdb/snapshot.js';
  */
 export function createStorage(o: ServerOptions, dataDir: string, front?: { index: number; data: unknown }): Storage {
   switch (o.storageBackend) {
-    case 'etcd3':
-      // kube-apiserver gives each overridden resource a storage of its own on its servers;
-      // one EtcdStorage follows one cluster's revision space, and the seam has no backend
-      // that joins several yet
-      if (etcdServersOverrides(o.etcdServersOverrides).length) {
-        throw new Error('--etcd-servers-overrides: per-resource etcd servers are not supported yet; store every resource on --etcd-servers');
-      }
+    case 'etcd3': {
       // every front thread has its own instance, client and watch, as every replica does;
       // only the main thread's compacts (one compactor per process is enough: the replicas
       // already take turns through etcd)
-      return new EtcdStorage({
-        endpoints: o.etcdServers,
-        caFile: o.etcdCafile || undefined,
-        certFile: o.etcdCertfile || undefined,
-        keyFile: o.etcdKeyfile || undefined,
-        prefix: o.etcdPrefix,
-        mediaType: o.storageMediaType,
-        compactionIntervalMs: front ? 0 : o.etcdCompactionIntervalSeconds * 1000,
-        maxObjectBytes: o.maxObjectSizeBytes,
-      });
+      const etcd = (servers: string[], owns?: (gr: string) => boolean) =>
+        new EtcdStorage({
+          endpoints: servers,
+          caFile: o.etcdCafile || undefined,
+          certFile: o.etcdCertfile || undefined,
+          keyFile: o.etcdKeyfile || undefined,
+          prefix: o.etcdPrefix,
+          mediaType: o.storageMediaType,
+          compactionIntervalMs: front ? 0 : o.etcdCompactionIntervalSeconds * 1000,
+          maxObjectBytes: o.maxObjectSizeBytes,
+          owns,
+        });
+      const overrides = etcdServersOverrides(o.etcdServersOverrides);
+      if (!overrides.length) return etcd(o.etcdServers);
+      // kube's --etcd-servers-overrides: the overridden group-resources on their own servers
+      // (one instance per distinct server list, with the same TLS files and prefix, as kube)
+      const byServers = new Map<string, string[]>();
+      for (const { gr, servers } of overrides) {
+        const k = servers.join(';');
+        byServers.set(k, [...(byServers.get(k) ?? []), gr]);
+      }
+      const byGr = new Map<string, EtcdStorage>();
+      for (const [servers, grs] of byServers) {
+        const own = new Set(grs);
+        const s = etcd(servers.split(';'), (gr) => own.has(gr));
+        for (const gr of grs) byGr.set(gr, s);
+      }
+      return new EtcdOverrideStorage(etcd(o.etcdServers, (gr) => !byGr.has(gr)), byGr);
+    }
     default:
       return new LmdbStorage({
         dataDir,

@@ -57,6 +57,12 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
    * flag means the same on either backend; etcd's own limit refuses beyond it as well.
    */
   maxObjectBytes?: number;
+  /**
+   * The group-resources this instance serves, when several share the work
+   * (--etcd-servers-overrides, etcd-overrides.ts): objects of others found in its etcd
+   * are left out of its feed. Default: every group-resource.
+   */
+  owns?: (gr: string) => boolean;
 }
 
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
@@ -99,6 +105,7 @@ export class EtcdStorage implements Storage {
   private readonly mediaType: StorageMediaType | undefined;
   private readonly compactionIntervalMs: number;
   private readonly maxObjectBytes: number;
+  private readonly owns: ((gr: string) => boolean) | undefined;
   private readonly sinks: ChangeSink[] = [];
   /** the etcd key prefix of everything kubeshard stores (prefix + "/") */
   private readonly root: string;
@@ -130,6 +137,7 @@ export class EtcdStorage implements Storage {
     this.mediaType = opts.mediaType;
     this.compactionIntervalMs = opts.compactionIntervalMs ?? 5 * 60_000;
     this.maxObjectBytes = opts.maxObjectBytes ?? 1_572_864;
+    this.owns = opts.owns;
     const joined = posix.join(this.prefix || '/', '/');
     this.root = joined.endsWith('/') ? joined : `${joined}/`;
     for (const gv of catalogData) {
@@ -163,6 +171,11 @@ export class EtcdStorage implements Storage {
   /** An etcd key from the feed -> its gr and interface key; undefined for keys that are not kubeshard objects. */
   private parseKey(k: string): { gr: string; key: string } | undefined {
     if (!k.startsWith(this.root)) return undefined;
+    const p = this.parseOwnKey(k);
+    return p && this.owns && !this.owns(p.gr) ? undefined : p;
+  }
+
+  private parseOwnKey(k: string): { gr: string; key: string } | undefined {
     const parts = k.slice(this.root.length).split('/');
     let gr: string | undefined;
     let rest: string[];
@@ -521,20 +534,21 @@ export class EtcdStorage implements Storage {
   }
 
   /**
-   * gr's changes in (afterRv, uptoRv], read with a watch from afterRv + 1. The watch is done
-   * once it delivers a change past uptoRv, or once etcd's answer to a progress request has
-   * passed uptoRv and no change has come for a moment after it (etcd 3.4 answers progress
-   * requests before a watch from the past has caught up: its catch-up runs every 100ms).
+   * gr's changes in (afterRv, uptoRv], read with a watch from afterRv + 1 over the whole key
+   * space: every etcd revision after the first is one write txn, and so at least one event,
+   * so the event at uptoRv (whatever key it changed: another resource, another prefix) marks
+   * the end exactly. A watch of gr's prefix alone could only end on a progress answer, which
+   * etcd 3.4 gives at once, before a watch from the past has caught up. Only when uptoRv has
+   * no event to see (revision 1, an empty store) does a progress answer past it, with no
+   * event for a moment after, end the read.
    */
   eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): MaybePromise<StoredEvent[]> {
     if (afterRv < this.compacted) throw new CompactedError(afterRv, this.compacted);
     if (uptoRv <= afterRv) return [];
-    const range = this.rangeOf(gr);
     return new Promise((resolve, reject) => {
       const out: StoredEvent[] = [];
       let done = false;
       let settle: NodeJS.Timeout | undefined;
-      let lastSeen = afterRv;
       const finish = (err?: Error) => {
         if (done) return;
         done = true;
@@ -545,38 +559,45 @@ export class EtcdStorage implements Storage {
         else resolve(out);
       };
       const overall = setTimeout(() => finish(new EtcdError(`etcd: the history of ${gr} up to ${uptoRv} was not read within 30s`, 4, this.client.currentEndpoint)), 30_000);
+      const all = Buffer.from([0]);
       const w = this.client.watch(
-        { key: range, rangeEnd: prefixEnd(range), startRevision: afterRv + 1, prevKv: true },
+        { key: all, rangeEnd: all, startRevision: afterRv + 1, prevKv: true },
         {
           onEvents: (evs) => {
+            if (settle) clearTimeout(settle);
+            settle = undefined;
             for (const e of evs) {
               const rv = e.kv.modRevision;
-              lastSeen = rv;
               if (rv > uptoRv) return finish();
               const p = this.parseKey(e.kv.key.toString());
-              if (!p || p.gr !== gr) continue;
-              const type: ChangeType = e.type === 'DELETE' ? 'DELETED' : e.kv.version === 1 ? 'ADDED' : 'MODIFIED';
-              try {
-                const json = type === 'DELETED' ? (e.prevKv ? this.decode(gr, e.prevKv, rv) : undefined) : this.decode(gr, e.kv);
-                if (!json) continue;
-                const ev: StoredEvent = { type, key: p.key, rv, json, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
-                if (withPrev && type !== 'ADDED' && e.prevKv) ev.prevJson = this.decode(gr, e.prevKv);
-                out.push(ev);
-              } catch {
-                // not readable by kubeshard: skipped as the feed skips it
+              if (p && p.gr === gr) {
+                const type: ChangeType = e.type === 'DELETE' ? 'DELETED' : e.kv.version === 1 ? 'ADDED' : 'MODIFIED';
+                try {
+                  const json = type === 'DELETED' ? (e.prevKv ? this.decode(gr, e.prevKv, rv) : undefined) : this.decode(gr, e.kv);
+                  if (json) {
+                    const ev: StoredEvent = { type, key: p.key, rv, json, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
+                    if (withPrev && type !== 'ADDED' && e.prevKv) ev.prevJson = this.decode(gr, e.prevKv);
+                    out.push(ev);
+                  }
+                } catch {
+                  // not readable by kubeshard: skipped as the feed skips it
+                }
               }
+              // (the events of one revision come in one response: the last of uptoRv's ends it)
+              if (rv === uptoRv && e === evs[evs.length - 1]) return finish();
             }
-            if (lastSeen >= uptoRv) finish();
           },
           onProgress: (rev) => {
             if (rev < uptoRv || done) return;
             if (settle) clearTimeout(settle);
-            settle = setTimeout(() => finish(), 300);
+            // (a fallback: another watch's progress request answers this one too, in etcd 3.4)
+            settle = setTimeout(() => finish(), 2000);
           },
           onError: (err) => finish(err instanceof EtcdCompactedError ? new CompactedError(afterRv, (this.compacted = Math.max(this.compacted, err.compactRevision))) : err),
         },
       );
-      w.created.then(() => this.client.requestProgress(), () => undefined).catch(() => {});
+      // (only needed when uptoRv has no event: see above)
+      w.created.then(() => (uptoRv <= 1 ? this.client.requestProgress() : undefined), () => undefined).catch(() => {});
     });
   }
 
