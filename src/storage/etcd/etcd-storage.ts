@@ -206,7 +206,9 @@ export class EtcdStorage implements Storage {
   }
 
   async start(): Promise<void> {
-    // the current state at one revision, page by page, delivered as ADDED changes
+    // the current state at one revision, page by page, given to the subscribers' load() (the
+    // interface's generic start: the state is not a series of changes, and a watch from
+    // before `at` reads its events from etcd, not from the caches' rings)
     const end = prefixEnd(this.root);
     let from: Buffer = Buffer.from(this.root);
     let at = 0;
@@ -222,12 +224,11 @@ export class EtcdStorage implements Storage {
         } catch {
           continue; // an object kubeshard cannot read (encrypted, another format): left to kube
         }
-        for (const s of this.sinks) s.change('ADDED', p.gr, p.key, kv.modRevision, json, undefined);
+        for (const s of this.sinks) s.load(p.gr, p.key, kv.modRevision, json, at);
       }
       if (!r.more || !r.kvs.length) break;
       from = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])]);
     }
-    for (const s of this.sinks) s.end();
     this.fresh = this.known = at;
     this.startFeed(at + 1);
     await this.feed!.created;
