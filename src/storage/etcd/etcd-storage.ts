@@ -16,8 +16,13 @@
 //   wins a txn on the `compact_rev_key` key's version and compacts to the revision the
 //   previous round saw, so one interval of history stays; reads below the compacted
 //   revision are refused with CompactedError;
-// - history (eventsSince) is a watch from the asked revision, ended once the asked
-//   revision has been passed.
+// - history (eventsSince) is a watch of the whole key space from the asked revision,
+//   ended at the event of the last revision asked for (every revision is one write);
+// - start() lists the current state at one revision into the subscribers' load(), then
+//   the feed follows from the next revision;
+// - latestRv() asks etcd for its current revision (a consistent read across replicas waits
+//   for the feed to reach it), count() counts a resource, a background probe reads etcd
+//   every second for the health checks (kube's etcd check, storageProblem()).
 //
 // Thread ownership: one instance per thread that creates it (the main thread, or a front
 // thread with its own client); its state (versions, waiters, the pending writes) is that
