@@ -100,6 +100,12 @@ export const TOO_LARGE_RV_WAIT_MS = 3000;
 /** Lifetime of a continue token (spec 3.2). */
 export const CONTINUE_TTL_MS = 5 * 60 * 1000;
 const MAX_CONFLICT_RETRIES = 8;
+/**
+ * The same on a backend shared with other writers (etcd's replicas): kube's GuaranteedUpdate
+ * retries a lost race until its request's deadline; the losers here rebuild from a cache that
+ * must first catch up with the winner, so a few writers on one object lose more rounds.
+ */
+const SHARED_MAX_CONFLICT_RETRIES = 64;
 
 let stampSecond = -1;
 let stamp = '';
@@ -179,8 +185,12 @@ export class Store {
   /** the storage backend under the caches: writes, and reads of the revision history */
   readonly storage: Storage;
 
+  /** lost races a write retries before its 409 */
+  private readonly maxConflictRetries: number;
+
   constructor(readonly cacher: Cacher) {
     this.storage = cacher.storage;
+    this.maxConflictRetries = this.storage.latestRv ? SHARED_MAX_CONFLICT_RETRIES : MAX_CONFLICT_RETRIES;
   }
 
   private admissionAttrs(t: ResourceTarget, operation: 'CREATE' | 'UPDATE', subresource: string, ns: string, obj: any, old: any, dryRun: boolean, warnings?: string[]): AdmissionAttributes {
@@ -527,7 +537,7 @@ export class Store {
         const r = await this.commit(t, 'MODIFIED', ns, name, obj, cur.rv);
         return { code: 200, json: r.json };
       } catch (e) {
-        if (e instanceof WriteRejected && e.failure !== 'notfound' && attempt < MAX_CONFLICT_RETRIES) continue;
+        if (e instanceof WriteRejected && e.failure !== 'notfound' && attempt < this.maxConflictRetries) continue;
         if (e instanceof WriteRejected) throw e.failure === 'notfound' ? errors.notFound(t.groupResource, name) : errors.staleConflict(t.groupResource, name);
         throw e;
       }
@@ -751,7 +761,7 @@ export class Store {
       } catch (e) {
         if (e instanceof WriteRejected) {
           if (e.failure === 'notfound') throw errors.notFound(t.groupResource, name);
-          if (clientRv !== '' || attempt >= MAX_CONFLICT_RETRIES) throw errors.staleConflict(t.groupResource, name);
+          if (clientRv !== '' || attempt >= this.maxConflictRetries) throw errors.staleConflict(t.groupResource, name);
           continue; // lost a race: rebuild from the fresh object
         }
         throw e;
@@ -929,7 +939,7 @@ export class Store {
       } catch (e) {
         if (e instanceof WriteRejected) {
           if (e.failure === 'notfound') throw errors.notFound(t.groupResource, name);
-          if (attempt < MAX_CONFLICT_RETRIES) continue;
+          if (attempt < this.maxConflictRetries) continue;
           throw errors.staleConflict(t.groupResource, name);
         }
         throw e;
