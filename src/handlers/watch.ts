@@ -37,6 +37,7 @@ import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
 import { parseRv } from '../registry/store.js';
+import { CompactedError } from '../storage/interface.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
 import { streamContentType, type Representation } from '../codec/negotiate.js';
@@ -131,8 +132,7 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   } else if (legacyStart) {
     watcher.rv = storage.freshRv(gr);
   } else {
-    const compacted = storage.compactedRv(gr);
-    if (startRv < compacted) {
+    const expired = (compacted: number): void => {
       c.res.startStream(200, headers);
       c.res.cork(() => {
         // The cacher words it with both versions; with the resource's cache off kube's watch
@@ -141,13 +141,21 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
         c.res.write(errorFrame(410, 'Expired', message, repr));
         c.res.end();
       });
-      return;
-    }
+    };
+    const compacted = storage.compactedRv(gr);
+    if (startRv < compacted) return expired(compacted);
     // A version not reached yet is fine: events up to it are skipped as they arrive.
     watcher.rv = startRv;
     // From the ring, else from storage's history then the ring (the cache layer chooses).
-    let replay = store.cacher.replay(gr, startRv, watcher.filtered);
-    if (replay instanceof Promise) replay = await replay;
+    let replay;
+    try {
+      replay = store.cacher.replay(gr, startRv, watcher.filtered);
+      if (replay instanceof Promise) replay = await replay;
+    } catch (e) {
+      // compacted since compactedRv() was asked (another replica's compactor on etcd)
+      if (e instanceof CompactedError) return expired(e.compactedRv);
+      throw e;
+    }
     if (!Array.isArray(replay)) {
       // Stored bytes that cannot be decoded end the watch with an error, as kube's watch does;
       // they never reach the client.

@@ -1,8 +1,10 @@
 // Picks and builds the storage backend named by --storage-backend, as kube's
 // storagebackend/factory.Create does by its config's type. The caller wraps it in the cache
 // layer (src/storage/cacher.ts) and starts that.
-import type { ServerOptions } from '../options.js';
+import { etcdServersOverrides, type ServerOptions } from '../options.js';
 import type { Storage } from './interface.js';
+import { EtcdStorage } from './etcd/etcd-storage.js';
+import { EtcdOverrideStorage } from './etcd/etcd-overrides.js';
 import { LmdbStorage, type LmdbFrontData } from './lmdb/lmdb-storage.js';
 import { serveSnapshots } from './lmdb/snapshot.js';
 
@@ -13,8 +15,39 @@ import { serveSnapshots } from './lmdb/snapshot.js';
  */
 export function createStorage(o: ServerOptions, dataDir: string, front?: { index: number; data: unknown }): Storage {
   switch (o.storageBackend) {
-    case 'etcd3':
-      throw new Error('--storage-backend=etcd3: etcd3 storage backend not built yet');
+    case 'etcd3': {
+      // every front thread has its own instance, client and watch, as every replica does;
+      // only the main thread's compacts (one compactor per process is enough: the replicas
+      // already take turns through etcd)
+      const etcd = (servers: string[], owns?: (gr: string) => boolean) =>
+        new EtcdStorage({
+          endpoints: servers,
+          caFile: o.etcdCafile || undefined,
+          certFile: o.etcdCertfile || undefined,
+          keyFile: o.etcdKeyfile || undefined,
+          prefix: o.etcdPrefix,
+          mediaType: o.storageMediaType,
+          compactionIntervalMs: front ? 0 : o.etcdCompactionIntervalSeconds * 1000,
+          maxObjectBytes: o.maxObjectSizeBytes,
+          owns,
+        });
+      const overrides = etcdServersOverrides(o.etcdServersOverrides);
+      if (!overrides.length) return etcd(o.etcdServers);
+      // kube's --etcd-servers-overrides: the overridden group-resources on their own servers
+      // (one instance per distinct server list, with the same TLS files and prefix, as kube)
+      const byServers = new Map<string, string[]>();
+      for (const { gr, servers } of overrides) {
+        const k = servers.join(';');
+        byServers.set(k, [...(byServers.get(k) ?? []), gr]);
+      }
+      const byGr = new Map<string, EtcdStorage>();
+      for (const [servers, grs] of byServers) {
+        const own = new Set(grs);
+        const s = etcd(servers.split(';'), (gr) => own.has(gr));
+        for (const gr of grs) byGr.set(gr, s);
+      }
+      return new EtcdOverrideStorage(etcd(o.etcdServers, (gr) => !byGr.has(gr)), byGr);
+    }
     default:
       return new LmdbStorage({
         dataDir,

@@ -16,8 +16,13 @@
 //   wins a txn on the `compact_rev_key` key's version and compacts to the revision the
 //   previous round saw, so one interval of history stays; reads below the compacted
 //   revision are refused with CompactedError;
-// - history (eventsSince) is a watch from the asked revision, ended once the asked
-//   revision has been passed.
+// - history (eventsSince) is a watch of the whole key space from the asked revision,
+//   ended at the event of the last revision asked for (every revision is one write);
+// - start() lists the current state at one revision into the subscribers' load(), then
+//   the feed follows from the next revision;
+// - latestRv() asks etcd for its current revision (a consistent read across replicas waits
+//   for the feed to reach it), count() counts a resource, a background probe reads etcd
+//   every second for the health checks (kube's etcd check, storageProblem()).
 // - encryption at rest (useEncryption): every value of a configured resource goes through
 //   its transformer after encoding and before decoding, with the etcd key as kube passes it
 //   (etcd3 store's authenticatedDataString), so kube-apiserver and kubeshard read each
@@ -33,7 +38,7 @@ import { StorageDecodeError, decodeFromStorage, encodeForStorage, type GroupReso
 import type { EncryptionTransformers } from '../encryption/index.js';
 import { rangePrefix, resourcePrefix } from './keys.js';
 import { catalogData } from '../../api/catalog-data.js';
-import { encodeForCommit, orderedObject } from '../../codec/json.js';
+import { encodeForCommit } from '../../codec/json.js';
 import {
   CompactedError,
   WriteRejected,
@@ -57,11 +62,26 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
   compactionIntervalMs?: number;
   /** a client to use instead of one made from the options (tests) */
   client?: EtcdClient;
+  /**
+   * --max-object-size-bytes: the largest object's JSON a create or update may store, weighed
+   * as the LMDB backend weighs it (default 1.5 MiB, etcd's own --max-request-bytes), so the
+   * flag means the same on either backend; etcd's own limit refuses beyond it as well.
+   */
+  maxObjectBytes?: number;
+  /**
+   * The group-resources this instance serves, when several share the work
+   * (--etcd-servers-overrides, etcd-overrides.ts): objects of others found in its etcd
+   * are left out of its feed. Default: every group-resource.
+   */
+  owns?: (gr: string) => boolean;
 }
 
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
 const COMPACT_REV_KEY = 'compact_rev_key';
 const PAGE = 1000;
+/** how often the health probe reads etcd, and how long it waits (kube's DefaultHealthcheckTimeout, 2s) */
+const PROBE_INTERVAL_MS = 1000;
+const PROBE_TIMEOUT_MS = 2000;
 
 /** "deployments.apps" -> apps/deployments; "pods" -> core pods. */
 function splitGr(gr: string): GroupResource {
@@ -77,6 +97,9 @@ interface PendingWrite {
   obj: any;
   /** for a delete at a version: the version the deleted key must have held */
   expect: number;
+  /** the object's JSON around its version (encodeForCommit): the feed's bytes without another stringify */
+  head: string;
+  tail: string;
 }
 
 interface Waiter {
@@ -92,6 +115,8 @@ export class EtcdStorage implements Storage {
   private readonly prefix: string;
   private readonly mediaType: StorageMediaType | undefined;
   private readonly compactionIntervalMs: number;
+  private readonly maxObjectBytes: number;
+  private readonly owns: ((gr: string) => boolean) | undefined;
   private readonly sinks: ChangeSink[] = [];
   /** the etcd key prefix of everything kubeshard stores (prefix + "/") */
   private readonly root: string;
@@ -109,6 +134,10 @@ export class EtcdStorage implements Storage {
   /** writes sent and not yet seen on the feed, by etcd key: the feed hands the writer's object on */
   private readonly pending = new Map<string, PendingWrite[]>();
   private compactTimer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probing = false;
+  /** why the last health probe failed ('' when it passed): kube's etcd check message */
+  private probeProblem = '';
   private compactTime = 0;
   private compactRev = 0;
 
@@ -118,6 +147,8 @@ export class EtcdStorage implements Storage {
     this.prefix = opts.prefix ?? '/registry';
     this.mediaType = opts.mediaType;
     this.compactionIntervalMs = opts.compactionIntervalMs ?? 5 * 60_000;
+    this.maxObjectBytes = opts.maxObjectBytes ?? 1_572_864;
+    this.owns = opts.owns;
     const joined = posix.join(this.prefix || '/', '/');
     this.root = joined.endsWith('/') ? joined : `${joined}/`;
     for (const gv of catalogData) {
@@ -151,6 +182,11 @@ export class EtcdStorage implements Storage {
   /** An etcd key from the feed -> its gr and interface key; undefined for keys that are not kubeshard objects. */
   private parseKey(k: string): { gr: string; key: string } | undefined {
     if (!k.startsWith(this.root)) return undefined;
+    const p = this.parseOwnKey(k);
+    return p && this.owns && !this.owns(p.gr) ? undefined : p;
+  }
+
+  private parseOwnKey(k: string): { gr: string; key: string } | undefined {
     const parts = k.slice(this.root.length).split('/');
     let gr: string | undefined;
     let rest: string[];
@@ -243,7 +279,9 @@ export class EtcdStorage implements Storage {
   }
 
   async start(): Promise<void> {
-    // the current state at one revision, page by page, delivered as ADDED changes
+    // the current state at one revision, page by page, given to the subscribers' load() (the
+    // interface's generic start: the state is not a series of changes, and a watch from
+    // before `at` reads its events from etcd, not from the caches' rings)
     const end = prefixEnd(this.root);
     let from: Buffer = Buffer.from(this.root);
     let at = 0;
@@ -260,16 +298,39 @@ export class EtcdStorage implements Storage {
         } catch {
           continue; // an object kubeshard cannot read (encrypted, another format): left to kube
         }
-        for (const s of this.sinks) s.change('ADDED', p.gr, p.key, kv.modRevision, json, undefined);
+        for (const s of this.sinks) s.load(p.gr, p.key, kv.modRevision, json, at);
       }
       if (!r.more || !r.kvs.length) break;
       from = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])]);
     }
-    for (const s of this.sinks) s.end();
     this.fresh = this.known = at;
     this.startFeed(at + 1);
     await this.feed!.created;
     if (this.compactionIntervalMs > 0) this.compactTimer = setInterval(() => void this.compactRound(), this.compactionIntervalMs);
+    // the etcd health check (kube's, run per probe there) runs here in the background, so
+    // that /livez and /readyz answer from its last result without waiting on etcd
+    this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  /** One health probe, bounded by kube's default health check timeout. */
+  private async probe(): Promise<void> {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.healthCheck(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('context deadline exceeded')), PROBE_TIMEOUT_MS))),
+      ]);
+      this.probeProblem = '';
+    } catch (e) {
+      // kube's etcd check words its failure so (storagebackend/factory/etcd3.go)
+      this.probeProblem = `error getting data from etcd: ${(e as Error).message}`;
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.probing = false;
+    }
   }
 
   private startFeed(fromRev: number): void {
@@ -313,7 +374,7 @@ export class EtcdStorage implements Storage {
         if (mine) {
           obj = mine.obj;
           if (obj?.metadata) obj.metadata.resourceVersion = String(rv);
-          json = obj ? Buffer.from(JSON.stringify(orderedObject(obj))) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
+          json = obj ? Buffer.from(mine.head + rv + mine.tail) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
         } else if (type === 'DELETED') {
           if (!e.prevKv) continue;
           json = this.decode(p.gr, e.prevKv, rv);
@@ -377,6 +438,7 @@ export class EtcdStorage implements Storage {
   async close(): Promise<void> {
     this.closed = true;
     if (this.compactTimer) clearInterval(this.compactTimer);
+    if (this.probeTimer) clearInterval(this.probeTimer);
     this.feed?.cancel();
     for (const w of this.waiters.splice(0)) {
       if (w.timer) clearTimeout(w.timer);
@@ -391,6 +453,12 @@ export class EtcdStorage implements Storage {
     const gr = op.gr;
     const ek = this.etcdKey(gr, op.key);
     const target = obj ?? op.obj ?? (op.head !== undefined ? JSON.parse(op.head + (op.tail ?? '')) : undefined);
+    // the answer's bytes, and the size the limit weighs (a delete is never refused for size)
+    const { head, tail } = encodeForCommit(target);
+    if (op.type !== 'DELETED') {
+      const size = Buffer.byteLength(head) + Buffer.byteLength(tail) + String(this.known + 1).length;
+      if (size > this.maxObjectBytes) throw storageFailure('toolarge', 'etcd', String(size));
+    }
     let value = op.type === 'DELETED' ? undefined : encodeForStorage(splitGr(gr), target, this.mediaType);
     // encrypted after encoding, bound to the key (kube's etcd3 store: transformer.TransformToStorage)
     const t = value && this.enc?.transformerFor(gr);
@@ -407,7 +475,7 @@ export class EtcdStorage implements Storage {
         : op.expect > 0
           ? { key: ek, target: 'modRevision' as const, result: '=' as const, value: op.expect }
           : { key: ek, target: 'createRevision' as const, result: '>' as const, value: 0 };
-    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect };
+    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect, head, tail };
     const list = this.pending.get(ek) ?? [];
     list.push(pending);
     this.pending.set(ek, list);
@@ -420,11 +488,15 @@ export class EtcdStorage implements Storage {
       });
     } catch (e) {
       this.dropPending(ek, pending);
-      throw this.failure(e);
+      throw this.failure(e, value?.length ?? 0);
     }
     if (res.revision > this.known) this.known = res.revision;
     if (!res.succeeded) {
       this.dropPending(ek, pending);
+      // the write that beat this one may be another replica's, not fed here yet: the caller
+      // retries from its cache (GuaranteedUpdate's retry), so the feed is let reach the
+      // revision the refusal was decided at first (a timeout only costs another retry)
+      if (this.fresh < res.revision) await this.waitUntil(res.revision, 5_000, true);
       if (op.type === 'ADDED') throw new WriteRejected('exists');
       const cur = 'range' in res.responses[0] ? res.responses[0].range.kvs[0] : undefined;
       throw new WriteRejected(cur ? 'conflict' : 'notfound');
@@ -437,7 +509,6 @@ export class EtcdStorage implements Storage {
       throw storageFailure('unknown', 'etcd', `the change at revision ${rv} did not come back on the watch`);
     }
     this.dropPending(ek, pending);
-    const { head, tail } = encodeForCommit(target);
     return { rv, json: Buffer.from(head + rv + tail) };
   }
 
@@ -450,10 +521,11 @@ export class EtcdStorage implements Storage {
   }
 
   /** An etcd failure as the interface's kinds (kube's etcd error mapping, storage/errors.go and etcd3/errors.go). */
-  private failure(e: unknown): Error {
+  private failure(e: unknown, size: number): Error {
     if (!(e instanceof EtcdError)) return e as Error;
     const msg = e.message;
-    if (/request is too large/.test(msg)) return storageFailure('toolarge', 'etcd', '0');
+    // etcd's --max-request-bytes ("request is too large"), or past its gRPC receive limit
+    if (/request is too large|larger than max/.test(msg)) return storageFailure('toolarge', 'etcd', String(size));
     if (/database space exceeded|NOSPACE/i.test(msg)) return storageFailure('nospace', 'etcd', 'etcdserver: mvcc: database space exceeded');
     // 14 UNAVAILABLE before anything was sent: nothing was written
     if (e.code === 14 && /No connection established|ECONNREFUSED|connect/i.test(msg)) {
@@ -482,8 +554,10 @@ export class EtcdStorage implements Storage {
    * etcd's current revision, read from etcd (kube's getCurrentResourceVersionFromStorage): a
    * consistent read across replicas waits until the feed reaches it (waitFresh).
    */
-  async latestRv(): Promise<number> {
-    const r = await this.client.range(this.root, { rangeEnd: prefixEnd(this.root), countOnly: true, limit: 1 });
+  async latestRv(_gr?: string): Promise<number> {
+    // a linearizable read of one key (the prefix itself, which holds nothing): its header
+    // carries the store's revision, at the cost of one key whatever the store's size
+    const r = await this.client.range(this.root, { keysOnly: true, limit: 1 });
     if (r.revision > this.known) this.known = r.revision;
     return r.revision;
   }
@@ -566,15 +640,17 @@ export class EtcdStorage implements Storage {
   }
 
   /**
-   * gr's changes in (afterRv, uptoRv], read with a watch from afterRv + 1. The watch is done
-   * once it delivers a change past uptoRv, or once etcd's answer to a progress request has
-   * passed uptoRv and no change has come for a moment after it (etcd 3.4 answers progress
-   * requests before a watch from the past has caught up: its catch-up runs every 100ms).
+   * gr's changes in (afterRv, uptoRv], read with a watch from afterRv + 1 over the whole key
+   * space: every etcd revision after the first is one write txn, and so at least one event,
+   * so the event at uptoRv (whatever key it changed: another resource, another prefix) marks
+   * the end exactly. A watch of gr's prefix alone could only end on a progress answer, which
+   * etcd 3.4 gives at once, before a watch from the past has caught up. Only when uptoRv has
+   * no event to see (revision 1, an empty store) does a progress answer past it, with no
+   * event for a moment after, end the read.
    */
   eventsSince(gr: string, afterRv: number, uptoRv: number, withPrev: boolean): MaybePromise<StoredEvent[]> {
     if (afterRv < this.compacted) throw new CompactedError(afterRv, this.compacted);
     if (uptoRv <= afterRv) return [];
-    const range = this.rangeOf(gr);
     return new Promise((resolve, reject) => {
       const out: StoredEvent[] = [];
       /** decryptions that wait for a KMS v2 plugin: the answer waits for them */
@@ -583,7 +659,6 @@ export class EtcdStorage implements Storage {
       const unreadable = new Set<StoredEvent>();
       let done = false;
       let settle: NodeJS.Timeout | undefined;
-      let lastSeen = afterRv;
       const finish = (err?: Error) => {
         if (done) return;
         done = true;
@@ -595,43 +670,50 @@ export class EtcdStorage implements Storage {
         else resolve(out);
       };
       const overall = setTimeout(() => finish(new EtcdError(`etcd: the history of ${gr} up to ${uptoRv} was not read within 30s`, 4, this.client.currentEndpoint)), 30_000);
+      const all = Buffer.from([0]);
       const w = this.client.watch(
-        { key: range, rangeEnd: prefixEnd(range), startRevision: afterRv + 1, prevKv: true },
+        { key: all, rangeEnd: all, startRevision: afterRv + 1, prevKv: true },
         {
           onEvents: (evs) => {
+            if (settle) clearTimeout(settle);
+            settle = undefined;
             for (const e of evs) {
               const rv = e.kv.modRevision;
-              lastSeen = rv;
               if (rv > uptoRv) return finish();
               const p = this.parseKey(e.kv.key.toString());
-              if (!p || p.gr !== gr) continue;
-              const type: ChangeType = e.type === 'DELETE' ? 'DELETED' : e.kv.version === 1 ? 'ADDED' : 'MODIFIED';
-              try {
-                const json = type === 'DELETED' ? (e.prevKv ? this.decode(gr, e.prevKv, rv) : undefined) : this.decode(gr, e.kv);
-                if (!json) continue;
-                const ev: StoredEvent = { type, key: p.key, rv, json: json as Buffer, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
-                if (json instanceof Promise) waits.push(json.then((j) => (ev.json = j), () => unreadable.add(ev)));
-                if (withPrev && type !== 'ADDED' && e.prevKv) {
-                  const prev = this.decode(gr, e.prevKv);
-                  if (prev instanceof Promise) waits.push(prev.then((j) => (ev.prevJson = j), () => undefined));
-                  else ev.prevJson = prev;
+              if (p && p.gr === gr) {
+                const type: ChangeType = e.type === 'DELETE' ? 'DELETED' : e.kv.version === 1 ? 'ADDED' : 'MODIFIED';
+                try {
+                  const json = type === 'DELETED' ? (e.prevKv ? this.decode(gr, e.prevKv, rv) : undefined) : this.decode(gr, e.kv);
+                  if (json) {
+                    const ev: StoredEvent = { type, key: p.key, rv, json: json as Buffer, prevRv: type === 'ADDED' ? 0 : (e.prevKv?.modRevision ?? 0) };
+                    if (json instanceof Promise) waits.push(json.then((j) => (ev.json = j), () => unreadable.add(ev)));
+                    if (withPrev && type !== 'ADDED' && e.prevKv) {
+                      const prev = this.decode(gr, e.prevKv);
+                      if (prev instanceof Promise) waits.push(prev.then((j) => (ev.prevJson = j), () => undefined));
+                      else ev.prevJson = prev;
+                    }
+                    out.push(ev);
+                  }
+                } catch {
+                  // not readable by kubeshard: skipped as the feed skips it
                 }
-                out.push(ev);
-              } catch {
-                // not readable by kubeshard: skipped as the feed skips it
               }
+              // (the events of one revision come in one response: the last of uptoRv's ends it)
+              if (rv === uptoRv && e === evs[evs.length - 1]) return finish();
             }
-            if (lastSeen >= uptoRv) finish();
           },
           onProgress: (rev) => {
             if (rev < uptoRv || done) return;
             if (settle) clearTimeout(settle);
-            settle = setTimeout(() => finish(), 300);
+            // (a fallback: another watch's progress request answers this one too, in etcd 3.4)
+            settle = setTimeout(() => finish(), 2000);
           },
           onError: (err) => finish(err instanceof EtcdCompactedError ? new CompactedError(afterRv, (this.compacted = Math.max(this.compacted, err.compactRevision))) : err),
         },
       );
-      w.created.then(() => this.client.requestProgress(), () => undefined).catch(() => {});
+      // (only needed when uptoRv has no event: see above)
+      w.created.then(() => (uptoRv <= 1 ? this.client.requestProgress() : undefined), () => undefined).catch(() => {});
     });
   }
 
@@ -677,7 +759,7 @@ export class EtcdStorage implements Storage {
   }
 
   storageProblem(): string {
-    return this.problem;
+    return this.probeProblem || this.problem;
   }
 
   /** The number of gr's objects in etcd (kube's storage count, polled every --etcd-count-metric-poll-period). */
