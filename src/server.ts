@@ -65,6 +65,13 @@ import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
+import { randomUUID } from 'node:crypto';
+import { LeaderElector } from './controllers/leader-election.js';
+import { LeaderControllers, type ControllerSpec } from './controllers/leader-controllers.js';
+import { ApiserverIdentity, serverHostname } from './controllers/apiserver-identity.js';
+import { EndpointReconciler, LocalMasterLeases } from './controllers/endpoint-reconciler.js';
+import { storeClient } from './controllers/object-client.js';
+import { endpointAddress, leaseTimings } from './controllers/replica-settings.js';
 
 /**
  * Set when startServer runs on a front thread other than the main one (issue 18): the
@@ -159,11 +166,16 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
   await (main ? crds.start() : crds.follow());
+  // What every replica writes at start (kube-apiserver's post-start hooks) tolerates another
+  // replica having written it; the controllers that kube runs in kube-controller-manager run
+  // only on the replica that holds the controller Lease (leaderControllers below).
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   if (main) await namespaces.bootstrap();
+  /** the kube-controller-manager side, started when this replica leads (leader-controllers.ts) */
+  const controllerSpecs: ControllerSpec[] = [];
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
-  const saController = new ServiceAccountsController(store, cacher, targets);
-  if (main) await saController.start();
+  controllerSpecs.push({ name: 'serviceaccount', make: (c) => new ServiceAccountsController(store, c, targets) });
+  controllerSpecs.push({ name: 'namespace', make: (c) => namespaces.controller(c) });
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
   if (main) await apfBootstrap.start();
@@ -172,8 +184,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await rbacBootstrap.start();
-  const aggregation = new ClusterRoleAggregation(store, cacher, rbacBootstrap.clusterRolesT);
-  if (main) await aggregation.start();
+  controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
   const rbac = new RbacResolver({
@@ -184,17 +195,24 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
-  const rootCa = new RootCaPublisher(store, cacher, targets, cert.caPem);
-  if (main && controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
-  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
-  const storageProtection = new StorageProtectionController(store, cacher, targets, {
-    claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
-    volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+  controllerSpecs.push({
+    name: 'root-ca-certificate-publisher',
+    make: (c) => (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller') ? new RootCaPublisher(store, c, targets, cert.caPem) : undefined),
   });
-  if (main) storageProtection.start();
+  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
+  controllerSpecs.push({
+    name: 'storage-protection',
+    make: (c) =>
+      new StorageProtectionController(store, c, targets, {
+        claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
+        volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+      }),
+  });
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
-  const quotaController = new ResourceQuotaController(store, cacher, targets, cachedObjects);
-  if (main && controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
+  controllerSpecs.push({
+    name: 'resourcequota',
+    make: (c) => (controllerEnabled(o.controllers, 'resourcequota-controller') ? new ResourceQuotaController(store, c, targets, cachedObjects) : undefined),
+  });
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
@@ -208,14 +226,60 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
     };
     strategies.serviceAllocator.objects.attach(store, targets);
-    await strategies.serviceAllocator.repair();
-    await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+    strategies.serviceAllocator.follow(cacher);
+    await ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort);
   }
+  // kube's allocator repair loops: what a crash left (an address without its IPAddress, an
+  // IPAddress whose Service is gone) is put right by the leader.
+  controllerSpecs.push({ name: 'service-ip-repair', make: () => ({ start: () => strategies.serviceAllocator.repair(), stop: () => undefined }) });
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
-  const gc = new GarbageCollector(store, cacher, catalog, targets);
-  if (main) gc.start();
-  const sweeper = new GraceSweeper(store, cacher, [targets.resolve('', 'v1', 'pods')!]);
-  if (main) sweeper.start();
+  controllerSpecs.push({ name: 'garbagecollector', make: (c) => new GarbageCollector(store, c, catalog, targets) });
+  controllerSpecs.push({ name: 'grace-sweeper', make: (c) => new GraceSweeper(store, c, [targets.resolve('', 'v1', 'pods')!]) });
+
+  // Leader election (kube-controller-manager's, over the Lease kube-system/kube-controller-manager):
+  // the controllers above run while this replica holds it. On the embedded LMDB this process
+  // is the only candidate: the first try takes the Lease, whoever an earlier run left in it.
+  const timings = leaseTimings();
+  const leaderControllers = new LeaderControllers(cacher, controllerSpecs);
+  const leasesT = targets.resolve('coordination.k8s.io', 'v1', 'leases')!;
+  const elector = main
+    ? new LeaderElector(storeClient(store, leasesT), {
+        namespace: 'kube-system',
+        name: 'kube-controller-manager',
+        identity: `${serverHostname()}_${randomUUID()}`,
+        leaseDurationSeconds: timings.leaseDurationSeconds,
+        renewDeadlineMs: timings.renewDeadlineMs,
+        retryPeriodMs: timings.retryPeriodMs,
+        soleCandidate: storage.name === 'lmdb',
+        onStartedLeading: () => leaderControllers.start(),
+        onStoppedLeading: () => leaderControllers.stop(),
+        log: (m) => console.warn(`I leaderelection: ${m}`),
+      })
+    : undefined;
+  await elector?.start();
+  // kube's APIServerIdentity Lease, on every replica.
+  const identity = main
+    ? new ApiserverIdentity({ ...storeClient(store, leasesT) }, { log: (m) => console.warn(`W ${m}`) })
+    : undefined;
+  identity?.start();
+  // The kubernetes Service's endpoints: kube's lease endpoint reconciler, each replica
+  // keeping a master lease for its advertised address in storage (etcd: beside kube-apiserver's).
+  const endpointIp = main ? endpointAddress(o.advertiseAddress, o.bindAddress) : undefined;
+  let endpoints: EndpointReconciler | undefined;
+  if (endpointIp && 'refused' in endpointIp) {
+    console.warn(`W kubernetes endpoints: ${endpointIp.refused}`);
+  } else if (endpointIp) {
+    const epT = targets.resolve('', 'v1', 'endpoints')!;
+    const sliceT = targets.resolve('discovery.k8s.io', 'v1', 'endpointslices');
+    endpoints = new EndpointReconciler(storage.masterLeases?.() ?? new LocalMasterLeases(), storeClient(store, epT), sliceT && storeClient(store, sliceT), endpointIp.ip, o.securePort, {
+      intervalMs: timings.endpointIntervalMs,
+      ttlSeconds: timings.masterLeaseTtlSeconds,
+      log: (m) => console.warn(`W ${m}`),
+    });
+    // (the first pass before the listener opens: the endpoints name this replica once it serves)
+    await endpoints.reconcile().catch((e) => console.warn(`W kubernetes endpoints: ${(e as Error).message}`));
+    endpoints.start();
+  }
 
   // Service-account tokens: a signing key generated in the data dir at first start unless
   // --service-account-signing-key-file names one; audiences default to the issuers.
@@ -425,14 +489,14 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         health.shuttingDown = true;
         // the other front threads first: their listeners, watchers and writes in flight
         await others.stop();
-        gc.stop();
-        saController.stop();
+        // this replica's address leaves the kubernetes endpoints; the controller Lease is
+        // released, so that another replica takes over at once
+        await endpoints?.stop();
+        identity?.stop();
+        await elector?.stop();
+        leaderControllers.stop();
+        namespaces.stop();
         apfBootstrap.stop();
-        aggregation.stop();
-        rootCa.stop();
-        storageProtection.stop();
-        quotaController.stop();
-        sweeper.stop();
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();

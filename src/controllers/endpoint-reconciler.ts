@@ -74,7 +74,9 @@ export class EndpointReconciler {
     clearTimeout(this.timer);
     try {
       await this.leases.remove(this.ip);
-      await this.write(await this.leases.list());
+      // (the last replica leaves the endpoints as they are: kube refuses to erase them all)
+      const left = await this.leases.list();
+      if (left.length) await this.write(left);
     } catch (err) {
       this.o.log?.(`kubernetes endpoints at shutdown: ${(err as Error).message}`);
     }
@@ -108,7 +110,7 @@ export class EndpointReconciler {
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
       metadata: { name: 'kubernetes', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
-      addressType: 'IPv4',
+      addressType: this.ip.includes(':') ? 'IPv6' : 'IPv4',
       endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
       ports: this.ports(),
     };
@@ -122,6 +124,6 @@ export class EndpointReconciler {
       JSON.stringify(curSlice.ports ?? []) === JSON.stringify(slice.ports) &&
       curSlice.metadata?.labels?.['kubernetes.io/service-name'] === 'kubernetes';
     if (same) return;
-    await this.slices.update({ ...curSlice, metadata: { ...curSlice.metadata, labels: { ...(curSlice.metadata?.labels ?? {}), ...slice.metadata.labels } }, addressType: 'IPv4', endpoints: slice.endpoints, ports: slice.ports });
+    await this.slices.update({ ...curSlice, metadata: { ...curSlice.metadata, labels: { ...(curSlice.metadata?.labels ?? {}), ...slice.metadata.labels } }, addressType: slice.addressType, endpoints: slice.endpoints, ports: slice.ports });
   }
 }
