@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { completeOptions, parseArgs, type ServerOptions } from './options.js';
+import { completeOptions, etcdServersOverrides, parseArgs, type ServerOptions } from './options.js';
 
 describe('parseArgs', () => {
   it('defaults as kube-apiserver, with our data dir', () => {
@@ -15,10 +15,23 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
     expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
   });
-  it('--storage-backend: lmdb (the default) or etcd3 (recognised; the server refuses it at start-up until it is built)', () => {
+  it('--storage-backend: lmdb (the default) or etcd3, which needs --etcd-servers (kube\'s message)', () => {
     expect((parseArgs([]) as any).storageBackend).toBe('lmdb');
-    expect((parseArgs(['--storage-backend=etcd3']) as any).storageBackend).toBe('etcd3');
+    expect(() => parseArgs(['--storage-backend=etcd3'])).toThrowError('--etcd-servers must be specified');
+    expect((parseArgs(['--storage-backend=etcd3', '--etcd-servers=http://127.0.0.1:2379']) as any).storageBackend).toBe('etcd3');
     expect(() => parseArgs(['--storage-backend=etcd2'])).toThrowError(/must be lmdb or etcd3/);
+  });
+  it('the --etcd-* flags and --storage-media-type: kube\'s defaults and messages', () => {
+    const d = parseArgs([]) as any;
+    expect([d.etcdPrefix, d.etcdCompactionIntervalSeconds, d.etcdCountMetricPollPeriodSeconds, d.storageMediaType]).toEqual(['/registry', 300, 60, 'application/vnd.kubernetes.protobuf']);
+    const o = parseArgs(['--storage-backend=etcd3', '--etcd-servers=http://a:1,https://b:2', '--etcd-prefix=/kubeshard', '--etcd-compaction-interval=0', '--etcd-count-metric-poll-period=10s', '--storage-media-type=application/json']) as any;
+    expect([o.etcdServers, o.etcdPrefix, o.etcdCompactionIntervalSeconds, o.etcdCountMetricPollPeriodSeconds, o.storageMediaType]).toEqual([['http://a:1', 'https://b:2'], '/kubeshard', 0, 10, 'application/json']);
+    expect(() => parseArgs(['--storage-media-type=application/yaml'])).toThrowError('--storage-media-type "application/yaml" invalid');
+    expect(() => parseArgs(['--etcd-servers-overrides=events#http://x:1'])).toThrowError('--etcd-servers-overrides invalid, must be of format: group/resource#servers');
+    expect(etcdServersOverrides(['/events#http://x:1;http://y:2', 'coordination.k8s.io/leases#http://z:3'])).toEqual([
+      { gr: 'events', servers: ['http://x:1', 'http://y:2'] },
+      { gr: 'leases.coordination.k8s.io', servers: ['http://z:3'] },
+    ]);
   });
   it('--front-end: auto (the default), uws or http2; uws cannot take client certificates or another TLS minimum', () => {
     expect((parseArgs([]) as any).frontEnd).toBe('auto');

@@ -43,8 +43,24 @@ export interface ServerOptions {
   minRequestTimeout: number;
   requestTimeoutSeconds: number;
   runtimeConfig: string;
-  /** --storage-backend: lmdb (the shard workers), or etcd3 (recognised, not built yet) */
+  /** --storage-backend: lmdb (the shard workers), or etcd3 (an etcd cluster, src/storage/etcd) */
   storageBackend: 'lmdb' | 'etcd3';
+  /** --etcd-servers: the etcd client URLs (etcd3 only) */
+  etcdServers: string[];
+  /** --etcd-prefix: the key prefix of every object in etcd */
+  etcdPrefix: string;
+  /** --etcd-cafile, --etcd-certfile, --etcd-keyfile: TLS to etcd ('' for none) */
+  etcdCafile: string;
+  etcdCertfile: string;
+  etcdKeyfile: string;
+  /** --etcd-compaction-interval in seconds (0: this server never compacts) */
+  etcdCompactionIntervalSeconds: number;
+  /** --etcd-count-metric-poll-period in seconds (0: apiserver_storage_objects is not polled) */
+  etcdCountMetricPollPeriodSeconds: number;
+  /** --storage-media-type: how built-in kinds are stored in etcd (custom resources are JSON whatever it says) */
+  storageMediaType: 'application/vnd.kubernetes.protobuf' | 'application/json';
+  /** --etcd-servers-overrides as given: group/resource#url;url (parsed by etcdServersOverrides) */
+  etcdServersOverrides: string[];
   shards: number;
   shardMap: Record<string, number>;
   watchCache: boolean;
@@ -204,11 +220,41 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'storage-backend': {
     kind: 'string',
-    help: "The storage backend, as kube-apiserver's --storage-backend: lmdb (shard workers over LMDB in --data-dir) or etcd3 (not built yet: start-up fails). (default lmdb)",
+    help: "The storage backend, as kube-apiserver's --storage-backend: lmdb (shard workers over LMDB in --data-dir) or etcd3 (the etcd cluster of --etcd-servers, in kube-apiserver's key layout and value format, so both servers can share it). (default lmdb)",
     set: (o, v: string) => {
       if (v !== 'lmdb' && v !== 'etcd3') throw new FlagError(`--storage-backend: must be lmdb or etcd3, got ${JSON.stringify(v)}`);
       o.storageBackend = v;
     },
+  },
+  'etcd-servers': { kind: 'list', help: 'With --storage-backend=etcd3: the etcd client URLs (http:// or https://), comma-separated; requests fail over from one to the next.', set: (o, v) => (o.etcdServers = v) },
+  'etcd-prefix': { kind: 'string', help: 'With --storage-backend=etcd3: the etcd key prefix every object is stored under, as kube-apiserver lays keys out. (default "/registry")', set: (o, v) => (o.etcdPrefix = v) },
+  'etcd-cafile': { kind: 'string', help: 'With --storage-backend=etcd3: the CA bundle that verifies the etcd servers\' certificates.', set: (o, v) => (o.etcdCafile = v) },
+  'etcd-certfile': { kind: 'string', help: 'With --storage-backend=etcd3: the client certificate presented to etcd (with --etcd-keyfile).', set: (o, v) => (o.etcdCertfile = v) },
+  'etcd-keyfile': { kind: 'string', help: 'With --storage-backend=etcd3: the private key of --etcd-certfile.', set: (o, v) => (o.etcdKeyfile = v) },
+  'etcd-compaction-interval': {
+    kind: 'duration',
+    help: "With --storage-backend=etcd3: how often etcd's history is compacted, as kube-apiserver's compactor (the replicas take turns through etcd; each round keeps one interval of history). 0 means this server never compacts. (default 5m0s)",
+    set: (o, v) => (o.etcdCompactionIntervalSeconds = v),
+  },
+  'etcd-count-metric-poll-period': {
+    kind: 'duration',
+    help: 'With --storage-backend=etcd3: how often each resource\'s objects are counted in etcd for apiserver_storage_objects. 0 means never. (default 1m0s)',
+    set: (o, v) => (o.etcdCountMetricPollPeriodSeconds = v),
+  },
+  'storage-media-type': {
+    kind: 'string',
+    help: 'With --storage-backend=etcd3: how built-in kinds are encoded in etcd: application/vnd.kubernetes.protobuf (kube-apiserver\'s default) or application/json. Custom resources are stored as JSON either way. Objects are read in either format. (default "application/vnd.kubernetes.protobuf")',
+    set: (o, v: string) => {
+      if (v !== 'application/vnd.kubernetes.protobuf' && v !== 'application/json') {
+        throw new FlagError(`--storage-media-type ${JSON.stringify(v)} invalid, allowed values: application/json, application/vnd.kubernetes.protobuf`);
+      }
+      o.storageMediaType = v;
+    },
+  },
+  'etcd-servers-overrides': {
+    kind: 'list',
+    help: 'With --storage-backend=etcd3: per-resource etcd servers, comma-separated group/resource#servers with the servers\' URLs semicolon-separated (e.g. /events#http://127.0.0.1:4002). Recognised but not supported yet: start-up fails when it is set.',
+    set: (o, v) => (o.etcdServersOverrides = v),
   },
   shards: { kind: 'int', help: 'Number of LMDB shard workers. (default 2)', set: (o, v) => (o.shards = v) },
   'shard-map': { kind: 'string', help: 'Explicit placement: comma-separated group-resource=shard, e.g. pods=1,leases.coordination.k8s.io=0.', set: (o, v) => (o.shardMap = parseShardMap(v)) },
@@ -355,6 +401,15 @@ export function defaultOptions(): ServerOptions {
     requestTimeoutSeconds: 60,
     runtimeConfig: '',
     storageBackend: 'lmdb',
+    etcdServers: [],
+    etcdPrefix: '/registry',
+    etcdCafile: '',
+    etcdCertfile: '',
+    etcdKeyfile: '',
+    etcdCompactionIntervalSeconds: 300,
+    etcdCountMetricPollPeriodSeconds: 60,
+    storageMediaType: 'application/vnd.kubernetes.protobuf',
+    etcdServersOverrides: [],
     shards: 2,
     shardMap: {},
     watchCache: true,
@@ -508,6 +563,12 @@ function validate(o: ServerOptions): void {
   if (o.watchFanoutTickMs < 0 || o.watchFanoutTickMs > 1000) throw new FlagError('--watch-fanout-tick must be between 0 and 1000 ms');
   if (!(o.frontThreads >= 0 && o.frontThreads <= 62)) throw new FlagError('--front-threads must be between 0 (one per two cores) and 62');
   // kube's EtcdOptions.Validate
+  if (o.storageBackend === 'etcd3' && !o.etcdServers.length) throw new FlagError('--etcd-servers must be specified');
+  for (const s of o.etcdServers) if (!/^https?:\/\/[^/]+\/?$/.test(s)) throw new FlagError(`--etcd-servers: ${JSON.stringify(s)} is not an etcd client URL (http://host:port or https://host:port)`);
+  etcdServersOverrides(o.etcdServersOverrides);
+  if (Boolean(o.etcdCertfile) !== Boolean(o.etcdKeyfile)) throw new FlagError('--etcd-certfile and --etcd-keyfile must be given together');
+  if (o.etcdCompactionIntervalSeconds < 0) throw new FlagError('--etcd-compaction-interval must not be negative');
+  if (o.etcdCountMetricPollPeriodSeconds < 0) throw new FlagError('--etcd-count-metric-poll-period must not be negative');
   if (o.encryptionProviderConfigAutomaticReload && !o.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');
   try {
@@ -515,6 +576,30 @@ function validate(o: ServerOptions): void {
   } catch (e) {
     throw new FlagError((e as Error).message);
   }
+}
+
+/** One --etcd-servers-overrides entry: the group-resource it moves and the servers it moves it to. */
+export interface EtcdServersOverride {
+  /** the storage key of the group-resource ("events", "leases.coordination.k8s.io") */
+  gr: string;
+  servers: string[];
+}
+
+/**
+ * --etcd-servers-overrides parsed (kube's EtcdOptions: group/resource#url;url, the core
+ * group empty): a malformed entry is a FlagError with kube's message.
+ */
+export function etcdServersOverrides(entries: string[]): EtcdServersOverride[] {
+  const bad = '--etcd-servers-overrides invalid, must be of format: group/resource#servers, where servers are URLs, semicolon separated';
+  return entries.map((entry) => {
+    const tokens = entry.split('#');
+    if (tokens.length !== 2) throw new FlagError(bad);
+    const gr = tokens[0].split('/');
+    if (gr.length !== 2 || !gr[1]) throw new FlagError(bad);
+    const servers = tokens[1].split(';').filter(Boolean);
+    if (!servers.length) throw new FlagError(bad);
+    return { gr: gr[0] ? `${gr[1]}.${gr[0]}` : gr[1], servers };
+  });
 }
 
 /** --front-threads 0: one front thread per two cores (at least one, at most 62). */
