@@ -226,6 +226,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
     };
     strategies.serviceAllocator.objects.attach(store, targets);
+    // a storage other replicas write too: claims in storage, and a view that follows theirs
+    if (storage.name !== 'lmdb') strategies.serviceAllocator.shared = { nodePorts: storage.nodePortClaims?.(strategies.serviceAllocator.ports.min, strategies.serviceAllocator.ports.max) };
     strategies.serviceAllocator.follow(cacher);
     await ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort);
   }
