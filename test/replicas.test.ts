@@ -11,12 +11,17 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import { etcdAvailable, startCluster, ETCD_BIN, type TestCluster } from '../src/storage/etcd/test-cluster.js';
+import { EtcdClient } from '../src/storage/etcd/client.js';
+import { decodeRangeAllocation } from '../src/storage/etcd/range-allocation.js';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 
 const NS = 'replicas';
 const PATH = `/api/v1/namespaces/${NS}/configmaps`;
 const ADDR_A = '192.0.2.101';
 const ADDR_B = '192.0.2.102';
+const SERVICE_CIDR = '10.96.0.0/25';
+const PORT_MIN = 30000;
+const PORT_MAX = 30119;
 /** KUBESHARD_FAST_LEASES's controller Lease duration */
 const LEASE_SECONDS = 3;
 
@@ -29,7 +34,8 @@ let b: TestServer | undefined;
 
 const replica = (cluster: TestCluster, name: string, addr: string) =>
   startServer({
-    args: ['--storage-backend', 'etcd3', '--etcd-servers', cluster.endpoints[0], '--advertise-address', addr],
+    // (small ranges: the two replicas' random picks collide often)
+    args: ['--storage-backend', 'etcd3', '--etcd-servers', cluster.endpoints[0], '--advertise-address', addr, '--service-cluster-ip-range', SERVICE_CIDR, '--service-node-port-range', `${PORT_MIN}-${PORT_MAX}`],
     env: { KUBESHARD_HOSTNAME: name, KUBESHARD_FAST_LEASES: '1' },
   });
 
@@ -88,6 +94,54 @@ describe.skipIf(!available)('two replicas on one etcd', () => {
       const l = await request(b!, 'GET', `${PATH}?labelSelector=`);
       expect(Number(l.json().metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(w.json().metadata.resourceVersion));
       expect(l.json().items.some((o: any) => o.metadata.name === `read-${i}`)).toBe(true);
+    }
+  }, 60_000);
+
+  it('Services created on both replicas at once never share a ClusterIP or a NodePort', async () => {
+    const ns = 'svc-race';
+    expect((await request(a!, 'POST', '/api/v1/namespaces', { metadata: { name: ns } })).status).toBe(201);
+    await until(async () => (await request(b!, 'GET', `/api/v1/namespaces/${ns}`)).status === 200);
+    const PER = 50;
+    const create = (s: TestServer, tag: string, i: number) =>
+      request(s, 'POST', `/api/v1/namespaces/${ns}/services`, {
+        metadata: { name: `${tag}-${i}` },
+        spec: i % 2 ? { type: 'NodePort', ports: [{ name: 'http', port: 80 }, { name: 'alt', port: 81 }] } : { ports: [{ port: 80 }] },
+      });
+    const replies = await Promise.all([...Array.from({ length: PER }, (_, i) => create(a!, 'a', i)), ...Array.from({ length: PER }, (_, i) => create(b!, 'b', i))]);
+    for (const r of replies) expect(r.status, r.body).toBe(201);
+    const svcs = (await request(b!, 'GET', `/api/v1/namespaces/${ns}/services`)).json().items;
+    expect(svcs).toHaveLength(2 * PER);
+    const ips = svcs.map((s: any) => s.spec.clusterIP);
+    expect(new Set(ips).size).toBe(ips.length);
+    const ports = svcs.flatMap((s: any) => s.spec.ports.map((p: any) => p.nodePort).filter(Boolean));
+    expect(ports).toHaveLength(2 * PER);
+    expect(new Set(ports).size).toBe(ports.length);
+    for (const p of ports) expect(p >= PORT_MIN && p <= PORT_MAX).toBe(true);
+    // each address has its IPAddress, pointing at its Service
+    const addrs = new Map<string, any>((await request(a!, 'GET', '/apis/networking.k8s.io/v1/ipaddresses')).json().items.map((o: any) => [o.metadata.name, o]));
+    for (const s of svcs) expect(addrs.get(s.spec.clusterIP)?.spec.parentRef).toEqual({ resource: 'services', namespace: ns, name: s.metadata.name });
+    // the ports are claimed in kube's RangeAllocation: exactly the ports held
+    const client = new EtcdClient({ endpoints: cluster!.endpoints });
+    try {
+      const bitsOf = async () => {
+        const { kv } = await client.get('/registry/ranges/servicenodeports');
+        const { range, bits } = decodeRangeAllocation(kv!.value);
+        expect(range).toBe(`${PORT_MIN}-${PORT_MAX}`);
+        const out: number[] = [];
+        for (let p = PORT_MIN; p <= PORT_MAX; p++) if ((bits >> BigInt(p - PORT_MIN)) & 1n) out.push(p);
+        return out;
+      };
+      expect(await bitsOf()).toEqual([...ports].sort((x, y) => x - y));
+      // deleting them (through either replica) gives everything back
+      const dels = await Promise.all(svcs.map((s: any, i: number) => request(i % 2 ? a! : b!, 'DELETE', `/api/v1/namespaces/${ns}/services/${s.metadata.name}`)));
+      for (const r of dels) expect(r.status).toBe(200);
+      expect(await bitsOf()).toEqual([]);
+      await until(async () => {
+        const left = (await request(b!, 'GET', '/apis/networking.k8s.io/v1/ipaddresses')).json().items.map((o: any) => o.metadata.name);
+        return left.length === 1 && left[0] === '10.96.0.1';
+      });
+    } finally {
+      client.close();
     }
   }, 60_000);
 
@@ -152,6 +206,7 @@ describe.skipIf(!available)('two replicas on one etcd', () => {
     const lastRv = Number(last.json().metadata.resourceVersion);
     await until(() => seen.some((e) => e.rv === lastRv), 20_000);
     lw.stop();
+    if (process.env.REPLICAS_DEBUG) console.log(`acked ${acked.size}, seen ${seen.length}\nA:\n${a!.output()}\nB:\n${b!.output()}`);
 
     expect(lists).toBe(1);
     expect(errors).toBe(0);
