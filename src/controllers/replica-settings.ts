@@ -35,8 +35,7 @@ export function endpointAddress(advertise: string, bind: string): { ip: string }
     }
   }
   if (isLoopback(ip)) {
-    const range = isIP(ip) === 4 ? '127.0.0.0/8' : '::1/128';
-    return { refused: `Endpoints "kubernetes" is invalid: subsets[0].addresses[0].ip: Invalid value: "${ip}": may not be in the loopback range (${range})` };
+    return { refused: `Endpoints "kubernetes" is invalid: subsets[0].addresses[0].ip: Invalid value: "${ip}": may not be in the loopback range (127.0.0.0/8, ::1/128)` };
   }
   return { ip };
 }
