@@ -66,6 +66,7 @@ import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
 import { randomUUID } from 'node:crypto';
+import { StatusError } from './errors.js';
 import { LeaderElector } from './controllers/leader-election.js';
 import { LeaderControllers, type ControllerSpec } from './controllers/leader-controllers.js';
 import { ApiserverIdentity, serverHostname } from './controllers/apiserver-identity.js';
@@ -99,6 +100,27 @@ export interface StartedServer {
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
   stopListening(): void;
   shutdown(): Promise<void>;
+}
+
+/**
+ * One of the writes every replica makes at start (kube-apiserver's post-start hooks). Replicas
+ * starting together race on the same objects: a conflict (409) means another replica wrote
+ * meanwhile, so the step runs again on what is stored now (each step skips what is already
+ * right); one still losing after a few rounds is left to the replica that wins.
+ */
+async function startupWrite(what: string, step: () => Promise<void>): Promise<void> {
+  for (let round = 1; ; round++) {
+    try {
+      return await step();
+    } catch (e) {
+      if (!(e instanceof StatusError && e.code === 409)) throw e;
+      if (round >= 5) {
+        console.warn(`W ${what}: ${e.message} (another replica is writing it)`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50 * round));
+    }
+  }
 }
 
 export async function startServer(o: ServerOptions, thread?: FrontThreadContext): Promise<StartedServer> {
@@ -165,12 +187,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
-  await (main ? crds.start() : crds.follow());
+  await (main ? startupWrite('CustomResourceDefinitions', () => crds.start()) : crds.follow());
   // What every replica writes at start (kube-apiserver's post-start hooks) tolerates another
   // replica having written it; the controllers that kube runs in kube-controller-manager run
   // only on the replica that holds the controller Lease (leaderControllers below).
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
-  if (main) await namespaces.bootstrap();
+  if (main) await startupWrite('namespaces', () => namespaces.bootstrap());
   /** the kube-controller-manager side, started when this replica leads (leader-controllers.ts) */
   const controllerSpecs: ControllerSpec[] = [];
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
@@ -178,12 +200,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   controllerSpecs.push({ name: 'namespace', make: (c) => namespaces.controller(c) });
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
-  if (main) await apfBootstrap.start();
+  if (main) await startupWrite('flowcontrol bootstrap', () => apfBootstrap.start());
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   const rbacBootstrap = new RbacBootstrap(store, targets);
-  if (main) await rbacBootstrap.start();
+  if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
   controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
@@ -221,7 +243,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // Services and their addresses, front/front-threads.ts MAIN_THREAD_WRITES)
   const serviceCidrs = [strategies.serviceAllocator.ips.cidr];
   if (main) {
-    await ensureDefaultServiceCidr(store, targets, serviceCidrs);
+    await startupWrite('default ServiceCIDR', () => ensureDefaultServiceCidr(store, targets, serviceCidrs));
     strategies.onDefaultServiceCidrDeleted = () => {
       ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
     };
@@ -229,7 +251,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     // a storage other replicas write too: claims in storage, and a view that follows theirs
     if (storage.name !== 'lmdb') strategies.serviceAllocator.shared = { nodePorts: storage.nodePortClaims?.(strategies.serviceAllocator.ports.min, strategies.serviceAllocator.ports.max) };
     strategies.serviceAllocator.follow(cacher);
-    await ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort);
+    await startupWrite('kubernetes Service', () => ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort));
   }
   // kube's allocator repair loops: what a crash left (an address without its IPAddress, an
   // IPAddress whose Service is gone) is put right by the leader.
