@@ -8,5 +8,7 @@ export default defineConfig({
     // Integration tests each start a real server process; run files one at a time
     // so that two servers never fight over the 2 cores of the CI machine.
     fileParallelism: false,
+    // KUBESHARD_TEST_STORAGE=etcd3: one etcd for the run, every test server on it (test/helpers/server.ts)
+    globalSetup: ['test/helpers/etcd-global-setup.ts'],
   },
 });

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
 import { needsNodeFront, nodeTls, servingTls, uwsTls } from './http/tls-config.js';
 import { createStorage, serveStorageSnapshots } from './storage/factory.js';
+import { StorageObjectCounts } from './storage/object-counts.js';
 import { Cacher } from './storage/cacher.js';
 import { Catalog } from './api/catalog.js';
 import { Targets } from './api/targets.js';
@@ -352,10 +353,14 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     : null;
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
   const flowControl = apf ? apf.filter() : limiter.filter();
+  // apiserver_storage_objects: counted in storage where it can count (etcd, polled by the
+  // main thread: the metric is process-wide), else from the caches
+  const storageCounts = main && storage.count ? new StorageObjectCounts(storage.count.bind(storage), () => cacher.resourceTypes(), o.etcdCountMetricPollPeriodSeconds * 1000) : null;
+  storageCounts?.start();
   const metrics = new RequestMetrics(
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
-      storageObjects: () => cacher.objectCounts(),
+      storageObjects: () => (storageCounts ? storageCounts.counts() : cacher.objectCounts()),
       flowControl: apf ? () => apf.snapshot() : undefined,
     },
     new Set(o.disabledMetrics),
@@ -491,6 +496,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     listener.stopListening();
     await others.stop();
     await snapshots?.close();
+    storageCounts?.stop();
     await cacher.close();
     throw err;
   }
@@ -527,6 +533,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         // What the audit backends buffered is written (or sent) before the process exits.
         await auditor?.backend.shutdown();
         await snapshots?.close();
+        storageCounts?.stop();
         await cacher.close();
       })();
       return stopping;

@@ -9,8 +9,10 @@
 //
 // The storage check has kube's names, so that probes and dashboards written for
 // kube-apiserver read it unchanged: `etcd` (livez, readyz, healthz) and `etcd-readiness`
-// (readyz). Here they are one condition: every shard worker running and no shard's storage
-// alarm raised (no space below the reserve, no B-tree failing: Storage.storageProblem).
+// (readyz). Here they are one condition, Storage.storageProblem: on LMDB every shard worker
+// running and no shard's storage alarm raised (no space below the reserve, no B-tree
+// failing); on etcd, its last health probe answered (kube's "error getting data from etcd:
+// ..." otherwise) and its watch running.
 // Unlike kube's etcd check, which only pings etcd and so passes under etcd's NOSPACE alarm,
 // ours fails while writes would fail (issue 17, item 4), on livez too: a server that
 // cannot write is not working, though reads are still served.

@@ -218,7 +218,22 @@ export class Store {
    * is the shard's last committed version; a batch still in flight is not waited for.
    */
   ensureLatest(t: ResourceTarget): Promise<number> {
+    // a backend shared with other writers (etcd's other replicas) is asked for its current
+    // version first, as kube's ConsistentListFromCache asks etcd (only then a promise)
+    if (this.storage.latestRv) return this.storage.latestRv(t.gr).then((rv) => this.ensureFresh(t, rv));
     return this.ensureFresh(t, this.storage.committedRv(t.gr));
+  }
+
+  /**
+   * (A backend with latestRv only.) Waits until the cache holds every write committed
+   * anywhere before the call: a write that did not find its object in the cache (or found
+   * its name taken) looks again after it, as kube's GuaranteedUpdate reads etcd when its
+   * cache has no object to start from. A timeout is not an error here: the write goes on
+   * with what the cache has, and storage's precondition still decides.
+   */
+  private async syncLatest(gr: string): Promise<void> {
+    const rv = await this.storage.latestRv!(gr);
+    await this.storage.waitFresh(gr, rv, TOO_LARGE_RV_WAIT_MS);
   }
 
   /**
@@ -229,7 +244,8 @@ export class Store {
     const cache = this.cacheOf(t);
     if (!this.cacheServes(cache)) return null; // its cache is off: get() reads storage
     if (rvParam === '') {
-      if (this.storage.freshRv(cache.gr) < this.storage.committedRv(cache.gr)) return null;
+      // a shared backend: "most recent" needs a question to storage (get() asks it)
+      if (this.storage.latestRv || this.storage.freshRv(cache.gr) < this.storage.committedRv(cache.gr)) return null;
     } else if (rvParam !== '0' && this.storage.freshRv(cache.gr) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
     if (!e) this.missing(t, ns, name);
@@ -437,7 +453,8 @@ export class Store {
   }
 
   private async namespaceLookup(): Promise<void> {
-    await this.storage.waitFresh('namespaces', this.storage.committedRv('namespaces'), NAMESPACE_LOOKUP_MS);
+    const rv = this.storage.latestRv ? await this.storage.latestRv('namespaces') : this.storage.committedRv('namespaces');
+    await this.storage.waitFresh('namespaces', rv, NAMESPACE_LOOKUP_MS);
   }
 
   private checkNamespace(t: ResourceTarget, ns: string, creating: boolean, name = ''): void {
@@ -487,7 +504,11 @@ export class Store {
   async storageUpdate(t: ResourceTarget, ns: string, name: string, dryRun: boolean, mutate: (obj: any) => void): Promise<WriteResult> {
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      const cur = viewFor(t, this.cacheOf(t).items.get(key));
+      let cur = viewFor(t, this.cacheOf(t).items.get(key));
+      if (!cur && attempt === 0 && this.storage.latestRv) {
+        await this.syncLatest(t.gr);
+        cur = viewFor(t, this.cacheOf(t).items.get(key));
+      }
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
       mutate(obj);
@@ -581,7 +602,12 @@ export class Store {
         // A name generated just now is as good as free: the shard's check that the key is
         // absent decides, and a taken one comes back as 'exists' (one lookup in the map of
         // every object of the type saved per create). A given name, or a dry run, is looked up.
-        const taken = (opts.dryRun || !generated || attempt > 0) && this.cacheOf(t).items.has(objectKey(ns, m.name));
+        let taken = (opts.dryRun || !generated || attempt > 0) && this.cacheOf(t).items.has(objectKey(ns, m.name));
+        // a shared backend: the object in the cache may have been deleted elsewhere since
+        if (taken && this.storage.latestRv && attempt === 0) {
+          await this.syncLatest(t.gr);
+          taken = this.cacheOf(t).items.has(objectKey(ns, m.name));
+        }
         if (!taken) {
           if (opts.dryRun) return { code: 201, json: this.renderDryRun(t, obj) };
           try {
@@ -640,8 +666,18 @@ export class Store {
     const key = objectKey(ns, name);
     const behind = this.catchUp(cache);
     if (behind) await behind;
+    // a shared backend (latestRv): the cache may lag another replica's writes; where the
+    // cached object decides against the write (missing, another uid or version), the cache
+    // catches up with storage once and the write looks again, as kube's GuaranteedUpdate
+    // re-reads etcd when its cached object turns out stale
+    let synced = !this.storage.latestRv;
     for (let attempt = 0; ; attempt++) {
-      const cur = viewFor(t, cache.items.get(key));
+      let cur = viewFor(t, cache.items.get(key));
+      if (!cur && !synced) {
+        synced = true;
+        await this.syncLatest(t.gr);
+        cur = viewFor(t, cache.items.get(key));
+      }
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.cacher, t, ns, name);
@@ -651,11 +687,23 @@ export class Store {
       }
       const old = entryObject(cur);
       if (opts.uid && opts.uid !== old.metadata.uid) {
+        if (!synced) {
+          synced = true;
+          await this.syncLatest(t.gr);
+          continue;
+        }
         throw errors.conflict(t.groupResource, name, `Precondition failed: UID in precondition: ${opts.uid}, UID in object meta: ${old.metadata.uid}`);
       }
       const obj = build(structuredClone(old), cur.json.length);
       const clientRv: string = obj?.metadata?.resourceVersion ?? '';
-      if (clientRv !== '' && clientRv !== String(cur.rv)) throw errors.staleConflict(t.groupResource, name);
+      if (clientRv !== '' && clientRv !== String(cur.rv)) {
+        if (!synced) {
+          synced = true;
+          await this.syncLatest(t.gr);
+          continue;
+        }
+        throw errors.staleConflict(t.groupResource, name);
+      }
       if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
         throw errors.badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
       }
@@ -843,10 +891,27 @@ export class Store {
     const key = objectKey(ns, name);
     const behind = this.catchUp(cache);
     if (behind) await behind;
+    // a shared backend: as guaranteedUpdate, a stale cached object that decides against
+    // the delete is looked at again once the cache has caught up with storage
+    let synced = !this.storage.latestRv;
     for (let attempt = 0; ; attempt++) {
-      const cur = viewFor(t, cache.items.get(key));
+      let cur = viewFor(t, cache.items.get(key));
+      if (!cur && !synced) {
+        synced = true;
+        await this.syncLatest(t.gr);
+        cur = viewFor(t, cache.items.get(key));
+      }
       if (!cur) this.missing(t, ns, name);
       const old = entryObject(cur);
+      if (!synced && o.preconditions && (o.preconditions.uid || o.preconditions.resourceVersion)) {
+        try {
+          checkPreconditions(t, name, old, cur.rv, o.preconditions);
+        } catch {
+          synced = true;
+          await this.syncLatest(t.gr);
+          continue;
+        }
+      }
       checkPreconditions(t, name, old, cur.rv, o.preconditions);
       const plan = planDelete(t, old, o);
       if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };

@@ -32,6 +32,7 @@ export function createStorage(o: ServerOptions, dataDir: string, front?: { index
         prefix: o.etcdPrefix,
         mediaType: o.storageMediaType,
         compactionIntervalMs: front ? 0 : o.etcdCompactionIntervalSeconds * 1000,
+        maxObjectBytes: o.maxObjectSizeBytes,
       });
     default:
       return new LmdbStorage({

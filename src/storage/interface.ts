@@ -277,6 +277,17 @@ export interface Storage {
   committedRv(gr: string): number;
 
   /**
+   * Optional, for a backend shared with writers this process does not hear from (etcd:
+   * other replicas, a kube-apiserver): the newest version committed in gr's revision space,
+   * asked of storage itself (kube's getCurrentResourceVersionFromStorage, the first step of
+   * ConsistentListFromCache). A "most recent" read, and a write that does not find its
+   * object in the cache, wait until freshRv(gr) reaches it. A backend without it (LMDB: one
+   * process holds every writer, committedRv already covers them) costs those paths no
+   * promise while the cache is fresh.
+   */
+  latestRv?(gr: string): Promise<number>;
+
+  /**
    * The version up to which the feed has delivered every change of gr to this thread's
    * subscribers: no change of gr at or below it is still to come. Only grows.
    */
@@ -352,4 +363,11 @@ export interface Storage {
    * while it is set (handlers/health.ts).
    */
   storageProblem(): string;
+
+  /**
+   * Optional: the number of gr's objects, counted in storage (etcd: a count-only range),
+   * for apiserver_storage_objects every --etcd-count-metric-poll-period. A backend without
+   * it is counted from the caches (LMDB: they hold every object).
+   */
+  count?(gr: string): Promise<number>;
 }

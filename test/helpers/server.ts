@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import https from 'node:https';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createHash } from 'node:crypto';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -83,14 +84,30 @@ function httpFrontArgs(args: string[]): string[] {
   return ['--client-ca-file', testClientCa];
 }
 
+/** KUBESHARD_TEST_STORAGE=etcd3: the test run is on etcd (test/helpers/etcd-global-setup.ts starts it). */
+export const onEtcd = process.env.KUBESHARD_TEST_STORAGE === 'etcd3';
+
+/**
+ * On an etcd run, a server that names no backend itself goes on the run's etcd under a
+ * prefix of its own, so that servers never see each other's objects. The prefix follows the
+ * data dir: a server started again on the same data dir finds its objects, as on LMDB.
+ */
+function storageArgs(args: string[], dataDir: string): string[] {
+  if (!onEtcd || args.some((a) => a.startsWith('--storage-backend'))) return [];
+  const endpoint = inject('etcdEndpoint');
+  if (!endpoint) throw new Error('KUBESHARD_TEST_STORAGE=etcd3 but no etcd was started (test/helpers/etcd-global-setup.ts)');
+  return ['--storage-backend', 'etcd3', '--etcd-servers', endpoint, '--etcd-prefix', `/registry-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16)}`];
+}
+
 export async function startServer(opts: { dataDir?: string; args?: string[]; env?: Record<string, string | undefined> } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kubeshard-test-'));
   const port = await freePort();
+  const backend = storageArgs(opts.args ?? [], dataDir);
   let out = '';
   const server: Partial<TestServer> & { proc?: ChildProcess } = {};
   const launch = async () => {
     const from = out.length;
-    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...frontArgs(opts.args ?? []), ...(opts.args ?? [])], {
+    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...backend, ...frontArgs(opts.args ?? []), ...(opts.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
       // read at each launch: a test may change opts.env between a kill and a restart
       env: opts.env ? { ...process.env, ...opts.env } : process.env,

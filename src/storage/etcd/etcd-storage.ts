@@ -30,7 +30,7 @@ import { EtcdClient, EtcdCompactedError, EtcdError, prefixEnd, type EtcdClientOp
 import { decodeFromStorage, encodeForStorage, type GroupResource, type StorageMediaType } from './codec.js';
 import { rangePrefix, resourcePrefix } from './keys.js';
 import { catalogData } from '../../api/catalog-data.js';
-import { encodeForCommit, orderedObject } from '../../codec/json.js';
+import { encodeForCommit } from '../../codec/json.js';
 import {
   CompactedError,
   WriteRejected,
@@ -54,11 +54,20 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
   compactionIntervalMs?: number;
   /** a client to use instead of one made from the options (tests) */
   client?: EtcdClient;
+  /**
+   * --max-object-size-bytes: the largest object's JSON a create or update may store, weighed
+   * as the LMDB backend weighs it (default 1.5 MiB, etcd's own --max-request-bytes), so the
+   * flag means the same on either backend; etcd's own limit refuses beyond it as well.
+   */
+  maxObjectBytes?: number;
 }
 
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
 const COMPACT_REV_KEY = 'compact_rev_key';
 const PAGE = 1000;
+/** how often the health probe reads etcd, and how long it waits (kube's DefaultHealthcheckTimeout, 2s) */
+const PROBE_INTERVAL_MS = 1000;
+const PROBE_TIMEOUT_MS = 2000;
 
 /** "deployments.apps" -> apps/deployments; "pods" -> core pods. */
 function splitGr(gr: string): GroupResource {
@@ -74,6 +83,9 @@ interface PendingWrite {
   obj: any;
   /** for a delete at a version: the version the deleted key must have held */
   expect: number;
+  /** the object's JSON around its version (encodeForCommit): the feed's bytes without another stringify */
+  head: string;
+  tail: string;
 }
 
 interface Waiter {
@@ -89,6 +101,7 @@ export class EtcdStorage implements Storage {
   private readonly prefix: string;
   private readonly mediaType: StorageMediaType | undefined;
   private readonly compactionIntervalMs: number;
+  private readonly maxObjectBytes: number;
   private readonly sinks: ChangeSink[] = [];
   /** the etcd key prefix of everything kubeshard stores (prefix + "/") */
   private readonly root: string;
@@ -106,6 +119,10 @@ export class EtcdStorage implements Storage {
   /** writes sent and not yet seen on the feed, by etcd key: the feed hands the writer's object on */
   private readonly pending = new Map<string, PendingWrite[]>();
   private compactTimer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probing = false;
+  /** why the last health probe failed ('' when it passed): kube's etcd check message */
+  private probeProblem = '';
   private compactTime = 0;
   private compactRev = 0;
 
@@ -115,6 +132,7 @@ export class EtcdStorage implements Storage {
     this.prefix = opts.prefix ?? '/registry';
     this.mediaType = opts.mediaType;
     this.compactionIntervalMs = opts.compactionIntervalMs ?? 5 * 60_000;
+    this.maxObjectBytes = opts.maxObjectBytes ?? 1_572_864;
     const joined = posix.join(this.prefix || '/', '/');
     this.root = joined.endsWith('/') ? joined : `${joined}/`;
     for (const gv of catalogData) {
@@ -214,6 +232,30 @@ export class EtcdStorage implements Storage {
     this.startFeed(at + 1);
     await this.feed!.created;
     if (this.compactionIntervalMs > 0) this.compactTimer = setInterval(() => void this.compactRound(), this.compactionIntervalMs);
+    // the etcd health check (kube's, run per probe there) runs here in the background, so
+    // that /livez and /readyz answer from its last result without waiting on etcd
+    this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  /** One health probe, bounded by kube's default health check timeout. */
+  private async probe(): Promise<void> {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.healthCheck(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('context deadline exceeded')), PROBE_TIMEOUT_MS))),
+      ]);
+      this.probeProblem = '';
+    } catch (e) {
+      // kube's etcd check words its failure so (storagebackend/factory/etcd3.go)
+      this.probeProblem = `error getting data from etcd: ${(e as Error).message}`;
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.probing = false;
+    }
   }
 
   private startFeed(fromRev: number): void {
@@ -254,7 +296,7 @@ export class EtcdStorage implements Storage {
         if (mine) {
           obj = mine.obj;
           if (obj?.metadata) obj.metadata.resourceVersion = String(rv);
-          json = obj ? Buffer.from(JSON.stringify(orderedObject(obj))) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
+          json = obj ? Buffer.from(mine.head + rv + mine.tail) : this.decode(p.gr, type === 'DELETED' ? e.prevKv! : e.kv, rv);
         } else if (type === 'DELETED') {
           if (!e.prevKv) continue;
           json = this.decode(p.gr, e.prevKv, rv);
@@ -300,6 +342,7 @@ export class EtcdStorage implements Storage {
   async close(): Promise<void> {
     this.closed = true;
     if (this.compactTimer) clearInterval(this.compactTimer);
+    if (this.probeTimer) clearInterval(this.probeTimer);
     this.feed?.cancel();
     for (const w of this.waiters.splice(0)) {
       if (w.timer) clearTimeout(w.timer);
@@ -314,6 +357,12 @@ export class EtcdStorage implements Storage {
     const gr = op.gr;
     const ek = this.etcdKey(gr, op.key);
     const target = obj ?? op.obj ?? (op.head !== undefined ? JSON.parse(op.head + (op.tail ?? '')) : undefined);
+    // the answer's bytes, and the size the limit weighs (a delete is never refused for size)
+    const { head, tail } = encodeForCommit(target);
+    if (op.type !== 'DELETED') {
+      const size = Buffer.byteLength(head) + Buffer.byteLength(tail) + String(this.known + 1).length;
+      if (size > this.maxObjectBytes) throw storageFailure('toolarge', 'etcd', String(size));
+    }
     const value = op.type === 'DELETED' ? undefined : encodeForStorage(splitGr(gr), target, this.mediaType);
     const guard =
       op.type === 'ADDED'
@@ -321,7 +370,7 @@ export class EtcdStorage implements Storage {
         : op.expect > 0
           ? { key: ek, target: 'modRevision' as const, result: '=' as const, value: op.expect }
           : { key: ek, target: 'createRevision' as const, result: '>' as const, value: 0 };
-    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect };
+    const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect, head, tail };
     const list = this.pending.get(ek) ?? [];
     list.push(pending);
     this.pending.set(ek, list);
@@ -334,11 +383,15 @@ export class EtcdStorage implements Storage {
       });
     } catch (e) {
       this.dropPending(ek, pending);
-      throw this.failure(e);
+      throw this.failure(e, value?.length ?? 0);
     }
     if (res.revision > this.known) this.known = res.revision;
     if (!res.succeeded) {
       this.dropPending(ek, pending);
+      // the write that beat this one may be another replica's, not fed here yet: the caller
+      // retries from its cache (GuaranteedUpdate's retry), so the feed is let reach the
+      // revision the refusal was decided at first (a timeout only costs another retry)
+      if (this.fresh < res.revision) await this.waitUntil(res.revision, 5_000, true);
       if (op.type === 'ADDED') throw new WriteRejected('exists');
       const cur = 'range' in res.responses[0] ? res.responses[0].range.kvs[0] : undefined;
       throw new WriteRejected(cur ? 'conflict' : 'notfound');
@@ -351,7 +404,6 @@ export class EtcdStorage implements Storage {
       throw storageFailure('unknown', 'etcd', `the change at revision ${rv} did not come back on the watch`);
     }
     this.dropPending(ek, pending);
-    const { head, tail } = encodeForCommit(target);
     return { rv, json: Buffer.from(head + rv + tail) };
   }
 
@@ -364,10 +416,11 @@ export class EtcdStorage implements Storage {
   }
 
   /** An etcd failure as the interface's kinds (kube's etcd error mapping, storage/errors.go and etcd3/errors.go). */
-  private failure(e: unknown): Error {
+  private failure(e: unknown, size: number): Error {
     if (!(e instanceof EtcdError)) return e as Error;
     const msg = e.message;
-    if (/request is too large/.test(msg)) return storageFailure('toolarge', 'etcd', '0');
+    // etcd's --max-request-bytes ("request is too large"), or past its gRPC receive limit
+    if (/request is too large|larger than max/.test(msg)) return storageFailure('toolarge', 'etcd', String(size));
     if (/database space exceeded|NOSPACE/i.test(msg)) return storageFailure('nospace', 'etcd', 'etcdserver: mvcc: database space exceeded');
     // 14 UNAVAILABLE before anything was sent: nothing was written
     if (e.code === 14 && /No connection established|ECONNREFUSED|connect/i.test(msg)) {
@@ -396,8 +449,10 @@ export class EtcdStorage implements Storage {
    * etcd's current revision, read from etcd (kube's getCurrentResourceVersionFromStorage): a
    * consistent read across replicas waits until the feed reaches it (waitFresh).
    */
-  async latestRv(): Promise<number> {
-    const r = await this.client.range(this.root, { rangeEnd: prefixEnd(this.root), countOnly: true, limit: 1 });
+  async latestRv(_gr?: string): Promise<number> {
+    // a linearizable read of one key (the prefix itself, which holds nothing): its header
+    // carries the store's revision, at the cost of one key whatever the store's size
+    const r = await this.client.range(this.root, { keysOnly: true, limit: 1 });
     if (r.revision > this.known) this.known = r.revision;
     return r.revision;
   }
@@ -580,7 +635,7 @@ export class EtcdStorage implements Storage {
   }
 
   storageProblem(): string {
-    return this.problem;
+    return this.probeProblem || this.problem;
   }
 
   /** The number of gr's objects in etcd (kube's storage count, polled every --etcd-count-metric-poll-period). */

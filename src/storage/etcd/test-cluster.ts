@@ -46,6 +46,8 @@ export interface TestCluster {
   endpoints: string[];
   /** SIGKILL one member */
   kill(i: number): Promise<void>;
+  /** starts a killed member again on its data dir and waits until it answers /health */
+  restart(i: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -88,16 +90,16 @@ async function healthy(url: string, timeoutMs: number, tls?: ClusterTls): Promis
   return false;
 }
 
-/** Starts an n-member cluster and waits until every member answers /health. */
-export async function startCluster(n = 1, extraArgs: string[] = [], tls?: ClusterTls): Promise<TestCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'kubeshard-etcd-'));
+/** Starts an n-member cluster (its data under baseDir) and waits until every member answers /health. */
+export async function startCluster(n = 1, extraArgs: string[] = [], tls?: ClusterTls, baseDir = tmpdir()): Promise<TestCluster> {
+  const dir = mkdtempSync(join(baseDir, 'kubeshard-etcd-'));
   const ports = await freePorts(2 * n);
   const members: Member[] = [];
   for (let i = 0; i < n; i++) {
     members.push({ name: `m${i}`, clientUrl: `${tls ? 'https' : 'http'}://127.0.0.1:${ports[2 * i]}`, peerUrl: `http://127.0.0.1:${ports[2 * i + 1]}`, proc: undefined, log: '' });
   }
   const initial = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
-  for (const m of members) {
+  const launch = (m: Member): void => {
     const p = spawn(
       ETCD_BIN,
       [
@@ -121,7 +123,9 @@ export async function startCluster(n = 1, extraArgs: string[] = [], tls?: Cluste
     p.stdout!.on('data', keep);
     p.stderr!.on('data', keep);
     m.proc = p;
-  }
+  };
+  // (a member started again on its data dir ignores the --initial-* flags)
+  for (const m of members) launch(m);
   const ok = await Promise.all(members.map((m) => healthy(m.clientUrl, 30_000, tls)));
   const cluster: TestCluster = {
     dir,
@@ -134,6 +138,11 @@ export async function startCluster(n = 1, extraArgs: string[] = [], tls?: Cluste
       const exited = new Promise((r) => p.once('exit', r));
       p.kill('SIGKILL');
       await exited;
+    },
+    async restart(i) {
+      if (members[i].proc) return;
+      launch(members[i]);
+      if (!(await healthy(members[i].clientUrl, 30_000, tls))) throw new Error(`etcd member ${members[i].name} did not come back:\n${members[i].log.slice(-2000)}`);
     },
     async stop() {
       await Promise.all(members.map((_, i) => cluster.kill(i)));
