@@ -284,7 +284,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   await elector?.start();
   // kube's APIServerIdentity Lease, on every replica.
   const identity = main
-    ? new ApiserverIdentity({ ...storeClient(store, leasesT) }, { log: (m) => console.warn(`W ${m}`) })
+    ? new ApiserverIdentity(storeClient(store, leasesT), { log: (m) => console.warn(`W ${m}`) })
     : undefined;
   identity?.start();
   // The kubernetes Service's endpoints: kube's lease endpoint reconciler, each replica
@@ -495,6 +495,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    endpoints?.halt();
+    identity?.stop();
+    await elector?.stop(false);
+    leaderControllers.stop();
     await snapshots?.close();
     storageCounts?.stop();
     await cacher.close();

@@ -68,6 +68,12 @@ export class EndpointReconciler {
     run();
   }
 
+  /** Stops reconciling, leaving this replica's lease to expire (a start-up that failed). */
+  halt(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
   /** kube's RemoveEndpoints at shutdown: this replica's lease goes, and the endpoints follow at once. */
   async stop(): Promise<void> {
     this.stopped = true;
