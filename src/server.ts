@@ -20,6 +20,7 @@ import { StrategyRegistry } from './registry/strategies.js';
 import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
 import { ensureKubernetesService } from './registry/kubernetes-service.js';
 import { ensureDefaultServiceCidr } from './registry/allocators/ip-address-objects.js';
+import { ServiceRepair } from './registry/allocators/service-repair.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { CustomResources } from './api/custom-resources.js';
@@ -255,8 +256,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     await startupWrite('kubernetes Service', () => ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort));
   }
   // kube's allocator repair loops: what a crash left (an address without its IPAddress, an
-  // IPAddress whose Service is gone) is put right by the leader.
-  controllerSpecs.push({ name: 'service-ip-repair', make: () => ({ start: () => strategies.serviceAllocator.repair(), stop: () => undefined }) });
+  // IPAddress whose Service is gone, a NodePort claimed for a Service never stored) is put
+  // right by the leader, at once and every 3 minutes.
+  controllerSpecs.push({ name: 'service-repair', make: (c) => new ServiceRepair(strategies.serviceAllocator, c) });
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
   controllerSpecs.push({ name: 'garbagecollector', make: (c) => new GarbageCollector(store, c, catalog, targets) });
   controllerSpecs.push({ name: 'grace-sweeper', make: (c) => new GraceSweeper(store, c, [targets.resolve('', 'v1', 'pods')!]) });

@@ -30,6 +30,8 @@ export type Finish = ((committed: boolean) => void | Promise<void>) & { claim?: 
 
 /** How many addresses or ports a claim tries when other replicas hold the ones picked. */
 const CLAIM_TRIES = 32;
+/** kube's repair loops: how many passes in a row must find a NodePort leaked before it is freed */
+const LEAK_PASSES = 3;
 /** An IPAddress younger than this may belong to a Service another replica is storing now: repair leaves it. */
 const REPAIR_GRACE_MS = 60_000;
 
@@ -162,6 +164,39 @@ export class ServiceAllocator {
     if (prev) {
       const now = heldPorts(svc?.spec);
       for (const p of heldPorts(prev.spec)) if (!now.has(p)) this.ports.release(p);
+    }
+  }
+
+  /** ports set in storage and held by no Service, with the number of repair passes that found them so */
+  private leakedPorts = new Map<number, number>();
+
+  /**
+   * Shared storage (kube's NodePort repair loop, run by the leader): the RangeAllocation is
+   * made to hold every port a stored Service holds, and a port set there that no Service
+   * holds (a replica died between its claim and its commit) is cleared once LEAK_PASSES
+   * passes in a row found it so: a claim in flight for a Service about to be stored is
+   * never cleared (it lasts milliseconds; passes are minutes apart).
+   */
+  async repairNodePorts(services: Iterable<any>): Promise<void> {
+    const claims = this.shared?.nodePorts;
+    if (!claims) return;
+    const held = new Set<number>();
+    for (const svc of services) for (const p of heldPorts(svc?.spec)) if (p >= this.ports.min && p <= this.ports.max) held.add(p);
+    const stored = await claims.snapshot();
+    const missing = [...held].filter((p) => !stored.has(p));
+    for (const p of missing) await claims.claim([p]);
+    const leaks = new Map<number, number>();
+    const clear: number[] = [];
+    for (const p of stored) {
+      if (held.has(p)) continue;
+      const n = (this.leakedPorts.get(p) ?? 0) + 1;
+      if (n >= LEAK_PASSES) clear.push(p);
+      else leaks.set(p, n);
+    }
+    this.leakedPorts = leaks;
+    if (clear.length) {
+      await claims.release(clear);
+      for (const p of clear) if (!held.has(p)) this.ports.release(p);
     }
   }
 

@@ -17,6 +17,8 @@ export interface NodePortClaims {
   /** Claims every port or none: resolves with the ports another writer holds (empty: all claimed). */
   claim(ports: number[]): Promise<number[]>;
   release(ports: number[]): Promise<void>;
+  /** The ports set in storage now. */
+  snapshot(): Promise<Set<number>>;
 }
 
 /** Reads one protobuf varint at b[i]: [value, next index]. */
@@ -129,6 +131,16 @@ export class EtcdNodePortClaims implements NodePortClaims {
       return bits;
     });
     return taken;
+  }
+
+  async snapshot(): Promise<Set<number>> {
+    const out = new Set<number>();
+    await this.update((bits) => {
+      out.clear();
+      for (let i = 0; bits >> BigInt(i) > 0n; i++) if ((bits >> BigInt(i)) & 1n) out.add(this.min + i);
+      return null;
+    });
+    return out;
   }
 
   async release(ports: number[]): Promise<void> {
