@@ -68,6 +68,7 @@ describe.skipIf(!have)('etcd master leases and node port claims', () => {
     expect(won.reduce((s: number, v) => s + v, 0)).toBe(1);
     await x.release([30000, 30005]);
     expect(decodeRangeAllocation((await client!.get('/claims-a/ranges/servicenodeports')).kv!.value).bits).toBe(0b10n);
+    expect(await x.snapshot()).toEqual(new Set([30001]));
   });
 
   it('reads the RangeAllocation kube-apiserver writes (protobuf) and writes one it reads (JSON)', () => {
