@@ -1,15 +1,14 @@
 // Revision history: watch from an older resourceVersion, Exact lists, chunked lists with
 // a stable collection version, and 410 once history is compacted away.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { onEtcd, openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
+import { openWatch, request, startServer, until, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
 const CM = '/api/v1/namespaces/default/configmaps';
 
 beforeAll(async () => {
   // a short retention so that compaction can be observed within the test
-  // (on etcd, kube's compactor: each round compacts to the revision the round before saw)
-  s = await startServer({ args: ['--history-retention=3s', ...(onEtcd ? ['--etcd-compaction-interval=2s'] : []), '--default-watch-cache-size=4', '--controllers=*,-root-ca-certificate-publisher-controller'] });
+  s = await startServer({ args: ['--history-retention=3s', '--default-watch-cache-size=4', '--controllers=*,-root-ca-certificate-publisher-controller'] });
 });
 afterAll(async () => {
   await s?.stop();
