@@ -74,12 +74,25 @@ describe.skipIf(!available)('two replicas on one etcd', () => {
     });
     expect(ids.map((l: any) => l.metadata.labels['kubernetes.io/hostname']).sort()).toEqual(['replica-a', 'replica-b']);
     expect(await leaseHolder(b!)).toMatch(/^replica-a_[0-9a-f-]{36}$/);
+    // B runs no controllers while A leads
+    expect(a!.output()).toContain('successfully acquired lease kube-system/kube-controller-manager');
+    expect(b!.output()).not.toContain('successfully acquired lease');
     await until(async () => JSON.stringify(await sliceAddresses(b!)) === JSON.stringify([ADDR_A, ADDR_B]), 15_000);
     const ep = (await request(a!, 'GET', '/api/v1/namespaces/default/endpoints/kubernetes')).json();
     expect(ep.subsets[0].addresses.map((x: any) => x.ip)).toEqual([ADDR_A, ADDR_B]);
     // (one port for every address, as kube's: replicas on one machine differ in port, and the last writer's is listed)
     expect(ep.subsets[0].ports).toHaveLength(1);
     expect([a!.port, b!.port]).toContain(ep.subsets[0].ports[0].port);
+  }, 30_000);
+
+  it("A's controllers act on what is written through B", async () => {
+    expect((await request(b!, 'POST', '/api/v1/namespaces', { metadata: { name: 'via-b' } })).status).toBe(201);
+    // the serviceaccount controller (on A) gives it its default ServiceAccount
+    await until(async () => (await request(b!, 'GET', '/api/v1/namespaces/via-b/serviceaccounts/default')).status === 200);
+    expect((await request(b!, 'POST', '/api/v1/namespaces/via-b/configmaps', { metadata: { name: 'c' } })).status).toBe(201);
+    // deleted through B, which does not lead: A's namespace controller empties and finalizes it
+    expect((await request(b!, 'DELETE', '/api/v1/namespaces/via-b')).status).toBe(200);
+    await until(async () => (await request(b!, 'GET', '/api/v1/namespaces/via-b')).status === 404, 20_000);
   }, 30_000);
 
   it('a write on A is seen at once by a consistent read on B', async () => {
@@ -206,7 +219,6 @@ describe.skipIf(!available)('two replicas on one etcd', () => {
     const lastRv = Number(last.json().metadata.resourceVersion);
     await until(() => seen.some((e) => e.rv === lastRv), 20_000);
     lw.stop();
-    if (process.env.REPLICAS_DEBUG) console.log(`acked ${acked.size}, seen ${seen.length}\nA:\n${a!.output()}\nB:\n${b!.output()}`);
 
     expect(lists).toBe(1);
     expect(errors).toBe(0);
@@ -228,6 +240,7 @@ describe.skipIf(!available)('two replicas on one etcd', () => {
     // controllers run: a new namespace gets its default ServiceAccount, a deleted one goes
     await until(async () => (await leaseHolder(b!)).startsWith('replica-b_'), (LEASE_SECONDS + 5) * 1000);
     const movedAfterMs = Date.now() - killedAt;
+    await until(() => b!.output().includes('successfully acquired lease kube-system/kube-controller-manager'));
     console.log(`controller Lease moved to B ${movedAfterMs} ms after A was killed`);
     expect((await request(b!, 'POST', '/api/v1/namespaces', { metadata: { name: 'after-failover' } })).status).toBe(201);
     await until(async () => (await request(b!, 'GET', '/api/v1/namespaces/after-failover/serviceaccounts/default')).status === 200, 10_000);
