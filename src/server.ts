@@ -22,6 +22,7 @@ import { StrategyRegistry } from './registry/strategies.js';
 import { NamespaceLifecycle } from './registry/namespace-lifecycle.js';
 import { ensureKubernetesService } from './registry/kubernetes-service.js';
 import { ensureDefaultServiceCidr } from './registry/allocators/ip-address-objects.js';
+import { ServiceRepair } from './registry/allocators/service-repair.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { GraceSweeper } from './controllers/grace-sweeper.js';
 import { CustomResources } from './api/custom-resources.js';
@@ -68,6 +69,14 @@ import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
+import { randomUUID } from 'node:crypto';
+import { StatusError } from './errors.js';
+import { LeaderElector } from './controllers/leader-election.js';
+import { LeaderControllers, type ControllerSpec } from './controllers/leader-controllers.js';
+import { ApiserverIdentity, serverHostname } from './controllers/apiserver-identity.js';
+import { EndpointReconciler, LocalMasterLeases } from './controllers/endpoint-reconciler.js';
+import { storeClient } from './controllers/object-client.js';
+import { endpointAddress, leaseTimings } from './controllers/replica-settings.js';
 
 /**
  * Set when startServer runs on a front thread other than the main one (issue 18): the
@@ -95,6 +104,27 @@ export interface StartedServer {
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
   stopListening(): void;
   shutdown(): Promise<void>;
+}
+
+/**
+ * One of the writes every replica makes at start (kube-apiserver's post-start hooks). Replicas
+ * starting together race on the same objects: a conflict (409) means another replica wrote
+ * meanwhile, so the step runs again on what is stored now (each step skips what is already
+ * right); one still losing after a few rounds is left to the replica that wins.
+ */
+async function startupWrite(what: string, step: () => Promise<void>): Promise<void> {
+  for (let round = 1; ; round++) {
+    try {
+      return await step();
+    } catch (e) {
+      if (!(e instanceof StatusError && e.code === 409)) throw e;
+      if (round >= 5) {
+        console.warn(`W ${what}: ${e.message} (another replica is writing it)`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50 * round));
+    }
+  }
 }
 
 export async function startServer(o: ServerOptions, thread?: FrontThreadContext): Promise<StartedServer> {
@@ -182,22 +212,26 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
-  await (main ? crds.start() : crds.follow());
+  await (main ? startupWrite('CustomResourceDefinitions', () => crds.start()) : crds.follow());
+  // What every replica writes at start (kube-apiserver's post-start hooks) tolerates another
+  // replica having written it; the controllers that kube runs in kube-controller-manager run
+  // only on the replica that holds the controller Lease (leaderControllers below).
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
-  if (main) await namespaces.bootstrap();
+  if (main) await startupWrite('namespaces', () => namespaces.bootstrap());
+  /** the kube-controller-manager side, started when this replica leads (leader-controllers.ts) */
+  const controllerSpecs: ControllerSpec[] = [];
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
-  const saController = new ServiceAccountsController(store, cacher, targets);
-  if (main) await saController.start();
+  controllerSpecs.push({ name: 'serviceaccount', make: (c) => new ServiceAccountsController(store, c, targets) });
+  controllerSpecs.push({ name: 'namespace', make: (c) => namespaces.controller(c) });
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
-  if (main) await apfBootstrap.start();
+  if (main) await startupWrite('flowcontrol bootstrap', () => apfBootstrap.start());
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   const rbacBootstrap = new RbacBootstrap(store, targets);
-  if (main) await rbacBootstrap.start();
-  const aggregation = new ClusterRoleAggregation(store, cacher, rbacBootstrap.clusterRolesT);
-  if (main) await aggregation.start();
+  if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
+  controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
   const rbac = new RbacResolver({
@@ -208,17 +242,24 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
-  const rootCa = new RootCaPublisher(store, cacher, targets, cert.caPem);
-  if (main && controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller')) await rootCa.start();
-  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
-  const storageProtection = new StorageProtectionController(store, cacher, targets, {
-    claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
-    volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+  controllerSpecs.push({
+    name: 'root-ca-certificate-publisher',
+    make: (c) => (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller') ? new RootCaPublisher(store, c, targets, cert.caPem) : undefined),
   });
-  if (main) storageProtection.start();
+  // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
+  controllerSpecs.push({
+    name: 'storage-protection',
+    make: (c) =>
+      new StorageProtectionController(store, c, targets, {
+        claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
+        volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
+      }),
+  });
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
-  const quotaController = new ResourceQuotaController(store, cacher, targets, cachedObjects);
-  if (main && controllerEnabled(o.controllers, 'resourcequota-controller')) quotaController.start();
+  controllerSpecs.push({
+    name: 'resourcequota',
+    make: (c) => (controllerEnabled(o.controllers, 'resourcequota-controller') ? new ResourceQuotaController(store, c, targets, cachedObjects) : undefined),
+  });
   const host = o.bindAddress.includes(':') ? `[${o.bindAddress}]` : o.bindAddress;
   const advertised = o.bindAddress === '0.0.0.0' || o.bindAddress === '::' ? '127.0.0.1' : host;
   // MultiCIDRServiceAllocator (GA in 1.33): the default ServiceCIDR, then the IPAddress
@@ -227,19 +268,68 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // Services and their addresses, front/front-threads.ts MAIN_THREAD_WRITES)
   const serviceCidrs = [strategies.serviceAllocator.ips.cidr];
   if (main) {
-    await ensureDefaultServiceCidr(store, targets, serviceCidrs);
+    await startupWrite('default ServiceCIDR', () => ensureDefaultServiceCidr(store, targets, serviceCidrs));
     strategies.onDefaultServiceCidrDeleted = () => {
       ensureDefaultServiceCidr(store, targets, serviceCidrs).catch((e) => console.warn(`W default ServiceCIDR: ${(e as Error).message}`));
     };
     strategies.serviceAllocator.objects.attach(store, targets);
-    await strategies.serviceAllocator.repair();
-    await ensureKubernetesService(store, targets, strategies.serviceAllocator, advertised, o.securePort);
+    // a storage other replicas write too: claims in storage, and a view that follows theirs
+    if (storage.name !== 'lmdb') strategies.serviceAllocator.shared = { nodePorts: storage.nodePortClaims?.(strategies.serviceAllocator.ports.min, strategies.serviceAllocator.ports.max) };
+    strategies.serviceAllocator.follow(cacher);
+    await startupWrite('kubernetes Service', () => ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort));
   }
+  // kube's allocator repair loops: what a crash left (an address without its IPAddress, an
+  // IPAddress whose Service is gone, a NodePort claimed for a Service never stored) is put
+  // right by the leader, at once and every 3 minutes.
+  controllerSpecs.push({ name: 'service-repair', make: (c) => new ServiceRepair(strategies.serviceAllocator, c) });
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
-  const gc = new GarbageCollector(store, cacher, catalog, targets);
-  if (main) gc.start();
-  const sweeper = new GraceSweeper(store, cacher, [targets.resolve('', 'v1', 'pods')!]);
-  if (main) sweeper.start();
+  controllerSpecs.push({ name: 'garbagecollector', make: (c) => new GarbageCollector(store, c, catalog, targets) });
+  controllerSpecs.push({ name: 'grace-sweeper', make: (c) => new GraceSweeper(store, c, [targets.resolve('', 'v1', 'pods')!]) });
+
+  // Leader election (kube-controller-manager's, over the Lease kube-system/kube-controller-manager):
+  // the controllers above run while this replica holds it. On the embedded LMDB this process
+  // is the only candidate: the first try takes the Lease, whoever an earlier run left in it.
+  const timings = leaseTimings();
+  const leaderControllers = new LeaderControllers(cacher, controllerSpecs);
+  const leasesT = targets.resolve('coordination.k8s.io', 'v1', 'leases')!;
+  const elector = main
+    ? new LeaderElector(storeClient(store, leasesT), {
+        namespace: 'kube-system',
+        name: 'kube-controller-manager',
+        identity: `${serverHostname()}_${randomUUID()}`,
+        leaseDurationSeconds: timings.leaseDurationSeconds,
+        renewDeadlineMs: timings.renewDeadlineMs,
+        retryPeriodMs: timings.retryPeriodMs,
+        soleCandidate: storage.name === 'lmdb',
+        onStartedLeading: () => leaderControllers.start(),
+        onStoppedLeading: () => leaderControllers.stop(),
+        log: (m) => console.warn(`I leaderelection: ${m}`),
+      })
+    : undefined;
+  await elector?.start();
+  // kube's APIServerIdentity Lease, on every replica.
+  const identity = main
+    ? new ApiserverIdentity(storeClient(store, leasesT), { log: (m) => console.warn(`W ${m}`) })
+    : undefined;
+  identity?.start();
+  // The kubernetes Service's endpoints: kube's lease endpoint reconciler, each replica
+  // keeping a master lease for its advertised address in storage (etcd: beside kube-apiserver's).
+  const endpointIp = main ? endpointAddress(o.advertiseAddress, o.bindAddress) : undefined;
+  let endpoints: EndpointReconciler | undefined;
+  if (endpointIp && 'refused' in endpointIp) {
+    console.warn(`W kubernetes endpoints: ${endpointIp.refused}`);
+  } else if (endpointIp) {
+    const epT = targets.resolve('', 'v1', 'endpoints')!;
+    const sliceT = targets.resolve('discovery.k8s.io', 'v1', 'endpointslices');
+    endpoints = new EndpointReconciler(storage.masterLeases?.() ?? new LocalMasterLeases(), storeClient(store, epT), sliceT && storeClient(store, sliceT), endpointIp.ip, o.securePort, {
+      intervalMs: timings.endpointIntervalMs,
+      ttlSeconds: timings.masterLeaseTtlSeconds,
+      log: (m) => console.warn(`W ${m}`),
+    });
+    // (the first pass before the listener opens: the endpoints name this replica once it serves)
+    await endpoints.reconcile().catch((e) => console.warn(`W kubernetes endpoints: ${(e as Error).message}`));
+    endpoints.start();
+  }
 
   // Service-account tokens: a signing key generated in the data dir at first start unless
   // --service-account-signing-key-file names one; audiences default to the issuers.
@@ -431,6 +521,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    endpoints?.halt();
+    identity?.stop();
+    await elector?.stop(false);
+    leaderControllers.stop();
     await snapshots?.close();
     storageCounts?.stop();
     await cacher.close();
@@ -456,14 +550,14 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         health.shuttingDown = true;
         // the other front threads first: their listeners, watchers and writes in flight
         await others.stop();
-        gc.stop();
-        saController.stop();
+        // this replica's address leaves the kubernetes endpoints; the controller Lease is
+        // released, so that another replica takes over at once
+        await endpoints?.stop();
+        identity?.stop();
+        await elector?.stop();
+        leaderControllers.stop();
+        namespaces.stop();
         apfBootstrap.stop();
-        aggregation.stop();
-        rootCa.stop();
-        storageProtection.stop();
-        quotaController.stop();
-        sweeper.stop();
         crds.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();

@@ -68,13 +68,21 @@ export class EndpointReconciler {
     run();
   }
 
+  /** Stops reconciling, leaving this replica's lease to expire (a start-up that failed). */
+  halt(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
   /** kube's RemoveEndpoints at shutdown: this replica's lease goes, and the endpoints follow at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     try {
       await this.leases.remove(this.ip);
-      await this.write(await this.leases.list());
+      // (the last replica leaves the endpoints as they are: kube refuses to erase them all)
+      const left = await this.leases.list();
+      if (left.length) await this.write(left);
     } catch (err) {
       this.o.log?.(`kubernetes endpoints at shutdown: ${(err as Error).message}`);
     }
@@ -83,7 +91,13 @@ export class EndpointReconciler {
   /** One pass: renew this replica's lease, then make the Endpoints and the EndpointSlice list every live one. */
   async reconcile(): Promise<void> {
     await this.leases.renew(this.ip, this.o.ttlSeconds ?? MASTER_LEASE_TTL_SECONDS);
-    await this.write(await this.leases.list());
+    try {
+      await this.write(await this.leases.list());
+    } catch (err) {
+      // another replica rewrote them meanwhile (409): once more, from what it wrote
+      if ((err as { code?: number }).code !== 409) throw err;
+      await this.write(await this.leases.list());
+    }
   }
 
   private ports() {
@@ -94,8 +108,13 @@ export class EndpointReconciler {
     // kube refuses to erase every endpoint of the kubernetes Service
     if (ips.length === 0) throw new Error('no API server IP addresses were listed in storage, refusing to erase all endpoints for the kubernetes Service');
     ips = [...new Set(ips)].sort(ipv4Sort);
-    const subsets = [{ addresses: ips.map((ip) => ({ ip })), ports: this.ports() }];
     const cur = await this.endpoints.get('default', 'kubernetes');
+    // One port for every address (kube's format): replicas share --secure-port in kube's
+    // deployments. Replicas on one machine cannot, and would each rewrite the port to theirs
+    // at every pass: the port of the first address listed stands, the others keep it.
+    const curPorts = cur?.subsets?.[0]?.ports;
+    const ports = ips[0] === this.ip || !Array.isArray(curPorts) || curPorts.length !== 1 ? this.ports() : curPorts;
+    const subsets = [{ addresses: ips.map((ip) => ({ ip })), ports }];
     const labels = { 'endpointslice.kubernetes.io/skip-mirror': 'true' };
     if (!cur) {
       await this.endpoints.create({ apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'kubernetes', namespace: 'default', labels }, subsets });
@@ -104,15 +123,17 @@ export class EndpointReconciler {
     }
     if (!this.slices) return;
     // kube's endpointSliceFromEndpoints: one slice named after the Service, ready endpoints
+    const curSlice = await this.slices.get('default', 'kubernetes');
+    const slicePorts = curSlice?.ports;
+    const sPorts = ips[0] === this.ip || !Array.isArray(slicePorts) || slicePorts.length !== 1 ? this.ports() : slicePorts;
     const slice = {
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
       metadata: { name: 'kubernetes', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
-      addressType: 'IPv4',
+      addressType: this.ip.includes(':') ? 'IPv6' : 'IPv4',
       endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-      ports: this.ports(),
+      ports: sPorts,
     };
-    const curSlice = await this.slices.get('default', 'kubernetes');
     if (!curSlice) {
       await this.slices.create(slice);
       return;
@@ -122,6 +143,6 @@ export class EndpointReconciler {
       JSON.stringify(curSlice.ports ?? []) === JSON.stringify(slice.ports) &&
       curSlice.metadata?.labels?.['kubernetes.io/service-name'] === 'kubernetes';
     if (same) return;
-    await this.slices.update({ ...curSlice, metadata: { ...curSlice.metadata, labels: { ...(curSlice.metadata?.labels ?? {}), ...slice.metadata.labels } }, addressType: 'IPv4', endpoints: slice.endpoints, ports: slice.ports });
+    await this.slices.update({ ...curSlice, metadata: { ...curSlice.metadata, labels: { ...(curSlice.metadata?.labels ?? {}), ...slice.metadata.labels } }, addressType: slice.addressType, endpoints: slice.endpoints, ports: slice.ports });
   }
 }

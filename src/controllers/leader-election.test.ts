@@ -112,3 +112,40 @@ describe('LeaderElector', () => {
     await a.stop();
   });
 });
+
+describe('LeaderElector start-up', () => {
+  it('start() resolves after the first try, with the controllers started when the Lease was free', async () => {
+    const leases = new MemoryLeases();
+    const log: string[] = [];
+    const e = candidate(leases, 'a', { t: 1_000_000 }, log);
+    await e.start();
+    expect(e.isLeader()).toBe(true);
+    expect(log).toEqual(['a started']);
+    await e.stop();
+    expect(log).toEqual(['a started', 'a stopped']);
+    // released: the next candidate takes it at its first try
+    const b = candidate(leases, 'b', { t: 1_000_001 }, log);
+    await b.start();
+    expect(b.isLeader()).toBe(true);
+    await b.stop(false);
+  });
+
+  it('a sole candidate (one process on LMDB) takes over at once what a killed earlier run left held', async () => {
+    const leases = new MemoryLeases();
+    const clock = { t: 1_000_000 };
+    const log: string[] = [];
+    const old = candidate(leases, 'old', clock, log);
+    await old.start();
+    await old.stop(false); // killed: the Lease still names it
+    const shared = candidate(leases, 'other', clock, log);
+    await shared.start();
+    expect(shared.isLeader()).toBe(false);
+    await shared.stop();
+    const sole = new LeaderElector(leases, { namespace: 'kube-system', name: 'kube-controller-manager', identity: 'new', soleCandidate: true, onStartedLeading: () => undefined, onStoppedLeading: () => undefined, now: () => clock.t });
+    await sole.start();
+    expect(sole.isLeader()).toBe(true);
+    expect(leases.lease?.spec?.holderIdentity).toBe('new');
+    expect(leases.lease?.spec?.leaseTransitions).toBe(1);
+    await sole.stop();
+  });
+});

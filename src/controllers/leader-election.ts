@@ -58,6 +58,12 @@ export interface LeaderElectionOptions {
   now?: () => number;
   /** a note for the log: a failed try, or a change of leader */
   log?: (msg: string) => void;
+  /**
+   * No other candidate can exist (the embedded LMDB: one process owns the data dir), so a
+   * Lease held by someone else is what an earlier run of this server left when it was
+   * killed: taken over at once rather than after its duration.
+   */
+  soleCandidate?: boolean;
 }
 
 /** A metav1.MicroTime: RFC 3339 with microseconds, as the Lease's times are written. */
@@ -94,10 +100,16 @@ export class LeaderElector {
     return this.leading;
   }
 
-  start(): void {
+  /**
+   * Starts campaigning. The first try runs at once; the promise resolves after it (and,
+   * when it won, after onStartedLeading has run), so that a server whose Lease is free
+   * starts its controllers before it reports ready, as it did without election.
+   */
+  async start(): Promise<void> {
     if (!this.stopped) return;
     this.stopped = false;
-    this.schedule(0);
+    this.inFlight = this.tick(true).finally(() => (this.inFlight = undefined));
+    await this.inFlight;
   }
 
   /** Stops trying; a leader stops leading and (release) gives the Lease up for the next candidate. */
@@ -118,7 +130,7 @@ export class LeaderElector {
     this.timer.unref?.();
   }
 
-  private async tick(): Promise<void> {
+  private async tick(first = false): Promise<void> {
     let ok = false;
     try {
       ok = await this.tryAcquireOrRenew();
@@ -129,7 +141,10 @@ export class LeaderElector {
     const t = this.now();
     if (ok) {
       this.lastRenew = t;
-      if (!this.leading) this.setLeading(true);
+      if (!this.leading) {
+        const started = this.setLeading(true);
+        if (first) await started;
+      }
     } else if (this.leading && t - this.lastRenew >= this.renewDeadlineMs) {
       // client-go: "failed to renew lease ... timed out waiting for the condition"
       this.o.log?.(`leader election ${this.o.namespace}/${this.o.name}: failed to renew the lease within ${this.renewDeadlineMs / 1000}s; stopping the controllers`);
@@ -138,15 +153,17 @@ export class LeaderElector {
     this.schedule(this.retryMs);
   }
 
-  private setLeading(v: boolean): void {
+  private setLeading(v: boolean): Promise<void> | undefined {
     if (this.leading === v) return;
     this.leading = v;
     if (v) {
       this.o.log?.(`successfully acquired lease ${this.o.namespace}/${this.o.name} as ${this.o.identity}`);
-      Promise.resolve(this.o.onStartedLeading()).catch((err) => this.o.log?.(`onStartedLeading: ${(err as Error).message}`));
-    } else {
-      this.o.onStoppedLeading();
+      return Promise.resolve()
+        .then(() => this.o.onStartedLeading())
+        .catch((err) => this.o.log?.(`onStartedLeading: ${(err as Error).message}`));
     }
+    this.o.onStoppedLeading();
+    return undefined;
   }
 
   /** client-go's tryAcquireOrRenew: true when this candidate holds the Lease afterwards. */
@@ -170,7 +187,7 @@ export class LeaderElector {
     const holder = spec.holderIdentity ?? '';
     const heldByMe = holder === this.o.identity;
     const observedDurationMs = (spec.leaseDurationSeconds ?? seconds) * 1000;
-    if (holder !== '' && !heldByMe && this.observedAt + observedDurationMs > t) return false;
+    if (holder !== '' && !heldByMe && !this.o.soleCandidate && this.observedAt + observedDurationMs > t) return false;
     const next: LeaseObject = {
       ...cur,
       spec: {

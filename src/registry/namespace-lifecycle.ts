@@ -6,8 +6,14 @@
 // namespace goes when no finalizer is left. Creates in a terminating namespace are refused
 // by the store (403).
 //
-// Thread ownership: the front thread; one background run per terminating namespace.
-import { errors } from '../errors.js';
+// The deletion of contents (kube's namespace controller, a kube-controller-manager loop) runs
+// only while this replica leads (controller(): a term of leader-controllers.ts): it follows
+// the namespaces marked for deletion through the caches, whichever replica or front thread
+// marked them, and resumes those a dead leader left unfinished.
+//
+// Thread ownership: the front thread (the controller: the main thread); one background run
+// per terminating namespace.
+import { errors, StatusError } from '../errors.js';
 import { entryObject, type CacheEntry } from '../../workers/watch/watch-cache.js';
 import type { Catalog } from '../api/catalog.js';
 import type { Targets } from '../api/targets.js';
@@ -15,6 +21,8 @@ import { nowTimestamp, objectKey, type DeleteOptions, type ResourceTarget, type 
 import { orderedObject } from '../codec/json.js';
 import { checkPreconditions } from './deletion.js';
 import { WriteRejected, type ChangeType as EventType } from '../storage/interface.js';
+import type { Cacher } from '../storage/cacher.js';
+import type { LeaderController } from '../controllers/leader-controllers.js';
 
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 const UNDELETABLE = new Set(['default', 'kube-system', 'kube-public']);
@@ -29,8 +37,12 @@ interface Progress {
 }
 
 export class NamespaceLifecycle {
-  private running = new Set<string>();
+  /** namespace -> the controller term whose run is finalizing it */
+  private running = new Map<string, number>();
   private stopped = false;
+  /** the namespace controller's term (0: not leading) */
+  private term = 0;
+  private terms = 0;
   constructor(
     private store: Store,
     private catalog: Catalog,
@@ -41,17 +53,42 @@ export class NamespaceLifecycle {
     return this.targets.resolve('', 'v1', 'namespaces')!;
   }
 
-  /** Creates the initial namespaces that are missing; resumes any deletion a restart cut short. */
+  /**
+   * Creates the initial namespaces that are missing (every replica does at start: one that
+   * another replica created meanwhile is fine).
+   */
   async bootstrap(): Promise<void> {
     const t = this.nsTarget();
     const cache = this.store.cacheOf(t);
     for (const name of INITIAL_NAMESPACES) {
       if (cache.items.has(objectKey('', name))) continue;
-      await this.store.create(t, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false });
+      try {
+        await this.store.create(t, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false });
+      } catch (e) {
+        if (!(e instanceof StatusError && e.code === 409)) throw e;
+      }
     }
-    for (const e of cache.items.values()) {
-      if (entryObject(e)?.metadata?.deletionTimestamp) this.finalize(e.name);
-    }
+  }
+
+  /**
+   * The namespace controller for one leadership term: finalizes every namespace marked for
+   * deletion (those a restart or a dead leader left, then each one marked later).
+   */
+  controller(cacher: Cacher): LeaderController {
+    return {
+      start: () => {
+        this.term = ++this.terms;
+        const t = this.nsTarget();
+        cacher.observe((cache, evs) => {
+          if (cache.gr !== t.gr) return;
+          for (const ev of evs) if (ev.type !== 'DELETED' && entryObject(ev.entry)?.metadata?.deletionTimestamp) this.finalize(ev.entry.name);
+        });
+        for (const e of this.store.cacheOf(t).items.values()) if (entryObject(e)?.metadata?.deletionTimestamp) this.finalize(e.name);
+      },
+      stop: () => {
+        this.term = 0;
+      },
+    };
   }
 
   stop(): void {
@@ -107,6 +144,7 @@ export class NamespaceLifecycle {
       },
       opts.dryRun,
     );
+    // (the namespace controller sees the mark through the caches and deletes the contents)
     if (!opts.dryRun) this.finalize(name);
     return json;
   }
@@ -128,12 +166,14 @@ export class NamespaceLifecycle {
 
   /** Deletes the namespace's contents, then drops the `kubernetes` finalizer. Runs in the background. */
   private finalize(name: string): void {
-    if (this.running.has(name)) return;
-    this.running.add(name);
+    const term = this.term;
+    if (term === 0 || this.running.get(name) === term) return;
+    this.running.set(name, term);
+    const live = () => !this.stopped && this.term === term;
     const run = async () => {
       try {
         let lastConditions = '';
-        for (let round = 0; !this.stopped; round++) {
+        for (let round = 0; live(); round++) {
           const p = await this.deleteContents(name);
           const conditions = this.conditions(p);
           const key = JSON.stringify(conditions.map((c) => [c.type, c.status, c.message]));
@@ -154,7 +194,7 @@ export class NamespaceLifecycle {
           if (p.remaining.size === 0) break;
           await new Promise((r) => setTimeout(r, Math.min(1000, 50 * (round + 1))));
         }
-        if (this.stopped) return;
+        if (!live()) return;
         // Empty: the `kubernetes` finalizer goes; the namespace goes with it when it was the last.
         await this.modify(name, (obj) => {
           const left = (obj.spec?.finalizers ?? []).filter((f: string) => f !== FINALIZER_KUBERNETES);
@@ -163,9 +203,16 @@ export class NamespaceLifecycle {
           else delete obj.spec.finalizers;
         });
       } catch {
-        // The namespace went away under us, or a write failed: a later delete or restart resumes.
+        // The namespace went away under us, or a write failed (another replica's write won
+        // a race, storage was briefly unavailable): tried again while this replica leads.
+        if (live()) {
+          setTimeout(() => {
+            const e = this.store.cacheOf(this.nsTarget()).items.get(objectKey('', name));
+            if (e && entryObject(e)?.metadata?.deletionTimestamp) this.finalize(name);
+          }, 1000).unref?.();
+        }
       } finally {
-        this.running.delete(name);
+        if (this.running.get(name) === term) this.running.delete(name);
       }
     };
     void run();

@@ -614,6 +614,9 @@ export class Store {
     const finish = t.strategy.beginCreate(obj, { info: ctx.info, hasStatus: ctx.hasStatus, dryRun: opts.dryRun });
     let committed = false;
     try {
+      // (shared storage: what the hook reserved is claimed in storage before the commit, allocators/service-allocator.ts)
+      const claim = finish && (finish as { claim?: () => Promise<void> }).claim;
+      if (claim) await claim();
       for (let attempt = 0; ; attempt++) {
         // A name generated just now is as good as free: the shard's check that the key is
         // absent decides, and a taken one comes back as 'exists' (one lookup in the map of
@@ -752,6 +755,8 @@ export class Store {
       try {
         if (opts.dryRun) return { code: 200, json: this.renderDryRun(t, obj, cur.rv) };
         opts.beforeCommit?.(obj);
+        const claim = finish && (finish as { claim?: () => Promise<void> }).claim;
+        if (claim) await claim();
         const type = finalizing ? 'DELETED' : 'MODIFIED';
         let r: { rv: number; json: Buffer };
         try {

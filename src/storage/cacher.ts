@@ -31,7 +31,8 @@ export class Cacher implements ChangeSink, CacheAccess {
   private readonly byGr = new Map<string, ResourceCache>();
   /** objects whose stored bytes cannot be decoded, per type: key -> version and bytes */
   private readonly corrupt = new Map<string, Map<string, CorruptObject>>();
-  private readonly observers: Array<(cache: ResourceCache, events: WatchEvent[]) => void> = [];
+  /** (replaced, never mutated: an observer removed during a batch does not disturb its loop) */
+  private observers: Array<(cache: ResourceCache, events: WatchEvent[]) => void> = [];
   /** the current batch's events, per type, in version order (end() hands them on) */
   private batch = new Map<ResourceCache, WatchEvent[]>();
 
@@ -89,9 +90,15 @@ export class Cacher implements ChangeSink, CacheAccess {
     for (const evs of byType.values()) for (const ev of evs) ev.entry.obj = undefined;
   }
 
-  /** Calls fn on this thread with every committed batch of events, per type, after the watchers. */
-  observe(fn: (cache: ResourceCache, events: WatchEvent[]) => void): void {
-    this.observers.push(fn);
+  /**
+   * Calls fn on this thread with every committed batch of events, per type, after the
+   * watchers, until the function returned is called (a controller that stops leading).
+   */
+  observe(fn: (cache: ResourceCache, events: WatchEvent[]) => void): () => void {
+    this.observers = [...this.observers, fn];
+    return () => {
+      this.observers = this.observers.filter((o) => o !== fn);
+    };
   }
 
   // ---------------------------------------------------------------- caches

@@ -340,6 +340,20 @@ export interface Storage {
    */
   connectFront?(control: (m: unknown, transfer: MessagePort[]) => Promise<void>): { data: unknown; transfer: MessagePort[] };
 
+  /**
+   * Optional: where the replicas of a shared storage keep their master leases (the kubernetes
+   * Service's endpoints, controllers/endpoint-reconciler.ts): etcd's keys with TTLs, as
+   * kube-apiserver's. Without it the server is the only replica (LocalMasterLeases).
+   */
+  masterLeases?(): import('../controllers/endpoint-reconciler.js').MasterLeases;
+
+  /**
+   * Optional, for a storage several replicas share: the NodePorts of [min, max] claimed in
+   * storage before a Service holding them is stored (etcd: kube's RangeAllocation), so that
+   * two replicas never hand out one port. Without it the server is the only writer.
+   */
+  nodePortClaims?(min: number, max: number): import('./etcd/range-allocation.js').NodePortClaims;
+
   /** Optional: another front thread's instance takes a message its main thread's connectFront control sent. */
   control?(m: unknown): Promise<void>;
 

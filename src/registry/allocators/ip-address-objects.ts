@@ -83,6 +83,29 @@ export class IpAddressObjects {
     }
   }
 
+  /**
+   * Shared storage: claims an address for a Service about to be stored by creating its
+   * IPAddress first (kube's allocator order). False when it exists already: another
+   * replica (or a user) holds the address.
+   */
+  async claim(ip: string, svc: ServiceRef): Promise<boolean> {
+    if (!this.store || !this.target) return true;
+    const obj = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'IPAddress',
+      metadata: { name: ip, labels: { [LABEL_IP_FAMILY]: ip.includes(':') ? 'IPv6' : 'IPv4', [LABEL_MANAGED_BY]: IPALLOCATOR_NAME } },
+      spec: { parentRef: { resource: 'services', namespace: svc.namespace, name: svc.name } },
+    };
+    this.internal.add(obj);
+    try {
+      await this.store.create(this.target, '', obj, { dryRun: false, fields: fieldsHook(this.target, APISERVER_MANAGER) });
+      return true;
+    } catch (e) {
+      if (e instanceof StatusError && e.code === 409) return false;
+      throw e;
+    }
+  }
+
   /** Deletes the IPAddress of a released address; errors are logged, as kube's release ignores them. */
   async remove(ip: string): Promise<void> {
     if (!this.store || !this.target) return;

@@ -5,13 +5,35 @@
 // start-up and then kept by the store's create/update/delete hooks: a value is reserved
 // synchronously before the commit is sent, kept when it succeeds, and released when the
 // commit fails, for a dry run, and when the Service is deleted.
+//
+// Several replicas on one storage (shared): the in-memory sets are then this replica's view
+// only, and storage decides. Before the Service is stored, its new ClusterIP is claimed by
+// creating its IPAddress object (kube's MultiCIDRServiceAllocator order: AlreadyExists means
+// another replica has it, and a dynamic address is replaced by another), and its new
+// NodePorts are claimed in storage's RangeAllocation (NodePortClaims, a compare-and-swap:
+// a port another replica holds makes a dynamic one be replaced, an asked one refused). The
+// view follows what the other replicas write through the caches' feed (follow()).
 import { errors, GoValue, StatusError } from '../../errors.js';
 import type { FieldError } from '../strategy.js';
 import { IpAllocator, PortAllocator } from './range-allocator.js';
 import { IpAddressObjects, LABEL_MANAGED_BY, IPALLOCATOR_NAME, type ServiceRef } from './ip-address-objects.js';
+import type { Cacher } from '../../storage/cacher.js';
+import type { NodePortClaims } from '../../storage/etcd/range-allocation.js';
+import { entryObject } from '../../../workers/watch/watch-cache.js';
 
-/** Called once the write's outcome is known: true when it was committed. */
-export type Finish = (committed: boolean) => void | Promise<void>;
+/**
+ * Called once the write's outcome is known: true when it was committed. claim, when set, is
+ * awaited before the commit (shared storage: the reservations claimed in storage); when it
+ * throws, the write is not sent and the function is called with false.
+ */
+export type Finish = ((committed: boolean) => void | Promise<void>) & { claim?: () => Promise<void> };
+
+/** How many addresses or ports a claim tries when other replicas hold the ones picked. */
+const CLAIM_TRIES = 32;
+/** kube's repair loops: how many passes in a row must find a NodePort leaked before it is freed */
+const LEAK_PASSES = 3;
+/** An IPAddress younger than this may belong to a Service another replica is storing now: repair leaves it. */
+const REPAIR_GRACE_MS = 60_000;
 
 function refOf(svc: any): ServiceRef {
   return { namespace: svc?.metadata?.namespace ?? '', name: svc?.metadata?.name ?? '' };
@@ -60,6 +82,8 @@ export class ServiceAllocator {
   readonly objects = new IpAddressObjects();
   /** Which Service holds each allocated address. */
   readonly owners = new Map<string, ServiceRef>();
+  /** set (server.ts) when replicas share storage: reservations are claimed in storage before the commit */
+  shared: { nodePorts?: NodePortClaims } | undefined;
 
   constructor(cidr: string, nodePorts: { min: number; max: number }) {
     this.ips = new IpAllocator(cidr);
@@ -88,7 +112,11 @@ export class ServiceAllocator {
     for (const [ip, o] of stored) {
       const owner = this.owners.get(ip);
       if (owner) continue;
-      if (o.metadata?.labels?.[LABEL_MANAGED_BY] === IPALLOCATOR_NAME && o.spec?.parentRef?.resource === 'services' && (o.spec.parentRef.group ?? '') === '') {
+      // (shared storage: a new address is claimed before its Service is stored)
+      const young = this.shared && Date.now() - Date.parse(o.metadata?.creationTimestamp ?? '') < REPAIR_GRACE_MS;
+      if (young) {
+        if (this.ips.contains(ip)) this.ips.allocate(ip);
+      } else if (o.metadata?.labels?.[LABEL_MANAGED_BY] === IPALLOCATOR_NAME && o.spec?.parentRef?.resource === 'services' && (o.spec.parentRef.group ?? '') === '') {
         await this.objects.remove(ip);
       } else if (this.ips.contains(ip)) {
         this.ips.allocate(ip);
@@ -97,11 +125,97 @@ export class ServiceAllocator {
     for (const [ip, owner] of this.owners) if (!stored.has(ip)) await this.objects.create(ip, owner);
   }
 
+  /**
+   * Shared storage: this view follows the Services and IPAddress objects other replicas
+   * write (their addresses and ports are taken here too; what they release is free here
+   * too). A stale view never hands out a value twice: storage's claim decides.
+   */
+  follow(cacher: Cacher): void {
+    if (!this.shared) return;
+    const ipGr = 'ipaddresses.networking.k8s.io';
+    for (const e of cacher.cache(ipGr).items.values()) if (this.ips.contains(e.name)) this.ips.allocate(e.name);
+    for (const e of cacher.cache('services').items.values()) this.noteService(entryObject(e), undefined);
+    cacher.observe((cache, evs) => {
+      if (cache.gr === ipGr) {
+        for (const ev of evs) {
+          const ip = ev.entry.name;
+          if (!this.ips.contains(ip)) continue;
+          if (ev.type !== 'DELETED') this.ips.allocate(ip);
+          else if (!this.owners.has(ip)) this.ips.release(ip);
+        }
+      } else if (cache.gr === 'services') {
+        for (const ev of evs) {
+          const obj = entryObject(ev.entry);
+          if (ev.type === 'DELETED') {
+            for (const p of heldPorts(obj?.spec)) this.ports.release(p);
+            const ip = heldIp(obj?.spec);
+            const o = ip && this.owners.get(ip);
+            if (o && o.namespace === ev.entry.ns && o.name === ev.entry.name) this.owners.delete(ip!);
+          } else this.noteService(obj, ev.prev && entryObject(ev.prev));
+        }
+      }
+    });
+  }
+
+  private noteService(svc: any, prev: any | undefined): void {
+    const ip = heldIp(svc?.spec);
+    if (ip) this.owners.set(ip, refOf(svc));
+    for (const p of heldPorts(svc?.spec)) this.ports.allocate(p);
+    if (prev) {
+      const now = heldPorts(svc?.spec);
+      for (const p of heldPorts(prev.spec)) if (!now.has(p)) this.ports.release(p);
+    }
+  }
+
+  /** ports set in storage and held by no Service, with the number of repair passes that found them so */
+  private leakedPorts = new Map<number, number>();
+
+  /**
+   * Shared storage (kube's NodePort repair loop, run by the leader): the RangeAllocation is
+   * made to hold every port a stored Service holds, and a port set there that no Service
+   * holds (a replica died between its claim and its commit) is cleared once LEAK_PASSES
+   * passes in a row found it so: a claim in flight for a Service about to be stored is
+   * never cleared (it lasts milliseconds; passes are minutes apart).
+   */
+  async repairNodePorts(services: Iterable<any>): Promise<void> {
+    const claims = this.shared?.nodePorts;
+    if (!claims) return;
+    const held = new Set<number>();
+    for (const svc of services) for (const p of heldPorts(svc?.spec)) if (p >= this.ports.min && p <= this.ports.max) held.add(p);
+    const stored = await claims.snapshot();
+    const missing = [...held].filter((p) => !stored.has(p));
+    for (const p of missing) await claims.claim([p]);
+    const leaks = new Map<number, number>();
+    const clear: number[] = [];
+    for (const p of stored) {
+      if (held.has(p)) continue;
+      const n = (this.leakedPorts.get(p) ?? 0) + 1;
+      if (n >= LEAK_PASSES) clear.push(p);
+      else leaks.set(p, n);
+    }
+    this.leakedPorts = leaks;
+    if (clear.length) {
+      await claims.release(clear);
+      for (const p of clear) if (!held.has(p)) this.ports.release(p);
+    }
+  }
+
   /** Releases everything a deleted Service held; its IPAddress goes before the address is free. */
   async release(svc: any): Promise<void> {
-    for (const p of heldPorts(svc?.spec)) this.ports.release(p);
+    const ports = heldPorts(svc?.spec);
+    for (const p of ports) this.ports.release(p);
     const ip = heldIp(svc?.spec);
     if (ip) await this.releaseIp(ip);
+    await this.releaseClaimedPorts([...ports]);
+  }
+
+  private async releaseClaimedPorts(ports: number[]): Promise<void> {
+    if (!this.shared?.nodePorts || ports.length === 0) return;
+    try {
+      await this.shared.nodePorts.release(ports);
+    } catch (e) {
+      console.warn(`W portallocator: cannot release ${ports.join(',')} in storage: ${(e as Error).message}`);
+    }
   }
 
   private async releaseIp(ip: string): Promise<void> {
@@ -147,6 +261,11 @@ export class ServiceAllocator {
     // ClusterIP. An existing Service keeps its address (validation refuses a change).
     const oldIp = old ? heldIp(old.spec) : undefined;
     let newIp: string | undefined;
+    let dynamicIp = false;
+    // (the dynamic address is released by name: a claim may replace it)
+    taken.push(() => {
+      if (dynamicIp && newIp) this.ips.release(newIp);
+    });
     if (needsClusterIp(spec)) {
       const asked = heldIp(spec);
       const refuse = (why: string) =>
@@ -170,7 +289,7 @@ export class ServiceAllocator {
         const ip = this.ips.allocateNext();
         if (ip === null) fail(errors.internal('failed to allocate a serviceIP: range is full'));
         newIp = ip!;
-        taken.push(() => this.ips.release(ip!));
+        dynamicIp = true;
       }
       if (newIp) {
         spec.clusterIP = newIp;
@@ -205,10 +324,12 @@ export class ServiceAllocator {
       errs.push({ field, type: 'FieldValueInvalid', value: port, detail });
       return false;
     };
+    const dynamicPorts = new Set<number>();
     const next = (): number => {
       const p = this.ports.allocateNext();
       if (p === null) fail(errors.internal('failed to allocate a nodePort: range is full'));
       mine.add(p!);
+      dynamicPorts.add(p!);
       taken.push(() => this.ports.release(p!));
       return p!;
     };
@@ -245,17 +366,88 @@ export class ServiceAllocator {
     }
     if (errs.length) fail(errors.invalid('Service', '', name, errs));
 
-    return async (committed) => {
-      if (!committed) return undo();
+    // Shared storage: what is claimed in storage before the commit, undone if it fails.
+    let ipClaimed = false;
+    let portsClaimed: number[] = [];
+    const finish: Finish = async (committed) => {
+      if (!committed) {
+        undo();
+        if (ipClaimed && newIp) await this.objects.remove(newIp);
+        await this.releaseClaimedPorts(portsClaimed);
+        return;
+      }
       // Committed: what the old object held and the new one does not is free again; a new
-      // address gets its IPAddress object (once the Service is stored, as its parent).
-      for (const p of oldPorts) if (!mine.has(p)) this.ports.release(p);
+      // address gets its IPAddress object (once the Service is stored, as its parent; with
+      // shared storage it was made before, as the claim).
+      const dropped = [...oldPorts].filter((p) => !mine.has(p));
+      for (const p of dropped) this.ports.release(p);
       if (newIp && newIp !== oldIp) {
         const ref = refOf(svc);
         this.owners.set(newIp, ref);
-        await this.objects.create(newIp, ref);
+        if (!ipClaimed) await this.objects.create(newIp, ref);
       }
       if (oldIp && oldIp !== newIp) await this.releaseIp(oldIp);
+      await this.releaseClaimedPorts(dropped);
     };
+    if (this.shared && !dryRun) {
+      finish.claim = async () => {
+        if (newIp && newIp !== oldIp) {
+          const ref = refOf(svc);
+          for (let tries = 1; ; tries++) {
+            if (await this.objects.claim(newIp, ref)) {
+              ipClaimed = true;
+              break;
+            }
+            // another replica holds it: it stays taken in this view
+            const held = newIp;
+            if (!dynamicIp || tries >= CLAIM_TRIES) {
+              if (dynamicIp) newIp = undefined;
+              throw dynamicIp
+                ? errors.internal('failed to allocate a serviceIP: range is full')
+                : errors.invalid('Service', '', name, [
+                    { field: 'spec.clusterIPs', type: 'FieldValueInvalid', value: new GoValue(`[]string{${JSON.stringify(held)}}`), detail: `failed to allocate IP ${held}: provided IP is already allocated` },
+                  ]);
+            }
+            const ip = this.ips.allocateNext();
+            if (ip === null) {
+              newIp = undefined;
+              throw errors.internal('failed to allocate a serviceIP: range is full');
+            }
+            newIp = ip;
+            spec.clusterIP = ip;
+            if (Array.isArray(spec.clusterIPs) && spec.clusterIPs[0] === held) spec.clusterIPs[0] = ip;
+          }
+        }
+        const claims = this.shared?.nodePorts;
+        if (!claims) return;
+        const wanted = () => [...mine].filter((p) => !oldPorts.has(p));
+        for (let tries = 1; ; tries++) {
+          const want = wanted();
+          const held = await claims.claim(want);
+          if (held.length === 0) {
+            portsClaimed = want;
+            return;
+          }
+          const refused = held.filter((p) => !dynamicPorts.has(p));
+          if (refused.length || tries >= CLAIM_TRIES) {
+            throw refused.length
+              ? errors.invalid('Service', '', name, refused.map((p) => {
+                  const i = ports.findIndex((sp) => sp?.nodePort === p);
+                  return { field: i >= 0 ? `spec.ports[${i}].nodePort` : 'spec.healthCheckNodePort', type: 'FieldValueInvalid' as const, value: p, detail: 'provided port is already allocated' };
+                }))
+              : errors.internal('failed to allocate a nodePort: range is full');
+          }
+          // another replica holds these: they stay taken in this view; others are picked
+          for (const p of held) {
+            mine.delete(p);
+            dynamicPorts.delete(p);
+            const q = next();
+            for (const sp of ports) if (sp?.nodePort === p) sp.nodePort = q;
+            if (spec.healthCheckNodePort === p) spec.healthCheckNodePort = q;
+          }
+        }
+      };
+    }
+    return finish;
   }
 }

@@ -32,6 +32,9 @@
 // Thread ownership: one instance per thread that creates it (the main thread, or a front
 // thread with its own client); its state (versions, waiters, the pending writes) is that
 // thread's, and the EtcdClient's callbacks run on it.
+import { EtcdMasterLeases } from './master-leases.js';
+import { EtcdNodePortClaims, type NodePortClaims } from './range-allocation.js';
+import type { MasterLeases } from '../../controllers/endpoint-reconciler.js';
 import { posix } from 'node:path';
 import { EtcdClient, EtcdCompactedError, EtcdError, prefixEnd, type EtcdClientOptions, type KeyValue, type WatchEvent, type Watcher } from './client.js';
 import { StorageDecodeError, decodeFromStorage, encodeForStorage, type GroupResource, type StorageMediaType } from './codec.js';
@@ -159,6 +162,16 @@ export class EtcdStorage implements Storage {
         this.grByPrefix.set(resourcePrefix(group, resource), sr);
       }
     }
+  }
+
+  /** The NodePort allocations every replica claims before it stores a Service (range-allocation.ts). */
+  nodePortClaims(min: number, max: number): NodePortClaims {
+    return new EtcdNodePortClaims(this.client, this.prefix, min, max);
+  }
+
+  /** The endpoint reconciler's master leases, beside kube-apiserver's (master-leases.ts). */
+  masterLeases(): MasterLeases {
+    return new EtcdMasterLeases(this.client, this.prefix, this.mediaType);
   }
 
   // ---- keys --------------------------------------------------------------------------
