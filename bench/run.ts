@@ -4,6 +4,8 @@
 //   npm run bench -- --kubeconfig K [--context C]   run against any API server (token or client certificate)
 //   npm run bench -- --kubeconfig K --pid P   ... and read that server's RSS/CPU from /proc
 //   npm run bench -- --only create,get --seconds 5 --watchers 1000,10000 --idle 20000 --startup-objects 1000000
+//   npm run bench -- --server-args "--storage-backend etcd3 --etcd-servers http://127.0.0.1:23790"
+//                                          kubeshard started here with these flags too (e.g. on etcd)
 //   npm run bench -- --reference K [--reference-pid P[,P2]] [--reference-context C]
 //                                          ... and each scenario again against a second server (the
 //                                          kube-apiserver reference), right after kubeshard's turn;
@@ -514,14 +516,15 @@ async function main() {
   if (threadCounts.length > 2 || threadCounts.some((n) => !(n >= 1))) throw new Error('--front-threads takes one or two counts, e.g. 1,2');
   if (threadCounts.length === 2 && referencePath) throw new Error('--front-threads with two counts compares kubeshard with itself: leave out --reference');
   try {
-    const t = await startTarget(args, threadCounts.length ? ['--front-threads', String(threadCounts[0])] : []);
+    const serverArgs = (opt('server-args') ?? '').split(/\s+/).filter(Boolean);
+    const t = await startTarget(args, [...serverArgs, ...(threadCounts.length ? ['--front-threads', String(threadCounts[0])] : [])]);
     stops.push(() => t.stop());
     const external = args.includes('--kubeconfig');
     const version = external ? await versionOf(t) : '';
     const threadsName = (n: number) => `kubeshard, ${n} front thread${n === 1 ? '' : 's'}`;
     servers.push({ t, name: opt('name') ?? (external ? `server${version ? ' ' + version : ''} at ${t.url}` : threadCounts.length ? threadsName(threadCounts[0]) : 'kubeshard'), results: [] });
     if (threadCounts.length === 2 && !external) {
-      const t2 = await startTarget(args, ['--front-threads', String(threadCounts[1])]);
+      const t2 = await startTarget(args, [...serverArgs, '--front-threads', String(threadCounts[1])]);
       stops.push(() => t2.stop());
       servers.push({ t: t2, name: threadsName(threadCounts[1]), results: [] });
     }

@@ -10,10 +10,10 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { EtcdClient } from '../src/storage/etcd/client.js';
+import { freePorts } from '../src/storage/etcd/test-cluster.js';
 import { objectKey } from '../src/storage/etcd/keys.js';
 import { decodeFromStorage, encodeForStorage } from '../src/storage/etcd/codec.js';
 import { kubectlPath } from './helpers/kubectl.js';
@@ -27,22 +27,6 @@ const missing = [
   !existsSync('/usr/bin/etcd') ? '/usr/bin/etcd' : '',
 ].filter(Boolean);
 if (missing.length) console.warn(`skipping the etcd format tests: ${missing.join(' and ')} missing`);
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.once('error', () => res(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => res(true)));
-  });
-}
-async function freePorts(n: number): Promise<number[]> {
-  const out: number[] = [];
-  while (out.length < n) {
-    const p = 20000 + Math.floor(Math.random() * 12000);
-    if (!out.includes(p) && (await portFree(p))) out.push(p);
-  }
-  return out;
-}
 
 interface Case {
   group: string;

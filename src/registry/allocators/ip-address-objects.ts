@@ -36,6 +36,17 @@ function fieldsHook(t: ResourceTarget, manager: string, subresource = '') {
   return (old: any, obj: any) => recordUpdate(old, obj, id, ctx);
 }
 
+
+/** The IPAddress object of a Service's address, as kube's allocator writes it. */
+function ipAddressObject(ip: string, svc: ServiceRef) {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'IPAddress',
+    metadata: { name: ip, labels: { [LABEL_IP_FAMILY]: ip.includes(':') ? 'IPv6' : 'IPv4', [LABEL_MANAGED_BY]: IPALLOCATOR_NAME } },
+    // group is omitempty in kube's ParentReference: the core group is left out.
+    spec: { parentRef: { resource: 'services', namespace: svc.namespace, name: svc.name } },
+  };
+}
 export class IpAddressObjects {
   private store?: Store;
   private target?: ResourceTarget;
@@ -67,13 +78,7 @@ export class IpAddressObjects {
   /** Writes the IPAddress of a Service's address (kube's createIPAddress). */
   async create(ip: string, svc: ServiceRef): Promise<void> {
     if (!this.store || !this.target) return;
-    const obj = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'IPAddress',
-      metadata: { name: ip, labels: { [LABEL_IP_FAMILY]: ip.includes(':') ? 'IPv6' : 'IPv4', [LABEL_MANAGED_BY]: IPALLOCATOR_NAME } },
-      // group is omitempty in kube's ParentReference: the core group is left out.
-      spec: { parentRef: { resource: 'services', namespace: svc.namespace, name: svc.name } },
-    };
+    const obj = ipAddressObject(ip, svc);
     this.internal.add(obj);
     try {
       await this.store.create(this.target, '', obj, { dryRun: false, fields: fieldsHook(this.target, APISERVER_MANAGER) });
@@ -90,12 +95,7 @@ export class IpAddressObjects {
    */
   async claim(ip: string, svc: ServiceRef): Promise<boolean> {
     if (!this.store || !this.target) return true;
-    const obj = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'IPAddress',
-      metadata: { name: ip, labels: { [LABEL_IP_FAMILY]: ip.includes(':') ? 'IPv6' : 'IPv4', [LABEL_MANAGED_BY]: IPALLOCATOR_NAME } },
-      spec: { parentRef: { resource: 'services', namespace: svc.namespace, name: svc.name } },
-    };
+    const obj = ipAddressObject(ip, svc);
     this.internal.add(obj);
     try {
       await this.store.create(this.target, '', obj, { dryRun: false, fields: fieldsHook(this.target, APISERVER_MANAGER) });

@@ -54,7 +54,12 @@ describe.skipIf(!have)('etcd3 storage: encryption at rest', () => {
     const storage = new EtcdStorage({ endpoints: cluster.endpoints, prefix, compactionIntervalMs: 0, callTimeoutMs: 5000 });
     storage.useEncryption(enc);
     const changes: Array<{ type: ChangeType; gr: string; key: string; rv: number; json: any }> = [];
-    const sink: ChangeSink = { change: (type, gr, key, rv, bytes) => changes.push({ type, gr, key, rv, json: JSON.parse(bytes.toString()) }), end: () => {}, load: () => {} };
+    // (the state at start comes through load(): recorded as ADDED, as the feed's first view of it)
+    const sink: ChangeSink = {
+      change: (type, gr, key, rv, bytes) => changes.push({ type, gr, key, rv, json: JSON.parse(bytes.toString()) }),
+      end: () => {},
+      load: (gr, key, rv, bytes) => changes.push({ type: 'ADDED', gr, key, rv, json: JSON.parse(bytes.toString()) }),
+    };
     storage.subscribe(sink);
     await storage.start();
     closers.push(() => storage.close(), () => enc.close());
@@ -107,7 +112,7 @@ describe.skipIf(!have)('etcd3 storage: encryption at rest', () => {
     // an unconfigured reader cannot read it (the codec refuses encrypted values), and skips it
     const plainReader = new EtcdStorage({ endpoints: cluster.endpoints, prefix, compactionIntervalMs: 0 });
     const seen: string[] = [];
-    plainReader.subscribe({ change: (_t, _gr, key) => seen.push(key), end: () => {}, load: () => {} });
+    plainReader.subscribe({ change: (_t, _gr, key) => seen.push(key), end: () => {}, load: (_gr, key) => seen.push(key) });
     await plainReader.start();
     closers.push(() => plainReader.close());
     expect(seen).toEqual(['default/cm']);

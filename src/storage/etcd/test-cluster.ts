@@ -21,7 +21,8 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-async function freePorts(n: number): Promise<number[]> {
+/** n distinct free loopback ports below the ephemeral range (tests that start etcd or the reference beside it). */
+export async function freePorts(n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < 400 && out.length < n; i++) {
     const p = 20000 + Math.floor(Math.random() * 12000);
