@@ -269,7 +269,8 @@ export class WriteAheadLog {
   }
 }
 
-function fsyncDir(dir: string): void {
+/** Makes a directory's entries durable (a file created or renamed in it). */
+export function fsyncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);

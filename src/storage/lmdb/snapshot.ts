@@ -31,7 +31,7 @@ import { chmodSync, closeSync, existsSync, fchmodSync, ftruncateSync, fsyncSync,
 import { basename, dirname, join, resolve } from 'node:path';
 import type { LmdbStorage as Coordinator } from './lmdb-storage.js';
 import { LAYOUT, openShardEnv, type ShardEnv } from '../../../workers/shard/layout.js';
-import { WriteAheadLog } from '../../../workers/shard/wal.js';
+import { WriteAheadLog, fsyncDir } from '../../../workers/shard/wal.js';
 import { encodePayload, recordGr, recordKey, recordType } from '../../../workers/shard/record.js';
 import { lastTxnId } from '../../../workers/shard/cache-index.js';
 import { SnapshotEncoder, SnapshotError, SNAPSHOT_FORMAT, readSnapshotFile, readSnapshotHeader, type SnapshotHeader, type SnapshotSummary } from './snapshot-format.js';
@@ -393,15 +393,6 @@ async function fromDataDir(dataDir: string, layout: Layout, fd: number): Promise
     } finally {
       for (const env of envs) await env.root.close();
     }
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
