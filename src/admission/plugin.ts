@@ -10,9 +10,28 @@
 // default ServiceAccount that its controller is about to create), so the steps are async.
 import { errors, qualifiedResource, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
+import type { UserInfo } from '../auth/user.js';
 
-export type Operation = 'CREATE' | 'UPDATE';
+/** kube's admission.Operation. */
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
+/** kube's GroupVersionKind / GroupVersionResource as admission sees them. */
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+/**
+ * kube's admission.Attributes (apiserver/pkg/admission/attributes.go). Built once per request
+ * by the handler, which knows the user; plugins, policies and webhooks all read this one record.
+ * Fields marked "filled by the seam" are optional until every handler sets them.
+ */
 export interface Attributes {
   operation: Operation;
   info: ResourceInfo;
@@ -20,13 +39,24 @@ export interface Attributes {
   subresource: string;
   namespace: string;
   name: string;
-  /** the object being written; mutating steps change it in place */
+  /** the object being written; mutating steps change it in place (null for DELETE and CONNECT without a body) */
   obj: any;
-  /** the stored object (updates) */
+  /** the stored object (updates, deletes) */
   old: any | null;
   dryRun: boolean;
   /** warnings for the client (Warning headers) */
   warnings?: string[];
+  /** the requesting user (after impersonation); filled by the seam */
+  user?: UserInfo;
+  /** the operation's options object (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions, or the connect options); filled by the seam */
+  options?: any;
+  /** the kind of obj and the resource as stored (the request's own version); filled by the seam */
+  kind?: GroupVersionKind;
+  resource?: GroupVersionResource;
+  /** audit annotations that admission adds (key → value), copied into the request's audit event */
+  auditAnnotations?: Record<string, string>;
+  /** whether the object was changed by a mutating step after the last validation (webhook reinvocation) */
+  reinvoke?: boolean;
 }
 
 /** What plugins may read: other objects, from the caches, by group-resource key ("pods", "storageclasses.storage.k8s.io"). */
