@@ -3,7 +3,7 @@
 // Skips with a message when etcd or the suite is missing.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdStorage } from './etcd-storage.js';
 import { etcdAvailable, startCluster, type TestCluster } from './test-cluster.js';
 
@@ -30,6 +30,28 @@ if (have && haveSuite) {
       storage,
       compact: () => storage.compactTo(storage.currentRv('configmaps')),
     };
+  });
+
+  describe('latestRv', () => {
+    it('shares one etcd read among concurrent callers, and never answers a caller with a read begun before it', async () => {
+      const storage = new EtcdStorage({ endpoints: cluster!.endpoints, prefix: `/kubeshard-test-${process.pid}-${n++}`, compactionIntervalMs: 0, callTimeoutMs: 5000 });
+      const client = (storage as any).client;
+      const range = client.range.bind(client);
+      let reads = 0;
+      client.range = (...a: any[]) => (reads++, range(...a));
+      try {
+        const first = storage.latestRv();
+        // written after the first read was sent: the callers below must see it
+        const put = await client.txn({ compare: [], success: [{ put: { key: `/other-${process.pid}`, value: Buffer.from('x') } }], failure: [] });
+        const later = await Promise.all(Array.from({ length: 100 }, () => storage.latestRv()));
+        await first;
+        expect(reads).toBe(2);
+        for (const rv of later) expect(rv).toBeGreaterThanOrEqual(put.revision);
+      } finally {
+        client.range = range;
+        storage.close();
+      }
+    });
   });
 } else {
   describe.skip('storage conformance: etcd3', () => {

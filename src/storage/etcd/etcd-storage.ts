@@ -567,12 +567,41 @@ export class EtcdStorage implements Storage {
    * etcd's current revision, read from etcd (kube's getCurrentResourceVersionFromStorage): a
    * consistent read across replicas waits until the feed reaches it (waitFresh).
    */
-  async latestRv(_gr?: string): Promise<number> {
-    // a linearizable read of one key (the prefix itself, which holds nothing): its header
-    // carries the store's revision, at the cost of one key whatever the store's size
-    const r = await this.client.range(this.root, { keysOnly: true, limit: 1 });
-    if (r.revision > this.known) this.known = r.revision;
-    return r.revision;
+  latestRv(_gr?: string): Promise<number> {
+    // Concurrent callers share a read (kube 1.33 coalesces its progress requests the same
+    // way): a caller that arrives while one is in flight cannot use its answer (etcd may
+    // have served it before the caller's own request began), so it joins the next one,
+    // started as soon as the one in flight returns. At most two are outstanding, and a
+    // burst of consistent GETs costs etcd one read per round trip instead of one each.
+    if (this.rvNext) return this.rvNext.promise;
+    if (!this.rvInFlight) return this.askRevision();
+    let resolve!: (rv: number) => void, reject!: (e: unknown) => void;
+    const promise = new Promise<number>((res, rej) => ((resolve = res), (reject = rej)));
+    this.rvNext = { promise, resolve, reject };
+    return promise;
+  }
+
+  private rvInFlight = false;
+  private rvNext: { promise: Promise<number>; resolve: (rv: number) => void; reject: (e: unknown) => void } | null = null;
+
+  /** One linearizable read whose header carries etcd's current revision. */
+  private askRevision(): Promise<number> {
+    this.rvInFlight = true;
+    // a read of one key (the prefix itself, which holds nothing): its header carries the
+    // store's revision, at the cost of one key whatever the store's size
+    const p = this.client.range(this.root, { keysOnly: true, limit: 1 }).then((r) => {
+      if (r.revision > this.known) this.known = r.revision;
+      return r.revision;
+    });
+    const done = (): void => {
+      this.rvInFlight = false;
+      const next = this.rvNext;
+      if (!next) return;
+      this.rvNext = null;
+      this.askRevision().then(next.resolve, next.reject);
+    };
+    p.then(done, done);
+    return p;
   }
 
   waitFresh(_gr: string, rv: number, timeoutMs: number): Promise<boolean> {
