@@ -58,6 +58,20 @@ export class Cacher implements ChangeSink, CacheAccess {
 
   change(type: ChangeType, gr: string, key: string, rv: number, bytes: Buffer, obj: any): void {
     const cache = this.cache(gr);
+    if (!obj && !looksLikeObject(bytes)) {
+      // bytes this server cannot read (another writer's format, a key it cannot decrypt):
+      // kept aside as corrupt (KEP-3926); a live object that became unreadable leaves the
+      // cache as a deletion, the way a list will no longer show it
+      if (type === 'DELETED') {
+        this.corrupt.get(gr)?.delete(key);
+        return;
+      }
+      const prev = cache.items.get(key);
+      this.markCorrupt(gr, key, rv, bytes);
+      if (!prev) return;
+      type = 'DELETED';
+      bytes = prev.json;
+    }
     const ev = cache.apply(type, key, rv, bytes, obj);
     // a commit supersedes a stored version kept aside as corrupt (an unsafe delete of it,
     // made on any front thread, or a new object under its name)
@@ -74,6 +88,47 @@ export class Cacher implements ChangeSink, CacheAccess {
     // bytes that are not a JSON object cannot be served: kept aside (KEP-3926), as the LMDB load does
     if (!looksLikeObject(bytes)) this.markCorrupt(gr, key, rv, bytes);
     else cache.load(key, rv, bytes);
+  }
+
+  relist(at: number, state: Map<string, Map<string, { rv: number; bytes: Buffer }>>, owns: (gr: string) => boolean): void {
+    const grs = new Set([...this.byGr.keys(), ...state.keys()]);
+    const touched: ResourceCache[] = [];
+    for (const gr of grs) {
+      if (!owns(gr)) continue;
+      const cache = this.cache(gr);
+      touched.push(cache);
+      // kube's cacher ends its watchers when its reflector relists: each resumes from its
+      // last version, which is below the new history's start (410, and its informer relists)
+      cache.watchers.closeAll();
+      const now = state.get(gr) ?? new Map<string, { rv: number; bytes: Buffer }>();
+      const corrupt = this.corrupt.get(gr);
+      corrupt?.clear();
+      // the differences become changes, so that the in-process observers (the garbage
+      // collector, the controllers) see what the lost events did; no watcher is left to see them
+      for (const e of [...cache.sorted()]) {
+        if (now.has(e.key)) continue;
+        let bytes = e.json;
+        try {
+          const o = JSON.parse(bytes.toString());
+          if (o?.metadata) o.metadata.resourceVersion = String(at);
+          bytes = Buffer.from(JSON.stringify(o));
+        } catch {
+          /* its last bytes as they were */
+        }
+        this.change('DELETED', gr, e.key, at, bytes, undefined);
+      }
+      for (const [key, { rv, bytes }] of now) {
+        if (!looksLikeObject(bytes)) {
+          this.markCorrupt(gr, key, rv, bytes);
+          continue;
+        }
+        const prev = cache.items.get(key);
+        if (!prev) this.change('ADDED', gr, key, rv, bytes, undefined);
+        else if (prev.rv !== rv) this.change('MODIFIED', gr, key, rv, bytes, undefined);
+      }
+    }
+    this.end();
+    for (const cache of touched) cache.resetHistory(at);
   }
 
   end(): void {

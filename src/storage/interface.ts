@@ -175,6 +175,14 @@ export interface ChangeSink {
    * backend with attachCaches never calls it.
    */
   load(gr: string, key: string, rv: number, bytes: Buffer, at: number): void;
+  /**
+   * (A backend whose feed lost events: its watch fell below the compaction.) The whole
+   * state at version `at`, listed again, for the group-resources `owns` accepts: the
+   * subscriber ends every watcher (they resume, and get 410 below `at`, as kube's cacher
+   * terminates its watchers when its reflector relists), brings its state to the listed one
+   * and forgets its history before `at`. The feed then follows from `at` + 1.
+   */
+  relist?(at: number, state: Map<string, Map<string, { rv: number; bytes: Buffer }>>, owns: (gr: string) => boolean): void;
 }
 
 /** The newest state of one group-resource, as the cache layer holds it (CacheAccess.currentState). */

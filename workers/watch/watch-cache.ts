@@ -576,6 +576,13 @@ export class ResourceCache {
     return j.bytes.subarray(j.offsets[from], j.offsets[to] - 1);
   }
 
+  /** Forgets every event: the ring starts again at `at` (a relist; earlier versions are gone). */
+  resetHistory(at: number): void {
+    this.ring = [];
+    this.ringHead = 0;
+    this.startRv = at;
+  }
+
   /** Events after rv, or null when the ring no longer holds all of them. */
   eventsAfter(rv: number): WatchEvent[] | null {
     if (rv < this.startRv) return null;

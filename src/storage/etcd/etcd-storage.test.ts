@@ -40,12 +40,14 @@ if (have && haveSuite) {
       let reads = 0;
       client.range = (...a: any[]) => (reads++, range(...a));
       try {
-        const first = storage.latestRv();
-        // written after the first read was sent: the callers below must see it
-        const put = await client.txn({ compare: [], success: [{ put: { key: `/other-${process.pid}`, value: Buffer.from('x') } }], failure: [] });
-        const later = await Promise.all(Array.from({ length: 100 }, () => storage.latestRv()));
-        await first;
+        // 100 callers at once: the first read, and one after it that the others share
+        await Promise.all(Array.from({ length: 100 }, () => storage.latestRv()));
         expect(reads).toBe(2);
+        // a caller that arrives while a read is in flight gets a read that began after it
+        const first = storage.latestRv();
+        const put = await client.txn({ compare: [], success: [{ put: { key: `/other-${process.pid}`, value: Buffer.from('x') } }], failure: [] });
+        const later = await Promise.all(Array.from({ length: 10 }, () => storage.latestRv()));
+        await first;
         for (const rv of later) expect(rv).toBeGreaterThanOrEqual(put.revision);
       } finally {
         client.range = range;

@@ -295,6 +295,25 @@ export class EtcdStorage implements Storage {
     // the current state at one revision, page by page, given to the subscribers' load() (the
     // interface's generic start: the state is not a series of changes, and a watch from
     // before `at` reads its events from etcd, not from the caches' rings)
+    const at = await this.listAll((gr, key, rv, json, at) => {
+      for (const s of this.sinks) s.load(gr, key, rv, json, at);
+    });
+    this.fresh = this.known = at;
+    this.startFeed(at + 1);
+    await this.feed!.created;
+    if (this.compactionIntervalMs > 0) this.compactTimer = setInterval(() => void this.compactRound(), this.compactionIntervalMs);
+    // the etcd health check (kube's, run per probe there) runs here in the background, so
+    // that /livez and /readyz answer from its last result without waiting on etcd
+    this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  /**
+   * Every object under the prefix at one revision (the current one), page by page, in key
+   * order; an object kubeshard cannot decode is handed on as its stored bytes (the cache
+   * keeps it aside as corrupt, as kube 1.33 lists it for an unsafe delete). The revision.
+   */
+  private async listAll(each: (gr: string, key: string, rv: number, json: Buffer, at: number) => void): Promise<number> {
     const end = prefixEnd(this.root);
     let from: Buffer = Buffer.from(this.root);
     let at = 0;
@@ -309,21 +328,43 @@ export class EtcdStorage implements Storage {
           const j = this.decode(p.gr, kv);
           json = j instanceof Promise ? await j : j;
         } catch {
-          continue; // an object kubeshard cannot read (encrypted, another format): left to kube
+          json = kv.value;
         }
-        for (const s of this.sinks) s.load(p.gr, p.key, kv.modRevision, json, at);
+        each(p.gr, p.key, kv.modRevision, json, at);
       }
       if (!r.more || !r.kvs.length) break;
       from = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])]);
     }
-    this.fresh = this.known = at;
-    this.startFeed(at + 1);
-    await this.feed!.created;
-    if (this.compactionIntervalMs > 0) this.compactTimer = setInterval(() => void this.compactRound(), this.compactionIntervalMs);
-    // the etcd health check (kube's, run per probe there) runs here in the background, so
-    // that /livez and /readyz answer from its last result without waiting on etcd
-    this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
-    this.probeTimer.unref();
+    return at;
+  }
+
+  /**
+   * The feed fell below the compaction: the events in between are gone, so the state is
+   * listed again and the subscribers replace theirs (kube's reflector relists; its cacher
+   * ends its watchers), then the feed follows from there. Retried until etcd answers.
+   */
+  private relist(): Promise<void> {
+    return (async () => {
+      for (let attempt = 0; !this.closed; attempt++) {
+        try {
+          const state = new Map<string, Map<string, { rv: number; bytes: Buffer }>>();
+          const at = await this.listAll((gr, key, rv, bytes) => {
+            let m = state.get(gr);
+            if (!m) state.set(gr, (m = new Map()));
+            m.set(key, { rv, bytes });
+          });
+          if (this.closed) return;
+          const owns = (gr: string) => !this.owns || this.owns(gr);
+          for (const s of this.sinks) s.relist?.(at, state, owns);
+          this.advance(at);
+          this.problem = '';
+          this.startFeed(at + 1);
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
+        }
+      }
+    })();
   }
 
   /** One health probe, bounded by kube's default health check timeout. */
@@ -359,9 +400,13 @@ export class EtcdStorage implements Storage {
             this.problem = `etcd watch fell behind the compaction (compacted at ${err.compactRevision})`;
             this.compacted = Math.max(this.compacted, err.compactRevision);
           } else this.problem = `etcd is unreachable (${err.message})`;
+          if (err instanceof EtcdCompactedError) {
+            this.inFeedOrder(() => this.relist());
+            return;
+          }
           // resume from where the feed stopped once etcd is back
           setTimeout(() => {
-            if (!this.closed && !(err instanceof EtcdCompactedError)) this.startFeed(this.fresh + 1);
+            if (!this.closed) this.startFeed(this.fresh + 1);
           }, 1000);
         },
       },
@@ -373,7 +418,7 @@ export class EtcdStorage implements Storage {
 
   private onFeed(evs: WatchEvent[], rev: number): void | Promise<void> {
     /** the batch's changes; a json still a promise (a KMS v2 decryption) holds the batch until it is done */
-    const changes: Array<{ type: ChangeType; gr: string; key: string; rv: number; json: Buffer | Promise<Buffer> | null; obj: any }> = [];
+    const changes: Array<{ type: ChangeType; gr: string; key: string; rv: number; json: Buffer | Promise<Buffer> | null; obj: any; raw: Buffer }> = [];
     let waits = false;
     for (const e of evs) {
       const p = this.parseKey(e.kv.key.toString());
@@ -393,10 +438,13 @@ export class EtcdStorage implements Storage {
           json = this.decode(p.gr, e.prevKv, rv);
         } else json = this.decode(p.gr, e.kv);
       } catch {
-        continue; // not readable by kubeshard (encrypted, another format)
+        // not readable by kubeshard (a key it cannot decrypt, a format it does not know):
+        // its stored bytes, which the cache keeps aside as corrupt (kube 1.33 lists such an
+        // object as an error, and lets it be deleted unsafely)
+        json = type === 'DELETED' ? (e.prevKv?.value ?? Buffer.alloc(0)) : e.kv.value;
       }
       if (json instanceof Promise) waits = true;
-      changes.push({ type, gr: p.gr, key: p.key, rv, json, obj });
+      changes.push({ type, gr: p.gr, key: p.key, rv, json, obj, raw: type === 'DELETED' ? (e.prevKv?.value ?? Buffer.alloc(0)) : e.kv.value });
     }
     const deliver = () => {
       for (const c of changes) {
@@ -412,7 +460,7 @@ export class EtcdStorage implements Storage {
         c.json instanceof Promise
           ? c.json.then(
               (j) => void (c.json = j),
-              () => void (c.json = null), // not readable by kubeshard: skipped as above
+              () => void (c.json = c.raw), // not readable by kubeshard: its stored bytes, as above
             )
           : undefined,
       ),
