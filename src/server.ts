@@ -98,7 +98,8 @@ export interface StartedServer {
   /** serves the requests another thread forwards over the port (handoff.ts) */
   serve(port: MessagePort): void;
   /** this thread's request metrics, for the main thread's scrape */
-  renderMetrics(): string;
+  /** this thread's request metrics and encryption at rest metrics, for the main thread's /metrics */
+  renderMetrics(): Promise<string>;
   /** (another front thread) what the main thread tells of shard restarts */
   control(m: unknown): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
@@ -489,7 +490,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       handle: (req, res) => chain.handle(req, res),
       control: (m) => storage.control?.(m) ?? Promise.resolve(),
       serve,
-      renderMetrics: () => metrics.render(),
+      renderMetrics: async () => metrics.render() + (await encryption.metrics.text()),
       stopListening: () => listener?.stopListening(),
       shutdown() {
         stopping ??= (async () => {
@@ -543,7 +544,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     handle: (req, res) => chain.handle(req, res),
     control: () => Promise.resolve(),
     serve,
-    renderMetrics: () => metrics.render(),
+    renderMetrics: async () => metrics.render() + (await encryption.metrics.text()),
     stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {

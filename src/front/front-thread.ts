@@ -34,7 +34,7 @@ try {
   port.on('message', (m: ToFrontThread) => {
     if (m.t === 'control') server.control(m.m).finally(() => port.postMessage({ t: 'controlled', id: m.id } satisfies FromFrontThread));
     else if (m.t === 'serve') server.serve(m.port);
-    else if (m.t === 'metrics') port.postMessage({ t: 'metrics', id: m.id, text: server.renderMetrics() } satisfies FromFrontThread);
+    else if (m.t === 'metrics') void server.renderMetrics().then((text) => port.postMessage({ t: 'metrics', id: m.id, text } satisfies FromFrontThread));
     else if (m.t === 'bulk-port') {
       const w = bulkWaiters.shift();
       if (m.port) w?.resolve(m.port);

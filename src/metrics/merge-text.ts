@@ -9,7 +9,16 @@
 // Thread ownership: the main thread (the gathering scrape runs there).
 
 /** Metric families every thread renders with the process's value: not summed. */
-export const PROCESS_WIDE: ReadonlySet<string> = new Set(['apiserver_current_inflight_requests', 'apiserver_storage_objects', 'apiserver_flowcontrol_nominal_limit_seats']);
+export const PROCESS_WIDE: ReadonlySet<string> = new Set([
+  'apiserver_current_inflight_requests',
+  'apiserver_storage_objects',
+  'apiserver_flowcontrol_nominal_limit_seats',
+  // every thread reloads the encryption configuration from the one file: the process reloaded it once
+  'apiserver_encryption_config_controller_automatic_reloads_total',
+  'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',
+  'apiserver_encryption_config_controller_automatic_reload_success_total',
+  'apiserver_encryption_config_controller_automatic_reload_failures_total',
+]);
 
 interface Family {
   /** its # HELP and # TYPE lines */

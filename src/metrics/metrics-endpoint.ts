@@ -12,7 +12,7 @@ import { mergeMetricsText } from './merge-text.js';
 const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
- * others: the other front threads' texts (front-threads.ts), added up with this thread's
+ * others: the other front threads' texts (front-threads.ts: request and encryption metrics), added up with this thread's
  * (merge-text.ts); the process metrics are this (the main) thread's alone.
  */
 export function metricsHandler(metrics: RequestMetrics, others?: () => Promise<string[]>, extra?: () => Promise<string>): (req: ApiRequest, res: ResponseSink) => Promise<void> {
@@ -20,10 +20,11 @@ export function metricsHandler(metrics: RequestMetrics, others?: () => Promise<s
   client.collectDefaultMetrics({ register: registry });
   for (const name of metrics.disabled) registry.removeSingleMetric(name);
   return async (req, res) => {
-    const own = metrics.render();
+    // extra: metrics kept in registries of their own (encryption at rest's); the other
+    // front threads send theirs with their request metrics, and the counts add up
+    const own = metrics.render() + (extra ? await extra() : '');
     const theirs = others ? await others() : [];
-    // extra: metrics kept in registries of their own (encryption at rest's)
-    const text = (theirs.length ? mergeMetricsText([own, ...theirs]) : own) + (extra ? await extra() : '') + (await registry.metrics());
+    const text = (theirs.length ? mergeMetricsText([own, ...theirs]) : own) + (await registry.metrics());
     sendBody(req, res, 200, TEXT_FORMAT, text);
   };
 }
