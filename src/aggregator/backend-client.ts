@@ -26,14 +26,17 @@ export function loadProxyClientCert(certFile: string, keyFile: string): ProxyCli
 
 /**
  * Sets the identity headers on a request's headers (client-go SetAuthProxyHeaders): whatever
- * the client sent under these names is dropped first, so a caller cannot claim another identity.
+ * the client sent under these names is dropped first, so a caller cannot claim another
+ * identity. The uid only when given (kube sends it behind the RemoteRequestHeaderUID gate,
+ * alpha and off in 1.33).
  */
-export function setAuthProxyHeaders(h: OutgoingHttpHeaders, user: Pick<UserInfo, 'name' | 'groups' | 'extra'>): void {
+export function setAuthProxyHeaders(h: OutgoingHttpHeaders, user: Pick<UserInfo, 'name' | 'groups' | 'extra'>, uid = ''): void {
   for (const k of Object.keys(h)) {
     const l = k.toLowerCase();
     if (l === 'x-remote-user' || l === 'x-remote-uid' || l === 'x-remote-group' || l.startsWith('x-remote-extra-')) delete h[k];
   }
   h['X-Remote-User'] = user.name;
+  if (uid) h['X-Remote-Uid'] = uid;
   if (user.groups.length) h['X-Remote-Group'] = [...user.groups];
   for (const [key, values] of Object.entries(user.extra ?? {})) {
     // (the key is escaped as a URL path segment: keys may hold '/' and other characters headers cannot)

@@ -12,6 +12,7 @@ import type { ApiRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { APIServiceView } from './apiservice.js';
 import { dialErrorText, setAuthProxyHeaders, type BackendClient } from './backend-client.js';
 import type { ServiceResolver } from './service-resolver.js';
+import { features } from '../features.js';
 
 /** Answers under this size with a Content-Length are sent in one piece; the rest stream. */
 const WHOLE_BODY_BYTES = 1 << 20;
@@ -81,7 +82,7 @@ export function proxyToService(req: ApiRequest, res: ResponseSink, s: APIService
     return proxyError(res, 'service unavailable', 503);
   }
   const headers = forwardedHeaders(req);
-  setAuthProxyHeaders(headers, user);
+  setAuthProxyHeaders(headers, user, features.enabled('RemoteRequestHeaderUID') ? user.uid : '');
   const target = at;
   return new Promise<void>((done) => {
     const out = client.request(s, target, req.method, req.path + encodedQuery(req), headers);
