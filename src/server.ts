@@ -394,7 +394,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     new Set(o.disabledMetrics),
   );
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
-  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), () => encryption.metrics.text()));
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '')));
   // API aggregation (kube-aggregator): every front thread proxies and merges discovery from
   // what its cache says; the main thread alone keeps the APIServices' Available condition.
   // (the intervals are kube's; the tests shorten them)

@@ -223,9 +223,13 @@ describe('API aggregation with a real aggregated server', () => {
     expect(k.code).not.toBe(0);
     expect(k.stderr).toContain('Error from server (ServiceUnavailable): the server is currently unable to handle the request');
     expect((await kubectlOk(s, ['get', 'apiservice', 'v1beta1.metrics.k8s.io'])).split('\n')[1]).toMatch(/\sFalse \(FailedDiscoveryCheck\)\s/);
+    const metrics = (await ok('GET', '/metrics')).body;
+    expect(metrics).toContain('aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"} 1');
+    expect(metrics).toMatch(/^aggregator_unavailable_apiservice_total\{name="v1beta1\.metrics\.k8s\.io",reason="FailedDiscoveryCheck"\} [1-9]/m);
 
     await startBackend();
     await until(async () => (await availableOf())?.status === 'True', 20_000);
+    expect((await ok('GET', '/metrics')).body).toContain('aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"} 0');
     expect((await ok('GET', '/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-1')).json()).toMatchObject({ kind: 'PodMetrics', metadata: { name: 'web-1' } });
   });
 

@@ -27,6 +27,8 @@ export class AvailableConditionController {
   private unobserve?: () => void;
   /** "namespace/name" of a Service -> the APIServices that use it */
   private byService = new Map<string, string[]>();
+  /** aggregator_unavailable_apiservice_total: "name\0reason" -> times marked unavailable */
+  private unavailableTotal = new Map<string, number>();
 
   constructor(
     private store: Store,
@@ -141,9 +143,33 @@ export class AvailableConditionController {
         return o;
       });
       if (have?.status !== c.status) console.warn(`I changing APIService availability: ${name} ${have?.status ?? 'Unknown'} -> ${c.status} (${c.reason})`);
+      if (c.status !== 'True') {
+        const k = `${name}\0${c.reason}`;
+        this.unavailableTotal.set(k, (this.unavailableTotal.get(k) ?? 0) + 1);
+      }
     } catch (e) {
       if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e;
     }
+  }
+
+  /**
+   * kube's availability metrics (controllers/status/metrics): a gauge per APIService, 1 while
+   * it is not Available, and a counter of the times each was marked unavailable, by reason.
+   */
+  metricsText(): string {
+    const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+    const lines = [
+      '# HELP aggregator_unavailable_apiservice [STABLE] Gauge of APIServices which are marked as unavailable broken down by APIService name.',
+      '# TYPE aggregator_unavailable_apiservice gauge',
+    ];
+    const objs = [...this.cacher.cache(APISERVICES_GR).items.values()].map((e) => entryObject(e)).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    for (const o of objs) lines.push(`aggregator_unavailable_apiservice{name="${esc(o.metadata.name)}"} ${conditionOf(o, 'Available')?.status === 'True' ? 0 : 1}`);
+    lines.push('# HELP aggregator_unavailable_apiservice_total [STABLE] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.', '# TYPE aggregator_unavailable_apiservice_total counter');
+    for (const [k, n] of [...this.unavailableTotal].sort()) {
+      const [name, reason] = k.split('\0');
+      lines.push(`aggregator_unavailable_apiservice_total{name="${esc(name)}",reason="${esc(reason)}"} ${n}`);
+    }
+    return lines.join('\n') + '\n';
   }
 }
 
