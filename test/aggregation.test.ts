@@ -255,4 +255,21 @@ describe('API aggregation with a real aggregated server', () => {
     await until(async () => (await cond('v1.local.example.com'))?.reason === 'Local', 10_000);
     expect(await cond('v1.local.example.com')).toMatchObject({ status: 'True', message: 'Local APIServices are always available' });
   });
+
+  it("the backend's certificate is verified against the caBundle, unless insecureSkipTLSVerify", async () => {
+    const register = (name: string, group: string, tls: Record<string, unknown>) =>
+      ok('POST', '/apis/apiregistration.k8s.io/v1/apiservices', { metadata: { name }, spec: { group, version: 'v1', service: { name: 'metrics-server', namespace: 'kube-system', port: 443 }, groupPriorityMinimum: 100, versionPriority: 100, ...tls } });
+    // another authority's bundle: the check (which does not verify) passes, the proxy refuses the backend
+    await register('v1.wrongca.example.com', 'wrongca.example.com', { caBundle: file('front-proxy-ca.crt').toString('base64') });
+    await register('v1.insecure.example.com', 'insecure.example.com', { insecureSkipTLSVerify: true });
+    for (const name of ['v1.wrongca.example.com', 'v1.insecure.example.com']) {
+      await until(async () => (await ok('GET', `/apis/apiregistration.k8s.io/v1/apiservices/${name}`)).json().status?.conditions?.[0]?.reason === 'Passed', 10_000);
+    }
+    const refused = await request(s, 'GET', '/apis/wrongca.example.com/v1');
+    expect(refused.status).toBe(503);
+    expect(refused.body).toBe('tls: failed to verify certificate: x509: certificate signed by unknown authority\n');
+    const insecure = await request(s, 'GET', '/apis/insecure.example.com/v1');
+    expect(insecure.status).toBe(200);
+    expect(insecure.json()).toMatchObject({ kind: 'APIResourceList', groupVersion: 'insecure.example.com/v1' });
+  });
 });

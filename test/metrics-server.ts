@@ -147,6 +147,9 @@ export function startMetricsServer(o: MetricsServerOptions, port = 0): Promise<M
       if (name) return pods.length ? send(res, 200, { kind: 'PodMetrics', apiVersion: GV, ...podMetrics(pods[0].x, pods[0].i) }) : status(res, 404, 'NotFound', `podmetrics.metrics.k8s.io "${name}" not found`);
       return send(res, 200, { kind: 'PodMetricsList', apiVersion: GV, metadata: {}, items: pods.map(({ x, i }) => podMetrics(x, i)) });
     }
+    // Any other group-version: an empty resource list (an APIService of another group pointed here passes its check).
+    m = /^\/apis\/([^/]+)\/([^/]+)$/.exec(p);
+    if (m) return send(res, 200, { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${m[1]}/${m[2]}`, resources: [] });
     status(res, 404, 'NotFound', 'the server could not find the requested resource');
   };
 

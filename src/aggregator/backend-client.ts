@@ -97,7 +97,7 @@ export class BackendClient {
   get(s: APIServiceView, at: Endpoint, path: string, headers: OutgoingHttpHeaders, opts: { insecure?: boolean; timeoutMs: number; maxBytes?: number }): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
     return new Promise((resolve, reject) => {
       const req = this.request(s, at, 'GET', path, headers, opts);
-      const timer = setTimeout(() => req.destroy(new Error('Client.Timeout exceeded while awaiting headers')), opts.timeoutMs);
+      const timer = setTimeout(() => req.destroy(Object.assign(new Error('Client.Timeout exceeded while awaiting headers'), { code: 'AGGREGATOR_TIMEOUT' })), opts.timeoutMs);
       req.on('error', (e) => {
         clearTimeout(timer);
         reject(e);
@@ -141,6 +141,17 @@ export function dialErrorText(e: any, at: Endpoint): string {
       return `dial tcp ${addr}: connect: no route to host`;
     case 'ETIMEDOUT':
       return `dial tcp ${addr}: i/o timeout`;
+    case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
+    case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
+    case 'SELF_SIGNED_CERT_IN_CHAIN':
+    case 'DEPTH_ZERO_SELF_SIGNED_CERT':
+      return 'tls: failed to verify certificate: x509: certificate signed by unknown authority';
+    case 'CERT_HAS_EXPIRED':
+      return 'tls: failed to verify certificate: x509: certificate has expired or is not yet valid';
+    case 'ERR_TLS_CERT_ALTNAME_INVALID':
+      return `tls: failed to verify certificate: x509: certificate is not valid for ${e?.host ?? 'this name'}`;
+    case 'AGGREGATOR_TIMEOUT':
+      return 'context deadline exceeded (Client.Timeout exceeded while awaiting headers)';
     default:
       return String(e?.message ?? e);
   }
