@@ -169,6 +169,11 @@ describe('API aggregation with a real aggregated server', () => {
     const doc = (await ok('GET', url)).json();
     expect(doc.components.schemas['io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics']).toBeDefined();
     expect(root.paths['apis/apps/v1']).toBeDefined();
+    // the protobuf form client-go asks for carries the merged document too
+    const pb = await ok('GET', '/openapi/v2', undefined, { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
+    expect(pb.raw.includes(Buffer.from('io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics'))).toBe(true);
+    const explain = await kubectlOk(s, ['explain', 'nodes', '--api-version=metrics.k8s.io/v1beta1']);
+    expect(explain).toMatch(/KIND:\s+NodeMetrics/);
   });
 
   it('a stream from the backend passes through as it comes', async () => {

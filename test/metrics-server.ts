@@ -64,11 +64,31 @@ const openApiV2 = {
   },
 };
 
+const nodeMetricsRef = { $ref: '#/components/schemas/io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics' };
 const openApiV3Doc = JSON.stringify({
   openapi: '3.0.0',
   info: { title: 'metrics-server', version: 'v0.7' },
-  paths: { [`${PREFIX}/nodes`]: { get: { operationId: 'listMetricsV1beta1NodeMetrics', responses: { '200': { description: 'OK' } } } } },
-  components: { schemas: { 'io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics': openApiV2.definitions['io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics'] } },
+  paths: {
+    // (kubectl explain finds a resource's kind through its get operation)
+    [`${PREFIX}/nodes/{name}`]: {
+      get: {
+        description: 'read the specified NodeMetrics',
+        operationId: 'readMetricsV1beta1NodeMetrics',
+        responses: { '200': { description: 'OK', content: { 'application/json': { schema: nodeMetricsRef } } } },
+        'x-kubernetes-action': 'get',
+        'x-kubernetes-group-version-kind': { group: 'metrics.k8s.io', version: 'v1beta1', kind: 'NodeMetrics' },
+      },
+      parameters: [{ name: 'name', in: 'path', description: 'name of the NodeMetrics', required: true, schema: { type: 'string', uniqueItems: true } }],
+    },
+  },
+  components: {
+    schemas: {
+      'io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics': {
+        description: 'NodeMetrics sets resource usage metrics of a node.',
+        ...openApiV2.definitions['io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics'],
+      },
+    },
+  },
 });
 
 function send(res: ServerResponse, code: number, body: unknown): void {
