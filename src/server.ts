@@ -539,6 +539,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    availability?.stop();
+    aggregator.stop();
     endpoints?.halt();
     identity?.stop();
     await elector?.stop(false);
