@@ -276,5 +276,13 @@ describe('API aggregation with a real aggregated server', () => {
     const insecure = await request(s, 'GET', '/apis/insecure.example.com/v1');
     expect(insecure.status).toBe(200);
     expect(insecure.json()).toMatchObject({ kind: 'APIResourceList', groupVersion: 'insecure.example.com/v1' });
+    // a body goes through as sent, the query as kube re-encodes it (sorted)
+    const echo = await request(s, 'POST', '/apis/insecure.example.com/v1/namespaces/default/echoes?z=1&a=b%20c', '{"hello":"world"}');
+    expect(echo.status).toBe(201);
+    expect(echo.json()).toEqual({ kind: 'Echo', contentType: 'application/json', query: '?a=b+c&z=1', body: '{"hello":"world"}' });
+    // a deleted APIService leaves discovery and its requests find nothing
+    await ok('DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v1.insecure.example.com');
+    await until(async () => !(await ok('GET', '/apis')).json().groups.some((g: any) => g.name === 'insecure.example.com'), 10_000);
+    expect((await request(s, 'GET', '/apis/insecure.example.com/v1')).status).toBe(404);
   });
 });

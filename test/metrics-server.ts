@@ -129,6 +129,13 @@ export function startMetricsServer(o: MetricsServerOptions, port = 0): Promise<M
     seen.push({ method: req.method ?? '', path: url.pathname + url.search, user, groups, extra, authorization: req.headers['authorization'], clientCN: cn });
     // The request-header authenticator: the headers count only over a trusted client certificate.
     if (!cn || !o.allowedNames.includes(cn) || !user) return status(res, 401, 'Unauthorized', 'Unauthorized');
+    // A write to another group's "echoes": the body and its type, sent back (the proxy forwards bodies).
+    if (req.method === 'POST' && /^\/apis\/[^/]+\/[^/]+\/(namespaces\/[^/]+\/)?echoes$/.test(url.pathname)) {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => send(res, 201, { kind: 'Echo', contentType: req.headers['content-type'], query: url.search, body: Buffer.concat(parts).toString('utf8') }));
+      return;
+    }
     if (req.method !== 'GET') return status(res, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     const p = url.pathname.replace(/\/$/, '');
     if (p === '/apis') return send(res, 200, { kind: 'APIGroupList', apiVersion: 'v1', groups: [{ name: 'metrics.k8s.io', versions: [{ groupVersion: GV, version: 'v1beta1' }], preferredVersion: { groupVersion: GV, version: 'v1beta1' } }] });
