@@ -255,6 +255,10 @@ describe('API aggregation with a real aggregated server', () => {
     });
     await until(async () => (await cond('v1alpha1.nothing.example.com'))?.reason === 'MissingEndpoints', 10_000);
     expect((await cond('v1alpha1.nothing.example.com')).message).toBe('endpointslices for service/absent in "default" have no addresses with port name "https"');
+    // an APIService kube would refuse is refused, with kube's message
+    const bad = await request(s, 'POST', '/apis/apiregistration.k8s.io/v1/apiservices', { metadata: { name: 'wrong' }, spec: { group: 'x.example.com', version: 'v1', groupPriorityMinimum: 0, versionPriority: 10 } });
+    expect(bad.status).toBe(422);
+    expect(bad.json().message).toBe('APIService.apiregistration.k8s.io "wrong" is invalid: [metadata.name: Invalid value: "wrong": must be `spec.version+"."+spec.group`: "v1.x.example.com", spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000]');
     // and a local APIService is Available with reason Local
     await ok('POST', '/apis/apiregistration.k8s.io/v1/apiservices', { metadata: { name: 'v1.local.example.com' }, spec: { group: 'local.example.com', version: 'v1', groupPriorityMinimum: 100, versionPriority: 100 } });
     await until(async () => (await cond('v1.local.example.com'))?.reason === 'Local', 10_000);

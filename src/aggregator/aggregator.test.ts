@@ -175,3 +175,22 @@ describe('ServiceResolver', () => {
     expect(new ServiceResolver(objects(ext, []), false).resolve('n', 's', 443)).toEqual({ host: 'api.example.com', port: 443 });
   });
 });
+
+describe('APIService validation (ValidateAPIService)', () => {
+  it("reports kube's errors", async () => {
+    const { validateAPIService } = await import('./apiservice-strategy.js');
+    expect(validateAPIService({ metadata: { name: 'wrong' }, spec: { group: 'x.io', version: 'v1', groupPriorityMinimum: 0, versionPriority: 1001, caBundle: 'QUJD', insecureSkipTLSVerify: true } })).toEqual([
+      { field: 'metadata.name', type: 'FieldValueInvalid', value: 'wrong', detail: 'must be `spec.version+"."+spec.group`: "v1.x.io"' },
+      { field: 'spec.groupPriorityMinimum', type: 'FieldValueInvalid', value: 0, detail: 'must be positive and less than 20000' },
+      { field: 'spec.versionPriority', type: 'FieldValueInvalid', value: 1001, detail: 'must be positive and less than 1000' },
+      { field: 'spec.caBundle', type: 'FieldValueInvalid', value: '3 bytes', detail: 'local APIServices may not have a caBundle' },
+      { field: 'spec.insecureSkipTLSVerify', type: 'FieldValueInvalid', value: true, detail: 'local APIServices may not have insecureSkipTLSVerify' },
+    ]);
+    expect(validateAPIService({ metadata: { name: 'v1.x.io' }, spec: { group: 'x.io', version: 'v1', groupPriorityMinimum: 10, versionPriority: 10, service: { name: '' }, caBundle: 'QUJD', insecureSkipTLSVerify: true } }).map((e) => e.field)).toEqual([
+      'spec.service.namespace',
+      'spec.service.name',
+      'spec.insecureSkipTLSVerify',
+    ]);
+    expect(validateAPIService({ metadata: { name: 'v1.x.io' }, spec: { group: 'x.io', version: 'v1', groupPriorityMinimum: 10, versionPriority: 10, service: { namespace: 'n', name: 's', port: 443 } } })).toEqual([]);
+  });
+});
