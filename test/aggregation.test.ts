@@ -63,8 +63,9 @@ beforeAll(async () => {
   kubectlPath();
   makeCerts();
   await startBackend();
+  writeFileSync(join(dir, 'tokens.csv'), 'jane-token,jane,jane-uid,"dev,ops"\n');
   s = await startServer({
-    args: ['--proxy-client-cert-file', join(dir, 'front-proxy-client.crt'), '--proxy-client-key-file', join(dir, 'front-proxy-client.key'), '--enable-aggregator-routing=true'],
+    args: ['--authorization-mode=RBAC', '--token-auth-file', join(dir, 'tokens.csv'), '--proxy-client-cert-file', join(dir, 'front-proxy-client.crt'), '--proxy-client-key-file', join(dir, 'front-proxy-client.key'), '--enable-aggregator-routing=true'],
     env: { KUBESHARD_AGGREGATOR_RESYNC_MS: '300', KUBESHARD_AGGREGATOR_REFRESH_MS: '500' },
   });
   // What kubectl top needs besides the metrics: the nodes (with allocatable) and the pods.
@@ -204,6 +205,28 @@ describe('API aggregation with a real aggregated server', () => {
     } finally {
       req.destroy();
     }
+  });
+
+  it('kubeshard authorizes first (RBAC); the backend sees the caller as kubeshard knows them', async () => {
+    const jane = { authorization: 'Bearer jane-token' };
+    const before = backend.seen.length;
+    const denied = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, jane);
+    expect(denied.status).toBe(403);
+    expect(denied.json().message).toBe('nodes.metrics.k8s.io is forbidden: User "jane" cannot list resource "nodes" in API group "metrics.k8s.io" at the cluster scope');
+    expect(backend.seen.slice(before).some((r) => r.user === 'jane')).toBe(false);
+    await ok('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'metrics-reader' }, rules: [{ apiGroups: ['metrics.k8s.io'], resources: ['nodes', 'pods'], verbs: ['get', 'list'] }] });
+    await ok('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { metadata: { name: 'jane-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'metrics-reader' }, subjects: [{ kind: 'User', name: 'jane', apiGroup: 'rbac.authorization.k8s.io' }] });
+    const allowed = await until(async () => {
+      const r = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes/node-b', undefined, jane);
+      return r.status === 200 && r;
+    }, 10_000);
+    expect(allowed.json()).toMatchObject({ kind: 'NodeMetrics', metadata: { name: 'node-b' } });
+    const seen = backend.seen.slice(before).find((r) => r.user === 'jane')!;
+    expect(seen).toMatchObject({ path: '/apis/metrics.k8s.io/v1beta1/nodes/node-b', groups: ['dev', 'ops', 'system:authenticated'], clientCN: 'front-proxy-client', authorization: undefined });
+    // an impersonated request reaches the backend as the impersonated user
+    const as = await ok('GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, { 'impersonate-user': 'jane' });
+    expect(as.json().kind).toBe('NodeMetricsList');
+    expect(backend.seen[backend.seen.length - 1]).toMatchObject({ user: 'jane', groups: ['system:authenticated'] });
   });
 
   it('a request kubeshard does not authenticate never reaches the backend', async () => {
