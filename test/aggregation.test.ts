@@ -37,6 +37,8 @@ function makeCerts(): void {
 }
 
 const file = (n: string) => readFileSync(join(dir, n));
+/** kubectl's discovery cache of its own: what an earlier server on the same port left is never read */
+const CACHE = ['--cache-dir', join(dir, 'kube-cache')];
 let s: TestServer;
 let backend: MetricsServer;
 let backendPort = 0;
@@ -106,13 +108,13 @@ describe('API aggregation with a real aggregated server', () => {
   it('the APIService is Available (Passed) and kubectl shows it', async () => {
     const c = await availableOf();
     expect(c).toMatchObject({ type: 'Available', status: 'True', reason: 'Passed', message: 'all checks passed' });
-    const out = await kubectlOk(s, ['get', 'apiservice', 'v1beta1.metrics.k8s.io']);
+    const out = await kubectlOk(s, [...CACHE, 'get', 'apiservice', 'v1beta1.metrics.k8s.io']);
     expect(out.split('\n')[1]).toMatch(/^v1beta1\.metrics\.k8s\.io\s+kube-system\/metrics-server\s+True\s+/);
   });
 
   it('kubectl get --raw reaches the backend with the caller identity, over the proxy certificate, without the token', async () => {
     const before = backend.seen.length;
-    const out = await kubectlOk(s, ['get', '--raw', '/apis/metrics.k8s.io/v1beta1/nodes']);
+    const out = await kubectlOk(s, [...CACHE, 'get', '--raw', '/apis/metrics.k8s.io/v1beta1/nodes']);
     const list = JSON.parse(out);
     expect(list.kind).toBe('NodeMetricsList');
     expect(list.items.map((i: any) => i.metadata.name)).toEqual(NODES);
@@ -123,23 +125,23 @@ describe('API aggregation with a real aggregated server', () => {
   });
 
   it('kubectl top node and top pod', async () => {
-    const nodes = await kubectlOk(s, ['top', 'node']);
+    const nodes = await kubectlOk(s, [...CACHE, 'top', 'node']);
     const rows = nodes.trim().split('\n');
     expect(rows[0].trim().split(/\s{2,}/)).toEqual(['NAME', 'CPU(cores)', 'CPU(%)', 'MEMORY(bytes)', 'MEMORY(%)']);
     expect(rows.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
       ['node-a', '250m', '6%'],
       ['node-b', '350m', '8%'],
     ]);
-    const pods = await kubectlOk(s, ['top', 'pod', '-n', 'default']);
+    const pods = await kubectlOk(s, [...CACHE, 'top', 'pod', '-n', 'default']);
     expect(pods).toMatch(/^NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)/);
     expect(pods).toMatch(/^web-1\s+10m\s+20Mi/m);
     expect(pods).toMatch(/^web-2\s+31m\s+42Mi/m);
-    const containers = await kubectlOk(s, ['top', 'pod', 'web-2', '-n', 'default', '--containers']);
+    const containers = await kubectlOk(s, [...CACHE, 'top', 'pod', 'web-2', '-n', 'default', '--containers']);
     expect(containers).toMatch(/web-2\s+sidecar\s+16m\s+21Mi/);
   });
 
   it('kubectl api-resources lists metrics.k8s.io from aggregated discovery', async () => {
-    const out = await kubectlOk(s, ['api-resources', '--api-group=metrics.k8s.io']);
+    const out = await kubectlOk(s, [...CACHE, 'api-resources', '--api-group=metrics.k8s.io']);
     const rows = out.trim().split('\n').slice(1).map((l) => l.split(/\s+/));
     expect(rows).toEqual([
       ['nodes', 'metrics.k8s.io/v1beta1', 'false', 'NodeMetrics'],
@@ -173,7 +175,7 @@ describe('API aggregation with a real aggregated server', () => {
     // the protobuf form client-go asks for carries the merged document too
     const pb = await ok('GET', '/openapi/v2', undefined, { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
     expect(pb.raw.includes(Buffer.from('io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics'))).toBe(true);
-    const explain = await kubectlOk(s, ['explain', 'nodes', '--api-version=metrics.k8s.io/v1beta1']);
+    const explain = await kubectlOk(s, [...CACHE, 'explain', 'nodes', '--api-version=metrics.k8s.io/v1beta1']);
     expect(explain).toMatch(/KIND:\s+NodeMetrics/);
   });
 
@@ -247,10 +249,10 @@ describe('API aggregation with a real aggregated server', () => {
     const r = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes');
     expect(r.status).toBe(503);
     expect(r.body).toBe('service unavailable\n');
-    const k = await kubectl(s, ['get', '--raw', '/apis/metrics.k8s.io/v1beta1/nodes']);
+    const k = await kubectl(s, [...CACHE, 'get', '--raw', '/apis/metrics.k8s.io/v1beta1/nodes']);
     expect(k.code).not.toBe(0);
     expect(k.stderr).toContain('Error from server (ServiceUnavailable): the server is currently unable to handle the request');
-    expect((await kubectlOk(s, ['get', 'apiservice', 'v1beta1.metrics.k8s.io'])).split('\n')[1]).toMatch(/\sFalse \(FailedDiscoveryCheck\)\s/);
+    expect((await kubectlOk(s, [...CACHE, 'get', 'apiservice', 'v1beta1.metrics.k8s.io'])).split('\n')[1]).toMatch(/\sFalse \(FailedDiscoveryCheck\)\s/);
     const metrics = (await ok('GET', '/metrics')).body;
     expect(metrics).toContain('aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"} 1');
     expect(metrics).toMatch(/^aggregator_unavailable_apiservice_total\{name="v1beta1\.metrics\.k8s\.io",reason="FailedDiscoveryCheck"\} [1-9]/m);
