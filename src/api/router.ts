@@ -1,6 +1,7 @@
 // The last filter: routes a request to the health and discovery endpoints, or to the
-// handler of its verb on its resource. Discovery documents are built once at start-up
-// (the served catalog does not change while the server runs) and sent as the same bytes.
+// handler of its verb on its resource, or (a group-version served nowhere here) to the
+// server an APIService names (src/aggregator). Discovery documents are built once per
+// served set (the catalog's, the aggregated APIs') and sent as the same bytes.
 import { AggregatedDiscovery } from './aggregated-discovery.js';
 import { sendDiscoveryDoc } from './discovery-response.js';
 import { offloadYaml } from '../codec/yaml-offload.js';
