@@ -158,18 +158,17 @@ export class AvailableConditionController {
    */
   metricsText(): string {
     const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-    const lines = [
-      '# HELP aggregator_unavailable_apiservice [STABLE] Gauge of APIServices which are marked as unavailable broken down by APIService name.',
-      '# TYPE aggregator_unavailable_apiservice gauge',
-    ];
+    // (a family without samples is left out, as Prometheus' Go client leaves it)
+    const lines: string[] = [];
     const objs = [...this.cacher.cache(APISERVICES_GR).items.values()].map((e) => entryObject(e)).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    if (objs.length) lines.push('# HELP aggregator_unavailable_apiservice [STABLE] Gauge of APIServices which are marked as unavailable broken down by APIService name.', '# TYPE aggregator_unavailable_apiservice gauge');
     for (const o of objs) lines.push(`aggregator_unavailable_apiservice{name="${esc(o.metadata.name)}"} ${conditionOf(o, 'Available')?.status === 'True' ? 0 : 1}`);
-    lines.push('# HELP aggregator_unavailable_apiservice_total [STABLE] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.', '# TYPE aggregator_unavailable_apiservice_total counter');
+    if (this.unavailableTotal.size) lines.push('# HELP aggregator_unavailable_apiservice_total [STABLE] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.', '# TYPE aggregator_unavailable_apiservice_total counter');
     for (const [k, n] of [...this.unavailableTotal].sort()) {
       const [name, reason] = k.split('\0');
       lines.push(`aggregator_unavailable_apiservice_total{name="${esc(name)}",reason="${esc(reason)}"} ${n}`);
     }
-    return lines.join('\n') + '\n';
+    return lines.length ? lines.join('\n') + '\n' : '';
   }
 }
 
