@@ -225,6 +225,14 @@ describe('API aggregation with a real aggregated server', () => {
     expect(allowed.json()).toMatchObject({ kind: 'NodeMetrics', metadata: { name: 'node-b' } });
     const seen = backend.seen.slice(before).find((r) => r.user === 'jane')!;
     expect(seen).toMatchObject({ path: '/apis/metrics.k8s.io/v1beta1/nodes/node-b', groups: ['dev', 'ops', 'system:authenticated'], clientCN: 'front-proxy-client', authorization: undefined });
+    // A proxied request gives its priority-and-fairness seat back once it is on its way (kube's
+    // RequestDelegated): while the backend holds a slow one, no seat of jane's level is taken.
+    const slow = request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes?delay=3000', undefined, jane);
+    await until(() => backend.seen.some((r) => r.user === 'jane' && r.path.includes('delay=3000')), 10_000);
+    const executing = (await ok('GET', '/metrics')).body.split('\n').filter((l) => l.startsWith('apiserver_flowcontrol_current_executing_requests{') && !l.includes('priority_level="exempt"'));
+    expect(executing.length).toBeGreaterThan(0);
+    expect(executing.filter((l) => !l.endsWith(' 0'))).toEqual([]);
+    expect((await slow).status).toBe(200);
     // an impersonated request reaches the backend as the impersonated user
     const as = await ok('GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, { 'impersonate-user': 'jane' });
     expect(as.json().kind).toBe('NodeMetricsList');

@@ -161,7 +161,18 @@ export function startMetricsServer(o: MetricsServerOptions, port = 0): Promise<M
       });
       return;
     }
-    if (p === `${PREFIX}/nodes`) return send(res, 200, { kind: 'NodeMetricsList', apiVersion: GV, metadata: {}, items: o.nodes.map(nodeMetrics) });
+    if (p === `${PREFIX}/nodes`) {
+      // ?delay=ms: a slow answer (a request that stays in flight a while)
+      const delay = Number(url.searchParams.get('delay') ?? 0);
+      const answer = () => send(res, 200, { kind: 'NodeMetricsList', apiVersion: GV, metadata: {}, items: o.nodes.map(nodeMetrics) });
+      if (!delay) return answer();
+      const t = setTimeout(() => {
+        timers.delete(t);
+        answer();
+      }, delay);
+      timers.add(t);
+      return;
+    }
     let m = new RegExp(`^${PREFIX}/nodes/([^/]+)$`).exec(p);
     if (m) {
       const i = o.nodes.indexOf(m[1]);
@@ -189,7 +200,7 @@ export function startMetricsServer(o: MetricsServerOptions, port = 0): Promise<M
         seen,
         close: () =>
           new Promise<void>((r) => {
-            for (const t of timers) clearInterval(t);
+            for (const t of timers) clearTimeout(t);
             server.close(() => r());
             server.closeAllConnections();
           }),

@@ -84,6 +84,8 @@ export function proxyToService(req: ApiRequest, res: ResponseSink, s: APIService
   const headers = forwardedHeaders(req);
   setAuthProxyHeaders(headers, user, features.enabled('RemoteRequestHeaderUID') ? user.uid : '');
   const target = at;
+  // The backend limits the request itself: its seat here is given back (kube's RequestDelegated).
+  req.delegated?.();
   return new Promise<void>((done) => {
     const out = client.request(s, target, req.method, req.path + encodedQuery(req), headers);
     let answered = false;
