@@ -194,3 +194,45 @@ describe('APIService validation (ValidateAPIService)', () => {
     expect(validateAPIService({ metadata: { name: 'v1.x.io' }, spec: { group: 'x.io', version: 'v1', groupPriorityMinimum: 10, versionPriority: 10, service: { namespace: 'n', name: 's', port: 443 } } })).toEqual([]);
   });
 });
+
+describe('the proxy client certificate', () => {
+  it('is read again when its files change, and a bad pair keeps the previous one', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { mkdtempSync, writeFileSync, rmSync, utimesSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { loadProxyClientCert } = await import('./backend-client.js');
+    const dir = mkdtempSync(join(tmpdir(), 'kubeshard-proxy-cert-'));
+    const make = (n: string) => {
+      execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${n}.key`], { cwd: dir, stdio: 'ignore' });
+      execFileSync('openssl', ['req', '-x509', '-new', '-key', `${n}.key`, '-days', '1', '-subj', `/CN=${n}`, '-out', `${n}.crt`], { cwd: dir, stdio: 'ignore' });
+    };
+    try {
+      make('a');
+      make('b');
+      const cert = join(dir, 'client.crt');
+      const key = join(dir, 'client.key');
+      const copy = (n: string, at: number) => {
+        writeFileSync(cert, execFileSync('cat', [join(dir, `${n}.crt`)]));
+        writeFileSync(key, execFileSync('cat', [join(dir, `${n}.key`)]));
+        utimesSync(cert, at, at);
+        utimesSync(key, at, at);
+      };
+      copy('a', 1000);
+      const src = loadProxyClientCert(cert, key, 0)!;
+      const first = src.current()!;
+      expect(first.generation).toBe(1);
+      copy('b', 2000);
+      const second = src.current()!;
+      expect(second.generation).toBe(2);
+      expect(second.cert.equals(first.cert)).toBe(false);
+      // a key that does not match: the rotated pair stays in use
+      writeFileSync(key, execFileSync('cat', [join(dir, 'a.key')]));
+      utimesSync(key, 3000, 3000);
+      expect(src.current()!.generation).toBe(2);
+      expect(() => loadProxyClientCert(cert, key)).toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

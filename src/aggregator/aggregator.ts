@@ -13,7 +13,7 @@ import type { Cacher } from '../storage/cacher.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { APISERVICES_GR, groupBefore, localGroupPriority, sortedByGroupAndVersion, viewOf, type AggregatedGroup, type APIServiceView } from './apiservice.js';
-import { BackendClient, type ProxyClientCert } from './backend-client.js';
+import { BackendClient, type ProxyClientCertSource } from './backend-client.js';
 import { ServiceResolver, type ObjectReader } from './service-resolver.js';
 import { proxyToService } from './proxy.js';
 import { DiscoveryManager, DOCUMENT_LIMIT_BYTES } from './discovery-manager.js';
@@ -22,7 +22,7 @@ import { OpenApiDownloader, type AggregatedOpenApi } from './openapi-downloader.
 export interface AggregatorOptions {
   /** --enable-aggregator-routing */
   enableAggregatorRouting: boolean;
-  proxyClientCert?: ProxyClientCert;
+  proxyClientCert?: ProxyClientCertSource;
   /** how often discovery and OpenAPI are fetched again (kube: each minute) */
   refreshMs?: number;
 }

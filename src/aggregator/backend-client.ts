@@ -7,7 +7,8 @@
 //
 // Thread ownership: one per front thread; its pools are that thread's.
 import https from 'node:https';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import type { IncomingMessage, ClientRequest, OutgoingHttpHeaders } from 'node:http';
 import type { UserInfo } from '../auth/user.js';
 import type { APIServiceView } from './apiservice.js';
@@ -16,12 +17,51 @@ import type { Endpoint } from './service-resolver.js';
 export interface ProxyClientCert {
   cert: Buffer;
   key: Buffer;
+  /** moves when the files are read again */
+  generation: number;
 }
 
-/** Reads the proxy client certificate and key; none when the flags are not given. */
-export function loadProxyClientCert(certFile: string, keyFile: string): ProxyClientCert | undefined {
+/** The proxy client certificate as it is now: a fixed pair, or files read again when they change. */
+export interface ProxyClientCertSource {
+  current(): ProxyClientCert | undefined;
+}
+
+const RELOAD_CHECK_MS = 60_000;
+
+/**
+ * The proxy client certificate and key files, read at start (a bad pair stops start-up) and
+ * again when they change, checked at most each minute (kube's dynamic certificate content
+ * reloads them so): a rotated certificate is used from then on, connections included.
+ * None when the flags are not given.
+ */
+export function loadProxyClientCert(certFile: string, keyFile: string, checkMs = RELOAD_CHECK_MS): ProxyClientCertSource | undefined {
   if (!certFile || !keyFile) return undefined;
-  return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
+  const stamp = () => `${statSync(certFile).mtimeMs}:${statSync(keyFile).mtimeMs}`;
+  let generation = 0;
+  const read = (): ProxyClientCert => {
+    const pair = { cert: readFileSync(certFile), key: readFileSync(keyFile), generation: ++generation };
+    createSecureContext({ cert: pair.cert, key: pair.key }); // (throws on a pair that does not load)
+    return pair;
+  };
+  let pair = read();
+  let seen = stamp();
+  let checked = Date.now();
+  return {
+    current() {
+      if (Date.now() - checked < checkMs) return pair;
+      checked = Date.now();
+      try {
+        const now = stamp();
+        if (now !== seen) {
+          pair = read();
+          seen = now;
+        }
+      } catch (e) {
+        console.warn(`W proxy client certificate: ${(e as Error).message} (the previous one stays in use)`);
+      }
+      return pair;
+    },
+  };
 }
 
 /**
@@ -46,6 +86,9 @@ export function setAuthProxyHeaders(h: OutgoingHttpHeaders, user: Pick<UserInfo,
 
 interface Pool {
   key: string;
+  /** the APIService view and certificate generation the key was last checked for */
+  view: APIServiceView;
+  gen: number;
   agent: https.Agent;
   servername: string;
 }
@@ -53,23 +96,31 @@ interface Pool {
 export class BackendClient {
   private pools = new Map<string, Pool>();
 
-  constructor(private clientCert: ProxyClientCert | undefined) {}
+  constructor(private certs: ProxyClientCertSource | undefined) {}
 
   /** The pool of an APIService, rebuilt when its TLS settings change. */
   private pool(s: APIServiceView): Pool {
-    const servername = `${s.service!.name}.${s.service!.namespace}.svc`;
-    const key = `${servername}|${s.insecureSkipTLSVerify}|${s.caBundle?.toString('base64') ?? ''}`;
+    const cert = this.certs?.current();
+    const gen = cert?.generation ?? 0;
     let p = this.pools.get(s.name);
-    if (p && p.key === key) return p;
+    // (the same APIService object and certificate: the pool as it is, without building its key)
+    if (p && p.view === s && p.gen === gen) return p;
+    const servername = `${s.service!.name}.${s.service!.namespace}.svc`;
+    const key = `${servername}|${s.insecureSkipTLSVerify}|${s.caBundle?.toString('base64') ?? ''}|${gen}`;
+    if (p && p.key === key) {
+      p.view = s;
+      p.gen = gen;
+      return p;
+    }
     p?.agent.destroy();
     const agent = new https.Agent({
       keepAlive: true,
       ca: s.caBundle && s.caBundle.length ? s.caBundle : undefined,
       rejectUnauthorized: !s.insecureSkipTLSVerify,
-      cert: this.clientCert?.cert,
-      key: this.clientCert?.key,
+      cert: cert?.cert,
+      key: cert?.key,
     });
-    p = { key, agent, servername };
+    p = { key, view: s, gen, agent, servername };
     this.pools.set(s.name, p);
     return p;
   }
@@ -86,8 +137,9 @@ export class BackendClient {
   request(s: APIServiceView, at: Endpoint, method: string, path: string, headers: OutgoingHttpHeaders, opts: { insecure?: boolean; timeoutMs?: number } = {}): ClientRequest {
     const host = at.host.includes(':') ? `[${at.host}]` : at.host;
     if (opts.insecure) {
+      const cert = this.certs?.current();
       // The availability check skips verification (kube: a best-effort GET), still with the client certificate.
-      return https.request({ host: at.host, port: at.port, method, path, headers: { host: `${host}:${at.port}`, ...headers }, rejectUnauthorized: false, cert: this.clientCert?.cert, key: this.clientCert?.key, agent: false, timeout: opts.timeoutMs });
+      return https.request({ host: at.host, port: at.port, method, path, headers: { host: `${host}:${at.port}`, ...headers }, rejectUnauthorized: false, cert: cert?.cert, key: cert?.key, agent: false, timeout: opts.timeoutMs });
     }
     const p = this.pool(s);
     return https.request({ host: at.host, port: at.port, method, path, headers: { host: `${host}:${at.port}`, ...headers }, agent: p.agent, servername: p.servername, timeout: opts.timeoutMs });
