@@ -43,7 +43,12 @@ export function loadProxyClientCert(certFile: string, keyFile: string, checkMs =
     createSecureContext({ cert: pair.cert, key: pair.key }); // (throws on a pair that does not load)
     return pair;
   };
-  let pair = read();
+  let pair: ProxyClientCert;
+  try {
+    pair = read();
+  } catch (e) {
+    throw new Error(`--proxy-client-cert-file, --proxy-client-key-file: unable to load the certificate and key: ${(e as Error).message}`);
+  }
   let seen = stamp();
   let checked = Date.now();
   return {
