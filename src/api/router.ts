@@ -233,6 +233,8 @@ export class Router implements Filter {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (this.docs.has(path)) throw errors.methodNotAllowed();
+      const remote = path.startsWith('/apis/') ? this.deps.aggregator?.proxyForPath(path) : undefined;
+      if (remote) return this.deps.aggregator!.serve(req, res, remote);
       sendText(res, 404, '404 page not found\n');
       return;
     }
