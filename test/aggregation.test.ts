@@ -1,12 +1,15 @@
 // API aggregation (issue 20) with a real aggregated server (test/metrics-server.ts, HTTPS,
 // metrics.k8s.io/v1beta1) registered as kube registers metrics-server: an APIService, its
 // Service and the Service's EndpointSlice. Through kubeshard and the real kubectl:
-// `get --raw` of the metrics, `top node` and `top pod`, `api-resources`, the APIService
-// Available; the backend sees the caller's identity in the request headers over the proxy
-// client certificate, never the caller's token; discovery (legacy and aggregated) and OpenAPI
-// (v2, v3) include the group; a watch streams through unbuffered; a request kubeshard does
-// not authenticate never reaches the backend; a stopped backend turns the APIService False
-// and its requests into 503s, and a restarted one brings both back.
+// `get --raw` of the metrics, `top node` and `top pod`, `api-resources`, `explain`, the
+// APIService Available. kubeshard authenticates and authorizes (RBAC) first; the backend sees
+// the caller's identity in the request headers over the proxy client certificate, never the
+// caller's token, and the proxied request gives its flow-control seat back. Discovery (legacy
+// and aggregated) and OpenAPI (v2, v3) include the group; a watch streams through unbuffered;
+// bodies and queries pass; the backend's certificate is verified with the caBundle. A stopped
+// backend turns the APIService False (FailedDiscoveryCheck) and its requests into 503s, and a
+// restarted one brings both back; a missing Service and missing endpoints get kube's reasons,
+// and an invalid APIService kube's 422.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
