@@ -78,7 +78,8 @@ export class Aggregator {
       const o = entryObject(e);
       if (o?.metadata?.deletionTimestamp) continue;
       const v = viewOf(o);
-      if (v?.service) views.push(v);
+      // (a Service for the legacy group, "v1.", is not served: /api stays this server's)
+      if (v?.service && v.group) views.push(v);
     }
     const remote = new Map<string, APIServiceView>();
     for (const v of views) remote.set(`${v.group}/${v.version}`, v);
