@@ -22,6 +22,11 @@ export interface ServerOptions {
   /** --tls-sni-cert-key, in flag order (earlier ones win a name) */
   tlsSniCertKeys: SniCertKey[];
   tokenAuthFile: string;
+  /** --enable-aggregator-routing: aggregated APIs reached through their Services' endpoints (src/aggregator/service-resolver.ts) */
+  enableAggregatorRouting: boolean;
+  /** --proxy-client-cert-file / --proxy-client-key-file: the certificate the aggregator presents to the servers it proxies to */
+  proxyClientCertFile: string;
+  proxyClientKeyFile: string;
   /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
   clientCaFile: string;
   /** which front end serves: uWS unless something needs node:http2 ('auto'), or either by name */
@@ -201,6 +206,13 @@ const FLAGS: Record<string, FlagSpec> = {
     help: 'Allow anonymous requests (user system:anonymous, group system:unauthenticated). Switched off, with a warning, when AlwaysAllow is among the authorization modes, as in kube-apiserver. (default true)',
     set: (o, v) => (o.anonymousAuth = v),
   },
+  'enable-aggregator-routing': {
+    kind: 'bool',
+    help: "Route the aggregator's requests to an APIService's Service through its EndpointSlices' endpoints rather than its cluster IP. Nothing routes cluster IPs here (there is no kube-proxy), so a ClusterIP Service is reached through its endpoints either way; false dials an ExternalName Service by its name, true refuses one, as kube. (default false)",
+    set: (o, v) => (o.enableAggregatorRouting = v),
+  },
+  'proxy-client-cert-file': { kind: 'string', help: 'Client certificate the aggregator presents to the servers of aggregated APIs when it proxies a request, vouching for the X-Remote-User/Group/Extra-* identity it sends.', set: (o, v) => (o.proxyClientCertFile = v) },
+  'proxy-client-key-file': { kind: 'string', help: 'Private key of --proxy-client-cert-file.', set: (o, v) => (o.proxyClientKeyFile = v) },
   'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (Node has no opinion: there are no kubelets). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
@@ -385,6 +397,9 @@ export function defaultOptions(): ServerOptions {
     tlsCipherSuites: [],
     tlsSniCertKeys: [],
     tokenAuthFile: '',
+    enableAggregatorRouting: false,
+    proxyClientCertFile: '',
+    proxyClientKeyFile: '',
     clientCaFile: '',
     frontEnd: 'auto',
     frontThreads: 0,
@@ -531,6 +546,8 @@ function validate(o: ServerOptions): void {
   if (cipherError) throw new FlagError(cipherError);
   if (o.frontEnd === 'uws' && (o.clientCaFile || (o.tlsMinVersion && o.tlsMinVersion !== 'VersionTLS12')))
     throw new FlagError('--front-end=uws: the uWebSockets.js front end cannot read client certificates (--client-ca-file) or serve a --tls-min-version other than VersionTLS12; use --front-end=http2 or auto');
+  if (Boolean(o.proxyClientCertFile) !== Boolean(o.proxyClientKeyFile)) throw new FlagError('--proxy-client-cert-file and --proxy-client-key-file must be given together');
+  for (const f of [o.proxyClientCertFile, o.proxyClientKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load proxy client certificate or key "${f}": no such file`);
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
   if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);

@@ -77,6 +77,9 @@ import { ApiserverIdentity, serverHostname } from './controllers/apiserver-ident
 import { EndpointReconciler, LocalMasterLeases } from './controllers/endpoint-reconciler.js';
 import { storeClient } from './controllers/object-client.js';
 import { endpointAddress, leaseTimings } from './controllers/replica-settings.js';
+import { Aggregator } from './aggregator/aggregator.js';
+import { AvailableConditionController } from './aggregator/available-controller.js';
+import { loadProxyClientCert } from './aggregator/backend-client.js';
 
 /**
  * Set when startServer runs on a front thread other than the main one (issue 18): the
@@ -392,8 +395,22 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     new Set(o.disabledMetrics),
   );
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
-  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), () => encryption.metrics.text()));
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '')));
+  // API aggregation (kube-aggregator): every front thread proxies and merges discovery from
+  // what its cache says; the main thread alone keeps the APIServices' Available condition.
+  // (the intervals are kube's; the tests shorten them)
+  const aggregator = new Aggregator(cacher, cachedObjects, {
+    enableAggregatorRouting: o.enableAggregatorRouting,
+    proxyClientCert: loadProxyClientCert(o.proxyClientCertFile, o.proxyClientKeyFile),
+    refreshMs: Number(process.env.KUBESHARD_AGGREGATOR_REFRESH_MS) || undefined,
+  });
+  aggregator.start();
+  const availability = main
+    ? new AvailableConditionController(store, cacher, targets.resolve('apiregistration.k8s.io', 'v1', 'apiservices')!, cachedObjects, aggregator.resolver, aggregator.client, Number(process.env.KUBESHARD_AGGREGATOR_RESYNC_MS) || undefined)
+    : undefined;
+  availability?.start();
   const router = new Router({
+    aggregator,
     metrics,
     catalog,
     targets,
@@ -496,6 +513,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         stopping ??= (async () => {
           health.shuttingDown = true;
           crds.stop();
+          aggregator.stop();
           listener?.stopListening();
           await auditor?.backend.shutdown();
           await cacher.close();
@@ -522,6 +540,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   } catch (err) {
     listener.stopListening();
     await others.stop();
+    availability?.stop();
+    aggregator.stop();
     endpoints?.halt();
     identity?.stop();
     await elector?.stop(false);
@@ -560,6 +580,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         namespaces.stop();
         apfBootstrap.stop();
         crds.stop();
+        availability?.stop();
+        aggregator.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
         // What the audit backends buffered is written (or sent) before the process exits.

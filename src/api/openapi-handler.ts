@@ -13,6 +13,7 @@ import { buildOpenApiV2, buildOpenApiV3 } from './openapi.js';
 import { encodeOpenApiV2Proto } from './openapi-v2-proto.js';
 import { createHash } from 'node:crypto';
 import { errors } from '../errors.js';
+import { mergeOpenApiV2, type AggregatedOpenApi } from '../aggregator/openapi-downloader.js';
 
 interface Doc {
   body: Buffer;
@@ -49,7 +50,11 @@ export class OpenApiHandler {
   private v2Docs?: { json: Doc; proto: Doc };
   private v3Docs?: { root: Buffer; byPath: Map<string, Doc> };
 
-  constructor(private catalog: Catalog) {}
+  /** aggregated: the OpenAPI of the group-versions other servers serve (API aggregation), merged in */
+  constructor(
+    private catalog: Catalog,
+    private aggregated?: AggregatedOpenApi,
+  ) {}
 
   private get v2(): Doc {
     return (this.v2Docs ??= this.buildV2()).json;
@@ -60,7 +65,12 @@ export class OpenApiHandler {
   }
 
   private buildV2(): { json: Doc; proto: Doc } {
-    const v2 = buildOpenApiV2(this.catalog);
+    let v2 = buildOpenApiV2(this.catalog);
+    const specs = this.aggregated?.v2Specs() ?? [];
+    if (specs.length) {
+      const body = JSON.stringify(mergeOpenApiV2(JSON.parse(v2.body), specs));
+      v2 = { body, hash: createHash('sha512').update(body).digest('hex').toUpperCase() };
+    }
     const pb = encodeOpenApiV2Proto(JSON.parse(v2.body));
     const pbHash = createHash('sha512').update(pb).digest('hex').toUpperCase();
     return { json: { body: Buffer.from(v2.body), etag: `"${v2.hash}"`, hash: v2.hash }, proto: { body: pb, etag: `"${pbHash}"`, hash: pbHash } };
@@ -71,7 +81,18 @@ export class OpenApiHandler {
       const v3 = buildOpenApiV3(this.catalog);
       const byPath = new Map<string, Doc>();
       for (const [key, d] of v3.groupVersions) byPath.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), etag: `"${d.hash}"`, hash: d.hash });
-      this.v3Docs = { root: Buffer.from(v3.root), byPath };
+      let root = v3.root;
+      const extra = this.aggregated?.v3Docs();
+      if (extra?.size) {
+        const index = JSON.parse(root);
+        for (const [key, d] of extra) {
+          if (byPath.has(`/openapi/v3/${key}`)) continue;
+          byPath.set(`/openapi/v3/${key}`, { body: Buffer.from(d.body), etag: `"${d.hash}"`, hash: d.hash });
+          index.paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${d.hash}` };
+        }
+        root = JSON.stringify(index);
+      }
+      this.v3Docs = { root: Buffer.from(root), byPath };
     }
     return this.v3Docs;
   }

@@ -1,6 +1,7 @@
 // The last filter: routes a request to the health and discovery endpoints, or to the
-// handler of its verb on its resource. Discovery documents are built once at start-up
-// (the served catalog does not change while the server runs) and sent as the same bytes.
+// handler of its verb on its resource, or (a group-version served nowhere here) to the
+// server an APIService names (src/aggregator). Discovery documents are built once per
+// served set (the catalog's, the aggregated APIs') and sent as the same bytes.
 import { AggregatedDiscovery } from './aggregated-discovery.js';
 import { sendDiscoveryDoc } from './discovery-response.js';
 import { offloadYaml } from '../codec/yaml-offload.js';
@@ -34,6 +35,7 @@ import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
 import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
 import { handleLog } from '../handlers/log.js';
 import type { AuthContext } from '../handlers/context.js';
+import type { Aggregator } from '../aggregator/aggregator.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -97,6 +99,8 @@ export interface RouterDeps {
   extraPaths?: Map<string, (req: ApiRequest, res: ResponseSink) => void | Promise<void>>;
   /** the request metrics: a deprecated API's use is noted there */
   metrics?: import('../metrics/request-metrics.js').RequestMetrics;
+  /** API aggregation: the group-versions other servers serve (src/aggregator) */
+  aggregator?: Aggregator;
 }
 
 export class Router implements Filter {
@@ -116,8 +120,9 @@ export class Router implements Filter {
    */
   private buildDocs(): void {
     const json = (s: string): Doc => ({ body: Buffer.from(s), contentType: 'application/json' });
-    const { catalog } = this.deps;
+    const { catalog, aggregator } = this.deps;
     this.docsGeneration = catalog.generation;
+    this.aggregatorGeneration = aggregator?.generation ?? 0;
     this.docs = new Map();
     this.docs.set('/version', json(discovery.versionDoc()));
     this.docs.set('/api', json(discovery.apiVersionsDoc(this.deps.serverAddress)));
@@ -134,12 +139,20 @@ export class Router implements Filter {
         this.docs.set(`/apis/${gv.group}/${gv.version}`, json(discovery.apiResourceListDoc(catalog, gv.group, gv.version)));
       }
     }
-    this.openapi = new OpenApiHandler(catalog);
+    // The aggregated groups join /apis, aggregated discovery and /apis/<group> (kube-aggregator's handlers).
+    if (aggregator?.hasGroups) {
+      const localGroups = new Set(catalog.groups().map((g) => g.name));
+      this.docs.get('/apis')!.body = aggregator.mergeGroupList(this.docs.get('/apis')!.body);
+      for (const v of ['v2', 'v2beta1']) this.docs.get(`aggregated:apis:${v}`)!.body = aggregator.mergeAggregated(this.docs.get(`aggregated:apis:${v}`)!.body);
+      for (const [path, body] of aggregator.groupDocs(localGroups)) this.docs.set(path, json(body));
+    }
+    this.openapi = new OpenApiHandler(catalog, aggregator?.openApi);
     const docs = this.docs;
     this.aggregated = new AggregatedDiscovery((which, v) => docs.get(`aggregated:${which}:${v}`)!.body);
   }
 
   private docsGeneration = -1;
+  private aggregatorGeneration = 0;
   private openapi!: OpenApiHandler;
   private aggregated!: AggregatedDiscovery;
 
@@ -154,7 +167,12 @@ export class Router implements Filter {
 
   private resource(req: ApiRequest, res: ResponseSink, info: NonNullable<ApiRequest['requestInfo']>): void | Promise<void> {
     const target = this.deps.targets.resolve(info.apiGroup, info.apiVersion, info.resource);
-    if (!target) throw errors.resourceNotFound();
+    if (!target) {
+      // (only a group-version served nowhere here is looked for among the aggregated ones)
+      const remote = this.deps.aggregator?.proxyFor(info.apiGroup, info.apiVersion);
+      if (remote) return this.deps.aggregator!.serve(req, res, remote);
+      throw errors.resourceNotFound();
+    }
     if (target.info.custom) checkCustomRequest(req, info, target.info.custom);
     if (!target.info.namespaced) {
       if (info.namespace && info.resource !== 'namespaces') throw errors.resourceNotFound();
@@ -205,7 +223,7 @@ export class Router implements Filter {
   }
 
   private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {
-    if (this.docsGeneration !== this.deps.catalog.generation) this.buildDocs();
+    if (this.docsGeneration !== this.deps.catalog.generation || this.aggregatorGeneration !== (this.deps.aggregator?.generation ?? 0)) this.buildDocs();
     const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
     if (this.health(req, res)) return;
     const extra = this.deps.extraPaths?.get(path);
@@ -215,6 +233,8 @@ export class Router implements Filter {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (this.docs.has(path)) throw errors.methodNotAllowed();
+      const remote = path.startsWith('/apis/') ? this.deps.aggregator?.proxyForPath(path) : undefined;
+      if (remote) return this.deps.aggregator!.serve(req, res, remote);
       sendText(res, 404, '404 page not found\n');
       return;
     }
@@ -226,6 +246,10 @@ export class Router implements Filter {
       if (path === '/version') sendJson(req, res, 200, doc.body);
       else sendDiscoveryDoc(req, res, doc);
       return;
+    }
+    if (path.startsWith('/apis/')) {
+      const remote = this.deps.aggregator?.proxyForPath(path);
+      if (remote) return this.deps.aggregator!.serve(req, res, remote);
     }
     if (path.startsWith('/api/') || path.startsWith('/apis/')) throw errors.resourceNotFound();
     sendText(res, 404, '404 page not found\n');

@@ -152,7 +152,15 @@ export class PriorityAndFairness {
           h.stats.dispatched++;
           h.stats.waitExecuted.observe(0);
           this.seats.addInflight(mutating, 1);
-          res.onDone(mutating ? h.releaseMutating : h.releaseReadonly);
+          // (once: at the end, or earlier when the request is delegated)
+          let held = true;
+          const release = () => {
+            if (!held) return;
+            held = false;
+            (mutating ? h.releaseMutating : h.releaseReadonly)();
+          };
+          req.delegated = release;
+          res.onDone(release);
           return;
         }
         if (level.limitResponse === 'Reject' || st.queues.length === 0) throw this.refusal(h, 'concurrency-limit', 0);
@@ -190,6 +198,11 @@ export class PriorityAndFairness {
             h.stats.dispatched++;
             h.stats.waitExecuted.observe(waited);
             this.seats.addInflight(mutating, 1);
+            req.delegated = () => {
+              if (w.state !== 'running') return;
+              w.state = 'gone';
+              (mutating ? h.releaseMutating : h.releaseReadonly)();
+            };
             resolve();
             return;
           }

@@ -45,6 +45,12 @@ export interface ApiRequest {
   responseHeaders?: HeaderList;
   /** The request's audit record, when auditing is on and the policy records it (src/http/filters/audit.ts). */
   audit?: AuditHook;
+  /**
+   * Gives the request's priority-and-fairness seat back before the request ends (set by the
+   * flow-control filter): kube's RequestDelegated, for a request proxied to an aggregated
+   * server, which limits it itself.
+   */
+  delegated?: () => void;
 }
 
 /** What the rest of the chain tells the audit record of a request. */

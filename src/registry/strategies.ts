@@ -1,5 +1,6 @@
 // The per-kind strategies. Kinds not named here use the generic Strategy (or SpecStrategy
 // for the workload groups, whose objects carry a generation).
+import { APIServiceStrategy } from '../aggregator/apiservice-strategy.js';
 import { HorizontalPodAutoscalerStrategy } from './autoscaling-strategy.js';
 import { Strategy, SpecStrategy, type FieldError, type StrategyContext } from './strategy.js';
 import type { Cacher } from '../storage/cacher.js';
@@ -261,6 +262,7 @@ export class StrategyRegistry {
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
     if (group === 'apiextensions.k8s.io' && resource === 'customresourcedefinitions') return { strategy: new CrdStrategy(), nameRule: 'subdomain' };
+    if (group === 'apiregistration.k8s.io' && resource === 'apiservices') return { strategy: new APIServiceStrategy(), nameRule: 'path' };
     if (group === 'networking.k8s.io' && resource === 'ingresses') return { strategy: kinds.ingressStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'ingressclasses') return { strategy: kinds.ingressClassStrategy(), nameRule: 'subdomain' };
     if (group === 'policy' && resource === 'poddisruptionbudgets') return { strategy: kinds.podDisruptionBudgetStrategy(), nameRule: 'subdomain' };
