@@ -1,11 +1,11 @@
-// An etcd v3 client over @grpc/grpc-js: the KV calls (Range, Put, DeleteRange, Txn, Compact),
+// An etcd v3 client over a lean gRPC transport on node:http2 (grpc-transport.ts): the KV calls (Range, Put, DeleteRange, Txn, Compact),
 // one multiplexed Watch stream with progress requests, leases, and Maintenance Status. What
 // kube-apiserver gets from etcd's clientv3, in the part kubeshard needs.
 //
 // Endpoints: `--etcd-servers` is a list; calls go to one endpoint at a time (the current one).
 // When it fails (connection refused or lost, or a read that times out) the call moves on to the
 // next one and that one becomes current; the failed endpoint's channel keeps reconnecting in the
-// background (grpc-js backoff) so it is usable again when the others fail in their turn. A
+// background (with backoff) so it is usable again when the others fail in their turn. A
 // mutating call is retried on another endpoint only when it cannot have reached the server (no
 // connection was established), as clientv3's retry interceptor does for non-repeatable calls:
 // a guarded create retried after it was applied would report a conflict that did not happen.
@@ -18,10 +18,12 @@
 //
 // Thread ownership: one instance per thread that creates it (normally the main thread); its
 // endpoint list, watch stream and watcher table are that thread's.
-import grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
+import { encodeFrame, GrpcChannel, GrpcError, GrpcStatus, Method, type BidiStream } from './grpc-transport.js';
 import { etcdpb, METHODS } from './proto.js';
+
+export { GrpcStatus } from './grpc-transport.js';
 
 export interface EtcdClientOptions {
   /** client URLs: http://host:port or https://host:port */
@@ -136,7 +138,8 @@ export interface StatusResult {
 export class EtcdError extends Error {
   constructor(
     message: string,
-    readonly code: grpc.status,
+    /** a gRPC status (GrpcStatus) */
+    readonly code: number,
     readonly endpoint: string,
   ) {
     super(message);
@@ -228,8 +231,19 @@ const T = {
   StatusResponse: etcdpb('StatusResponse'),
 };
 
-const ser = (t: protobuf.Type) => (obj: any) => Buffer.from(t.encode(obj).finish());
-const de = (t: protobuf.Type) => (buf: Buffer) => t.decode(buf);
+/** each method's path and prebuilt request headers */
+const M = {
+  range: new Method(METHODS.range),
+  put: new Method(METHODS.put),
+  deleteRange: new Method(METHODS.deleteRange),
+  txn: new Method(METHODS.txn),
+  compact: new Method(METHODS.compact),
+  watch: new Method(METHODS.watch),
+  leaseGrant: new Method(METHODS.leaseGrant),
+  leaseRevoke: new Method(METHODS.leaseRevoke),
+  leaseKeepAlive: new Method(METHODS.leaseKeepAlive),
+  status: new Method(METHODS.status),
+};
 
 function rangeRequest(key: Buffer | string, o: RangeOptions = {}): any {
   return {
@@ -265,12 +279,17 @@ function opResult(r: any): TxnOpResult {
 
 interface Endpoint {
   url: string;
-  client: grpc.Client;
+  channel: GrpcChannel;
 }
 
-/** The connection never reached the server: safe to send a mutating call elsewhere. */
-function neverSent(err: grpc.ServiceError): boolean {
-  return err.code === grpc.status.UNAVAILABLE && /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|Connection refused|connect /i.test(err.details ?? err.message);
+/** The call never reached the server (no connection, or refused unprocessed): safe to send a mutating call elsewhere. */
+function neverSent(err: GrpcError): boolean {
+  return err.code === GrpcStatus.UNAVAILABLE && err.neverSent;
+}
+
+/** Anything a call can throw, as a GrpcError (a response that does not decode is INTERNAL). */
+function asGrpc(e: unknown): GrpcError {
+  return e instanceof GrpcError ? e : new GrpcError(GrpcStatus.INTERNAL, `etcd response: ${(e as Error)?.message ?? e}`);
 }
 
 interface WatcherState {
@@ -294,7 +313,7 @@ export class EtcdClient {
   private closed = false;
 
   // the one watch stream and what runs on it
-  private stream: grpc.ClientDuplexStream<any, any> | undefined;
+  private stream: BidiStream | undefined;
   private streamEndpoint = -1;
   private reconnecting: Promise<void> | undefined;
   private readonly watchers = new Map<number, WatcherState>();
@@ -304,27 +323,18 @@ export class EtcdClient {
   constructor(opts: EtcdClientOptions) {
     if (!opts.endpoints.length) throw new Error('etcd: no endpoints');
     this.callTimeoutMs = opts.callTimeoutMs ?? 10_000;
-    const keepalive = opts.keepaliveMs ?? 10_000;
-    const channelOptions: grpc.ChannelOptions = {
-      'grpc.max_receive_message_length': -1,
-      'grpc.max_send_message_length': -1,
-      'grpc.keepalive_time_ms': keepalive,
-      'grpc.keepalive_timeout_ms': Math.max(1000, Math.floor(keepalive / 2)),
-      // etcd's keepalive policy refuses pings on a connection without a stream
-      'grpc.keepalive_permit_without_calls': 0,
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2000,
-    };
-    const ca = opts.caFile ? readFileSync(opts.caFile) : null;
-    const cert = opts.certFile ? readFileSync(opts.certFile) : null;
-    const key = opts.keyFile ? readFileSync(opts.keyFile) : null;
+    // pings only while calls are open (etcd's keepalive policy refuses them on an idle connection)
+    const keepaliveMs = opts.keepaliveMs ?? 10_000;
+    const ca = opts.caFile ? readFileSync(opts.caFile) : undefined;
+    const cert = opts.certFile ? readFileSync(opts.certFile) : undefined;
+    const key = opts.keyFile ? readFileSync(opts.keyFile) : undefined;
     this.endpoints = opts.endpoints.map((raw) => {
       const url = new URL(raw.includes('://') ? raw : `http://${raw}`);
       const tls = url.protocol === 'https:';
       const port = url.port || (tls ? '443' : '2379');
       const host = url.hostname.includes(':') && !url.hostname.startsWith('[') ? `[${url.hostname}]` : url.hostname;
-      const creds = tls ? grpc.credentials.createSsl(ca, key, cert) : grpc.credentials.createInsecure();
-      return { url: url.toString().replace(/\/$/, ''), client: new grpc.Client(`${host}:${port}`, creds, channelOptions) };
+      const channel = new GrpcChannel(`${tls ? 'https' : 'http'}://${host}:${port}`, { ca, cert, key, keepaliveMs, connectTimeoutMs: Math.max(this.callTimeoutMs, 1000) });
+      return { url: url.toString().replace(/\/$/, ''), channel };
     });
   }
 
@@ -335,30 +345,22 @@ export class EtcdClient {
 
   // ---- unary calls ----------------------------------------------------------------------
 
-  private callOnce(ep: Endpoint, method: string, reqT: protobuf.Type, resT: protobuf.Type, req: any): Promise<any> {
-    return new Promise((resolve, reject) => {
-      ep.client.makeUnaryRequest(method, ser(reqT), de(resT), req, new grpc.Metadata(), { deadline: Date.now() + this.callTimeoutMs }, (err, res) => {
-        if (err) reject(err);
-        else resolve(res);
-      });
-    });
-  }
-
   /** One call, moved along the endpoints while they fail in a way that allows a retry. */
-  private async call(method: string, reqT: protobuf.Type, resT: protobuf.Type, req: any, mutating: boolean): Promise<any> {
-    if (this.closed) throw new EtcdError('etcd client closed', grpc.status.CANCELLED, '');
-    let last: grpc.ServiceError | undefined;
+  private async call(method: Method, reqT: protobuf.Type, resT: protobuf.Type, req: any, mutating: boolean): Promise<any> {
+    if (this.closed) throw new EtcdError('etcd client closed', GrpcStatus.CANCELLED, '');
+    const frame = encodeFrame(reqT, req);
+    let last: GrpcError | undefined;
     for (let i = 0; i < this.endpoints.length; i++) {
       const idx = (this.current + i) % this.endpoints.length;
       const ep = this.endpoints[idx];
       try {
-        const res = await this.callOnce(ep, method, reqT, resT, req);
+        const res = resT.decode(await ep.channel.unary(method, frame, this.callTimeoutMs));
         this.current = idx;
         return res;
       } catch (e) {
-        const err = e as grpc.ServiceError;
+        const err = asGrpc(e);
         last = err;
-        const retry = mutating ? neverSent(err) : err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED;
+        const retry = mutating ? neverSent(err) : err.code === GrpcStatus.UNAVAILABLE || err.code === GrpcStatus.DEADLINE_EXCEEDED;
         if (!retry) throw this.wrap(err, ep);
         // this endpoint failed: the next one becomes current
         this.current = (idx + 1) % this.endpoints.length;
@@ -367,13 +369,13 @@ export class EtcdClient {
     throw this.wrap(last!, this.endpoints[this.current]);
   }
 
-  private wrap(err: grpc.ServiceError, ep: Endpoint): EtcdError {
-    const what = err.code === grpc.status.DEADLINE_EXCEEDED ? `timed out after ${this.callTimeoutMs}ms` : err.details || err.message;
+  private wrap(err: GrpcError, ep: Endpoint): EtcdError {
+    const what = err.code === GrpcStatus.DEADLINE_EXCEEDED ? `timed out after ${this.callTimeoutMs}ms` : err.details || err.message;
     return new EtcdError(`etcd ${ep.url}: ${what}`, err.code, ep.url);
   }
 
   async range(key: Buffer | string, opts: RangeOptions = {}): Promise<RangeResult> {
-    return rangeResult(await this.call(METHODS.range, T.RangeRequest, T.RangeResponse, rangeRequest(key, opts), false));
+    return rangeResult(await this.call(M.range, T.RangeRequest, T.RangeResponse, rangeRequest(key, opts), false));
   }
 
   /** One key, or undefined. */
@@ -383,12 +385,12 @@ export class EtcdClient {
   }
 
   async put(key: Buffer | string, value: Buffer | string, opts: { lease?: string; prevKv?: boolean } = {}): Promise<{ revision: number; prevKv?: KeyValue }> {
-    const r = await this.call(METHODS.put, T.PutRequest, T.PutResponse, { key: bytes(key), value: bytes(value), lease: opts.lease ?? 0, prevKv: !!opts.prevKv }, true);
+    const r = await this.call(M.put, T.PutRequest, T.PutResponse, { key: bytes(key), value: bytes(value), lease: opts.lease ?? 0, prevKv: !!opts.prevKv }, true);
     return { revision: num(r.header?.revision), prevKv: r.prevKv ? kvOf(r.prevKv) : undefined };
   }
 
   async deleteRange(key: Buffer | string, opts: { rangeEnd?: Buffer | string; prevKv?: boolean } = {}): Promise<{ revision: number; deleted: number; prevKvs: KeyValue[] }> {
-    const r = await this.call(METHODS.deleteRange, T.DeleteRangeRequest, T.DeleteRangeResponse, { key: bytes(key), rangeEnd: bytes(opts.rangeEnd), prevKv: !!opts.prevKv }, true);
+    const r = await this.call(M.deleteRange, T.DeleteRangeRequest, T.DeleteRangeResponse, { key: bytes(key), rangeEnd: bytes(opts.rangeEnd), prevKv: !!opts.prevKv }, true);
     return { revision: num(r.header?.revision), deleted: num(r.deleted), prevKvs: (r.prevKvs ?? []).map(kvOf) };
   }
 
@@ -402,7 +404,7 @@ export class EtcdClient {
     }));
     const mutating = [...(t.success ?? []), ...(t.failure ?? [])].some((op) => !('range' in op));
     const r = await this.call(
-      METHODS.txn,
+      M.txn,
       T.TxnRequest,
       T.TxnResponse,
       { compare, success: (t.success ?? []).map(opRequest), failure: (t.failure ?? []).map(opRequest) },
@@ -413,43 +415,50 @@ export class EtcdClient {
 
   /** Drops the history before revision (physical: answer once the backend has dropped it). */
   async compact(revision: number, physical = false): Promise<{ revision: number }> {
-    const r = await this.call(METHODS.compact, T.CompactionRequest, T.CompactionResponse, { revision, physical }, true);
+    const r = await this.call(M.compact, T.CompactionRequest, T.CompactionResponse, { revision, physical }, true);
     return { revision: num(r.header?.revision) };
   }
 
   /** A lease; its ID is a decimal string (64 bits). */
   async leaseGrant(ttlSeconds: number): Promise<{ id: string; ttl: number }> {
-    const r = await this.call(METHODS.leaseGrant, T.LeaseGrantRequest, T.LeaseGrantResponse, { TTL: ttlSeconds, ID: 0 }, true);
-    if (r.error) throw new EtcdError(`etcd lease grant: ${r.error}`, grpc.status.UNKNOWN, this.currentEndpoint);
+    const r = await this.call(M.leaseGrant, T.LeaseGrantRequest, T.LeaseGrantResponse, { TTL: ttlSeconds, ID: 0 }, true);
+    if (r.error) throw new EtcdError(`etcd lease grant: ${r.error}`, GrpcStatus.UNKNOWN, this.currentEndpoint);
     return { id: s64(r.ID), ttl: num(r.TTL) };
   }
 
   async leaseRevoke(id: string): Promise<void> {
-    await this.call(METHODS.leaseRevoke, T.LeaseRevokeRequest, T.LeaseRevokeResponse, { ID: id }, true);
+    await this.call(M.leaseRevoke, T.LeaseRevokeRequest, T.LeaseRevokeResponse, { ID: id }, true);
   }
 
   /** One keep-alive of a lease: its remaining TTL (0 or less: the lease has expired). */
   async leaseKeepAliveOnce(id: string): Promise<number> {
     const ep = this.endpoints[this.current];
     return new Promise((resolve, reject) => {
-      const call = ep.client.makeBidiStreamRequest(METHODS.leaseKeepAlive, ser(T.LeaseKeepAliveRequest), de(T.LeaseKeepAliveResponse), new grpc.Metadata(), {
-        deadline: Date.now() + this.callTimeoutMs,
-      });
       let done = false;
-      call.on('data', (r: any) => {
-        if (done) return;
-        done = true;
-        call.end();
-        call.cancel();
-        resolve(num(r.TTL));
-      });
-      call.on('error', (err: grpc.ServiceError) => {
-        if (done) return;
-        done = true;
-        if (err.code === grpc.status.UNAVAILABLE) this.current = (this.current + 1) % this.endpoints.length;
-        reject(this.wrap(err, ep));
-      });
-      call.write({ ID: id });
+      const call = ep.channel.stream(
+        M.leaseKeepAlive,
+        {
+          message: (b) => {
+            if (done) return;
+            done = true;
+            call.cancel();
+            try {
+              resolve(num(T.LeaseKeepAliveResponse.decode(b).TTL));
+            } catch (e) {
+              reject(this.wrap(asGrpc(e), ep));
+            }
+          },
+          end: (err) => {
+            if (done) return;
+            done = true;
+            const e = err ?? new GrpcError(GrpcStatus.UNAVAILABLE, 'the keep-alive stream ended without an answer');
+            if (e.code === GrpcStatus.UNAVAILABLE) this.current = (this.current + 1) % this.endpoints.length;
+            reject(this.wrap(e, ep));
+          },
+        },
+        this.callTimeoutMs,
+      );
+      call.write(encodeFrame(T.LeaseKeepAliveRequest, { ID: id }));
     });
   }
 
@@ -459,9 +468,9 @@ export class EtcdClient {
     if (!ep) throw new Error(`etcd: unknown endpoint ${endpoint}`);
     let r: any;
     try {
-      r = await this.callOnce(ep, METHODS.status, T.StatusRequest, T.StatusResponse, {});
+      r = T.StatusResponse.decode(await ep.channel.unary(M.status, encodeFrame(T.StatusRequest, {}), this.callTimeoutMs));
     } catch (e) {
-      throw this.wrap(e as grpc.ServiceError, ep);
+      throw this.wrap(asGrpc(e), ep);
     }
     return {
       endpoint: ep.url,
@@ -488,7 +497,7 @@ export class EtcdClient {
    * reconnections; a compacted start ends it with EtcdCompactedError.
    */
   watch(opts: WatchOptions, handlers: WatchHandlers): Watcher {
-    if (this.closed) throw new EtcdError('etcd client closed', grpc.status.CANCELLED, '');
+    if (this.closed) throw new EtcdError('etcd client closed', GrpcStatus.CANCELLED, '');
     let resolveCreated!: (rev: number) => void;
     let rejectCreated!: (err: Error) => void;
     const created = new Promise<number>((res, rej) => {
@@ -527,10 +536,10 @@ export class EtcdClient {
       const timer = setTimeout(() => {
         const i = this.progressWaiters.findIndex((p) => p.timer === timer);
         if (i >= 0) this.progressWaiters.splice(i, 1);
-        reject(new EtcdError(`etcd progress request timed out after ${this.callTimeoutMs}ms`, grpc.status.DEADLINE_EXCEEDED, this.currentEndpoint));
+        reject(new EtcdError(`etcd progress request timed out after ${this.callTimeoutMs}ms`, GrpcStatus.DEADLINE_EXCEEDED, this.currentEndpoint));
       }, this.callTimeoutMs);
       this.progressWaiters.push({ resolve, reject, timer });
-      const send = () => this.stream?.write({ progressRequest: {} });
+      const send = () => this.send({ progressRequest: {} });
       if (this.stream && !this.reconnecting) send();
       else void this.ensureStream().then(send, () => {});
     });
@@ -540,13 +549,18 @@ export class EtcdClient {
     if (w.done) return;
     w.done = true;
     this.watchers.delete(w.id);
-    if (this.stream && w.created) this.stream.write({ cancelRequest: { watchId: w.id } });
+    if (this.stream && w.created) this.send({ cancelRequest: { watchId: w.id } });
     if (!this.watchers.size) this.closeStream();
+  }
+
+  /** One WatchRequest on the watch stream. */
+  private send(req: any): void {
+    this.stream?.write(encodeFrame(T.WatchRequest, req));
   }
 
   private sendCreate(w: WatcherState): void {
     w.created = false;
-    this.stream!.write({
+    this.send({
       createRequest: {
         key: bytes(w.opts.key),
         rangeEnd: bytes(w.opts.rangeEnd),
@@ -563,11 +577,8 @@ export class EtcdClient {
     const s = this.stream;
     this.stream = undefined;
     this.streamEndpoint = -1;
-    if (s) {
-      s.removeAllListeners();
-      s.on('error', () => {});
-      s.cancel();
-    }
+    // its end (CANCELLED) is not this client's concern any more: the stream is no longer this.stream
+    s?.cancel();
   }
 
   /** Opens the watch stream on the first endpoint that is ready, within callTimeoutMs; else ends every watcher. */
@@ -584,7 +595,7 @@ export class EtcdClient {
         attempt++;
         const perTry = Math.min(deadline, Date.now() + Math.max(200, this.callTimeoutMs / this.endpoints.length));
         try {
-          await new Promise<void>((res, rej) => ep.client.waitForReady(perTry, (e) => (e ? rej(e) : res())));
+          await ep.channel.waitForReady(Math.max(1, perTry - Date.now()));
         } catch (e) {
           lastErr = e as Error;
           if (attempt % this.endpoints.length === 0) await new Promise((r) => setTimeout(r, 100));
@@ -595,7 +606,7 @@ export class EtcdClient {
         return;
       }
       if (this.closed || !this.watchers.size) return;
-      const err = new EtcdError(`etcd watch: no endpoint reachable within ${this.callTimeoutMs}ms${lastErr ? `: ${lastErr.message}` : ''}`, grpc.status.UNAVAILABLE, this.currentEndpoint);
+      const err = new EtcdError(`etcd watch: no endpoint reachable within ${this.callTimeoutMs}ms${lastErr ? `: ${lastErr.message}` : ''}`, GrpcStatus.UNAVAILABLE, this.currentEndpoint);
       this.failWatchers(err);
       throw err;
     })().finally(() => {
@@ -606,26 +617,36 @@ export class EtcdClient {
 
   private openStream(idx: number): void {
     const ep = this.endpoints[idx];
-    const s = ep.client.makeBidiStreamRequest(METHODS.watch, ser(T.WatchRequest), de(T.WatchResponse), new grpc.Metadata(), {});
-    this.stream = s;
-    this.streamEndpoint = idx;
-    s.on('data', (r: any) => this.onWatchResponse(r));
-    const lost = (err?: grpc.ServiceError) => {
+    const lost = (err: GrpcError | null) => {
       if (this.stream !== s) return;
       this.stream = undefined;
       this.streamEndpoint = -1;
-      s.removeAllListeners();
-      s.on('error', () => {});
       if (this.closed || !this.watchers.size) return;
       // this endpoint failed the stream: resume every watcher on the next one
-      if (!err || err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL || err.code === grpc.status.UNKNOWN) this.current = (idx + 1) % this.endpoints.length;
+      if (!err || err.code === GrpcStatus.UNAVAILABLE || err.code === GrpcStatus.INTERNAL || err.code === GrpcStatus.UNKNOWN) this.current = (idx + 1) % this.endpoints.length;
       void this.ensureStream().catch(() => {});
     };
-    s.on('error', (err: grpc.ServiceError) => lost(err));
-    s.on('end', () => lost());
+    const s: BidiStream = ep.channel.stream(M.watch, {
+      message: (b) => {
+        if (this.stream !== s) return;
+        let r: any;
+        try {
+          r = T.WatchResponse.decode(b);
+        } catch (e) {
+          // a response that does not decode: this stream is unusable, resume elsewhere
+          lost(asGrpc(e));
+          s.cancel();
+          return;
+        }
+        this.onWatchResponse(r);
+      },
+      end: lost,
+    });
+    this.stream = s;
+    this.streamEndpoint = idx;
     for (const w of this.watchers.values()) this.sendCreate(w);
     // progress requests sent while there was no stream
-    if (this.progressWaiters.length) s.write({ progressRequest: {} });
+    if (this.progressWaiters.length) this.send({ progressRequest: {} });
   }
 
   private failWatchers(err: Error, tell = true): void {
@@ -672,7 +693,7 @@ export class EtcdClient {
     }
     if (r.canceled) {
       const compact = num(r.compactRevision);
-      this.endWatcher(w, compact > 0 ? new EtcdCompactedError(compact) : new EtcdError(`etcd watch canceled: ${r.cancelReason || 'by the server'}`, grpc.status.CANCELLED, this.currentEndpoint));
+      this.endWatcher(w, compact > 0 ? new EtcdCompactedError(compact) : new EtcdError(`etcd watch canceled: ${r.cancelReason || 'by the server'}`, GrpcStatus.CANCELLED, this.currentEndpoint));
       return;
     }
     const compact = num(r.compactRevision);
@@ -701,9 +722,9 @@ export class EtcdClient {
   close(): void {
     if (this.closed) return;
     // the owner closes: its watchers end without an error callback
-    this.failWatchers(new EtcdError('etcd client closed', grpc.status.CANCELLED, ''), false);
+    this.failWatchers(new EtcdError('etcd client closed', GrpcStatus.CANCELLED, ''), false);
     this.closed = true;
     this.closeStream();
-    for (const ep of this.endpoints) ep.client.close();
+    for (const ep of this.endpoints) ep.channel.close();
   }
 }
