@@ -1,44 +1,61 @@
-// kubeshard's etcd client (src/storage/etcd/client.ts) against the npm package etcd3, on one
-// local etcd started for the run (issue 19, "the etcd client from npm ... or lighter if one
-// measures better"): range gets of one 1 KiB key and create-guarded txn puts of new 1 KiB
-// keys, sequential and 50 at a time; throughput and this process's CPU per call. Three rounds,
-// the clients alternating; the median is printed.
+// kubeshard's etcd client (src/storage/etcd/client.ts) against other clients, on one local
+// etcd started for the run on free ports (issue 19, "the etcd client from npm ... or lighter if
+// one measures better"): range gets of one 1 KiB key and create-guarded txn puts of new 1 KiB
+// keys, sequential and 50 at a time; throughput and this process's CPU (user + system) per
+// call. Three rounds, the clients alternating; the median is printed.
 //
-//   mkdir -p /tmp/etcd3-try && (cd /tmp/etcd3-try && npm init -y && npm i etcd3@1.1.2)
-//   npm run build && node dist/bench/etcd-client.js --etcd3 /tmp/etcd3-try/node_modules/etcd3
+//   npm run build && node dist/bench/etcd-client.js [--etcd3 DIR] [--baseline CLIENT_JS]
 //
-// etcd3 is not the server's (measured, not used: bench/README.md, "etcd client (issue 19)"):
-// it is loaded from the given path at run time.
+// --etcd3 DIR: the npm package etcd3, installed outside the project
+//   (mkdir -p /tmp/etcd3-try && (cd /tmp/etcd3-try && npm init -y && npm i etcd3@1.1.2), then
+//   --etcd3 /tmp/etcd3-try/node_modules/etcd3);
+// --baseline CLIENT_JS: another build of kubeshard's client.js (e.g. the one over @grpc/grpc-js,
+//   dist/src/storage/etcd/client.js of an older checkout, kept inside the project tree so that
+//   its imports resolve).
+// Neither is the server's (bench/README.md, "etcd client (issue 19)"): both are loaded from the
+// given paths at run time.
 import { pathToFileURL } from 'node:url';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { EtcdClient } from '../src/storage/etcd/client.js';
 import { startCluster } from '../src/storage/etcd/test-cluster.js';
 
-const arg = (name: string, dflt: string) => {
+if (process.argv.includes('--help')) {
+  console.log('usage: node dist/bench/etcd-client.js [--etcd3 DIR-OF-THE-etcd3-PACKAGE] [--baseline PATH-TO-ANOTHER-BUILT-client.js]');
+  process.exit(0);
+}
+const arg = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
+  return i >= 0 ? process.argv[i + 1] : undefined;
 };
-const etcd3Dir = arg('etcd3', '/tmp/etcd3-try/node_modules/etcd3');
-const { Etcd3 } = await import(pathToFileURL(join(etcd3Dir, 'lib', 'index.js')).href);
 
 const cluster = await startCluster(1, ['--quota-backend-bytes', '4294967296']);
 const url = cluster.endpoints[0];
-const ours = new EtcdClient({ endpoints: [url] });
-const theirs = new Etcd3({ hosts: url });
 const value = Buffer.alloc(1024, 'x');
-await ours.put('/bench/get', value);
 
-type Impl = { get: () => Promise<unknown>; txnPut: (k: string) => Promise<unknown> };
-const impls: Record<string, Impl> = {
-  kubeshard: {
-    get: () => ours.get('/bench/get'),
-    txnPut: (k) => ours.txn({ compare: [{ key: k, target: 'createRevision', result: '=', value: 0 }], success: [{ put: { key: k, value } }] }),
-  },
-  etcd3: {
+type Impl = { get: () => Promise<unknown>; txnPut: (k: string) => Promise<unknown>; close: () => void };
+const ofClient = (c: EtcdClient): Impl => ({
+  get: () => c.get('/bench/get'),
+  txnPut: (k) => c.txn({ compare: [{ key: k, target: 'createRevision', result: '=', value: 0 }], success: [{ put: { key: k, value } }] }),
+  close: () => c.close(),
+});
+const ours = new EtcdClient({ endpoints: [url] });
+await ours.put('/bench/get', value);
+const impls: Record<string, Impl> = { kubeshard: ofClient(ours) };
+const baseline = arg('baseline');
+if (baseline) {
+  const { EtcdClient: Other } = await import(pathToFileURL(resolve(baseline)).href);
+  impls.baseline = ofClient(new Other({ endpoints: [url] }));
+}
+const etcd3Dir = arg('etcd3');
+if (etcd3Dir) {
+  const { Etcd3 } = await import(pathToFileURL(join(etcd3Dir, 'lib', 'index.js')).href);
+  const theirs = new Etcd3({ hosts: url });
+  impls.etcd3 = {
     get: () => theirs.get('/bench/get').buffer(),
     txnPut: (k) => theirs.if(k, 'Create', '==', 0).then(theirs.put(k).value(value)).commit(),
-  },
-};
+    close: () => theirs.close(),
+  };
+}
 
 async function run(n: number, conc: number, op: (i: number) => Promise<unknown>): Promise<[number, number]> {
   let i = 0;
@@ -64,13 +81,13 @@ for (let round = 0; round < 3; round++) {
   }
 }
 const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-console.log('| case | kubeshard ops/s | etcd3 ops/s | kubeshard µs CPU/op | etcd3 µs CPU/op |');
-console.log('|---|---|---|---|---|');
+const names = Object.keys(impls);
+console.log(`| case | ${names.map((n) => `${n} ops/s`).join(' | ')} | ${names.map((n) => `${n} µs CPU/op`).join(' | ')} |`);
+console.log(`|---|${names.map(() => '---|---|').join('')}`);
 for (const [label, byImpl] of Object.entries(results)) {
-  const k = byImpl.kubeshard;
-  const e = byImpl.etcd3;
-  console.log(`| ${label} | ${Math.round(med(k.map((x) => x[0])))} | ${Math.round(med(e.map((x) => x[0])))} | ${Math.round(med(k.map((x) => x[1])))} | ${Math.round(med(e.map((x) => x[1])))} |`);
+  const ops = names.map((n) => Math.round(med(byImpl[n].map((x) => x[0]))));
+  const cpu = names.map((n) => Math.round(med(byImpl[n].map((x) => x[1]))));
+  console.log(`| ${label} | ${ops.join(' | ')} | ${cpu.join(' | ')} |`);
 }
-ours.close();
-theirs.close();
+for (const im of Object.values(impls)) im.close();
 await cluster.stop();

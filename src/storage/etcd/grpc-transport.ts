@@ -233,8 +233,8 @@ interface Conn {
   ready: boolean;
   /** lost (closed, errored, or its connection failed) */
   dead: boolean;
-  /** calls open on it (pings are sent only while there are some) */
-  active: number;
+  /** the calls open on it (pings are sent only while there are some; a lost session fails them) */
+  calls: Set<Call>;
   /** streams without a deadline timer open on it: the session keeps the process alive while there are some */
   untimedStreams: number;
   /** requests made on it (for the stream-id limit) */
@@ -299,7 +299,7 @@ class Call implements FrameSink {
     if (this.timer) clearTimeout(this.timer);
     const conn = this.conn;
     if (conn) {
-      conn.active--;
+      conn.calls.delete(this);
       if (this.handlers && this.timer === undefined && --conn.untimedStreams === 0) conn.session.unref();
     }
     // a stream's end is always heard after the call that opened or cancelled it has returned
@@ -374,6 +374,13 @@ function onTrailers(this: TaggedStream, trailers: IncomingHttpHeaders): void {
   const s = trailers['grpc-status'];
   c.status = s === undefined ? GrpcStatus.UNKNOWN : Number(s);
   c.statusMessage = s === undefined ? 'trailers without grpc-status' : decodeGrpcMessage(trailers['grpc-message']);
+}
+/** The response is complete (trailers in): the call's outcome is known even if this side is still open. */
+function onEnd(this: TaggedStream): void {
+  const c = this[CALL];
+  c.closed(0);
+  // a stream the server ended while this side still writes: release it (RST_STREAM NO_ERROR)
+  if (!this.closed && !this.writableFinished) this.close();
 }
 function onStreamError(this: TaggedStream, err: Error): void {
   this[CALL].streamError = err;
@@ -542,7 +549,7 @@ export class GrpcChannel {
 
   private start(call: Call, conn: Conn): void {
     call.conn = conn;
-    conn.active++;
+    conn.calls.add(call);
     if (++conn.requests >= MAX_STREAMS_PER_SESSION) this.retire(conn);
     if (call.handlers && call.timer === undefined && conn.untimedStreams++ === 0) conn.session.ref();
     let s: ClientHttp2Stream;
@@ -557,6 +564,7 @@ export class GrpcChannel {
     s.on('response', onResponse);
     s.on('data', onData);
     s.on('trailers', onTrailers);
+    s.on('end', onEnd);
     s.on('error', onStreamError);
     s.on('close', onStreamClose);
     if (call.body) s.end(call.body);
@@ -573,7 +581,7 @@ export class GrpcChannel {
       session,
       ready: false,
       dead: false,
-      active: 0,
+      calls: new Set(),
       untimedStreams: 0,
       requests: 0,
       error: undefined,
@@ -602,6 +610,12 @@ export class GrpcChannel {
       conn.error ??= err;
     });
     session.on('close', () => this.lost(conn));
+    // node destroys the session on a socket error but, when the TLS peer refused the handshake
+    // (etcd without our client certificate), never emits the session's 'error' or 'close'
+    session.socket.on('error', (err: Error) => {
+      conn.error ??= err;
+      this.lost(conn);
+    });
   }
 
   private onReady(conn: Conn): void {
@@ -626,7 +640,7 @@ export class GrpcChannel {
   }
 
   private ping(conn: Conn): void {
-    if (conn.dead || conn.active === 0 || conn.pingWait) return;
+    if (conn.dead || conn.calls.size === 0 || conn.pingWait) return;
     const wait = setTimeout(() => {
       conn.error = new Error(`keepalive ping not answered within ${this.keepaliveTimeoutMs}ms`);
       conn.session.destroy(conn.error);
@@ -655,13 +669,24 @@ export class GrpcChannel {
   private lost(conn: Conn): void {
     if (conn.dead) return;
     conn.dead = true;
+    if (!conn.session.destroyed) conn.session.destroy();
     if (conn.connectTimer) clearTimeout(conn.connectTimer);
     if (conn.pingTimer) clearInterval(conn.pingTimer);
     if (conn.pingWait) clearTimeout(conn.pingWait);
+    const why = conn.error?.message ?? 'the connection closed';
+    if (conn.calls.size) {
+      // the calls in flight may have been applied; node would fail their streams too, but not
+      // always promptly (a TLS socket error leaves them open), so they fail here
+      const err = new GrpcError(GrpcStatus.UNAVAILABLE, `connection lost: ${why}`);
+      // (those whose status had arrived end with it)
+      for (const c of [...conn.calls]) {
+        if (c.status >= 0) c.closed(0);
+        else c.finish(err);
+      }
+    }
     if (this.conn !== conn) return;
     this.conn = undefined;
     if (this.closed) return;
-    const why = conn.error?.message ?? 'the connection closed';
     this.lastError = why;
     if (conn.ready) {
       // a working session was lost: its calls in flight fail from their streams' close; try again now
