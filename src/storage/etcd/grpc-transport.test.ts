@@ -3,6 +3,7 @@
 // HTTP statuses without a gRPC status, the local deadline, a refused connection told apart
 // from a lost one, and bidirectional streams.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect, createServer, type Socket } from 'node:net';
 import http2, { type Http2Server, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { decodeGrpcMessage, FrameReader, GrpcChannel, GrpcError, GrpcStatus, Method, statusFromHttp, type FrameSink } from './grpc-transport.js';
 import { freePorts } from './test-cluster.js';
@@ -254,6 +255,48 @@ describe('GrpcChannel against a scripted server', () => {
     expect((await ended)?.code).toBe(GrpcStatus.CANCELLED);
     await new Promise((r) => setTimeout(r, 200));
     expect(seen[0].rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+  });
+
+  it('drops a session whose peer stops answering pings while a stream is open', async () => {
+    // a TCP relay to the server that goes silent on demand (a partitioned peer)
+    let frozen = false;
+    const pairs: Socket[] = [];
+    const relay = createServer((down) => {
+      const up = connect(port, '127.0.0.1');
+      pairs.push(down, up);
+      down.on('data', (d) => !frozen && up.write(d));
+      up.on('data', (d) => !frozen && down.write(d));
+      down.on('error', () => {});
+      up.on('error', () => {});
+    });
+    const [relayPort] = await freePorts(1);
+    await new Promise<void>((r) => relay.listen(relayPort, '127.0.0.1', r));
+    try {
+      handler = (stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+      const ch = new GrpcChannel(`http://127.0.0.1:${relayPort}`, { keepaliveMs: 200, keepaliveTimeoutMs: 200 });
+      channels.push(ch);
+      await ch.waitForReady(2000);
+      let over = false;
+      const ended = new Promise<GrpcError | null>((resolve) =>
+        ch.stream(new Method('/etcdserverpb.Watch/Watch'), {
+          message: () => {},
+          end: (e) => {
+            over = true;
+            resolve(e);
+          },
+        }),
+      );
+      // answered pings keep it up
+      await new Promise((r) => setTimeout(r, 700));
+      expect(over).toBe(false);
+      frozen = true;
+      const err = await ended;
+      expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+      expect(err?.details).toMatch(/keepalive/);
+    } finally {
+      for (const s of pairs) s.destroy();
+      relay.close();
+    }
   });
 
   it('a stream on a session that is lost ends with UNAVAILABLE', async () => {

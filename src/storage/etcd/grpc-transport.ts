@@ -132,7 +132,8 @@ export interface FrameSink {
  * chunks is gathered into a buffer of its exact size (one copy).
  */
 export class FrameReader {
-  private readonly head = Buffer.allocUnsafe(5);
+  /** a prefix split across chunks (allocated only then) */
+  private head: Buffer | undefined = undefined;
   private headLen = 0;
   private body: Buffer | undefined = undefined;
   private bodyPos = 0;
@@ -152,6 +153,7 @@ export class FrameReader {
           off += 5;
         } else {
           const k = Math.min(5 - this.headLen, n - off);
+          this.head ??= Buffer.allocUnsafe(5);
           chunk.copy(this.head, this.headLen, off, off + k);
           this.headLen += k;
           off += k;
