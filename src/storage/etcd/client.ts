@@ -1,14 +1,17 @@
-// An etcd v3 client over a lean gRPC transport on node:http2 (grpc-transport.ts): the KV calls (Range, Put, DeleteRange, Txn, Compact),
-// one multiplexed Watch stream with progress requests, leases, and Maintenance Status. What
-// kube-apiserver gets from etcd's clientv3, in the part kubeshard needs.
+// An etcd v3 client: the KV calls (Range, Put, DeleteRange, Txn, Compact), one multiplexed
+// Watch stream with progress requests, leases, and Maintenance Status. What kube-apiserver gets
+// from etcd's clientv3, in the part kubeshard needs. It speaks gRPC through its own transport on
+// node:http2 (grpc-transport.ts), not @grpc/grpc-js, which cost a third of the server's CPU on
+// etcd (bench/README.md, "etcd client (issue 19)").
 //
 // Endpoints: `--etcd-servers` is a list; calls go to one endpoint at a time (the current one).
 // When it fails (connection refused or lost, or a read that times out) the call moves on to the
 // next one and that one becomes current; the failed endpoint's channel keeps reconnecting in the
 // background (with backoff) so it is usable again when the others fail in their turn. A
 // mutating call is retried on another endpoint only when it cannot have reached the server (no
-// connection was established), as clientv3's retry interceptor does for non-repeatable calls:
-// a guarded create retried after it was applied would report a conflict that did not happen.
+// connection was established, or the server refused the stream unprocessed), as clientv3's
+// retry interceptor does for non-repeatable calls: a guarded create retried after it was
+// applied would report a conflict that did not happen.
 //
 // Every unary call has a deadline (callTimeoutMs per endpoint attempt), so a dead or
 // unreachable etcd is an error, never a hang. The watch stream is kept alive with HTTP/2 pings
