@@ -7,6 +7,7 @@
 //   npm run build && node dist/bench/cpu-cost.js --scenario get [--seconds 5] [--connections 50] [--prof DIR] [--strace]
 //     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
 //     [--client native]                   (get, create, list: the native load client instead of the JS lean one)
+//     [--server-args "ARGS"]              (more server flags, split on spaces: e.g. "--storage-backend etcd3 --etcd-servers URL")
 //   scenarios: get, create, list (10k ConfigMaps, consistent), list-rv0, watch (N watchers, --watchers)
 //
 // With --prof DIR the server runs under `node --cpu-prof` and the hottest functions (self
@@ -38,6 +39,8 @@ const serverMain = opt('server', '');
 const client = opt('client', 'lean');
 /** --front-threads N: the server's front threads (issue 18's per-thread CPU figures) */
 const frontThreads = opt('front-threads', '');
+/** --server-args "A B C": more server flags (e.g. the etcd3 backend's) */
+const serverArgs = opt('server-args', '').split(' ').filter(Boolean);
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 interface ThreadCpu {
@@ -102,7 +105,7 @@ async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-cpu-'));
   const port = await freePort();
   const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const proc = spawn(process.execPath, [...nodeArgs, serverMain || join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, ...(frontThreads ? ['--front-threads', frontThreads] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [...nodeArgs, serverMain || join(ROOT, 'dist', 'src', 'main.js'), '--secure-port', String(port), '--data-dir', dataDir, ...(frontThreads ? ['--front-threads', frontThreads] : []), ...serverArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   const deadline = Date.now() + 30_000;
