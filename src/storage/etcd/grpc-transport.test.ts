@@ -168,6 +168,18 @@ describe('GrpcChannel against a scripted server', () => {
     expect([err.code, err.details]).toEqual([GrpcStatus.RESOURCE_EXHAUSTED, 'too big']);
   });
 
+  it('ends a stream that sends a compressed message with INTERNAL, at once', async () => {
+    handler = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+      const f = frame('zz');
+      f[0] = 1;
+      stream.write(f);
+    };
+    const err = await new Promise<GrpcError | null>((resolve) => channel().stream(new Method('/etcdserverpb.Watch/Watch'), { message: () => {}, end: resolve }));
+    expect(err?.code).toBe(GrpcStatus.INTERNAL);
+    expect(err?.details).toMatch(/compression/);
+  });
+
   it('maps an HTTP error status without a gRPC status', async () => {
     handler = (stream) => stream.respond({ ':status': 503 }, { endStream: true });
     const err = await channel().unary(M, frame('x'), 5000).catch((e) => e);

@@ -370,6 +370,8 @@ function onResponse(this: TaggedStream, headers: IncomingHttpHeaders): void {
 function onData(this: TaggedStream, chunk: Buffer): void {
   const c = this[CALL];
   c.reader.push(chunk, c);
+  // a frame that cannot be read: the rest of the stream cannot be either
+  if (c.reader.error !== undefined) c.abort(new GrpcError(GrpcStatus.INTERNAL, c.reader.error));
 }
 function onTrailers(this: TaggedStream, trailers: IncomingHttpHeaders): void {
   const c = this[CALL];
