@@ -15,8 +15,8 @@
 //   for that server, so a mutating call may go to another endpoint), then the channel retries
 //   with backoff (100 ms doubling to 2 s) in the background; calls made during the backoff fail
 //   at once the same way, as grpc-js fails calls on a channel in TRANSIENT_FAILURE;
-// - a session lost ('close', 'error', or a GOAWAY with an error) fails its calls in flight with
-//   UNAVAILABLE (they may have been applied); a graceful GOAWAY lets the streams the server took
+// - a session lost ('close', 'error', its socket's 'error', or a GOAWAY with an error) fails its
+//   calls in flight with UNAVAILABLE (they may have been applied); a graceful GOAWAY lets the streams the server took
 //   finish and fails the others (refused, so `neverSent`); either way the next call opens a new
 //   session;
 // - HTTP/2 PINGs every keepaliveMs while calls are open, the session dropped when one is not
