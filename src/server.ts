@@ -37,7 +37,9 @@ import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
-import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
+import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js';
+import { readAdmissionConfiguration } from './admission/config.js';
+import { controllerEnabled } from './controllers/controller-enabled.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -195,8 +197,6 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const strategies = new StrategyRegistry(cacher, {
     serviceClusterIpRange: o.serviceClusterIpRange,
     serviceNodePortRange: o.serviceNodePortRange,
-    defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
-    defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(cacher);
@@ -208,7 +208,18 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     list: (gr: string, ns: string) => cacher.cache(gr).list(ns).map((e) => entryObject(e)),
   };
-  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
+  // kube's order and default-on set, less --disable-admission-plugins, plus
+  // --enable-admission-plugins; each plugin gets its part of --admission-control-config-file.
+  store.admission = defaultAdmissionChain(cachedObjects, {
+    enable: o.enableAdmissionPlugins,
+    disable: o.disableAdmissionPlugins,
+    configs: readAdmissionConfiguration(o.admissionControlConfigFile, enabledPluginNames(o.enableAdmissionPlugins, o.disableAdmissionPlugins)),
+    env: {
+      defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
+      defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
+      namespaceLookup: () => store.namespaceLookup(),
+    },
+  });
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
