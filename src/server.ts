@@ -51,6 +51,7 @@ import { serveAudit } from './audit/remote-backend.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
+import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
 import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
@@ -240,6 +241,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
+  // The system PriorityClasses (kube's scheduling/bootstrap-system-priority-classes hook).
+  if (main) await startupWrite('system priority classes', () => new PriorityClassBootstrap(store, targets).start());
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
   controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });

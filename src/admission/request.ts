@@ -52,8 +52,16 @@ export function metaOptions(kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOpti
   return o;
 }
 
+const BARE_OPTIONS = {
+  CreateOptions: Object.freeze({ kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' }),
+  UpdateOptions: Object.freeze({ kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' }),
+  PatchOptions: Object.freeze({ kind: 'PatchOptions', apiVersion: 'meta.k8s.io/v1' }),
+};
+
 /** CreateOptions / UpdateOptions / PatchOptions from the query of a write (dryRun, fieldManager, fieldValidation, force). */
 export function writeOptionsOf(kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions', q: URLSearchParams): any {
+  // the usual write has no query: one shared, frozen options object per kind
+  if (q.size === 0) return BARE_OPTIONS[kind];
   const dry = q.getAll('dryRun').filter((v) => v !== '');
   const fields: Record<string, unknown> = {
     dryRun: q.has('dryRun') ? (dry.length ? dry : ['All']) : undefined,
@@ -159,10 +167,18 @@ export class RequestAdmission implements AdmissionHooks {
   }
 }
 
+// (made once per resource: frozen, shared by every request to it)
+const kinds = new WeakMap<ResourceInfo, GroupVersionKind>();
+const resources = new WeakMap<ResourceInfo, GroupVersionResource>();
+
 /** The GVK and GVR of a request to the resource `info` (its own version: no conversion here). */
 export function kindOf(info: ResourceInfo): GroupVersionKind {
-  return { group: info.group, version: info.version, kind: info.kind };
+  let k = kinds.get(info);
+  if (k === undefined) kinds.set(info, (k = Object.freeze({ group: info.group, version: info.version, kind: info.kind })));
+  return k;
 }
 export function resourceOf(info: ResourceInfo): GroupVersionResource {
-  return { group: info.group, version: info.version, resource: info.resource };
+  let r = resources.get(info);
+  if (r === undefined) resources.set(info, (r = Object.freeze({ group: info.group, version: info.version, resource: info.resource })));
+  return r;
 }

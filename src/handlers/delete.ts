@@ -7,6 +7,7 @@ import { errors, qualifiedResource } from '../errors.js';
 import { authorizeAlso } from '../http/filters/authorization.js';
 import { unsafeDelete } from '../registry/corrupt-objects.js';
 import { deleteAdmission } from './admission.js';
+import { refuseSystemClassDelete } from '../controllers/priority-class-bootstrap.js';
 
 const UNSAFE_VERB = 'unsafe-delete-ignore-read-errors';
 
@@ -42,6 +43,7 @@ export async function handleDelete(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
   const opts = deleteOptions(c.req);
   if (opts.ignoreStoreReadErrorWithClusterBreakingPotential) return handleUnsafeDelete(c);
+  refuseSystemClassDelete(c.target, c.info.name);
   if (c.target.gr === 'namespaces') {
     const r = await c.namespaces.delete(c.target, c.info.name, opts, deleteAdmission(c, opts));
     sendObject(c, repr, 200, r);
