@@ -109,13 +109,20 @@ export class NamespaceLifecycle {
    * Rewrites a namespace with `change` applied to a copy, retrying on a lost race; deletes it
    * when it is marked for deletion and no finalizer is left. Returns the last state.
    */
-  private async modify(name: string, change: (obj: any) => void, dryRun = false): Promise<Buffer> {
+  private async modify(name: string, change: (obj: any) => void, dryRun = false, admission?: AdmissionHooks): Promise<Buffer> {
     const t = this.nsTarget();
     for (let attempt = 0; ; attempt++) {
       const cur = this.store.cacheOf(t).items.get(objectKey('', name));
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
       change(obj);
+      if (admission) {
+        const old = entryObject(cur);
+        const admitted = admission.admit(obj, old);
+        if (admitted) await admitted;
+        const validated = admission.validate(obj, old);
+        if (validated) await validated;
+      }
       const gone = !!obj.metadata.deletionTimestamp && !(obj.spec?.finalizers ?? []).length && !(obj.metadata.finalizers ?? []).length;
       if (dryRun) return Buffer.from(JSON.stringify(orderedObject(obj)));
       if (!gone && JSON.stringify(obj) === JSON.stringify(entryObject(cur))) return cur.json;
@@ -160,7 +167,7 @@ export class NamespaceLifecycle {
   }
 
   /** namespaces/finalize: replaces spec.finalizers only; a marked namespace with none left goes. */
-  async finalizeSubresource(name: string, body: any, dryRun: boolean): Promise<Buffer> {
+  async finalizeSubresource(name: string, body: any, dryRun: boolean, admission?: AdmissionHooks): Promise<Buffer> {
     const fins = body?.spec?.finalizers;
     if (fins !== undefined && !Array.isArray(fins)) throw errors.badRequest('spec.finalizers must be a list');
     return this.modify(
@@ -171,6 +178,7 @@ export class NamespaceLifecycle {
         else delete obj.spec.finalizers;
       },
       dryRun,
+      admission,
     );
   }
 
