@@ -473,17 +473,6 @@ export class Store {
 
   // ---------------------------------------------------------------- writes
 
-  private namespaceEntry(ns: string): CacheEntry | undefined {
-    return this.cacher.cache('namespaces').items.get(objectKey('', ns));
-  }
-
-  /**
-   * A namespace missing from this thread's cache may be one another front thread has just
-   * created (its client was answered once that thread's cache had it): before a create is
-   * refused for it, this cache catches up with everything committed to the namespaces'
-   * shard, as kube's NamespaceLifecycle looks a namespace up in storage when its informer
-   * lacks it.
-   */
   /**
    * An update or delete starts from the object as committed: a commit this thread has not
    * taken yet (another front thread's write, answered to its client already) is waited for,
@@ -494,7 +483,13 @@ export class Store {
     return this.storage.freshRv(cache.gr) < committed ? this.storage.waitFresh(cache.gr, committed, TOO_LARGE_RV_WAIT_MS) : undefined;
   }
 
-  /** Catches the namespaces' cache up with storage (NamespaceLifecycle's lookup of a namespace its cache lacks). */
+  /**
+   * A namespace missing from this thread's cache may be one another front thread has just
+   * created (its client was answered once that thread's cache had it): before a create is
+   * refused for it, the NamespaceLifecycle plugin has this cache catch up with everything
+   * committed to the namespaces' shard, as kube's plugin looks a namespace up in storage
+   * when its informer lacks it.
+   */
   async namespaceLookup(): Promise<void> {
     const rv = this.storage.latestRv ? await this.storage.latestRv('namespaces') : this.storage.committedRv('namespaces');
     await this.storage.waitFresh('namespaces', rv, NAMESPACE_LOOKUP_MS);
