@@ -22,7 +22,7 @@ export class PriorityAdmission extends AdmissionPlugin {
   private defaultClass(): any | undefined {
     let best: any;
     for (const pc of this.objects.list(GR, '')) {
-      if (pc?.globalDefault === true && !pc.metadata?.deletionTimestamp && (best === undefined || (best.value ?? 0) > (pc.value ?? 0))) best = pc;
+      if (pc?.globalDefault === true && (best === undefined || (best.value ?? 0) > (pc.value ?? 0))) best = pc;
     }
     return best;
   }

@@ -69,9 +69,10 @@ export function deleteAdmission(c: HandlerContext, d: DeleteOptions, name?: stri
 
 /**
  * A CONNECT's admission (exec, attach, portforward, proxy): the connect options object
- * (PodExecOptions, ...) as kube's ConnectResource passes it; only validating admission runs
- * (kube: admission.ValidationInterface on the Connect attributes, after the mutating pass that
- * changes nothing since there is no object). Resolves when admitted; throws its refusal.
+ * (PodExecOptions, ...) as kube's ConnectResource passes it, no object; mutating then
+ * validating admission, as kube runs both on the Connect attributes. Resolves (or returns,
+ * when no step waits) once admitted; throws its refusal. (No connect handler exists yet:
+ * those subresources answer 404; pods/log is a GET, which kube does not admit.)
  */
 export function connectAdmission(c: HandlerContext, optionsKind: string, options: Record<string, unknown>): void | Promise<void> {
   const opts = { kind: optionsKind, apiVersion: 'v1', ...options };
