@@ -25,8 +25,9 @@ export class NamespaceLifecycleAdmission extends AdmissionPlugin {
 
   handles(a: Attributes): boolean {
     if (a.operation === 'DELETE') return a.groupResource.resource === 'namespaces' && a.groupResource.group === '';
-    // (the server's subresource creates, eviction, binding and tokens, are not checked here)
-    return a.operation === 'CREATE' && a.info.namespaced && a.subresource === '';
+    // (the server's subresource creates, eviction, binding and tokens, are not checked here;
+    // nor access reviews, as kube: their answer would tell whether the namespace exists)
+    return a.operation === 'CREATE' && a.info.namespaced && a.subresource === '' && !(a.groupResource.resource === 'localsubjectaccessreviews' && a.groupResource.group === 'authorization.k8s.io');
   }
 
   override admit(a: Attributes): void | Promise<void> {
