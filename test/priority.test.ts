@@ -105,3 +105,17 @@ describe('DELETE admission', () => {
     expect(r.stderr.trim()).toBe('error: failed to create configmap: namespaces "no-such-ns" not found');
   });
 });
+
+describe('DefaultTolerationSeconds', () => {
+  it('gives a pod written back without its default tolerations them again (updates too, as kube)', async () => {
+    expect((await kubectl(s, ['create', '-f', '-'], { input: podYaml('tol-pod') })).stderr).toBe('');
+    const before = (await getPod('tol-pod')).spec.tolerations;
+    expect(before).toEqual([
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    ]);
+    const r = await kubectl(s, ['patch', 'pod', 'tol-pod', '--type', 'merge', '-p', '{"spec":{"tolerations":null}}']);
+    expect(r.stderr).toBe('');
+    expect((await getPod('tol-pod')).spec.tolerations).toEqual(before);
+  });
+});

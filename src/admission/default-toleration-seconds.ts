@@ -1,5 +1,5 @@
-// DefaultTolerationSeconds (kube's plugin/pkg/admission/defaulttolerationseconds): a new pod
-// that does not tolerate the not-ready and unreachable NoExecute taints gets tolerations of
+// DefaultTolerationSeconds (kube's plugin/pkg/admission/defaulttolerationseconds): a pod
+// (created or updated) that does not tolerate the not-ready and unreachable NoExecute taints gets tolerations of
 // them for --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds.
 //
 // Thread ownership: the front thread; no state beyond its two settings.
@@ -24,7 +24,8 @@ export class DefaultTolerationSeconds extends AdmissionPlugin {
   }
 
   handles(a: Attributes): boolean {
-    return a.operation === 'CREATE' && a.subresource === '' && a.groupResource.resource === 'pods' && a.groupResource.group === '';
+    // updates too, as kube: a pod written back without them gets them again
+    return (a.operation === 'CREATE' || a.operation === 'UPDATE') && a.subresource === '' && a.groupResource.resource === 'pods' && a.groupResource.group === '';
   }
 
   override admit(a: Attributes): void {
