@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { FeatureGates, FeatureGateError } from './features.js';
+import { ALL_ORDERED_PLUGINS, enabledPluginNames, validatePluginFlags } from './admission/registry.js';
+import { readAdmissionConfiguration } from './admission/config.js';
 import { backendFlags, defaultAuditOptions, validateAuditOptions, type AuditOptions } from './audit/audit-options.js';
 import { cipherSuiteNames, cipherSuitesError, insecureCipherWarnings, isTlsVersionName, parseSniCertKey, type SniCertKey } from './http/tls-config.js';
 
@@ -105,8 +107,12 @@ export interface ServerOptions {
   serviceAccountMaxTokenExpirationSeconds: number;
   serviceAccountJwksUri: string;
   serviceAccountExtendTokenExpiration: boolean;
-  /** --disable-admission-plugins: built-in admission plugins switched off, by kube's names */
+  /** --enable-admission-plugins: plugins on besides the default-on ones, by kube's names */
+  enableAdmissionPlugins: string[];
+  /** --disable-admission-plugins: default-on plugins switched off, by kube's names */
   disableAdmissionPlugins: string[];
+  /** --admission-control-config-file: an AdmissionConfiguration (per-plugin configuration) */
+  admissionControlConfigFile: string;
   /** --controllers: kube-controller-manager's list of the in-process controllers ('*', 'name', '-name') */
   controllers: string[];
   /** the --audit-* flags */
@@ -281,11 +287,17 @@ const FLAGS: Record<string, FlagSpec> = {
     set: (o, v) => (o.showHiddenMetricsForVersion = v),
   },
   'watch-bookmark-interval': { kind: 'duration', help: 'How often watchers that allow bookmarks get a BOOKMARK event. (default 1m0s)', set: (o, v) => (o.watchBookmarkIntervalSeconds = v) },
+  'enable-admission-plugins': {
+    kind: 'list',
+    help: `admission plugins that should be enabled in addition to default enabled ones. Comma-delimited list of admission plugins: ${ALL_ORDERED_PLUGINS.join(', ')}. The order of plugins in this flag does not matter.`,
+    set: (o, v) => (o.enableAdmissionPlugins = v),
+  },
   'disable-admission-plugins': {
     kind: 'list',
-    help: 'Built-in admission plugins to switch off: LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass.',
+    help: `admission plugins that should be disabled although they are in the default enabled plugins list. Comma-delimited list of admission plugins: ${ALL_ORDERED_PLUGINS.join(', ')}. The order of plugins in this flag does not matter.`,
     set: (o, v) => (o.disableAdmissionPlugins = v),
   },
+  'admission-control-config-file': { kind: 'string', help: 'File with admission control configuration.', set: (o, v) => (o.admissionControlConfigFile = v) },
   controllers: {
     kind: 'list',
     help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller). (default *)",
@@ -443,7 +455,9 @@ export function defaultOptions(): ServerOptions {
     showHiddenMetricsForVersion: '',
     featureGates: '',
     watchBookmarkIntervalSeconds: 60,
+    enableAdmissionPlugins: [],
     disableAdmissionPlugins: [],
+    admissionControlConfigFile: '',
     controllers: ['*'],
     defaultNotReadyTolerationSeconds: 300,
     defaultUnreachableTolerationSeconds: 300,
@@ -588,6 +602,16 @@ function validate(o: ServerOptions): void {
   if (o.etcdCountMetricPollPeriodSeconds < 0) throw new FlagError('--etcd-count-metric-poll-period must not be negative');
   if (o.encryptionProviderConfigAutomaticReload && !o.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');
+  // kube's AdmissionOptions.Validate: every error at once
+  const admissionErrs = validatePluginFlags(o.enableAdmissionPlugins, o.disableAdmissionPlugins);
+  if (admissionErrs.length) throw new FlagError(admissionErrs.length === 1 ? admissionErrs[0] : `[${admissionErrs.join(', ')}]`);
+  if (o.admissionControlConfigFile) {
+    try {
+      readAdmissionConfiguration(o.admissionControlConfigFile, enabledPluginNames(o.enableAdmissionPlugins, o.disableAdmissionPlugins));
+    } catch (e) {
+      throw new FlagError((e as Error).message);
+    }
+  }
   try {
     validateAuditOptions(o.audit);
   } catch (e) {

@@ -37,7 +37,9 @@ import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
-import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
+import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js';
+import { readAdmissionConfiguration } from './admission/config.js';
+import { controllerEnabled } from './controllers/controller-enabled.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -49,6 +51,7 @@ import { serveAudit } from './audit/remote-backend.js';
 import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
+import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
 import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
@@ -199,8 +202,6 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const strategies = new StrategyRegistry(cacher, {
     serviceClusterIpRange: o.serviceClusterIpRange,
     serviceNodePortRange: o.serviceNodePortRange,
-    defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
-    defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(cacher);
@@ -212,7 +213,18 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     list: (gr: string, ns: string) => cacher.cache(gr).list(ns).map((e) => entryObject(e)),
   };
-  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
+  // kube's order and default-on set, less --disable-admission-plugins, plus
+  // --enable-admission-plugins; each plugin gets its part of --admission-control-config-file.
+  store.admission = defaultAdmissionChain(cachedObjects, {
+    enable: o.enableAdmissionPlugins,
+    disable: o.disableAdmissionPlugins,
+    configs: readAdmissionConfiguration(o.admissionControlConfigFile, enabledPluginNames(o.enableAdmissionPlugins, o.disableAdmissionPlugins)),
+    env: {
+      defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
+      defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
+      namespaceLookup: () => store.namespaceLookup(),
+    },
+  });
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
@@ -233,6 +245,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
+  // The system PriorityClasses (kube's scheduling/bootstrap-system-priority-classes hook).
+  if (main) await startupWrite('system priority classes', () => new PriorityClassBootstrap(store, targets).start());
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
   controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });

@@ -1,32 +1,37 @@
-// The default admission chain of kube-apiserver 1.33, in its order, as far as kubeshard
-// implements it. NamespaceLifecycle lives in the store (src/registry/namespace-lifecycle.ts);
-// Priority and DefaultTolerationSeconds in the pod strategy's admitCreate
-// (src/registry/defaults/pod.ts), which runs after this chain's mutating steps.
-import { AdmissionChain, type ObjectSource } from './plugin.js';
+// The built-in admission plugins of kube-apiserver 1.33 that kubeshard has, each registered
+// by its kube name (the order and the default-on set are in registry.ts). Plugins in their
+// own folders (pod-security/, policy/, webhook/) register themselves the same way when their
+// module is imported here.
+import { registerPlugin, buildAdmissionChain, type ChainOptions } from './registry.js';
+import type { AdmissionChain, ObjectSource } from './plugin.js';
+import { NamespaceLifecycleAdmission } from './namespace-lifecycle.js';
 import { LimitRanger } from './limit-ranger.js';
 import { ServiceAccountAdmission } from './service-account.js';
+import { PriorityAdmission } from './priority.js';
+import { DefaultTolerationSeconds } from './default-toleration-seconds.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
 
-/** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
-export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
-  const all = [
-    new LimitRanger(objects),
-    new ServiceAccountAdmission(objects),
-    new DefaultStorageClass(objects),
-    new StorageObjectInUseProtection(objects),
-    new DefaultIngressClass(objects),
-    // kube runs the quota check last, after every other validation.
-    new ResourceQuotaAdmission(objects),
-  ];
-  return new AdmissionChain(all.filter((p) => !disabled.includes(p.name)));
-}
+registerPlugin('NamespaceLifecycle', (objects, _config, env) => new NamespaceLifecycleAdmission(objects, env.namespaceLookup));
+registerPlugin('LimitRanger', (objects) => new LimitRanger(objects));
+registerPlugin('ServiceAccount', (objects) => new ServiceAccountAdmission(objects));
+registerPlugin('Priority', (objects) => new PriorityAdmission(objects));
+registerPlugin('DefaultTolerationSeconds', (objects, _config, env) =>
+  new DefaultTolerationSeconds(objects, {
+    defaultNotReadyTolerationSeconds: env.defaultNotReadyTolerationSeconds ?? 300,
+    defaultUnreachableTolerationSeconds: env.defaultUnreachableTolerationSeconds ?? 300,
+  }),
+);
+registerPlugin('DefaultStorageClass', (objects) => new DefaultStorageClass(objects));
+registerPlugin('StorageObjectInUseProtection', (objects) => new StorageObjectInUseProtection(objects));
+registerPlugin('DefaultIngressClass', (objects) => new DefaultIngressClass(objects));
+registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects));
 
-/** kube-controller-manager's --controllers rule: '-name' off, 'name' on, otherwise on when '*' is listed. */
-export function controllerEnabled(list: string[], name: string): boolean {
-  if (list.includes(`-${name}`)) return false;
-  return list.includes(name) || list.includes('*');
+/** The chain kube-apiserver would run with these flags (the defaults when none). */
+export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {}): AdmissionChain {
+  return buildAdmissionChain(objects, o);
 }
 
 export { AdmissionChain, type ObjectSource } from './plugin.js';
+export { ALL_ORDERED_PLUGINS, DEFAULT_ON_PLUGINS, enabledPluginNames, registerPlugin, registeredPlugins, validatePluginFlags } from './registry.js';

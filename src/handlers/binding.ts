@@ -10,6 +10,7 @@ import { nowTimestamp } from '../registry/store.js';
 import type { FieldError } from '../registry/strategy.js';
 import { createdStatus } from './eviction.js';
 import type { HandlerContext } from './context.js';
+import { admitSubresourceCreate } from './admission.js';
 
 export async function handleBinding(c: HandlerContext): Promise<void> {
   const body: any = parseBody(c.req.body, c.req.headers['content-type']);
@@ -22,6 +23,7 @@ export async function handleBinding(c: HandlerContext): Promise<void> {
   if (kind !== '' && kind !== 'Node') errs.push({ field: 'target.kind', type: 'FieldValueNotSupported', value: kind, detail: 'supported values: "Node", "<empty>"' });
   if (!body.target?.name) errs.push({ field: 'target.name', type: 'FieldValueRequired' });
   if (errs.length) throw errors.invalid('Binding', '', name, errs);
+  await admitSubresourceCreate(c, body, { group: '', version: 'v1', kind: 'Binding' }, name);
   const pods = c.targets.resolve('', 'v1', 'pods')!;
   const node: string = body.target.name;
   const conflict = (why: string) => errors.conflict({ group: '', resource: 'pods/binding' }, name, why);

@@ -6,6 +6,7 @@ import { apiVersionOf, type HandlerContext } from './context.js';
 import { fieldValidationMode, validateBody, isJsonMediaType } from '../registry/field-validation.js';
 import { mediaTypeOf } from '../codec/decode.js';
 import { updateHook } from './field-manager.js';
+import { writeAdmission } from './admission.js';
 
 export async function handleCreate(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
@@ -17,6 +18,6 @@ export async function handleCreate(c: HandlerContext): Promise<void> {
   const raw = isJsonMediaType(mediaTypeOf(c.req.headers['content-type'])) ? c.req.body : null;
   validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []), { required: !c.target.strategy.handlesRequired });
   const fields = updateHook(c, 'CreateOptions');
-  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields, rejectResourceVersion: true });
+  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields, rejectResourceVersion: true, admission: writeAdmission(c, 'CREATE', 'CreateOptions') });
   sendObject(c, repr, r.code, r.json);
 }

@@ -6,6 +6,8 @@ import type { HandlerContext } from './context.js';
 import { errors, qualifiedResource } from '../errors.js';
 import { authorizeAlso } from '../http/filters/authorization.js';
 import { unsafeDelete } from '../registry/corrupt-objects.js';
+import { deleteAdmission } from './admission.js';
+import { refuseSystemClassDelete } from '../controllers/priority-class-bootstrap.js';
 
 const UNSAFE_VERB = 'unsafe-delete-ignore-read-errors';
 
@@ -41,12 +43,13 @@ export async function handleDelete(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
   const opts = deleteOptions(c.req);
   if (opts.ignoreStoreReadErrorWithClusterBreakingPotential) return handleUnsafeDelete(c);
+  refuseSystemClassDelete(c.target, c.info.name);
   if (c.target.gr === 'namespaces') {
-    const r = await c.namespaces.delete(c.target, c.info.name, opts);
+    const r = await c.namespaces.delete(c.target, c.info.name, opts, deleteAdmission(c, opts));
     sendObject(c, repr, 200, r);
     return;
   }
-  const r = await c.store.delete(c.target, c.info.namespace, c.info.name, opts);
+  const r = await c.store.delete(c.target, c.info.namespace, c.info.name, opts, deleteAdmission(c, opts));
   // kube's ReturnDeletedObject: a catalog fact for the kinds whose DELETE answers with the
   // object (pods, services, PVs, storage classes, ...), or a strategy's own say.
   if (r.deleted && !c.target.strategy.returnDeletedObject && !c.target.info.deleteReturnsObject) {

@@ -4,6 +4,7 @@ import { listOptions } from '../request/query.js';
 import { deleteOptions } from './delete-options.js';
 import type { HandlerContext } from './context.js';
 import { errors } from '../errors.js';
+import { deleteAdmission } from './admission.js';
 
 export async function handleDeleteCollection(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
@@ -14,7 +15,9 @@ export async function handleDeleteCollection(c: HandlerContext): Promise<void> {
       { field: 'ignoreStoreReadErrorWithClusterBreakingPotential', type: 'FieldValueInvalid', value: true, detail: 'is not allowed with DELETECOLLECTION, try again after removing the option' },
     ]);
   }
-  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d);
+  // every item is admitted as kube does it: a DELETE whose old object is the item, with the
+  // request's namespace and no name (kube's attributes of a collection delete carry none)
+  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d, () => deleteAdmission(c, d, ''));
   const rv = c.store.storage.freshRv(c.target.gr);
   sendEncoded(c, 200, repr, encodeList(deleted.map((json) => ({ json })), { resourceVersion: String(rv) }, repr, encodeContextOf(c, repr)));
 }

@@ -12,6 +12,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import { nowTimestamp, type DeleteOptions, type ResourceTarget } from '../registry/store.js';
 import { selectorMatches } from '../registry/label-selector.js';
 import type { HandlerContext } from './context.js';
+import { admitSubresourceCreate } from './admission.js';
 
 const MAX_DISRUPTED_PODS = 2000;
 const MAX_RETRIES = 5;
@@ -130,6 +131,7 @@ export async function handleEviction(c: HandlerContext): Promise<void> {
   validateSubresourceBody(c.target, 'eviction', 'create', c.req.query, body, null, (c.req.warnings ??= []), name);
   if (body.metadata?.name && body.metadata.name !== name) throw errors.badRequest('name in URL does not match name in Eviction object');
   const original = evictionDeleteOptions(c, body);
+  await admitSubresourceCreate(c, body, { group: 'policy', version: 'v1', kind: 'Eviction' });
   const userPinned = !!original.preconditions?.resourceVersion;
   const ns = c.info.namespace;
   const pdbT = c.targets.preferred('policy', 'poddisruptionbudgets');

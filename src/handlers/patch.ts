@@ -16,6 +16,7 @@ import { MAX_PATCH_DEPTH, nestsDeeperThan, refuseDeepPatch, refuseOversized } fr
 import { strictJsonPatchTypeError } from '../registry/patch.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { managedContext, updateHook, validateFieldManager, writeIdentity } from './field-manager.js';
+import { writeAdmission } from './admission.js';
 
 type PatchKind = 'merge' | 'json' | 'strategic' | 'apply';
 
@@ -65,7 +66,7 @@ export async function handlePatch(c: HandlerContext): Promise<void> {
   const warnings = (c.req.warnings ??= []);
   const raw = kind === 'merge' || kind === 'strategic' ? c.req.body : null;
   const check = (obj: any) => validateBody(obj, c.target.info, mode, raw, warnings, { name: c.info.name, required: !c.target.strategy.handlesRequired });
-  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields, patchBytes: c.req.body?.length ?? 0 });
+  const r = await c.store.patch(c.target, c.info.namespace, c.info.name, kind, patch, { dryRun, subresource: c.info.subresource, check, fields, patchBytes: c.req.body?.length ?? 0, admission: writeAdmission(c, 'UPDATE', 'PatchOptions') });
   sendObject(c, repr, r.code, r.json);
 }
 
@@ -119,6 +120,7 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
         return p.obj;
       },
       fields: withEscalationCheck(c, (old, obj) => finishApply(old, obj, plan!, id, { force }, ctx)),
+      admission: writeAdmission(c, 'UPDATE', 'PatchOptions'),
     },
     (current) => {
       delete current.metadata.resourceVersion;

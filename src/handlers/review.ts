@@ -18,6 +18,8 @@ import { nowTimestamp } from '../registry/store.js';
 import { dryRunParam } from '../request/query.js';
 import { validateFieldManager } from './field-manager.js';
 import { setOwn } from '../registry/own-keys.js';
+import { admitSubresourceCreate } from './admission.js';
+import { kindOf } from '../admission/request.js';
 
 export const REVIEW_KINDS = new Set([
   'selfsubjectaccessreviews.authorization.k8s.io',
@@ -120,6 +122,8 @@ export async function handleReview(c: HandlerContext): Promise<void> {
   dryRunParam(c.req.query);
   validateFieldManager('CreateOptions', c.req.query.get('fieldManager') ?? '');
   const body = decodeReview(c);
+  // admitted as any create (kube's create handler runs admission on the review kinds too)
+  await admitSubresourceCreate(c, body, kindOf(c.target.info), '');
   const user = c.req.user ?? ANONYMOUS;
   const base = { kind, apiVersion: apiVersionOf(c.target), metadata: { creationTimestamp: null } as Record<string, unknown> };
   switch (kind) {

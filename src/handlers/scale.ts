@@ -25,6 +25,8 @@ import { decodeApplyBody } from './patch.js';
 import { mapSelectorString, selectorString } from '../registry/label-selector.js';
 import type { HandlerContext } from './context.js';
 import { customScaleAdapter } from './custom-scale.js';
+import { writeAdmission } from './admission.js';
+import type { AdmissionHooks } from '../admission/request.js';
 
 export function scaleOf(obj: any, mapSelector: boolean): any {
   const m = obj.metadata;
@@ -113,11 +115,25 @@ function checkScale(scale: any, name: string): number {
  * resourceVersion if it has one, with the Scale's field ownership mapped onto the parent's.
  * Runs again from the fresh parent when a race is lost.
  */
-async function writeScale(c: HandlerContext, a: ScaleAdapter, w: ScaleWrite): Promise<void> {
+async function writeScale(c: HandlerContext, a: ScaleAdapter, w: ScaleWrite, optionsKind: 'UpdateOptions' | 'PatchOptions'): Promise<void> {
   const name = c.info.name;
   const parentVersion = apiVersionOf(c.target);
   let oldScale: any;
   let newScale: any;
+  // Admission sees the Scale (kube admits the subresource's own object), and what a mutating
+  // step makes of its replicas is what the parent gets.
+  const scaleAdmission = writeAdmission(c, 'UPDATE', optionsKind, { kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' } });
+  const admission: AdmissionHooks | undefined = scaleAdmission && {
+    admit: (obj) => {
+      const r = scaleAdmission.admit(newScale, oldScale);
+      const carry = () => {
+        const replicas = newScale?.spec?.replicas;
+        if (Number.isInteger(replicas) && replicas >= 0) a.setReplicas(obj, replicas);
+      };
+      return r ? r.then(carry) : carry();
+    },
+    validate: () => scaleAdmission.validate(newScale, oldScale),
+  };
   const r = await c.store.guaranteedUpdate(
     c.target,
     c.info.namespace,
@@ -125,6 +141,7 @@ async function writeScale(c: HandlerContext, a: ScaleAdapter, w: ScaleWrite): Pr
     {
       dryRun: dryRunParam(c.req.query),
       subresource: '',
+      admission,
       fields: (old, obj) => {
         w.fields(oldScale, newScale);
         const mf = parentManagedFields(a.replicasPaths, parentVersion, old?.metadata?.managedFields, newScale.metadata?.managedFields);
@@ -193,7 +210,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const json = mediaTypeOf(c.req.headers['content-type']) === 'application/json';
       validateSubresourceBody(c.target, 'scale', 'update', c.req.query, body, json ? c.req.body : null, (c.req.warnings ??= []), c.info.name);
       checkScale(body, c.info.name);
-      await writeScale(c, a, { build: () => structuredClone(body), fields: updateFields(c, 'UpdateOptions') });
+      await writeScale(c, a, { build: () => structuredClone(body), fields: updateFields(c, 'UpdateOptions') }, 'UpdateOptions');
       return;
     }
     case 'patch': {
@@ -202,7 +219,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
       const kind = PATCH_TYPES[mt];
       if (!kind || !accepted.includes(mt)) throw errors.unsupportedMediaType(accepted);
       if (kind === 'apply') {
-        await writeScale(c, a, applyWrite(c));
+        await writeScale(c, a, applyWrite(c), 'PatchOptions');
         return;
       }
       if (c.req.query.has('force')) {
@@ -231,7 +248,7 @@ export async function handleScale(c: HandlerContext): Promise<void> {
           return out;
         },
         fields,
-      });
+      }, 'PatchOptions');
       return;
     }
     default:

@@ -8,6 +8,7 @@ import { entryObject } from '../../workers/watch/watch-cache.js';
 import { encodeObject } from '../codec/representation.js';
 import { encodeContextOf, responseRepresentation, sendEncoded } from './representation.js';
 import type { HandlerContext } from './context.js';
+import { admitSubresourceCreate } from './admission.js';
 import type { BoundRef } from '../auth/service-account.js';
 import type { FieldError } from '../registry/strategy.js';
 
@@ -42,6 +43,7 @@ export async function handleServiceAccountToken(c: HandlerContext): Promise<void
   if (errs.length) throw errors.invalid('TokenRequest', 'authentication.k8s.io', name, errs);
 
   const sa = entryObject(await c.store.get(c.target, ns, name, ''));
+  await admitSubresourceCreate(c, body, gvk);
   let bound: BoundRef | undefined;
   let node: { name: string; uid: string } | undefined;
   const ref = spec.boundObjectRef ?? null;

@@ -6,6 +6,7 @@ import { apiVersionOf, type HandlerContext } from './context.js';
 import { fieldValidationMode, validateBody, isJsonMediaType } from '../registry/field-validation.js';
 import { mediaTypeOf } from '../codec/decode.js';
 import { updateHook } from './field-manager.js';
+import { writeAdmission } from './admission.js';
 
 export async function handleUpdate(c: HandlerContext): Promise<void> {
   const repr = responseRepresentation(c);
@@ -18,6 +19,6 @@ export async function handleUpdate(c: HandlerContext): Promise<void> {
     throw errors.badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${c.info.name})`);
   }
   const fields = updateHook(c, 'UpdateOptions');
-  const r = await c.store.update(c.target, c.info.namespace, c.info.name, obj, { dryRun, subresource: c.info.subresource, fields });
+  const r = await c.store.update(c.target, c.info.namespace, c.info.name, obj, { dryRun, subresource: c.info.subresource, fields, admission: writeAdmission(c, 'UPDATE', 'UpdateOptions') });
   sendObject(c, repr, r.code, r.json);
 }

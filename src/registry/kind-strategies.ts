@@ -4,7 +4,7 @@
 // (status, admission defaults), validates, and checks what may not change on update.
 // Stateless: one instance per kind, shared by every request on the front thread.
 import { Strategy, SpecStrategy, keepOldMeta, type FieldError, type StrategyContext } from './strategy.js';
-import { admitNewPod, defaultPod, defaultPodTemplate, podQosClass, type PodAdmissionOptions } from './defaults/pod.js';
+import { admitNewPod, defaultPod, defaultPodTemplate, podQosClass } from './defaults/pod.js';
 import { defaultDaemonSet, defaultDeployment, defaultReplicaSet, defaultStatefulSet } from './defaults/apps.js';
 import { defaultCronJob, defaultJob } from './defaults/batch.js';
 import { defaultPv, defaultPvc, defaultPvcStatus, defaultSecret } from './defaults/core.js';
@@ -37,9 +37,6 @@ import { defaultIngressClass, validateIngress, validateIngressCreate, validateIn
 export class PodStrategy extends Strategy {
   override handlesRequired = true;
   override returnDeletedObject = true;
-  constructor(private admission: PodAdmissionOptions) {
-    super();
-  }
   /** A bound pod gets its grace period; an unscheduled or finished one goes at once (as kube's pod strategy). */
   override checkGracefulDelete(obj: any, requested: number | undefined): number {
     let period = requested ?? obj?.spec?.terminationGracePeriodSeconds ?? 30;
@@ -51,9 +48,9 @@ export class PodStrategy extends Strategy {
   override prepareForCreate(obj: any, ctx: StrategyContext): void {
     defaultPod(obj, ctx.info);
   }
-  /** Admission (service account, priority, default tolerations) and the status at birth: owned by no manager. */
+  /** The service account's name and the status at birth: owned by no manager. (Priority and DefaultTolerationSeconds are admission plugins, src/admission.) */
   override admitCreate(obj: any): void {
-    admitNewPod(obj, this.admission);
+    admitNewPod(obj);
     obj.status = { phase: 'Pending', qosClass: podQosClass(obj.spec) };
   }
   override prepareForUpdate(obj: any, _old: any, ctx: StrategyContext): void {

@@ -4,7 +4,7 @@
 // everything in it, reporting progress in status.conditions as kube does, removes the
 // "kubernetes" finalizer once it is empty (what namespaces/finalize does), and the
 // namespace goes when no finalizer is left. Creates in a terminating namespace are refused
-// by the store (403).
+// by the NamespaceLifecycle admission plugin (src/admission/namespace-lifecycle.ts, 403).
 //
 // The deletion of contents (kube's namespace controller, a kube-controller-manager loop) runs
 // only while this replica leads (controller(): a term of leader-controllers.ts): it follows
@@ -23,9 +23,11 @@ import { checkPreconditions } from './deletion.js';
 import { WriteRejected, type ChangeType as EventType } from '../storage/interface.js';
 import type { Cacher } from '../storage/cacher.js';
 import type { LeaderController } from '../controllers/leader-controllers.js';
+import type { AdmissionHooks } from '../admission/request.js';
 
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
-const UNDELETABLE = new Set(['default', 'kube-system', 'kube-public']);
+/** kube's immortal namespaces (NamespaceLifecycle refuses their deletion) */
+export const UNDELETABLE = new Set(['default', 'kube-system', 'kube-public']);
 export const FINALIZER_KUBERNETES = 'kubernetes';
 
 interface Progress {
@@ -107,13 +109,20 @@ export class NamespaceLifecycle {
    * Rewrites a namespace with `change` applied to a copy, retrying on a lost race; deletes it
    * when it is marked for deletion and no finalizer is left. Returns the last state.
    */
-  private async modify(name: string, change: (obj: any) => void, dryRun = false): Promise<Buffer> {
+  private async modify(name: string, change: (obj: any) => void, dryRun = false, admission?: AdmissionHooks): Promise<Buffer> {
     const t = this.nsTarget();
     for (let attempt = 0; ; attempt++) {
       const cur = this.store.cacheOf(t).items.get(objectKey('', name));
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
       change(obj);
+      if (admission) {
+        const old = entryObject(cur);
+        const admitted = admission.admit(obj, old);
+        if (admitted) await admitted;
+        const validated = admission.validate(obj, old);
+        if (validated) await validated;
+      }
       const gone = !!obj.metadata.deletionTimestamp && !(obj.spec?.finalizers ?? []).length && !(obj.metadata.finalizers ?? []).length;
       if (dryRun) return Buffer.from(JSON.stringify(orderedObject(obj)));
       if (!gone && JSON.stringify(obj) === JSON.stringify(entryObject(cur))) return cur.json;
@@ -127,13 +136,21 @@ export class NamespaceLifecycle {
     }
   }
 
-  async delete(t: ResourceTarget, name: string, opts: DeleteOptions): Promise<Buffer> {
-    if (UNDELETABLE.has(name)) {
-      throw errors.forbidden(t.groupResource, name, `namespaces "${name}" is forbidden: this namespace may not be deleted`);
-    }
+  /**
+   * `admission`: the request's DELETE admission, run after the preconditions (kube's
+   * deleteValidation; the NamespaceLifecycle plugin refuses the immortal namespaces there).
+   */
+  async delete(t: ResourceTarget, name: string, opts: DeleteOptions, admission?: AdmissionHooks): Promise<Buffer> {
     const cur = this.store.cacheOf(t).items.get(objectKey('', name));
     if (!cur) throw errors.notFound(t.groupResource, name);
-    checkPreconditions(t, name, entryObject(cur), cur.rv, opts.preconditions);
+    const old = entryObject(cur);
+    checkPreconditions(t, name, old, cur.rv, opts.preconditions);
+    if (admission) {
+      const admitted = admission.admit(null, old);
+      if (admitted) await admitted;
+      const validated = admission.validate(null, old);
+      if (validated) await validated;
+    }
     const json = await this.modify(
       name,
       (obj) => {
@@ -150,7 +167,7 @@ export class NamespaceLifecycle {
   }
 
   /** namespaces/finalize: replaces spec.finalizers only; a marked namespace with none left goes. */
-  async finalizeSubresource(name: string, body: any, dryRun: boolean): Promise<Buffer> {
+  async finalizeSubresource(name: string, body: any, dryRun: boolean, admission?: AdmissionHooks): Promise<Buffer> {
     const fins = body?.spec?.finalizers;
     if (fins !== undefined && !Array.isArray(fins)) throw errors.badRequest('spec.finalizers must be a list');
     return this.modify(
@@ -161,6 +178,7 @@ export class NamespaceLifecycle {
         else delete obj.spec.finalizers;
       },
       dryRun,
+      admission,
     );
   }
 

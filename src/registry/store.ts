@@ -41,7 +41,9 @@ const NAMESPACE_LOOKUP_MS = 2000;
 
 export type FieldsHook = (old: any | null, obj: any) => void;
 import { checkPreconditions, planDelete, type DeleteOptions } from './deletion.js';
-import type { AdmissionChain, Attributes as AdmissionAttributes } from '../admission/plugin.js';
+import type { AdmissionChain } from '../admission/plugin.js';
+import { RequestAdmission, kindOf, resourceOf, type AdmissionHooks } from '../admission/request.js';
+import type { UserInfo } from '../auth/user.js';
 
 export interface ResourceTarget {
   info: ResourceInfo;
@@ -174,11 +176,16 @@ function patchPinsVersion(patchType: string, patch: any): boolean {
 /** How long an Exact list may be served from a snapshot rebuilt from the cache (spec 8). */
 export const CACHE_SNAPSHOT_MS = 75_000;
 
+/** The API server's own identity on its loopback writes (kube's system:apiserver in system:masters). */
+export const LOOPBACK_USER: UserInfo = { name: 'system:apiserver', uid: '', groups: ['system:authenticated', 'system:masters'] };
+
 export class Store {
   /**
-   * The built-in admission plugins (src/admission), set by the server. Creates go through
-   * them (the server's own too, as kube's controllers' do); updates only when a client
-   * writes (the server's own finishing writes, e.g. finalizer removal, skip them).
+   * The admission chain (src/admission), set by the server. Client writes bring their own
+   * admission callbacks, made by the handler from the request (src/handlers/admission.ts);
+   * the server's own creates (kube's controllers write through the API, so admission sees
+   * theirs too) are admitted here as the API server's loopback user. The server's own
+   * updates (finishing writes, e.g. finalizer removal) skip admission.
    */
   admission?: AdmissionChain;
 
@@ -193,8 +200,24 @@ export class Store {
     this.maxConflictRetries = this.storage.latestRv ? SHARED_MAX_CONFLICT_RETRIES : MAX_CONFLICT_RETRIES;
   }
 
-  private admissionAttrs(t: ResourceTarget, operation: 'CREATE' | 'UPDATE', subresource: string, ns: string, obj: any, old: any, dryRun: boolean, warnings?: string[]): AdmissionAttributes {
-    return { operation, info: t.info, groupResource: t.groupResource, subresource, namespace: ns, name: obj.metadata.name, obj, old, dryRun, warnings };
+  /** The admission of a create the server makes itself (no request: the loopback user, kube's system:apiserver). */
+  private ownCreateAdmission(t: ResourceTarget, ns: string, dryRun: boolean, warnings?: string[]): AdmissionHooks | undefined {
+    const chain = this.admission;
+    if (!chain) return undefined;
+    return new RequestAdmission(chain, {
+      operation: 'CREATE',
+      info: t.info,
+      groupResource: t.groupResource,
+      subresource: '',
+      namespace: ns,
+      name: '',
+      dryRun,
+      user: LOOPBACK_USER,
+      options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
+      kind: kindOf(t.info),
+      resource: resourceOf(t.info),
+      warnings,
+    });
   }
 
   ctxOf(t: ResourceTarget): StrategyContext {
@@ -450,17 +473,6 @@ export class Store {
 
   // ---------------------------------------------------------------- writes
 
-  private namespaceEntry(ns: string): CacheEntry | undefined {
-    return this.cacher.cache('namespaces').items.get(objectKey('', ns));
-  }
-
-  /**
-   * A namespace missing from this thread's cache may be one another front thread has just
-   * created (its client was answered once that thread's cache had it): before a create is
-   * refused for it, this cache catches up with everything committed to the namespaces'
-   * shard, as kube's NamespaceLifecycle looks a namespace up in storage when its informer
-   * lacks it.
-   */
   /**
    * An update or delete starts from the object as committed: a commit this thread has not
    * taken yet (another front thread's write, answered to its client already) is waited for,
@@ -471,26 +483,16 @@ export class Store {
     return this.storage.freshRv(cache.gr) < committed ? this.storage.waitFresh(cache.gr, committed, TOO_LARGE_RV_WAIT_MS) : undefined;
   }
 
-  private async namespaceLookup(): Promise<void> {
+  /**
+   * A namespace missing from this thread's cache may be one another front thread has just
+   * created (its client was answered once that thread's cache had it): before a create is
+   * refused for it, the NamespaceLifecycle plugin has this cache catch up with everything
+   * committed to the namespaces' shard, as kube's plugin looks a namespace up in storage
+   * when its informer lacks it.
+   */
+  async namespaceLookup(): Promise<void> {
     const rv = this.storage.latestRv ? await this.storage.latestRv('namespaces') : this.storage.committedRv('namespaces');
     await this.storage.waitFresh('namespaces', rv, NAMESPACE_LOOKUP_MS);
-  }
-
-  private checkNamespace(t: ResourceTarget, ns: string, creating: boolean, name = ''): void {
-    if (!t.info.namespaced) return;
-    const nsEntry = this.namespaceEntry(ns);
-    if (!nsEntry) throw errors.notFound({ group: '', resource: 'namespaces' }, ns);
-    if (creating) {
-      const nsObj = entryObject(nsEntry);
-      if (nsObj?.status?.phase === 'Terminating' || nsObj?.metadata?.deletionTimestamp) {
-        throw new StatusError(403, 'Forbidden', `${t.info.resource}${t.info.group ? '.' + t.info.group : ''} "${name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, {
-          name,
-          ...(t.info.group ? { group: t.info.group } : {}),
-          kind: t.info.resource,
-          causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }],
-        });
-      }
-    }
   }
 
   private invalid(t: ResourceTarget, name: string, errs: FieldError[]): never {
@@ -555,7 +557,11 @@ export class Store {
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
 
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean }): Promise<WriteResult> {
+  /**
+   * `admission`: the request's admission callbacks (src/handlers/admission.ts); without them
+   * a create the server makes itself is admitted as its loopback user.
+   */
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean; admission?: AdmissionHooks }): Promise<WriteResult> {
     const m = obj.metadata;
     const sentRv: unknown = m.resourceVersion;
     if (t.info.namespaced) {
@@ -573,8 +579,6 @@ export class Store {
         nameGenerated = true;
       } else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
     }
-    if (t.info.namespaced && !this.namespaceEntry(ns)) await this.namespaceLookup();
-    this.checkNamespace(t, ns, true, m.name);
     m.uid = randomUUID();
     m.creationTimestamp = nowTimestamp();
     delete m.resourceVersion;
@@ -588,10 +592,12 @@ export class Store {
     // Ownership of what the request set and its defaults; not of what admission and the
     // kind's preparation add next (kube's create handler order).
     opts.fields?.(null, obj);
-    // Mutating admission, then the kind's own preparation (kube's order: admission before BeforeCreate).
-    const attrs = this.admission ? this.admissionAttrs(t, 'CREATE', '', ns, obj, null, opts.dryRun, opts.warnings) : undefined;
-    if (attrs) {
-      const pending = this.admission!.admit(attrs);
+    // Mutating admission (NamespaceLifecycle first: a missing or terminating namespace is
+    // refused there), then the kind's own preparation (kube's order: admission before
+    // BeforeCreate), the kind's validation, and validating admission.
+    const admission = opts.admission ?? this.ownCreateAdmission(t, ns, opts.dryRun, opts.warnings);
+    if (admission) {
+      const pending = admission.admit(obj, null);
       if (pending) await pending;
     }
     t.strategy.admitCreate(obj, ctx);
@@ -599,8 +605,8 @@ export class Store {
     this.validateCommon(t, obj, errs);
     errs.push(...t.strategy.validate(obj, ctx));
     if (errs.length) this.invalid(t, m.name, errs);
-    if (attrs) {
-      const pending = this.admission!.validate(attrs);
+    if (admission) {
+      const pending = admission.validate(obj, null);
       if (pending) await pending;
     }
     t.strategy.canonicalize(obj);
@@ -677,6 +683,8 @@ export class Store {
        * dry run): a patch weighs its result there, in kube's order of refusals.
        */
       beforeCommit?: (obj: any) => void;
+      /** the request's admission (client writes; src/handlers/admission.ts) */
+      admission?: AdmissionHooks;
     },
     /** currentBytes: the size of the current object's stored JSON */
     build: (current: any, currentBytes: number) => any,
@@ -700,7 +708,7 @@ export class Store {
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.cacher, t, ns, name);
-          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields });
+          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields, admission: opts.admission?.asCreate?.() });
         }
         this.missing(t, ns, name);
       }
@@ -731,13 +739,18 @@ export class Store {
       }
       // Client writes come with a field-ownership hook; the server's own (deletion, namespace
       // lifecycle) do not, and may set what a client may not.
+      // kube's order: what the client may not change is carried over, field management,
+      // mutating admission, the kind's validation, validating admission.
       this.prepareUpdate(t, obj, old, opts.subresource, opts.fields !== undefined);
       opts.fields?.(old, obj);
-      if (this.admission && opts.fields) {
-        const attrs = this.admissionAttrs(t, 'UPDATE', opts.subresource, ns, obj, old, opts.dryRun);
-        const admitted = this.admission.admit(attrs);
+      const admission = opts.admission;
+      if (admission) {
+        const admitted = admission.admit(obj, old);
         if (admitted) await admitted;
-        const validated = this.admission.validate(attrs);
+      }
+      this.validateUpdate(t, obj, old, opts.subresource);
+      if (admission) {
+        const validated = admission.validate(obj, old);
         if (validated) await validated;
       }
       // A write that changes nothing is not written; the client gets the current object.
@@ -784,7 +797,7 @@ export class Store {
     }
   }
 
-  /** Carries over what a client may not change, then validates. Mutates obj. */
+  /** Carries over what a client may not change and applies the kind's preparation. Mutates obj. */
   private prepareUpdate(t: ResourceTarget, obj: any, old: any, subresource: string, client: boolean): void {
     const m = obj.metadata;
     const om = old.metadata;
@@ -844,24 +857,30 @@ export class Store {
     }
     const ctx = this.ctxOf(t);
     t.strategy.prepareForUpdate(obj, old, ctx);
-    // After the kind's defaults (kube defaults on decode): a sparse body that defaults to the
-    // stored spec is no spec change.
+  }
+
+  /** The kind's validation of an update (after mutating admission), then its canonical form. */
+  private validateUpdate(t: ResourceTarget, obj: any, old: any, subresource: string): void {
+    const ctx = this.ctxOf(t);
+    // After the kind's defaults (kube defaults on decode) and mutating admission (kube's
+    // PrepareForUpdate runs after it): a sparse body that defaults to the stored spec is no
+    // spec change; an admission step's change to the spec is one.
     if (t.strategy.tracksGeneration) {
-      m.generation = om.generation ?? 1;
-      if (!deepEqual(obj.spec, old.spec)) m.generation++;
+      obj.metadata.generation = old.metadata.generation ?? 1;
+      if (!deepEqual(obj.spec, old.spec)) obj.metadata.generation++;
     } else {
-      delete m.generation;
+      delete obj.metadata.generation;
     }
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);
     if (subresource === 'ephemeralcontainers' || subresource === 'resize') errs.push(...t.strategy.validate(obj, ctx), ...validatePodSubresourceUpdate(subresource, obj, old));
     else errs.push(...t.strategy.validate(obj, ctx), ...t.strategy.validateUpdate(obj, old, ctx));
     if (subresource === 'status') errs.push(...t.strategy.validateStatusUpdate(obj, old, ctx));
-    if (errs.length) this.invalid(t, m.name, errs);
+    if (errs.length) this.invalid(t, obj.metadata.name, errs);
     t.strategy.canonicalize(obj);
   }
 
-  update(t: ResourceTarget, ns: string, name: string, obj: any, opts: { dryRun: boolean; subresource: string; fields?: FieldsHook }): Promise<WriteResult> {
+  update(t: ResourceTarget, ns: string, name: string, obj: any, opts: { dryRun: boolean; subresource: string; fields?: FieldsHook; admission?: AdmissionHooks }): Promise<WriteResult> {
     // A uid in the body is a precondition (kube-apiserver's defaultUpdatedObjectInfo).
     const uid = typeof obj?.metadata?.uid === 'string' && obj.metadata.uid !== '' ? obj.metadata.uid : undefined;
     return this.guaranteedUpdate(
@@ -875,7 +894,7 @@ export class Store {
 
   /** `check` sees the patched object before anything else (field validation; may drop fields or throw). */
   /** `patchBytes`: the size of the patch body (what the patch can add to the object, copies aside). */
-  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook; patchBytes?: number }): Promise<WriteResult> {
+  patch(t: ResourceTarget, ns: string, name: string, patchType: string, patch: unknown, opts: { dryRun: boolean; subresource: string; check?: (obj: any) => void; fields?: FieldsHook; patchBytes?: number; admission?: AdmissionHooks }): Promise<WriteResult> {
     // The patch sees the current resourceVersion (a JSON patch may `test` it); it pins the
     // version only when it names it, and then a stale one is a 409.
     const pinned = patchPinsVersion(patchType, patch);
@@ -910,7 +929,11 @@ export class Store {
   }
 
   /** DELETE of one object; what it does is decided by planDelete (src/registry/deletion.ts). */
-  async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
+  /**
+   * `admission`: the request's DELETE admission (obj null, old the stored object), run as
+   * kube's deleteValidation: after the preconditions, unless a deletion is already pending.
+   */
+  async delete(t: ResourceTarget, ns: string, name: string, o: DeleteOptions, admission?: AdmissionHooks): Promise<{ deleted: boolean; json: Buffer; obj: any }> {
     const cache = this.cacheOf(t);
     const key = objectKey(ns, name);
     const behind = this.catchUp(cache);
@@ -939,6 +962,12 @@ export class Store {
       checkPreconditions(t, name, old, cur.rv, o.preconditions);
       const plan = planDelete(t, old, o);
       if (plan.kind === 'pending') return { deleted: false, json: cur.json, obj: old };
+      if (admission) {
+        const admitted = admission.admit(null, old);
+        if (admitted) await admitted;
+        const validated = admission.validate(null, old);
+        if (validated) await validated;
+      }
       const type: EventType = plan.kind === 'now' ? 'DELETED' : 'MODIFIED';
       const obj = plan.obj;
       if (o.dryRun) return { deleted: type === 'DELETED', json: this.renderDryRun(t, obj, cur.rv), obj };
@@ -957,14 +986,15 @@ export class Store {
     }
   }
 
-  async deleteCollection(t: ResourceTarget, ns: string, o: ListOptions, d: DeleteOptions): Promise<Buffer[]> {
+  /** `admissionFor`: each item's DELETE admission (kube admits every item of a collection delete). */
+  async deleteCollection(t: ResourceTarget, ns: string, o: ListOptions, d: DeleteOptions, admissionFor?: (ns: string, name: string) => AdmissionHooks | undefined): Promise<Buffer[]> {
     const listed = await this.list(t, ns, { ...o, limit: 0, continueToken: '' });
     const out: Buffer[] = [];
     const names = listed.items.map((b) => JSON.parse(b.toString('utf8')).metadata as { name: string; namespace?: string });
     await Promise.all(
       names.map(async (m) => {
         try {
-          const r = await this.delete(t, m.namespace ?? '', m.name, d);
+          const r = await this.delete(t, m.namespace ?? '', m.name, d, admissionFor?.(m.namespace ?? '', m.name));
           out.push(r.json);
         } catch (e) {
           if (!(e instanceof StatusError && e.code === 404)) throw e;

@@ -177,9 +177,6 @@ const CREATE_ON_UPDATE = new Set([
 export interface StrategyOptions {
   serviceClusterIpRange: string;
   serviceNodePortRange: { min: number; max: number };
-  /** --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds */
-  defaultNotReadyTolerationSeconds?: number;
-  defaultUnreachableTolerationSeconds?: number;
 }
 
 export class StrategyRegistry {
@@ -195,10 +192,7 @@ export class StrategyRegistry {
     this.serviceAllocator = new ServiceAllocator(opts.serviceClusterIpRange, opts.serviceNodePortRange);
     this.serviceAllocator.load(Array.from(cacher.cache('services').items.values(), (e) => entryObject(e)));
     this.service = new ServiceStrategy(this.serviceAllocator);
-    this.pods = new kinds.PodStrategy({
-      defaultNotReadyTolerationSeconds: opts.defaultNotReadyTolerationSeconds ?? 300,
-      defaultUnreachableTolerationSeconds: opts.defaultUnreachableTolerationSeconds ?? 300,
-    });
+    this.pods = new kinds.PodStrategy();
   }
 
   get(group: string, resource: string): { strategy: Strategy; nameRule: NameRule } {

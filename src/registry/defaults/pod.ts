@@ -1,7 +1,7 @@
 // Pod and pod-template defaults: SetDefaults_PodSpec, _Container, _Volume, _Probe ... of
 // k8s.io/kubernetes pkg/apis/core/v1 (1.33), plus the pod-only ones (SetDefaults_Pod) and
-// what the admission plugins of a default cluster add to a new Pod (DefaultTolerationSeconds,
-// ServiceAccount's default name, Priority).
+// the service account's default name (Priority and DefaultTolerationSeconds are admission
+// plugins: src/admission).
 import type { ResourceInfo } from '../../api/catalog-types.js';
 import { canonicalQuantity, parseQuantity, QUANTITY_ERROR, quantitySign } from '../quantity.js';
 import { applyMemberDefaults, arr, child, decodeError, def, isObj } from './common.js';
@@ -157,33 +157,12 @@ export function defaultPod(pod: any, info: Pick<ResourceInfo, 'kind' | 'version'
   }
 }
 
-export interface PodAdmissionOptions {
-  defaultNotReadyTolerationSeconds: number;
-  defaultUnreachableTolerationSeconds: number;
-}
-
-/** What the default admission chain adds to a new Pod. */
-export function admitNewPod(pod: any, o: PodAdmissionOptions): void {
+/** What a new Pod gets at creation besides the admission plugins: the service account's name in both fields. */
+export function admitNewPod(pod: any): void {
   const spec = pod?.spec;
   if (!isObj(spec)) return;
-  // ServiceAccount admission
   def(spec, 'serviceAccountName', 'default');
   spec.serviceAccount = spec.serviceAccountName;
-  // Priority admission (no PriorityClass named: the global default of 0)
-  if (!spec.priorityClassName && spec.priority === undefined) spec.priority = 0;
-  def(spec, 'preemptionPolicy', 'PreemptLowerPriority');
-  // DefaultTolerationSeconds
-  const tols = Array.isArray(spec.tolerations) ? spec.tolerations : [];
-  const tolerates = (key: string) =>
-    tols.some((t: any) => isObj(t) && (t.key === key || !t.key) && (t.effect === 'NoExecute' || !t.effect));
-  const add: any[] = [];
-  if (!tolerates('node.kubernetes.io/not-ready')) {
-    add.push({ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: o.defaultNotReadyTolerationSeconds });
-  }
-  if (!tolerates('node.kubernetes.io/unreachable')) {
-    add.push({ key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: o.defaultUnreachableTolerationSeconds });
-  }
-  if (add.length) spec.tolerations = [...tols, ...add];
 }
 
 /** The QoS class of a pod (qos.GetPodQOS), from the cpu and memory of every container. */
