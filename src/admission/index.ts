@@ -8,12 +8,15 @@ import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { PodSecurity } from './pod-security/pod-security.js';
 
 /** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
 export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
   const all = [
     new LimitRanger(objects),
     new ServiceAccountAdmission(objects),
+    // kube's order puts PodSecurity right after ServiceAccount (it validates the mutated pod)
+    new PodSecurity(objects),
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
