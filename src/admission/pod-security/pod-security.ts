@@ -24,6 +24,9 @@ import { loadPodSecurityConfig, type PodSecurityConfig } from './config.js';
 export const NAMESPACE_MAX_PODS_TO_CHECK = 3000;
 export const NAMESPACE_POD_CHECK_TIMEOUT_MS = 1000;
 
+/** The namespaces whose parsed labels are kept at most. */
+const MAX_CACHED_POLICIES = 10_000;
+
 /** Pod subresources that cannot change the pod's spec (kube's ignoredPodSubresources). */
 const IGNORED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'eviction', 'log', 'portforward', 'proxy', 'status']);
 
@@ -45,7 +48,11 @@ function template(t: any): { meta: any; spec: any } | undefined {
   return { meta: t.metadata ?? {}, spec: t.spec ?? {} };
 }
 
-const annotationKey = (k: string) => LABEL_PREFIX + k;
+/** the audit annotation keys as the plugin records them (kube's AuditAnnotationPrefix + key) */
+const AUDIT_KEYS: Record<string, string> = Object.fromEntries(
+  [ENFORCED_POLICY_ANNOTATION, AUDIT_VIOLATIONS_ANNOTATION, EXEMPTION_REASON_ANNOTATION, 'error'].map((k) => [k, LABEL_PREFIX + k]),
+);
+const PRIVILEGED_LATEST_TEXT = levelVersionString(PRIVILEGED_LATEST);
 
 interface NamespacePolicy {
   rv: string;
@@ -61,6 +68,7 @@ export class PodSecurity extends AdmissionPlugin {
   private readonly policies = new Map<string, NamespacePolicy>();
   /** the defaults' evaluation needs no labels: namespaces without any PodSecurity label share it */
   private readonly defaultPolicy: Policy;
+  private readonly defaults: NamespacePolicy;
   private readonly noExemptions: boolean;
   /** tests shorten the namespace check's budget */
   podCheckTimeoutMs = NAMESPACE_POD_CHECK_TIMEOUT_MS;
@@ -70,6 +78,7 @@ export class PodSecurity extends AdmissionPlugin {
     super(objects);
     this.config = loadPodSecurityConfig(config);
     this.defaultPolicy = this.config.defaults;
+    this.defaults = { rv: '', policy: this.defaultPolicy, errs: [] };
     const ex = this.config.exemptions;
     this.noExemptions = ex.usernames.size === 0 && ex.runtimeClasses.size === 0 && ex.namespaces.size === 0;
     this.evaluator = new Evaluator();
@@ -200,7 +209,7 @@ export class PodSecurity extends AdmissionPlugin {
     if (this.exempt(a)) return;
     const ns = this.namespacePolicy(a.namespace);
     if (ns.errs.length === 0 && fullyPrivileged(ns.policy)) {
-      annotate(a, ENFORCED_POLICY_ANNOTATION, levelVersionString(PRIVILEGED_LATEST));
+      annotate(a, ENFORCED_POLICY_ANNOTATION, PRIVILEGED_LATEST_TEXT);
       return;
     }
     if (a.operation === 'UPDATE' && a.old && !isSignificantPodUpdate(a.obj, a.old)) return;
@@ -272,14 +281,15 @@ export class PodSecurity extends AdmissionPlugin {
    */
   private namespacePolicy(name: string): NamespacePolicy {
     const ns = this.objects.get('namespaces', '', name);
-    if (!ns) return { rv: '', policy: this.defaultPolicy, errs: [] };
+    const labels = ns?.metadata?.labels;
+    // (a namespace without any PodSecurity label is the defaults: nothing to parse or keep)
+    if (!hasPodSecurityLabel(labels)) return this.defaults;
     const rv: string = ns.metadata?.resourceVersion ?? '';
     const hit = this.policies.get(name);
     if (hit && hit.rv === rv && rv !== '') return hit;
-    const labels = ns.metadata?.labels;
-    const entry: NamespacePolicy = hasPodSecurityLabel(labels)
-      ? { rv, ...policyToEvaluate(labels, this.defaultPolicy) }
-      : { rv, policy: this.defaultPolicy, errs: [] };
+    const entry: NamespacePolicy = { rv, ...policyToEvaluate(labels, this.defaultPolicy) };
+    // deleted namespaces leave entries behind: start again rather than grow without bound
+    if (this.policies.size >= MAX_CACHED_POLICIES) this.policies.clear();
     this.policies.set(name, entry);
     return entry;
   }
@@ -301,7 +311,7 @@ function sameErrors(a: LabelError[], b: LabelError[]): boolean {
 }
 
 function annotate(a: Attributes, key: string, value: string): void {
-  (a.auditAnnotations ??= {})[annotationKey(key)] = value;
+  (a.auditAnnotations ??= {})[AUDIT_KEYS[key]] = value;
 }
 
 /**
