@@ -159,3 +159,17 @@ describe('restricted checks', () => {
     );
   });
 });
+
+describe('user namespaces', () => {
+  it('hostUsers: false relaxes runAsNonRoot, runAsUser and procMount only under UserNamespacesPodSecurityStandards', async () => {
+    const { features } = await import('../../features.js');
+    const spec = { hostUsers: false, securityContext: { runAsUser: 0 }, containers: [c('a', { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' }, procMount: 'Unmasked' })] };
+    expect(forbiddenReason(aggregate(ev.evaluate({ level: 'restricted', version: LATEST }, {}, spec)))).toBe('procMount, runAsNonRoot != true, runAsUser=0');
+    features.set('UserNamespacesPodSecurityStandards=true');
+    try {
+      expect(detail('restricted', spec)).toBe('ALLOWED');
+    } finally {
+      features.reset();
+    }
+  });
+});

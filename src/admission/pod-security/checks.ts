@@ -6,6 +6,7 @@
 //
 // Thread ownership: none (the registry is built once at load and only read).
 import { type LevelVersion } from './api.js';
+import { features } from '../../features.js';
 
 export interface CheckResult {
   allowed: boolean;
@@ -56,6 +57,13 @@ function containers(spec: any): any[] {
 }
 
 const sc = (c: any) => obj(c?.securityContext);
+
+/**
+ * kube's relaxPolicyForUserNamespacePod: a pod in its own user namespace (hostUsers: false)
+ * passes the root and procMount checks, only under the UserNamespacesPodSecurityStandards
+ * gate (alpha, off by default in 1.33).
+ */
+const relaxForUserNamespace = (spec: any): boolean => spec?.hostUsers === false && features.enabled('UserNamespacesPodSecurityStandards');
 const podSc = (spec: any) => obj(spec?.securityContext);
 const isWindows = (spec: any) => obj(spec?.os)?.name === 'windows';
 
@@ -223,9 +231,9 @@ function seLinuxOptions(allowedTypes: Set<string>): CheckFn {
   };
 }
 
-// check_procMount.go (the user-namespace relaxation sits behind the UserNamespacesPodSecurityStandards
-// gate, alpha and off in 1.33, so it does not apply)
+// check_procMount.go
 function procMount(_m: any, spec: any): CheckResult {
+  if (relaxForUserNamespace(spec)) return ALLOWED;
   const bad: string[] = [];
   const types = new Set<string>();
   for (const c of containers(spec)) {
@@ -370,8 +378,9 @@ function restrictedVolumes(_m: any, spec: any): CheckResult {
   );
 }
 
-// check_runAsNonRoot.go (the user-namespace relaxation is gated off in 1.33, as procMount's)
+// check_runAsNonRoot.go
 function runAsNonRoot(_m: any, spec: any): CheckResult {
+  if (relaxForUserNamespace(spec)) return ALLOWED;
   const podVal = podSc(spec)?.runAsNonRoot;
   const podBad = podVal === false;
   const podNonRoot = podVal === true;
@@ -393,6 +402,7 @@ function runAsNonRoot(_m: any, spec: any): CheckResult {
 
 // check_runAsUser.go
 function runAsUser(_m: any, spec: any): CheckResult {
+  if (relaxForUserNamespace(spec)) return ALLOWED;
   const podBad = podSc(spec)?.runAsUser === 0;
   const bad = containers(spec).filter((c) => sc(c)?.runAsUser === 0).map(nameOf);
   const who = setters(podBad, bad);
