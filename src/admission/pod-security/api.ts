@@ -4,7 +4,7 @@
 // configured defaults), and the field errors a bad label value gives.
 //
 // Thread ownership: none (pure functions and immutable values).
-import type { CauseType } from '../../errors.js';
+import { goQuote, type CauseType } from '../../errors.js';
 
 export type Level = 'privileged' | 'baseline' | 'restricted';
 
@@ -140,6 +140,6 @@ export function policyToEvaluate(labels: Record<string, string> | undefined, def
 
 /** field.ErrorList.ToAggregate().Error() for label errors (as the "error" audit annotation shows them). */
 export function labelErrorsText(errs: LabelError[]): string {
-  const msgs = [...new Set(errs.map((e) => `${e.field}: Invalid value: ${JSON.stringify(e.value)}: ${e.detail}`))];
+  const msgs = [...new Set(errs.map((e) => `${e.field}: Invalid value: ${goQuote(e.value)}: ${e.detail}`))];
   return msgs.length === 1 ? msgs[0] : `[${msgs.join(', ')}]`;
 }

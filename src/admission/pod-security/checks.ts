@@ -7,6 +7,7 @@
 // Thread ownership: none (the registry is built once at load and only read).
 import { type LevelVersion } from './api.js';
 import { features } from '../../features.js';
+import { goQuote } from '../../errors.js';
 
 export interface CheckResult {
   allowed: boolean;
@@ -40,8 +41,6 @@ const pluralize = (one: string, many: string, n: number) => (n === 1 ? one : man
 const joinQuote = (items: string[]) => `"${items.join('", "')}"`;
 /** sets.NewString(...).List(): unique and sorted */
 const sortedSet = (s: Set<string>) => [...s].sort();
-/** Go's %q for the plain values found here (annotation values) */
-const goQuote = (s: string) => JSON.stringify(s);
 
 const obj = (v: any): any => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v : undefined);
 const list = (v: any): any[] => (Array.isArray(v) ? v : []);

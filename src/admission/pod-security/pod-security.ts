@@ -11,7 +11,7 @@
 // policies are cached here per namespace, keyed by the namespace's resourceVersion, so a pod
 // create in an unlabelled namespace reads one cached object and parses nothing.
 import { AdmissionPlugin, forbidden, type Attributes, type ObjectSource } from '../plugin.js';
-import { errors } from '../../errors.js';
+import { errors, goQuote } from '../../errors.js';
 import {
   AUDIT_LEVEL_LABEL, AUDIT_VERSION_LABEL, AUDIT_VIOLATIONS_ANNOTATION, ENFORCED_POLICY_ANNOTATION, ENFORCE_LEVEL_LABEL, ENFORCE_VERSION_LABEL,
   EXEMPTION_REASON_ANNOTATION, LABEL_PREFIX, PRIVILEGED_LATEST, WARN_LEVEL_LABEL, WARN_VERSION_LABEL, compareLevels, equivalentPolicy, fullyPrivileged,
@@ -141,7 +141,7 @@ export class PodSecurity extends AdmissionPlugin {
     if (policy.enforce.level !== 'privileged' && (has(ENFORCE_LEVEL_LABEL) || has(ENFORCE_VERSION_LABEL))) parts.push(`enforce=${levelVersionString(policy.enforce)}`);
     if (policy.audit.level !== 'privileged' && (has(AUDIT_LEVEL_LABEL) || has(AUDIT_VERSION_LABEL))) parts.push(`audit=${levelVersionString(policy.audit)}`);
     if (policy.warn.level !== 'privileged' && (has(WARN_LEVEL_LABEL) || has(WARN_VERSION_LABEL))) parts.push(`warn=${levelVersionString(policy.warn)}`);
-    (a.warnings ??= []).push(`namespace ${JSON.stringify(name)} is exempt from Pod Security, and the policy (${parts.join(', ')}) will be ignored`);
+    (a.warnings ??= []).push(`namespace ${goQuote(name)} is exempt from Pod Security, and the policy (${parts.join(', ')}) will be ignored`);
   }
 
   /**
@@ -176,7 +176,7 @@ export class PodSecurity extends AdmissionPlugin {
     }
     const out: string[] = [];
     if (checked < total) out.push(`new PodSecurity enforce level only checked against the first ${checked} of ${total} existing pods`);
-    if (byWarning.size) out.push(`existing pods in namespace ${JSON.stringify(namespace)} violate the new PodSecurity enforce level ${JSON.stringify(levelVersionString(enforce))}`);
+    if (byWarning.size) out.push(`existing pods in namespace ${goQuote(namespace)} violate the new PodSecurity enforce level ${goQuote(levelVersionString(enforce))}`);
     const podWarnings: string[] = [];
     for (const [w, c] of byWarning) {
       if (c.count === 1) podWarnings.push(`${c.podName}: ${w}`);
@@ -268,13 +268,13 @@ export class PodSecurity extends AdmissionPlugin {
     if (enforce) {
       annotate(a, ENFORCED_POLICY_ANNOTATION, levelVersionString(p.enforce));
       const r = evaluate(p.enforce);
-      if (!r.allowed) refusal = `violates PodSecurity ${JSON.stringify(levelVersionString(p.enforce))}: ${forbiddenDetail(r)}`;
+      if (!r.allowed) refusal = `violates PodSecurity ${goQuote(levelVersionString(p.enforce))}: ${forbiddenDetail(r)}`;
     }
     const audit = evaluate(p.audit);
-    if (!audit.allowed) annotate(a, AUDIT_VIOLATIONS_ANNOTATION, `would violate PodSecurity ${JSON.stringify(levelVersionString(p.audit))}: ${forbiddenDetail(audit)}`);
+    if (!audit.allowed) annotate(a, AUDIT_VIOLATIONS_ANNOTATION, `would violate PodSecurity ${goQuote(levelVersionString(p.audit))}: ${forbiddenDetail(audit)}`);
     if (refusal !== undefined) throw forbidden(a, refusal);
     const warn = evaluate(p.warn);
-    if (!warn.allowed) (a.warnings ??= []).push(`would violate PodSecurity ${JSON.stringify(levelVersionString(p.warn))}: ${forbiddenDetail(warn)}`);
+    if (!warn.allowed) (a.warnings ??= []).push(`would violate PodSecurity ${goQuote(levelVersionString(p.warn))}: ${forbiddenDetail(warn)}`);
   }
 
   /**
