@@ -264,3 +264,37 @@ describe('PodSecurity namespaces', () => {
     expect(limited.warnings![0]).toBe('new PodSecurity enforce level only checked against the first 2 of 5 existing pods');
   });
 });
+
+describe('PodSecurity metrics', () => {
+  it('counts evaluations, exemptions and errors with kube\'s names and labels', async () => {
+    const { PodSecurityMetrics } = await import('./metrics.js');
+    const m = new PodSecurityMetrics();
+    const o = new Objects();
+    o.ns('default');
+    o.ns('r', { 'pod-security.kubernetes.io/enforce': 'baseline', 'pod-security.kubernetes.io/warn': 'restricted', 'pod-security.kubernetes.io/warn-version': 'v1.40' });
+    o.ns('bad', { 'pod-security.kubernetes.io/audit': 'x' });
+    const p = new PodSecurity(o, { exemptions: { runtimeClasses: ['kata'] } }, m);
+    p.validate(podAttrs('default', pod('a')));
+    expect(() => p.validate(podAttrs('r', privileged('b')))).toThrow();
+    p.validate(podAttrs('r', pod('c')));
+    p.validate(podAttrs('r', pod('k', { runtimeClassName: 'kata' })));
+    p.validate(podAttrs('bad', pod('e')));
+    expect(m.render()).toBe(
+      [
+        '# HELP pod_security_errors_total [ALPHA] Number of errors preventing normal evaluation. Non-fatal errors may result in the latest restricted profile being used for evaluation.',
+        '# TYPE pod_security_errors_total counter',
+        'pod_security_errors_total{fatal="false",request_operation="create",resource="pod",subresource=""} 1',
+        '# HELP pod_security_evaluations_total [ALPHA] Number of policy evaluations that occurred, not counting ignored or exempt requests.',
+        '# TYPE pod_security_evaluations_total counter',
+        'pod_security_evaluations_total{decision="allow",mode="enforce",policy_level="baseline",policy_version="latest",request_operation="create",resource="pod",subresource=""} 1',
+        'pod_security_evaluations_total{decision="allow",mode="enforce",policy_level="privileged",policy_version="latest",request_operation="create",resource="pod",subresource=""} 2',
+        'pod_security_evaluations_total{decision="deny",mode="enforce",policy_level="baseline",policy_version="latest",request_operation="create",resource="pod",subresource=""} 1',
+        'pod_security_evaluations_total{decision="deny",mode="warn",policy_level="restricted",policy_version="future",request_operation="create",resource="pod",subresource=""} 1',
+        '# HELP pod_security_exemptions_total [ALPHA] Number of exempt requests, not counting ignored or out of scope requests.',
+        '# TYPE pod_security_exemptions_total counter',
+        'pod_security_exemptions_total{request_operation="create",resource="pod",subresource=""} 1',
+        '',
+      ].join('\n'),
+    );
+  });
+});

@@ -19,6 +19,7 @@ import {
 } from './api.js';
 import { Evaluator, aggregate, forbiddenDetail, forbiddenReason, type Aggregate } from './checks.js';
 import { loadPodSecurityConfig, type PodSecurityConfig } from './config.js';
+import { podSecurityMetrics, type PodSecurityMetrics } from './metrics.js';
 
 /** kube's defaultNamespaceMaxPodsToCheck and defaultNamespacePodCheckTimeout. */
 export const NAMESPACE_MAX_PODS_TO_CHECK = 3000;
@@ -77,7 +78,7 @@ export class PodSecurity extends AdmissionPlugin {
   podCheckTimeoutMs = NAMESPACE_POD_CHECK_TIMEOUT_MS;
   maxPodsToCheck = NAMESPACE_MAX_PODS_TO_CHECK;
 
-  constructor(objects: ObjectSource, config?: any) {
+  constructor(objects: ObjectSource, config?: any, readonly metrics: PodSecurityMetrics = podSecurityMetrics) {
     super(objects);
     this.config = loadPodSecurityConfig(config);
     this.defaultPolicy = this.config.defaults;
@@ -212,6 +213,7 @@ export class PodSecurity extends AdmissionPlugin {
     if (this.exempt(a)) return;
     const ns = this.namespacePolicy(a.namespace);
     if (ns.errs.length === 0 && fullyPrivileged(ns.policy)) {
+      this.metrics.evaluation('allow', ns.policy.enforce, 'enforce', a);
       annotate(a, ENFORCED_POLICY_ANNOTATION, PRIVILEGED_LATEST_TEXT);
       return;
     }
@@ -234,11 +236,13 @@ export class PodSecurity extends AdmissionPlugin {
     if (this.noExemptions) return false;
     const ex = this.config.exemptions;
     if (a.namespace && ex.namespaces.has(a.namespace)) {
+      this.metrics.exemption(a);
       annotate(a, EXEMPTION_REASON_ANNOTATION, 'namespace');
       return true;
     }
     const user = a.user?.name;
     if (user && ex.usernames.has(user)) {
+      this.metrics.exemption(a);
       annotate(a, EXEMPTION_REASON_ANNOTATION, 'user');
       return true;
     }
@@ -252,11 +256,15 @@ export class PodSecurity extends AdmissionPlugin {
   /** kube's EvaluatePod: enforce (pods only), then audit and warn, reusing an evaluation of the same level and version. */
   private evaluatePod(a: Attributes, ns: NamespacePolicy, meta: any, spec: any, enforce: boolean): void {
     if (this.exemptRuntimeClass(spec?.runtimeClassName)) {
+      this.metrics.exemption(a);
       annotate(a, EXEMPTION_REASON_ANNOTATION, 'runtimeClass');
       return;
     }
     const p = ns.policy;
-    if (ns.errs.length) annotate(a, 'error', `Failed to parse policy: ${labelErrorsText(ns.errs)}`);
+    if (ns.errs.length) {
+      annotate(a, 'error', `Failed to parse policy: ${labelErrorsText(ns.errs)}`);
+      this.metrics.error(false, a);
+    }
     const cache: Array<[LevelVersion, Aggregate]> = [];
     const evaluate = (lv: LevelVersion): Aggregate => {
       for (const [k, v] of cache) if (sameLevelVersion(k, lv)) return v;
@@ -269,12 +277,19 @@ export class PodSecurity extends AdmissionPlugin {
       annotate(a, ENFORCED_POLICY_ANNOTATION, levelVersionString(p.enforce));
       const r = evaluate(p.enforce);
       if (!r.allowed) refusal = `violates PodSecurity ${goQuote(levelVersionString(p.enforce))}: ${forbiddenDetail(r)}`;
+      this.metrics.evaluation(r.allowed ? 'allow' : 'deny', p.enforce, 'enforce', a);
     }
     const audit = evaluate(p.audit);
-    if (!audit.allowed) annotate(a, AUDIT_VIOLATIONS_ANNOTATION, `would violate PodSecurity ${goQuote(levelVersionString(p.audit))}: ${forbiddenDetail(audit)}`);
+    if (!audit.allowed) {
+      annotate(a, AUDIT_VIOLATIONS_ANNOTATION, `would violate PodSecurity ${goQuote(levelVersionString(p.audit))}: ${forbiddenDetail(audit)}`);
+      this.metrics.evaluation('deny', p.audit, 'audit', a);
+    }
     if (refusal !== undefined) throw forbidden(a, refusal);
     const warn = evaluate(p.warn);
-    if (!warn.allowed) (a.warnings ??= []).push(`would violate PodSecurity ${goQuote(levelVersionString(p.warn))}: ${forbiddenDetail(warn)}`);
+    if (!warn.allowed) {
+      (a.warnings ??= []).push(`would violate PodSecurity ${goQuote(levelVersionString(p.warn))}: ${forbiddenDetail(warn)}`);
+      this.metrics.evaluation('deny', p.warn, 'warn', a);
+    }
   }
 
   /**
