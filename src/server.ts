@@ -38,6 +38,7 @@ import { StorageProtectionController } from './controllers/storage-protection.js
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
+import { podSecurityMetrics } from './admission/pod-security/metrics.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -390,6 +391,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     new Set(o.disabledMetrics),
   );
+  // PodSecurity's counts (src/admission/pod-security/metrics.ts), this thread's
+  metrics.addSection(() => podSecurityMetrics.render());
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
   extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), () => encryption.metrics.text()));
   const router = new Router({

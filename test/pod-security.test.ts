@@ -95,6 +95,15 @@ describe('PodSecurity warn and audit', () => {
   });
 });
 
+describe('PodSecurity metrics', () => {
+  it('/metrics counts the evaluations by decision, mode, level and version', async () => {
+    const r = await kubectl(s, ['get', '--raw', '/metrics']);
+    expect(r.stdout).toContain('# TYPE pod_security_evaluations_total counter');
+    expect(r.stdout).toMatch(/^pod_security_evaluations_total\{decision="deny",mode="enforce",policy_level="restricted",policy_version="latest",request_operation="create",resource="pod",subresource=""\} [1-9]/m);
+    expect(r.stdout).toMatch(/^pod_security_evaluations_total\{decision="deny",mode="warn",policy_level="baseline",policy_version="latest",request_operation="create",resource="pod",subresource=""\} [1-9]/m);
+  });
+});
+
 describe('PodSecurity namespace labels', () => {
   it('refuses invalid labels with kube\'s Invalid status', async () => {
     const r = await kubectl(s, ['create', '-f', '-'], {
