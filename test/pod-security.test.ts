@@ -77,6 +77,19 @@ describe('PodSecurity enforce', () => {
   });
 });
 
+describe('PodSecurity on pod updates', () => {
+  it('checks an update that changes an image, not one that changes labels', async () => {
+    await namespace('psa-upd');
+    expect((await kubectl(s, ['run', 'x', '-n', 'psa-upd', '--image=nginx'])).code).toBe(0);
+    const l = await request(s, 'PATCH', `${NS}/psa-upd`, { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } }, { 'Content-Type': 'application/merge-patch+json' });
+    expect(l.status).toBe(200);
+    const img = await kubectl(s, ['set', 'image', 'pod/x', '-n', 'psa-upd', 'x=nginx:2']);
+    expect(img.stderr.trim()).toBe(`error: failed to patch image update to pod template: pods "x" is forbidden: ${RESTRICTED_NGINX('x')}`);
+    const lbl = await kubectl(s, ['label', 'pod', 'x', '-n', 'psa-upd', 'a=b']);
+    expect(lbl.stdout.trim()).toBe('pod/x labeled');
+  });
+});
+
 describe('PodSecurity warn and audit', () => {
   it('warns on create in warn mode and admits the pod', async () => {
     await namespace('psa-warn', { 'pod-security.kubernetes.io/warn': 'baseline', 'pod-security.kubernetes.io/audit': 'restricted' });
