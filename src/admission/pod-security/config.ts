@@ -5,7 +5,7 @@
 // and the exempt usernames, runtime classes and namespaces.
 //
 // Thread ownership: none (parsed once at start, then read only).
-import { type Policy, levelVersionString, parseLevel, parseVersion, type Level, type Version } from './api.js';
+import { type Policy, parseLevel, parseVersion, type Level, type Version } from './api.js';
 
 export interface PodSecurityConfig {
   defaults: Policy;
@@ -80,7 +80,3 @@ export function loadPodSecurityConfig(config: unknown): PodSecurityConfig {
   if (errs.length) throw new Error(`PodSecurity invalid: ${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}`);
   return { defaults, exemptions };
 }
-
-/** For logs: the defaults as "enforce=..., audit=..., warn=...". */
-export const describeDefaults = (p: Policy): string =>
-  `enforce=${levelVersionString(p.enforce)}, audit=${levelVersionString(p.audit)}, warn=${levelVersionString(p.warn)}`;
