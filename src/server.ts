@@ -40,6 +40,7 @@ import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js';
 import { readAdmissionConfiguration } from './admission/config.js';
 import { controllerEnabled } from './controllers/controller-enabled.js';
+import { podSecurityMetrics } from './admission/pod-security/metrics.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -408,6 +409,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     new Set(o.disabledMetrics),
   );
+  // PodSecurity's counts (src/admission/pod-security/metrics.ts), this thread's
+  metrics.addSection(() => podSecurityMetrics.render());
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
   extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '')));
   // API aggregation (kube-aggregator): every front thread proxies and merges discovery from

@@ -12,6 +12,7 @@ import { DefaultTolerationSeconds } from './default-toleration-seconds.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { PodSecurity } from './pod-security/pod-security.js';
 
 registerPlugin('NamespaceLifecycle', (objects, _config, env) => new NamespaceLifecycleAdmission(objects, env.namespaceLookup));
 registerPlugin('LimitRanger', (objects) => new LimitRanger(objects));
@@ -27,6 +28,7 @@ registerPlugin('DefaultStorageClass', (objects) => new DefaultStorageClass(objec
 registerPlugin('StorageObjectInUseProtection', (objects) => new StorageObjectInUseProtection(objects));
 registerPlugin('DefaultIngressClass', (objects) => new DefaultIngressClass(objects));
 registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects));
+registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
 
 /** The chain kube-apiserver would run with these flags (the defaults when none). */
 export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {}): AdmissionChain {

@@ -127,12 +127,19 @@ export class RequestMetrics implements RequestObserver {
   private longRunning = new Map<string, { labels: Labels; n: number }>();
   /** deprecated group-version-resources requested since start */
   private deprecated = new Map<string, Record<string, string>>();
+  /** metrics other modules of this thread keep (e.g. PodSecurity's), appended to each render */
+  private readonly sections: Array<() => string> = [];
 
   constructor(
     private gauges: Gauges,
     /** metric names switched off by --disabled-metrics (the process metrics' too, see metrics-endpoint.ts) */
     readonly disabled: Set<string> = new Set(),
   ) {}
+
+  /** Adds metric families kept elsewhere on this thread, rendered (Prometheus text, ending in a newline) after these. */
+  addSection(render: () => string): void {
+    this.sections.push(render);
+  }
 
   /** One finished request: its status, its body's size (-1 for a stream) and how long it took. */
   finished(req: ApiRequest, code: number, bytes: number, seconds: number): void {
@@ -227,6 +234,8 @@ export class RequestMetrics implements RequestObserver {
     });
     const fc = this.gauges.flowControl;
     if (fc) renderFlowControl(fc(), metric, out);
-    return out.join('\n') + '\n';
+    let text = out.join('\n') + '\n';
+    for (const section of this.sections) text += section();
+    return text;
   }
 }
