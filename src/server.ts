@@ -38,6 +38,7 @@ import { StorageProtectionController } from './controllers/storage-protection.js
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
+import { admissionMetrics } from './admission/webhook/metrics.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -391,7 +392,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     new Set(o.disabledMetrics),
   );
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
-  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), () => encryption.metrics.text()));
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (await admissionMetrics.text())));
   const router = new Router({
     metrics,
     catalog,

@@ -8,19 +8,32 @@ import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { MutatingAdmissionWebhook } from './webhook/mutating-admission-webhook.js';
+import { ValidatingAdmissionWebhook } from './webhook/validating-admission-webhook.js';
+import { admissionMetrics } from './webhook/metrics.js';
+import type { WebhookPluginConfig } from './webhook/generic.js';
 
-/** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
-export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
+/**
+ * The chain without the plugins named in `disabled` (--disable-admission-plugins). `webhooks`
+ * configures both webhook plugins (the CEL compiler of matchConditions, the catalog).
+ */
+export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = [], webhooks: WebhookPluginConfig = {}): AdmissionChain {
   const all = [
     new LimitRanger(objects),
     new ServiceAccountAdmission(objects),
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
+    // kube's order (AllOrderedPlugins): webhooks after the built-in plugins; the mutating one
+    // mutates in the mutating pass, the validating one validates before the quota.
+    new MutatingAdmissionWebhook(objects, webhooks),
+    new ValidatingAdmissionWebhook(objects, webhooks),
     // kube runs the quota check last, after every other validation.
     new ResourceQuotaAdmission(objects),
   ];
-  return new AdmissionChain(all.filter((p) => !disabled.includes(p.name)));
+  const chain = new AdmissionChain(all.filter((p) => !disabled.includes(p.name)));
+  chain.observeStep = (s, rejected, op, type) => admissionMetrics.observeStep(s, rejected, op, type);
+  return chain;
 }
 
 /** kube-controller-manager's --controllers rule: '-name' off, 'name' on, otherwise on when '*' is listed. */
