@@ -185,6 +185,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   storage.useEncryption?.(encryption, { configFile: o.encryptionProviderConfig, automaticReload: o.encryptionProviderConfigAutomaticReload });
   for (const name of o.disabledMetrics) encryption.metrics.registry.removeSingleMetric(name);
+  for (const name of o.disabledMetrics) admissionMetrics.registry.removeSingleMetric(name);
   try {
     await cacher.start();
   } catch (err) {

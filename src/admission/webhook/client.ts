@@ -6,11 +6,11 @@
 // Errors read as Go's net/http and client-go's phrase them, since kube puts them in the Status
 // a client sees: `Post "https://...?timeout=10s": dial tcp 127.0.0.1:1: connect: connection refused`.
 //
-// Thread ownership: the front thread; each client owns its https.Agent (its kept-alive sockets).
-import https from 'node:https';
+// Thread ownership: the front thread; each client owns its pool of kept-alive sockets.
 import { StatusError, StatusReason, goQuote, type StatusDetails } from '../../errors.js';
 import type { ObjectSource } from '../plugin.js';
 import { resolveServiceEndpoint } from './service-resolver.js';
+import { DeadlineExceeded, HttpsPool } from './https-pool.js';
 
 /** The bytes kube's REST client keeps of an unstructured error body (maxUnstructuredResponseTextBytes). */
 const MAX_UNSTRUCTURED_TEXT = 2048;
@@ -52,7 +52,7 @@ const bare = (h: string) => (h.startsWith('[') && h.endsWith(']') ? h.slice(1, -
 const isIp = (h: string) => /^[0-9.]+$/.test(h) || h.includes(':');
 
 export class WebhookClient {
-  private readonly agent: https.Agent;
+  private readonly pool: HttpsPool;
   private readonly target: Target | { error: string };
 
   constructor(
@@ -61,14 +61,14 @@ export class WebhookClient {
   ) {
     let ca: string | undefined;
     if (typeof cc.caBundle === 'string' && cc.caBundle) ca = Buffer.from(cc.caBundle, 'base64').toString('utf8');
-    // One agent per client config: its sockets stay open between calls (kube's clients are
-    // cached per config, their transports keep connections alive). HTTP/1.1 only, as kube asks.
-    this.agent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, ...(ca ? { ca } : {}) });
+    // One pool per client config: its sockets stay open between calls (kube caches a client
+    // per config, its transport keeps connections alive). HTTP/1.1 only, as kube asks.
+    this.pool = new HttpsPool(ca);
     this.target = targetOf(cc);
   }
 
   close(): void {
-    this.agent.destroy();
+    this.pool.close();
   }
 
   /** The URL kube would print for a call with this timeout. */
@@ -80,9 +80,9 @@ export class WebhookClient {
    * POSTs the body; resolves with the parsed JSON of a 2xx answer. Rejects with a
    * TransportError (Go's text of what failed) or a ResponseStatusError (a non-2xx answer).
    */
-  post(body: string, timeoutSeconds: number): Promise<any> {
+  async post(body: string, timeoutSeconds: number): Promise<any> {
     const t = this.target;
-    if ('error' in t) return Promise.reject(new TransportError(t.error));
+    if ('error' in t) throw new TransportError(t.error);
     const url = this.urlFor(timeoutSeconds);
     let host: string;
     let port: number;
@@ -90,76 +90,34 @@ export class WebhookClient {
       try {
         ({ host, port } = resolveServiceEndpoint(this.objects, t.service.namespace, t.service.name, t.service.port));
       } catch (e) {
-        return Promise.reject(new TransportError(`Post ${goQuote(url)}: ${(e as Error).message}`));
+        throw new TransportError(`Post ${goQuote(url)}: ${(e as Error).message}`);
       }
     } else {
       host = t.host!;
       port = t.port;
     }
     const path = `${t.path}${t.path.includes('?') ? '&' : '?'}timeout=${timeoutSeconds}s`;
-    return new Promise((resolve, reject) => {
-      let done = false;
-      const fail = (e: Error) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        reject(e);
-      };
-      const req = https.request(
-        {
-          agent: this.agent,
-          host,
-          port,
-          method: 'POST',
-          path,
-          servername: isIp(t.servername) ? undefined : t.servername,
-          headers: {
-            Host: t.hostHeader,
-            'Content-Type': 'application/json',
-            Accept: 'application/json, */*',
-            'Content-Length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_RESPONSE_BYTES) {
-              res.destroy();
-              fail(new TransportError(`Post ${goQuote(url)}: response body exceeds ${MAX_RESPONSE_BYTES} bytes`));
-              return;
-            }
-            chunks.push(c);
-          });
-          res.on('error', (e) => fail(new TransportError(`Post ${goQuote(url)}: ${goNetError(e, host, port, t.servername)}`)));
-          res.on('end', () => {
-            if (done) return;
-            done = true;
-            clearTimeout(timer);
-            const status = res.statusCode ?? 0;
-            const text = Buffer.concat(chunks);
-            const contentType = String(res.headers['content-type'] ?? '');
-            if (status < 200 || status > 206) {
-              reject(new ResponseStatusError(responseError(status, contentType, text, Number(res.headers['retry-after']) || 0)));
-              return;
-            }
-            try {
-              resolve(JSON.parse(text.toString('utf8')));
-            } catch (e) {
-              reject(new TransportError(`couldn't get version/kind; json parse error: ${(e as Error).message}`));
-            }
-          });
-        },
-      );
-      // the hook's timeoutSeconds bounds the whole call (kube's context.WithTimeout)
-      const timer = setTimeout(() => {
-        fail(new TransportError(`Post ${goQuote(url)}: context deadline exceeded`));
-        req.destroy();
-      }, timeoutSeconds * 1000);
-      req.on('error', (e) => fail(new TransportError(`Post ${goQuote(url)}: ${goNetError(e, host, port, t.servername)}`)));
-      req.end(body);
-    });
+    let res;
+    try {
+      res = await this.pool.request({
+        host,
+        port,
+        servername: isIp(t.servername) ? undefined : t.servername,
+        head: `POST ${path} HTTP/1.1\r\nHost: ${t.hostHeader}\r\nUser-Agent: kube-apiserver-admission\r\nContent-Type: application/json\r\nAccept: application/json, */*\r\n`,
+        body: Buffer.from(body),
+        maxBytes: MAX_RESPONSE_BYTES,
+        timeoutMs: timeoutSeconds * 1000,
+      });
+    } catch (e) {
+      throw new TransportError(`Post ${goQuote(url)}: ${e instanceof DeadlineExceeded ? e.message : goNetError(e, host, port, t.servername)}`);
+    }
+    const contentType = res.headers.get('content-type') ?? '';
+    if (res.status < 200 || res.status > 206) throw new ResponseStatusError(responseError(res.status, contentType, res.body, Number(res.headers.get('retry-after')) || 0));
+    try {
+      return JSON.parse(res.body.toString('utf8'));
+    } catch (e) {
+      throw new TransportError(`couldn't get version/kind; json parse error: ${(e as Error).message}`);
+    }
   }
 }
 

@@ -74,8 +74,9 @@ export class MutatingDispatcher {
       return this.invoke(hook, i, inv, a, v, st, round).then(() => this.from(i + 1, a, hooks, v, round));
     }
     const st = states.get(a);
-    // what the next round compares against (only a request that called a hook has a next round to care)
-    if (st) st.lastOutput = a.obj === null || a.obj === undefined ? a.obj : structuredClone(a.obj);
+    // what the next round compares against: needed only while a hook may be called again
+    if (st && st.previouslyInvoked.size > 0) st.lastOutput = a.obj === null || a.obj === undefined ? a.obj : structuredClone(a.obj);
+    else if (st) st.lastOutput = undefined;
   }
 
   private async invoke(hook: Hook, index: number, inv: Invocation, a: Attributes, v: VersionedObjects, st: ReinvokeState, round: number): Promise<void> {
