@@ -88,7 +88,10 @@ export class HttpsPool {
     }
     const reused = !!conn;
     if (!conn) conn = this.connect(r, key);
-    else conn.socket.setTimeout(0);
+    else {
+      conn.socket.setTimeout(0);
+      conn.socket.ref();
+    }
     const p: Pending = { resolve, reject, maxBytes: r.maxBytes, started: false, reused };
     if (reused && mayRetry) p.retry = () => this.send(r, payload, resolve, reject, false, deadline);
     const c = conn;
@@ -169,7 +172,9 @@ export class HttpsPool {
     conn.len = 0;
     const keep = (res.headers.get('connection') ?? '').toLowerCase() !== 'close' && !this.closed;
     if (keep) {
+      // an idle socket keeps neither the process alive nor itself past the idle limit
       conn.socket.setTimeout(IDLE_MS);
+      conn.socket.unref();
       const list = this.idle.get(conn.key);
       if (list) list.push(conn);
       else this.idle.set(conn.key, [conn]);
