@@ -58,6 +58,7 @@ const handlers: Record<string, (req: any) => any> = {
     return { allowed: true };
   },
   '/reinvoke-b': (r) => (r.object?.metadata?.labels?.b ? { allowed: true } : { allowed: true, patchType: 'JSONPatch', patch: b64(labelPatch(r.object, 'b', '1')) }),
+  '/inject': () => ({ allowed: true, patchType: 'JSONPatch', patch: b64([{ op: 'add', path: '/spec/containers/-', value: { name: 'sidecar', image: 'busybox' } }]) }),
   '/v1beta1': () => ({ allowed: false, status: { message: 'v1beta1 says no' } }),
 };
 
@@ -163,6 +164,16 @@ describe('admission webhooks', () => {
     expect(rq.options.kind).toBe('CreateOptions');
     // the timeout is passed on as kube passes it
     expect(calls.get('/add-label')![0].url).toBe('/add-label?timeout=10s');
+  });
+
+  it('a sidecar injected by a mutating webhook gets the container defaults', async () => {
+    await namespace('wh-inject');
+    await apply(hookConfig('Mutating', 'inject', [{ name: 'inject.test.kubeshard.io', path: '/inject', ...selector('wh-inject') }]));
+    await active('wh-inject', (r) => r.body?.spec?.containers?.length === 2);
+    expect((await kubectl(s, ['run', 'with-sidecar', '--image=nginx', '-n', 'wh-inject'])).code).toBe(0);
+    const p = JSON.parse(await kubectlOk(s, ['get', 'pod', 'with-sidecar', '-n', 'wh-inject', '-o', 'json']));
+    const sidecar = p.spec.containers.find((c: any) => c.name === 'sidecar');
+    expect(sidecar).toMatchObject({ image: 'busybox', imagePullPolicy: 'Always', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' });
   });
 
   it('a validating webhook denies with its message as kube phrases it', async () => {

@@ -7,6 +7,7 @@ import { AdmissionPlugin, type Attributes, type ObjectSource } from '../plugin.j
 import { EquivalentResourceMapper } from './equivalents.js';
 import { requestKind, type WebhookPluginConfig } from './generic.js';
 import { MutatingDispatcher } from './mutating-dispatcher.js';
+import { defaultPatchedObject } from './defaulter.js';
 import { isExemptAdmissionConfiguration } from './predicates/rules.js';
 import { WebhookSource } from './source.js';
 
@@ -18,7 +19,7 @@ export class MutatingAdmissionWebhook extends AdmissionPlugin {
   constructor(objects: ObjectSource, config: WebhookPluginConfig = {}) {
     super(objects);
     this.source = new WebhookSource(objects, 'mutatingwebhookconfigurations.admissionregistration.k8s.io', 'admit', config.compileMatchConditions);
-    this.dispatcher = new MutatingDispatcher(objects, new EquivalentResourceMapper(objects, config.catalog), config.defaulter);
+    this.dispatcher = new MutatingDispatcher(objects, new EquivalentResourceMapper(objects, config.catalog), config.defaulter ?? defaultPatchedObject);
   }
 
   handles(a: Attributes): boolean {
