@@ -66,8 +66,14 @@ export class HttpsPool {
   private idle = new Map<string, Conn[]>();
   private all = new Set<Conn>();
   private closed = false;
+  /** one TLS context per pool (the CA parsed once, not per connection) */
+  private readonly context: tls.SecureContext;
+  /** the last TLS session per address, to resume it on the next connection (a cheaper handshake) */
+  private readonly sessions = new Map<string, Buffer>();
 
-  constructor(private readonly ca?: string) {}
+  constructor(ca?: string) {
+    this.context = tls.createSecureContext(ca ? { ca } : {});
+  }
 
   request(r: PoolRequest): Promise<PoolResponse> {
     const payload = Buffer.concat([Buffer.from(`${r.head}Content-Length: ${r.body.length}\r\n\r\n`, 'latin1'), r.body]);
@@ -106,8 +112,12 @@ export class HttpsPool {
   }
 
   private connect(r: PoolRequest, key: string): Conn {
-    const socket = tls.connect({ host: r.host, port: r.port, servername: r.servername, ca: this.ca, ALPNProtocols: ['http/1.1'] });
+    const socket = tls.connect({ host: r.host, port: r.port, servername: r.servername, secureContext: this.context, session: this.sessions.get(key), ALPNProtocols: ['http/1.1'] });
     socket.setNoDelay(true);
+    socket.on('session', (session: Buffer) => {
+      if (this.sessions.size > 256) this.sessions.clear();
+      this.sessions.set(key, session);
+    });
     const conn: Conn = { socket, key, buf: [], len: 0, dead: false };
     this.all.add(conn);
     socket.on('data', (d: Buffer) => this.onData(conn, d));
