@@ -306,6 +306,49 @@ describe('admission webhooks', () => {
     expect(text).toMatch(/apiserver_admission_step_admission_duration_seconds_count\{operation="CREATE",rejected="false",type="admit"\} [1-9]/);
   });
 
+  it('matchPolicy Equivalent: a hook on autoscaling/v1 sees a v2 HPA converted, with the request kind beside it', async () => {
+    await namespace('wh-eq');
+    await apply(
+      hookConfig('Validating', 'equivalent', [
+        { name: 'hpa-v1.test.kubeshard.io', path: '/allow', rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['autoscaling'], apiVersions: ['v1'], resources: ['horizontalpodautoscalers'] }], ...selector('wh-eq') },
+      ]),
+    );
+    const hpa = (name: string) => ({
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: { name, namespace: 'wh-eq' },
+      spec: { scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }, minReplicas: 1, maxReplicas: 4, metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } }] },
+    });
+    await until(async () => {
+      const r = await request(s, 'POST', `/apis/autoscaling/v2/namespaces/wh-eq/horizontalpodautoscalers?dryRun=All`, hpa(`probe-${Math.random().toString(36).slice(2, 8)}`));
+      return r.status === 201 && (calls.get('/allow') ?? []).some((c) => c.review.request.namespace === 'wh-eq');
+    });
+    await apply(hpa('web'));
+    const seen = (calls.get('/allow') ?? []).find((c) => c.review.request.name === 'web' && c.review.request.namespace === 'wh-eq').review.request;
+    expect(seen.kind).toEqual({ group: 'autoscaling', version: 'v1', kind: 'HorizontalPodAutoscaler' });
+    expect(seen.resource).toEqual({ group: 'autoscaling', version: 'v1', resource: 'horizontalpodautoscalers' });
+    expect(seen.requestKind).toEqual({ group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler' });
+    expect(seen.requestResource).toEqual({ group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers' });
+    expect(seen.object.apiVersion).toBe('autoscaling/v1');
+    expect(seen.object.spec.targetCPUUtilizationPercentage).toBe(60);
+  });
+
+  it('an UPDATE carries the old object', async () => {
+    await namespace('wh-upd');
+    await apply(hookConfig('Validating', 'on-update', [{ name: 'update.test.kubeshard.io', path: '/allow', rules: [{ operations: ['UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], ...selector('wh-upd') }]));
+    await kubectlOk(s, ['create', 'configmap', 'cm', '-n', 'wh-upd', '--from-literal=k=v1']);
+    await until(async () => {
+      await kubectlOk(s, ['label', 'configmap', 'cm', '-n', 'wh-upd', `round=${Math.random().toString(36).slice(2, 8)}`, '--overwrite']);
+      return (calls.get('/allow') ?? []).some((c) => c.review.request.namespace === 'wh-upd');
+    });
+    const seen = (calls.get('/allow') ?? []).find((c) => c.review.request.namespace === 'wh-upd').review.request;
+    expect(seen.operation).toBe('UPDATE');
+    expect(seen.oldObject.data).toEqual({ k: 'v1' });
+    expect(seen.object.metadata.labels.round).toBeTruthy();
+    expect(seen.oldObject.metadata.labels?.round).not.toBe(seen.object.metadata.labels.round);
+    expect(seen.options.kind).toBe('UpdateOptions');
+  });
+
   it('webhooks never intercept their own configuration objects', async () => {
     const dead = await freePort();
     // a dead hook on everything, failing closed

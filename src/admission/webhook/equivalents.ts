@@ -113,7 +113,7 @@ export class EquivalentResourceMapper {
     if (!self) return [];
     const out: GroupVersionResource[] = [];
     for (const i of t.byStorage.get(storageKey(self)) ?? []) {
-      if (subresource && !i.subresources.some((s) => s.name === subresource)) continue;
+      if (subresource && !i.subresources?.some((s) => s.name === subresource)) continue;
       out.push({ group: i.group, version: i.version, resource: i.resource });
     }
     return out;
@@ -130,7 +130,7 @@ export class EquivalentResourceMapper {
 /** The kind of a resource or of one of its subresources (scale is autoscaling/v1 Scale). */
 export function kindOf(i: Pick<ResourceInfo, 'group' | 'version' | 'kind' | 'subresources'>, subresource: string): GroupVersionKind {
   if (subresource) {
-    const s = i.subresources.find((x) => x.name === subresource);
+    const s = i.subresources?.find((x) => x.name === subresource);
     if (s) return { group: s.group ?? i.group, version: s.version ?? i.version, kind: s.kind };
   }
   return { group: i.group, version: i.version, kind: i.kind };
