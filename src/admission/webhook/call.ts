@@ -7,7 +7,7 @@
 // Thread ownership: none.
 import { errors, StatusError } from '../../errors.js';
 import type { Attributes } from '../plugin.js';
-import { ResponseStatusError, TransportError } from './client.js';
+import { ClientConfigError, ResponseStatusError, TransportError } from './client.js';
 import { CallingWebhookError } from './errors.js';
 import { createAdmissionReview, reviewVersion, verifyAdmissionResponse, type AdmissionResponse, type Invocation, type RequestParts } from './request/admissionreview.js';
 import type { Hook } from './source.js';
@@ -27,6 +27,9 @@ export async function callWebhook(hook: Hook, a: Attributes, inv: Invocation, pa
     review = await hook.client.post(body, hook.timeoutSeconds);
   } catch (e) {
     if (e instanceof ResponseStatusError) throw new CallingWebhookError(hook.name, `failed to call webhook: ${e.status.message}`, e.status);
+    if (e instanceof ClientConfigError) {
+      throw new CallingWebhookError(hook.name, `could not get REST client: ${e.message}`, mutating ? errors.internal(e.message) : errors.badRequest('error getting REST client'));
+    }
     const msg = e instanceof TransportError ? e.message : String((e as Error)?.message ?? e);
     // (kube: the mutating dispatcher counts a transport failure as 503, the validating one as 400)
     throw new CallingWebhookError(hook.name, `failed to call webhook: ${msg}`, mutating ? errors.serviceUnavailable('error calling webhook') : errors.badRequest('error calling webhook'));

@@ -20,6 +20,9 @@ const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 /** The call itself failed: `reason` is Go's text of the error (without the "failed to call webhook: " kube adds). */
 export class TransportError extends Error {}
 
+/** No client can be made of the hook's clientConfig (kube's GetRESTClient error): `message` is Go's text. */
+export class ClientConfigError extends Error {}
+
 /** The webhook answered outside 2xx: the Status client-go makes of the answer. */
 export class ResponseStatusError extends Error {
   constructor(readonly status: StatusError) {
@@ -52,7 +55,7 @@ const bare = (h: string) => (h.startsWith('[') && h.endsWith(']') ? h.slice(1, -
 const isIp = (h: string) => /^[0-9.]+$/.test(h) || h.includes(':');
 
 export class WebhookClient {
-  private readonly pool: HttpsPool;
+  private readonly pool?: HttpsPool;
   private readonly target: Target | { error: string };
 
   constructor(
@@ -61,14 +64,20 @@ export class WebhookClient {
   ) {
     let ca: string | undefined;
     if (typeof cc.caBundle === 'string' && cc.caBundle) ca = Buffer.from(cc.caBundle, 'base64').toString('utf8');
+    this.target = targetOf(cc);
     // One pool per client config: its sockets stay open between calls (kube caches a client
     // per config, its transport keeps connections alive). HTTP/1.1 only, as kube asks.
-    this.pool = new HttpsPool(ca);
-    this.target = targetOf(cc);
+    // A caBundle that is not PEM fails each call, as kube's client does (not the configuration's admission).
+    try {
+      if (ca !== undefined && !/-----BEGIN CERTIFICATE-----/.test(ca)) throw new Error('no PEM certificate');
+      this.pool = new HttpsPool(ca);
+    } catch {
+      this.target = { error: 'unable to load root certificates: unable to parse bytes as PEM block' };
+    }
   }
 
   close(): void {
-    this.pool.close();
+    this.pool?.close();
   }
 
   /** The URL kube would print for a call with this timeout. */
@@ -82,7 +91,7 @@ export class WebhookClient {
    */
   async post(body: string, timeoutSeconds: number): Promise<any> {
     const t = this.target;
-    if ('error' in t) throw new TransportError(t.error);
+    if ('error' in t || !this.pool) throw new ClientConfigError('error' in t ? t.error : 'no client');
     const url = this.urlFor(timeoutSeconds);
     let host: string;
     let port: number;

@@ -44,6 +44,11 @@ describe('WebhookClient errors in Go words', () => {
     h.close();
   });
 
+  it('a caBundle that is not PEM fails the call, not the server', async () => {
+    const c = new WebhookClient({ url: 'https://127.0.0.1:1/', caBundle: Buffer.from('not a certificate').toString('base64') }, { get: () => undefined, list: () => [] });
+    await expect(c.post('{}', 10)).rejects.toThrow('unable to load root certificates: unable to parse bytes as PEM block');
+  });
+
   it('a Service without endpoints, and a missing Service', async () => {
     const objects = {
       get: (gr: string, ns: string, name: string) => (gr === 'services' && name === 'svc' ? { metadata: { name }, spec: { ports: [{ port: 443 }] } } : undefined),
