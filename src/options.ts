@@ -271,7 +271,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'watch-bookmark-interval': { kind: 'duration', help: 'How often watchers that allow bookmarks get a BOOKMARK event. (default 1m0s)', set: (o, v) => (o.watchBookmarkIntervalSeconds = v) },
   'disable-admission-plugins': {
     kind: 'list',
-    help: 'Built-in admission plugins to switch off: LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass.',
+    help: 'Built-in admission plugins to switch off: LimitRanger, ServiceAccount, DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota.',
     set: (o, v) => (o.disableAdmissionPlugins = v),
   },
   controllers: {
