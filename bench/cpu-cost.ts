@@ -8,12 +8,14 @@
 //     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
 //     [--client native]                   (get, create, list: the native load client instead of the JS lean one)
 //     [--server-args "ARGS"]              (more server flags, split on spaces: e.g. "--storage-backend etcd3 --etcd-servers URL")
+//     [--webhooks]                        (create: through one mutating and one validating admission webhook,
+//                                          served over HTTPS on localhost by bench/webhook-server.ts)
 //   scenarios: get, create, list (10k ConfigMaps, consistent), list-rv0, watch (N watchers, --watchers)
 //
 // With --prof DIR the server runs under `node --cpu-prof` and the hottest functions (self
 // time) of the front thread's profile are printed.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +43,8 @@ const client = opt('client', 'lean');
 const frontThreads = opt('front-threads', '');
 /** --server-args "A B C": more server flags (e.g. the etcd3 backend's) */
 const serverArgs = opt('server-args', '').split(' ').filter(Boolean);
+/** --webhooks: creates go through a mutating and a validating webhook (issue 20's figure) */
+const withWebhooks = args.includes('--webhooks');
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
 interface ThreadCpu {
@@ -116,6 +120,7 @@ async function main() {
   const kc = readFileSync(join(dataDir, 'admin.kubeconfig'), 'utf8');
   const t: Target = { url: /server:\s*(\S+)/.exec(kc)![1], token: /token:\s*(\S+)/.exec(kc)![1], pid: proc.pid, stop: async () => {} };
   const pid = proc.pid!;
+  let webhookProc: ChildProcess | undefined;
   try {
     if (client !== 'lean' && client !== 'native') throw new Error(`--client ${client}: lean or native`);
     // built before anything is measured (the compile would count as client CPU), and no
@@ -130,6 +135,7 @@ async function main() {
     if (scenario === 'get') {
       await call(t, 'POST', '/api/v1/namespaces/cpu/configmaps', { metadata: { name: 'one' }, data: { payload: 'x'.repeat(1000) } });
     } else if (scenario === 'create') {
+      if (withWebhooks) webhookProc = await startWebhooks(t, dataDir);
       path = '/api/v1/namespaces/cpu/configmaps';
       method = 'POST';
       body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'cm-' }, data: { payload: 'x'.repeat(1000) } });
@@ -194,11 +200,68 @@ async function main() {
     const us = (total * 1e4) / Math.max(1, count);
     console.log(`${scenario}: ${count} ${unit}s in ${wall.toFixed(1)} s; server CPU ${(total / 100).toFixed(2)} s = ${us.toFixed(1)} µs per ${unit} (${perThread.join(' ')}); idle rss ${idleRss.toFixed(0)}MB; client CPU ${clientUs.toFixed(1)} µs per ${unit}${extra}`);
   } finally {
+    webhookProc?.kill('SIGTERM');
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
     rmSync(dataDir, { recursive: true, force: true });
   }
   if (profDir) summarizeProfiles(profDir);
+}
+
+/**
+ * A CA and serving certificate (openssl), the webhook server in a process of its own, and a
+ * MutatingWebhookConfiguration and a ValidatingWebhookConfiguration on ConfigMap creates in
+ * the bench namespace; returns once a create goes through both.
+ */
+async function startWebhooks(t: Target, dir: string): Promise<ChildProcess> {
+  const run = (a: string[]) => execFileSync('openssl', a, { cwd: dir, stdio: 'ignore' });
+  run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'wh-ca.key']);
+  run(['req', '-x509', '-new', '-key', 'wh-ca.key', '-days', '1', '-subj', '/CN=bench-webhook-ca', '-out', 'wh-ca.crt']);
+  run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'wh.key']);
+  run(['req', '-new', '-key', 'wh.key', '-subj', '/CN=127.0.0.1', '-out', 'wh.csr']);
+  writeFileSync(join(dir, 'wh.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  run(['x509', '-req', '-in', 'wh.csr', '-CA', 'wh-ca.crt', '-CAkey', 'wh-ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'wh.ext', '-out', 'wh.crt']);
+  const proc = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'webhook-server.js'), join(dir, 'wh.key'), join(dir, 'wh.crt')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((res, rej) => {
+    let out = '';
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening (\d+)/.exec(out);
+      if (m) res(Number(m[1]));
+    });
+    proc.once('exit', () => rej(new Error('webhook server exited')));
+  });
+  const caBundle = readFileSync(join(dir, 'wh-ca.crt')).toString('base64');
+  const hook = (name: string, p: string) => ({
+    name,
+    admissionReviewVersions: ['v1'],
+    sideEffects: 'None',
+    clientConfig: { url: `https://127.0.0.1:${port}${p}`, caBundle },
+    rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cpu' } },
+  });
+  const base = '/apis/admissionregistration.k8s.io/v1';
+  if ((await call(t, 'POST', `${base}/mutatingwebhookconfigurations`, { metadata: { name: 'bench' }, webhooks: [hook('mutate.bench.kubeshard.io', '/mutate')] })) !== 201) throw new Error('mutating webhook configuration refused');
+  if ((await call(t, 'POST', `${base}/validatingwebhookconfigurations`, { metadata: { name: 'bench' }, webhooks: [hook('validate.bench.kubeshard.io', '/validate')] })) !== 201) throw new Error('validating webhook configuration refused');
+  // until a create is seen by both (the configurations reach the caches)
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const body = await new Promise<any>((res, rej) => {
+      const u = new URL(t.url + '/api/v1/namespaces/cpu/configmaps?dryRun=All');
+      const payload = Buffer.from(JSON.stringify({ metadata: { generateName: 'probe-' } }));
+      const req = https.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', agent, headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json', 'content-length': payload.length } }, (r) => {
+        let text = '';
+        r.on('data', (c) => (text += c));
+        r.on('end', () => res(JSON.parse(text)));
+      });
+      req.on('error', rej);
+      req.end(payload);
+    });
+    if (body?.metadata?.labels?.['bench-webhook'] === 'yes') break;
+    if (Date.now() > deadline) throw new Error('webhooks not active: ' + JSON.stringify(body));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return proc;
 }
 
 interface ProfNode {

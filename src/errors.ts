@@ -231,6 +231,22 @@ export const errors = {
    * drops the text: it is kept as the error's cause (for logs and tests), never sent.
    */
   jsonPatchNotApplicable: (why: string) => Object.assign(new StatusError(422, StatusReason.Invalid, 'the server rejected our request due to an error in our request', {}), { cause: why }),
+  /**
+   * An admission webhook's denial (kube 1.33's webhook/errors ToStatusErr): the webhook's own
+   * Status, its message prefixed with who denied, a code below 400 raised to 400, and its
+   * reason and details kept as the webhook sent them.
+   */
+  webhookDenied: (webhook: string, result: { code?: unknown; reason?: unknown; message?: unknown; details?: unknown } | null | undefined) => {
+    const by = `admission webhook ${goQuote(webhook)} denied the request`;
+    const r = result ?? {};
+    const message = typeof r.message === 'string' && r.message ? `${by}: ${r.message}` : typeof r.reason === 'string' && r.reason ? `${by}: ${r.reason}` : `${by} without explanation`;
+    const code = typeof r.code === 'number' && Number.isInteger(r.code) && r.code >= 400 ? r.code : 400;
+    const reason = typeof r.reason === 'string' ? (r.reason as StatusReason) : '';
+    const details = r.details !== null && typeof r.details === 'object' && !Array.isArray(r.details) ? (r.details as StatusDetails) : undefined;
+    return new StatusError(code, reason, message, details);
+  },
+  /** webhook/errors NewDryRunUnsupportedErr: a dry run reaching a webhook that declares side effects. */
+  webhookDryRunUnsupported: (webhook: string) => new StatusError(400, StatusReason.BadRequest, `admission webhook ${goQuote(webhook)} does not support dry run`),
 };
 
 /** The etcd client's default gRPC MaxCallSendMsgSize, which kube-apiserver keeps. */

@@ -41,6 +41,7 @@ import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js'
 import { readAdmissionConfiguration } from './admission/config.js';
 import { controllerEnabled } from './controllers/controller-enabled.js';
 import { podSecurityMetrics } from './admission/pod-security/metrics.js';
+import { admissionMetrics } from './admission/webhook/metrics.js';
 import { entryObject } from '../workers/watch/watch-cache.js';
 import { objectKey } from './registry/store.js';
 import { sendBody } from './http/respond.js';
@@ -192,6 +193,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   storage.useEncryption?.(encryption, { configFile: o.encryptionProviderConfig, automaticReload: o.encryptionProviderConfigAutomaticReload });
   for (const name of o.disabledMetrics) encryption.metrics.registry.removeSingleMetric(name);
+  for (const name of o.disabledMetrics) admissionMetrics.registry.removeSingleMetric(name);
   try {
     await cacher.start();
   } catch (err) {
@@ -412,7 +414,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // PodSecurity's counts (src/admission/pod-security/metrics.ts), this thread's
   metrics.addSection(() => podSecurityMetrics.render());
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
-  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '')));
+  extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '') + (await admissionMetrics.text())));
   // API aggregation (kube-aggregator): every front thread proxies and merges discovery from
   // what its cache says; the main thread alone keeps the APIServices' Available condition.
   // (the intervals are kube's; the tests shorten them)
@@ -524,7 +526,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       handle: (req, res) => chain.handle(req, res),
       control: (m) => storage.control?.(m) ?? Promise.resolve(),
       serve,
-      renderMetrics: async () => metrics.render() + (await encryption.metrics.text()),
+      renderMetrics: async () => metrics.render() + (await encryption.metrics.text()) + (await admissionMetrics.text()),
       stopListening: () => listener?.stopListening(),
       shutdown() {
         stopping ??= (async () => {
@@ -581,7 +583,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     handle: (req, res) => chain.handle(req, res),
     control: () => Promise.resolve(),
     serve,
-    renderMetrics: async () => metrics.render() + (await encryption.metrics.text()),
+    renderMetrics: async () => metrics.render() + (await encryption.metrics.text()) + (await admissionMetrics.text()),
     stopListening: () => listener.stopListening(),
     shutdown() {
       stopping ??= (async () => {

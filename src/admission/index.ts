@@ -13,6 +13,10 @@ import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
 import { PodSecurity } from './pod-security/pod-security.js';
+import { MutatingAdmissionWebhook } from './webhook/mutating-admission-webhook.js';
+import { ValidatingAdmissionWebhook } from './webhook/validating-admission-webhook.js';
+import { admissionMetrics } from './webhook/metrics.js';
+import type { WebhookPluginConfig } from './webhook/generic.js';
 
 registerPlugin('NamespaceLifecycle', (objects, _config, env) => new NamespaceLifecycleAdmission(objects, env.namespaceLookup));
 registerPlugin('LimitRanger', (objects) => new LimitRanger(objects));
@@ -29,10 +33,16 @@ registerPlugin('StorageObjectInUseProtection', (objects) => new StorageObjectInU
 registerPlugin('DefaultIngressClass', (objects) => new DefaultIngressClass(objects));
 registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects));
 registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
+// the webhook plugins' configuration (the CEL compiler of matchConditions, the catalog) is the environment's `webhooks`
+registerPlugin('MutatingAdmissionWebhook', (objects, _config, env) => new MutatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
+registerPlugin('ValidatingAdmissionWebhook', (objects, _config, env) => new ValidatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
 
 /** The chain kube-apiserver would run with these flags (the defaults when none). */
 export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {}): AdmissionChain {
-  return buildAdmissionChain(objects, o);
+  const chain = buildAdmissionChain(objects, o);
+  // apiserver_admission_step_admission_duration_seconds
+  chain.observeStep = (s, rejected, op, type) => admissionMetrics.observeStep(s, rejected, op, type);
+  return chain;
 }
 
 export { AdmissionChain, type ObjectSource } from './plugin.js';

@@ -11,6 +11,7 @@
 import { errors, qualifiedResource, StatusError, type GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { UserInfo } from '../auth/user.js';
+import { performance } from 'node:perf_hooks';
 
 /** kube's admission.Operation. */
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -55,9 +56,18 @@ export interface Attributes {
   resource?: GroupVersionResource;
   /** audit annotations that admission adds (key → value), copied into the request's audit event */
   auditAnnotations?: Record<string, string>;
-  /** whether the object was changed by a mutating step after the last validation (webhook reinvocation) */
+  /**
+   * Set by a mutating step that changed the object in a way earlier steps may want to see
+   * (kube's ReinvocationContext.SetShouldReinvoke, set by MutatingAdmissionWebhook): the chain
+   * then runs its mutating steps once more.
+   */
   reinvoke?: boolean;
+  /** true during that second mutating pass (kube's IsReinvoke) */
+  reinvocationRound?: boolean;
 }
+
+/** Observes one whole admission pass (kube's apiserver_admission_step_admission_duration_seconds). */
+export type StepObserver = (seconds: number, rejected: boolean, operation: Operation, type: 'admit' | 'validate') => void;
 
 /** What plugins may read: other objects, from the caches, by group-resource key ("pods", "storageclasses.storage.k8s.io"). */
 export interface ObjectSource {
@@ -114,13 +124,69 @@ export class AdmissionChain {
    * so the usual write costs no promise here. Callers await a returned promise.
    */
   admit(a: Attributes): void | Promise<void> {
+    const obs = this.observeStep;
+    const t0 = obs ? performance.now() : 0;
+    let r: void | Promise<void>;
+    try {
+      r = runSteps(this.mutators, 0, a, true);
+      if (!r) r = this.reinvoke(a);
+      else r = r.then(() => this.reinvoke(a));
+    } catch (e) {
+      obs?.((performance.now() - t0) / 1000, true, a.operation, 'admit');
+      throw e;
+    }
+    if (!obs) return r;
+    if (!r) {
+      obs((performance.now() - t0) / 1000, false, a.operation, 'admit');
+      return;
+    }
+    return r.then(
+      () => obs((performance.now() - t0) / 1000, false, a.operation, 'admit'),
+      (e) => {
+        obs((performance.now() - t0) / 1000, true, a.operation, 'admit');
+        throw e;
+      },
+    );
+  }
+
+  /**
+   * kube's reinvoker: when a step asked for it (a webhook's patch changed the object), every
+   * mutating step runs once more, the built-in ones being idempotent and webhooks calling
+   * again only the hooks that asked to be (reinvocationPolicy: IfNeeded).
+   */
+  private reinvoke(a: Attributes): void | Promise<void> {
+    if (!a.reinvoke || a.reinvocationRound) return;
+    a.reinvocationRound = true;
     return runSteps(this.mutators, 0, a, true);
   }
 
   /** Every validating step, in order; synchronous while the steps are (as admit). */
   validate(a: Attributes): void | Promise<void> {
-    return runSteps(this.validators, 0, a, false);
+    const obs = this.observeStep;
+    if (!obs) return runSteps(this.validators, 0, a, false);
+    const t0 = performance.now();
+    let r: void | Promise<void>;
+    try {
+      r = runSteps(this.validators, 0, a, false);
+    } catch (e) {
+      obs((performance.now() - t0) / 1000, true, a.operation, 'validate');
+      throw e;
+    }
+    if (!r) {
+      obs((performance.now() - t0) / 1000, false, a.operation, 'validate');
+      return;
+    }
+    return r.then(
+      () => obs((performance.now() - t0) / 1000, false, a.operation, 'validate'),
+      (e) => {
+        obs((performance.now() - t0) / 1000, true, a.operation, 'validate');
+        throw e;
+      },
+    );
   }
+
+  /** Set to count each pass' latency (the admission step metric); unset, a pass costs no clock read. */
+  observeStep?: StepObserver;
 }
 
 function runSteps(plugins: AdmissionPlugin[], from: number, a: Attributes, mutating: boolean): void | Promise<void> {

@@ -46,7 +46,8 @@ export function requestAdmission(c: HandlerContext, operation: Operation, option
 /** A write's admission, its options from the query (CreateOptions, UpdateOptions, PatchOptions). */
 export function writeAdmission(c: HandlerContext, operation: 'CREATE' | 'UPDATE', optionsKind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions', o: AdmissionRequestOpts = {}): RequestAdmission | undefined {
   if (!c.store.admission) return undefined;
-  return requestAdmission(c, operation, writeOptionsOf(optionsKind, c.req.query), o);
+  // kube's patch handler hands admission the patch's options as UpdateOptions (patchToUpdateOptions; `force` is apply's alone)
+  return requestAdmission(c, operation, writeOptionsOf(optionsKind === 'PatchOptions' ? 'UpdateOptions' : optionsKind, c.req.query), o);
 }
 
 /** kube's DeleteOptions object (meta.k8s.io/v1) of a delete, as admission sees it. */
