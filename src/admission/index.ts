@@ -8,6 +8,7 @@ import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { ValidatingAdmissionPolicy } from './policy/validating-admission-policy.js';
 
 /** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
 export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
@@ -17,6 +18,7 @@ export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] 
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
+    new ValidatingAdmissionPolicy(objects),
     // kube runs the quota check last, after every other validation.
     new ResourceQuotaAdmission(objects),
   ];

@@ -40,3 +40,5 @@ export function charge(n: number): void {
 export function sizeCost(n: number): number {
   return 1 + Math.ceil(n * 0.1);
 }
+/** kube's RuntimeCELCostBudgetMatchConditions: what a hook's matchConditions may cost together. */
+export const RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS = 7_000_000;

@@ -31,7 +31,10 @@ export interface CompileResult {
   error?: string;
 }
 
-export class CelEvalError extends Error {}
+export class CelEvalError extends Error {
+  /** what the evaluation had cost when it failed */
+  cost = 0;
+}
 
 const PROBE = '__kubeshardEvaluator';
 let base: Environment | null = null;
@@ -173,10 +176,10 @@ export class Program {
       try {
         value = this.parsed(activation);
       } catch (e: any) {
-        if (meter.cost > meter.limit || e instanceof CostLimitExceeded) throw new CelEvalError(ACTUAL_COST_LIMIT_EXCEEDED);
-        throw new CelEvalError(evalMessage(e));
+        const over = meter.cost > meter.limit || e instanceof CostLimitExceeded;
+        throw Object.assign(new CelEvalError(over ? ACTUAL_COST_LIMIT_EXCEEDED : evalMessage(e)), { cost: meter.cost });
       }
-      if (meter.cost > meter.limit) throw new CelEvalError(ACTUAL_COST_LIMIT_EXCEEDED);
+      if (meter.cost > meter.limit) throw Object.assign(new CelEvalError(ACTUAL_COST_LIMIT_EXCEEDED), { cost: meter.cost });
       return { value, cost: meter.cost };
     } finally {
       const spent = meter.cost;
@@ -194,4 +197,32 @@ function evalMessage(e: any): string {
   const noKey = /^No such key: (.*)$/.exec(msg);
   if (noKey) msg = `no such key: ${noKey[1]}`;
   return msg;
+}
+
+/** One expression of a set sharing a budget (kube's activation.Evaluate): its value or error, and the budget left. */
+export interface BudgetedResult {
+  value?: any;
+  /** cel-go's error message (the caller words it: "expression '...' resulted in error: ...") */
+  error?: string;
+  /** the budget ran out: kube stops the whole set with OUT_OF_BUDGET */
+  outOfBudget?: boolean;
+  remaining: number;
+}
+
+/** Runs a program under PerCallLimit and charges what it cost to the set's remaining budget. */
+export function evalBudgeted(program: Program, activation: Record<string, any>, remaining: number): BudgetedResult {
+  let value: any;
+  let cost: number;
+  let error: string | undefined;
+  try {
+    const r = program.eval(activation);
+    value = r.value;
+    cost = r.cost;
+  } catch (e) {
+    if (!(e instanceof CelEvalError)) throw e;
+    error = e.message;
+    cost = e.cost;
+  }
+  if (cost > remaining) return { outOfBudget: true, remaining: -1 };
+  return error !== undefined ? { error, remaining: remaining - cost } : { value, remaining: remaining - cost };
 }

@@ -69,7 +69,7 @@ export function registerAuthz(env: Environment): void {
   def(env, 'Authorizer.path(string): PathCheck', (a: Authorizer, p: string) => new PathCheck(a, p));
   def(env, 'Authorizer.group(string): ResourceCheck', (a: Authorizer, g: string) => new ResourceCheck(a, g));
   def(env, 'Authorizer.serviceAccount(string, string): Authorizer', (a: Authorizer, ns: string, name: string) =>
-    new Authorizer({ username: `system:serviceaccount:${ns}:${name}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`], extra: {} } as any, a.authorize),
+    new Authorizer({ name: `system:serviceaccount:${ns}:${name}`, uid: '', groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'] }, a.authorize),
   );
   def(env, 'ResourceCheck.resource(string): ResourceCheck', (c: ResourceCheck, v: string) => c.with({ resource: v }));
   def(env, 'ResourceCheck.subresource(string): ResourceCheck', (c: ResourceCheck, v: string) => c.with({ subresource: v }));
