@@ -123,3 +123,17 @@ for (const e of exprs) {
   time(`bufbuild eval        ${e}`, 2000, () => pb(bctx));
   time(`marc     eval        ${e}`, 2000, () => pm(ctx));
 }
+
+// kubeshard's environment on the chosen engine: kube's libraries, the compile cache and cost metering.
+const { compile } = await import('../src/cel/environment.js');
+const { toCel } = await import('../src/cel/values.js');
+const kctx = { object: toCel({ spec: { replicas: 3, items: obj.spec.items.map((x) => ({ name: x.name, n: Number(x.n) })) } }), params: toCel({ maxReplicas: 5 }), self: null as any };
+kctx.self = (kctx.object as any).spec.items;
+const kvars = { object: 'dyn', params: 'dyn', self: 'dyn' };
+let salt = 0;
+for (const e of exprs) {
+  time(`kubeshard compile (uncached) ${e}`, 500, () => compile(`${e} && ${salt++} >= 0`, kvars, ['bool']));
+  const p = compile(e, kvars, ['bool']).program!;
+  time(`kubeshard eval (metered)     ${e}`, 2000, () => p.eval(kctx));
+  console.log(`  cost ${p.eval(kctx).cost}`);
+}
