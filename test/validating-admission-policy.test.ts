@@ -244,3 +244,25 @@ spec:
     expect(ignore.status).toBe(201);
   });
 });
+
+describe('policy validation compiles its CEL', () => {
+  it('refuses an expression that does not compile, with the compiler\'s message', async () => {
+    const r = await request(s, 'POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', {
+      metadata: { name: 'broken' },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
+        validations: [{ expression: 'foo == 1' }, { expression: '1 + 1' }],
+      },
+    });
+    expect(r.status).toBe(422);
+    expect(r.json().details.causes).toEqual([
+      {
+        reason: 'FieldValueInvalid',
+        field: 'spec.validations[0].expression',
+        message: `Invalid value: "foo == 1": compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo == 1\n | ^`,
+      },
+      { reason: 'FieldValueInvalid', field: 'spec.validations[1].expression', message: 'Invalid value: "1 + 1": must evaluate to bool but got int' },
+    ]);
+  });
+});

@@ -2,6 +2,7 @@
 // pkg/apis/admissionregistration/validation checks them (and k8s.io/apiserver's webhook URL and
 // service checks). matchConditions are CEL and are not compiled here.
 import type { FieldError } from '../strategy.js';
+import { validatePolicyExpressions } from './admission-cel.js';
 import {
   dns1035LabelErrors,
   dns1123SubdomainErrors,
@@ -286,7 +287,7 @@ function validateMatchResources(m: any, path: string): FieldError[] {
 /**
  * ValidatingAdmissionPolicy without its CEL: failure policy, match constraints (with at least
  * one resource rule), and at least one validation or audit annotation, each with an expression.
- * Expressions are not compiled here.
+ * Its CEL expressions are compiled by validatePolicyExpressions (admission-cel.ts).
  */
 export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
   const errs: FieldError[] = [];
@@ -306,5 +307,6 @@ export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
       if (!isObj(v) || String(v.expression ?? '').trim() === '') errs.push(required(`spec.validations[${i}].expression`, 'expression is not specified'));
     });
   }
+  errs.push(...validatePolicyExpressions(spec));
   return errs;
 }
