@@ -96,3 +96,15 @@ describe('x-kubernetes-validations', () => {
     expect(grown.status).toBe(200);
   });
 });
+
+describe('rules are compiled when the CRD is written', () => {
+  it('a rule that does not compile refuses the CRD', async () => {
+    const bad = CRD.replace('gadgets.rules.example.com', 'widgets.rules.example.com')
+      .replace('plural: gadgets, singular: gadget, kind: Gadget', 'plural: widgets, singular: widget, kind: Widget')
+      .replace('rule: "self.minReplicas <= self.maxReplicas"', 'rule: "self.minReplicas <= "');
+    const r = await kubectl(s, ['apply', '-f', '-'], { input: bad });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= "');
+    expect(r.stderr).toContain('compilation failed: ERROR: <input>:1:');
+  });
+});

@@ -16,6 +16,7 @@ import { compile, evalBudgeted, type Program } from '../../cel/environment.js';
 import { toCel } from '../../cel/values.js';
 import { RUNTIME_CEL_COST_BUDGET, OUT_OF_BUDGET, ACTUAL_COST_LIMIT_EXCEEDED, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES } from '../../cel/cost.js';
 import { Optional } from '@marcbachmann/cel-js';
+import { GoValue, goQuote } from '../../errors.js';
 
 export interface ValidationRule {
   rule: string;
@@ -188,4 +189,39 @@ function runRules(s: Schema, v: unknown, old: unknown, path: string, errs: Field
         errs.push({ field: at, type: 'FieldValueInvalid', value, detail });
     }
   }
+}
+
+/** Go's %#v of an apiextensions.ValidationRule, the value kube shows for a rule that does not compile. */
+function goRule(r: ValidationRule): GoValue {
+  const q = (s: unknown) => goQuote(typeof s === 'string' ? s : '');
+  const reason = r.reason ? '(*apiextensions.FieldValueErrorReason)(0xc000000000)' : '(*apiextensions.FieldValueErrorReason)(nil)';
+  const oos = r.optionalOldSelf === undefined ? '(*bool)(nil)' : '(*bool)(0xc000000000)';
+  return new GoValue(
+    `apiextensions.ValidationRule{Rule:${q(r.rule)}, Message:${q(r.message)}, MessageExpression:${q(r.messageExpression)}, Reason:${reason}, FieldPath:${q(r.fieldPath)}, OptionalOldSelf:${oos}}`,
+  );
+}
+
+/**
+ * A CRD's rules must compile when the CRD is written (kube's ValidateCustomResourceDefinition
+ * OpenAPISchema): each rule (bool) and messageExpression (string), with the compiler's message.
+ */
+export function validateRuleCompilation(n: unknown, at: string, errs: FieldError[]): void {
+  if (!n || typeof n !== 'object' || Array.isArray(n)) return;
+  const s = n as Schema;
+  (s['x-kubernetes-validations'] ?? []).forEach((r, i) => {
+    const p = `${at}.x-kubernetes-validations[${i}]`;
+    if (typeof r?.rule !== 'string' || r.rule.trim() === '') {
+      errs.push({ field: `${p}.rule`, type: 'FieldValueRequired', detail: 'rule is not specified' });
+      return;
+    }
+    const c = compile(r.rule, VARS, ['bool']);
+    if (c.error) errs.push({ field: `${p}.rule`, type: 'FieldValueInvalid', value: goRule(r), detail: c.error });
+    if (r.messageExpression) {
+      const m = compile(r.messageExpression, VARS, ['string']);
+      if (m.error) errs.push({ field: `${p}.messageExpression`, type: 'FieldValueInvalid', value: goRule(r), detail: `messageExpression ${m.error}` });
+    }
+  });
+  if (s.properties) for (const [k, x] of Object.entries(s.properties)) validateRuleCompilation(x, `${at}.properties[${k}]`, errs);
+  validateRuleCompilation(s.items, `${at}.items`, errs);
+  validateRuleCompilation(s.additionalProperties, `${at}.additionalProperties`, errs);
 }
