@@ -126,6 +126,15 @@ describe('kube CEL libraries', () => {
     expect(run('isSemver("1.2") || isSemver("01.2.3")')).toBe(false);
   });
 
+  it('two-variable comprehensions (ext.TwoVarComprehensions)', () => {
+    const obj = { l: [1, 2, 3], m: { a: 1, b: 2 } };
+    expect(run('object.l.all(i, v, v == i + 1)', obj)).toBe(true);
+    expect(run('object.m.exists(k, v, k == "b" && v == 2)', obj)).toBe(true);
+    expect(run('object.l.existsOne(i, v, v == 2)', obj)).toBe(true);
+    expect(run('object.l.transformList(i, v, i > 0, v * 2)', obj)).toEqual([4n, 6n]);
+    expect(run('object.m.transformMap(k, v, v + 1).b', obj)).toBe(3n);
+  });
+
   it('sets', () => {
     expect(run('sets.contains([1, 2, 3], [3, 1])')).toBe(true);
     expect(run('sets.equivalent([1, 2], [2, 1, 1])')).toBe(true);

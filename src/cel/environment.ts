@@ -21,6 +21,7 @@ import { registerFormat } from './library/format.js';
 import { registerSemver } from './library/semver.js';
 import { registerAuthz } from './library/authz.js';
 import { registerSets } from './library/sets.js';
+import { registerComprehensions } from './library/comprehensions.js';
 
 /** Declared variables: name → type in the engine's notation ('dyn', 'map<string, dyn>', 'Authorizer'). */
 export type VariableDecls = Record<string, string>;
@@ -53,6 +54,7 @@ function baseEnv(): Environment {
   registerSemver(env);
   registerAuthz(env);
   registerSets(env);
+  registerComprehensions(env);
   // Lets each environment reach its evaluator once, to meter it (see meterEvaluator).
   env.registerFunction(`${PROBE}(): dyn`, function (this: unknown) {
     return this as any;
