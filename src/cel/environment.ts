@@ -136,9 +136,13 @@ function compileUncached(env: Environment, expression: string, returnTypes?: str
 function issue(expression: string, e: any, syntax: boolean): string {
   let msg: string = e?.summary ?? String(e?.message ?? e);
   const unknownVar = /^Unknown variable: (.*)$/.exec(msg);
+  const noField = /^No such key: (.*)$/.exec(msg);
   if (unknownVar) msg = `undeclared reference to '${unknownVar[1]}' (in container '')`;
+  else if (noField) msg = `undefined field '${noField[1]}'`;
   else if (syntax) msg = `Syntax error: ${msg.charAt(0).toLowerCase()}${msg.slice(1)}`;
-  const pos: number = e?.range?.start ?? e?.node?.start ?? e?.node?.pos ?? 0;
+  let pos: number = e?.range?.start ?? e?.node?.start ?? e?.node?.pos ?? 0;
+  // cel-go places a field selection at its '.', the engine at the field's name
+  if (noField && pos > 0 && expression[pos - 1] === '.') pos--;
   const before = expression.slice(0, pos);
   const line = before.split('\n').length;
   const lineStart = before.lastIndexOf('\n') + 1;
@@ -227,4 +231,30 @@ export function evalBudgeted(program: Program, activation: Record<string, any>, 
   }
   if (cost > remaining) return { outOfBudget: true, remaining: -1 };
   return error !== undefined ? { error, remaining: remaining - cost } : { value, remaining: remaining - cost };
+}
+
+const typedEnvs = new Map<string, Environment>();
+
+/**
+ * Type checks an expression in an environment whose variables carry declared types (kube's
+ * policy type checking, which types `object` and `params` from the kinds' schemas). `declare`
+ * registers the types and variables once per key. Returns cel-go's issues text, or undefined.
+ */
+export function typeCheck(expression: string, key: string, declare: (env: Environment) => void): string | undefined {
+  let env = typedEnvs.get(key);
+  if (!env) {
+    env = baseEnv().clone();
+    declare(env);
+    if (typedEnvs.size > 200) typedEnvs.clear();
+    typedEnvs.set(key, env);
+  }
+  let parsed: any;
+  try {
+    parsed = env.parse(expression);
+  } catch (e: any) {
+    return issue(expression, e, true);
+  }
+  rewriteMatches(parsed.ast);
+  const checked = parsed.check();
+  return checked.valid ? undefined : issue(expression, checked.error, false);
 }
