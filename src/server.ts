@@ -35,6 +35,7 @@ import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.j
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
+import { ValidatingAdmissionPolicyStatusController } from './controllers/validating-admission-policy-status.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { controllerEnabled, defaultAdmissionChain } from './admission/index.js';
@@ -254,6 +255,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
         volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
       }),
+  });
+  // ValidatingAdmissionPolicy status: type checking warnings and observedGeneration.
+  controllerSpecs.push({
+    name: 'validatingadmissionpolicy-status',
+    make: (c) =>
+      controllerEnabled(o.controllers, 'validatingadmissionpolicy-status-controller') ? new ValidatingAdmissionPolicyStatusController(store, c, targets, cachedObjects) : undefined,
   });
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
   controllerSpecs.push({

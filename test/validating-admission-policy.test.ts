@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeshard-vap-'));
@@ -264,5 +264,28 @@ describe('policy validation compiles its CEL', () => {
       },
       { reason: 'FieldValueInvalid', field: 'spec.validations[1].expression', message: 'Invalid value: "1 + 1": must evaluate to bool but got int' },
     ]);
+  });
+});
+
+describe('status type checking', () => {
+  it('the status controller records type checking warnings and the observed generation', async () => {
+    const r = await request(s, 'POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', {
+      metadata: { name: 'typo' },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments'] }] },
+        validations: [{ expression: 'object.spec.replicas > 0' }, { expression: 'object.spec.replicass > 0' }],
+      },
+    });
+    expect(r.status).toBe(201);
+    const status = await until(async () => {
+      const g = (await request(s, 'GET', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/typo')).json();
+      return g.status?.observedGeneration === 1 ? g.status : undefined;
+    }, 15_000);
+    expect(status.typeChecking).toEqual({
+      expressionWarnings: [
+        { fieldRef: 'spec.validations[1].expression', warning: "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n | object.spec.replicass > 0\n | ...........^\n" },
+      ],
+    });
   });
 });
