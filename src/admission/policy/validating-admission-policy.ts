@@ -147,19 +147,21 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
     }
   }
 
-  /** kube's CollectParams: the param objects a binding refers to ([null] when the policy takes none). */
+  /** kube's CollectParams: the param objects a binding refers to ([null] when the policy takes none, or the binding names none). */
   private collectParams(paramKind: any, paramRef: any, requestNamespace: string): any[] {
-    if (!paramKind) return [null];
-    if (!paramRef) throw new Error('paramRef is required when the policy has a paramKind');
+    if (!paramKind || !paramRef) return [null];
     const target = this.resolveKind(paramKind.apiVersion ?? '', paramKind.kind ?? '');
-    if (!target) throw new Error(`failed to find resource referenced by paramKind: '${paramKind.apiVersion}, Kind=${paramKind.kind}'`);
+    if (!target) throw new Error(`paramKind kind \`&ParamKind{APIVersion:${paramKind.apiVersion ?? ''},Kind:${paramKind.kind ?? ''},}\` not known`);
     let ns = '';
     if (target.namespaced) {
       ns = paramRef.namespace || requestNamespace;
       if (!ns) throw new Error('cannot use namespaced paramRef in policy binding that matches cluster-scoped resources');
+    } else if (paramRef.namespace) {
+      throw new Error('paramRef.namespace must not be provided for a cluster-scoped `paramKind`');
     }
     let params: any[];
     if (paramRef.name) {
+      if (paramRef.selector) throw new Error('paramRef.name and paramRef.selector are mutually exclusive');
       const p = this.objects.get(target.gr, ns, paramRef.name);
       params = p ? [p] : [];
     } else if (paramRef.selector) {
