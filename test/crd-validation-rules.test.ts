@@ -108,3 +108,40 @@ describe('rules are compiled when the CRD is written', () => {
     expect(r.stderr).toContain('compilation failed: ERROR: <input>:1:');
   });
 });
+
+describe('estimated cost of rules', () => {
+  it('a rule too costly for an unbounded list is refused; bounding the list admits it', async () => {
+    const crd = (maxItems: string) => `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: costly.rules.example.com
+spec:
+  group: rules.example.com
+  scope: Namespaced
+  names: {plural: costly, singular: costly, kind: Costly}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              items:
+                type: array
+                ${maxItems}
+                items: {type: integer}
+                x-kubernetes-validations:
+                - rule: "self.all(x, self.exists_one(y, x == y))"
+`;
+    const r = await kubectl(s, ['apply', '-f', '-'], { input: crd('') });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      'spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule(s), or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)',
+    );
+    await kubectlOk(s, ['apply', '-f', '-'], crd('maxItems: 50'));
+  });
+});

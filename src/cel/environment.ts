@@ -161,7 +161,7 @@ export interface EvalResult {
 export class Program {
   constructor(
     readonly expression: string,
-    private readonly parsed: (ctx?: any) => any,
+    private readonly parsed: ((ctx?: any) => any) & { ast?: any },
     /** the checked output type ('bool', 'string', 'dyn', ...) */
     readonly outputType: string,
   ) {}
@@ -172,6 +172,11 @@ export class Program {
    * with cel-go's message ("operation cancelled: actual cost limit exceeded", "no such key: x").
    * Nested runs (a composited variable evaluated inside another expression) add their cost to the outer one's.
    */
+  /** the checked syntax tree (for cost estimation) */
+  get ast(): any {
+    return this.parsed.ast;
+  }
+
   eval(activation: Record<string, any>, limit = PER_CALL_LIMIT): EvalResult {
     const outerCost = meter.cost;
     const outerLimit = meter.limit;

@@ -7,14 +7,15 @@
 //
 // Where we differ: `self` is dynamically typed (kube types it from the schema, so a rule naming
 // a field the schema lacks fails to compile there and fails at evaluation here); no ratcheting
-// of unchanged values; no estimated-cost check of the CRD when it is written.
+// of unchanged values; the estimated cost of a CRD's rules is ours (see validateRuleCompilation).
 //
 // Thread ownership: the front thread (a validator per CRD version, owned by its strategy).
 import type { FieldError } from '../strategy.js';
 import type { JSONSchemaProps } from './structural.js';
 import { compile, evalBudgeted, type Program } from '../../cel/environment.js';
 import { toCel } from '../../cel/values.js';
-import { RUNTIME_CEL_COST_BUDGET, OUT_OF_BUDGET, ACTUAL_COST_LIMIT_EXCEEDED, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES } from '../../cel/cost.js';
+import { estimateCost, maxSize } from '../../cel/estimate.js';
+import { STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, RUNTIME_CEL_COST_BUDGET, OUT_OF_BUDGET, ACTUAL_COST_LIMIT_EXCEEDED, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES } from '../../cel/cost.js';
 import { Optional } from '@marcbachmann/cel-js';
 import { GoValue, goQuote } from '../../errors.js';
 
@@ -201,11 +202,37 @@ function goRule(r: ValidationRule): GoValue {
   );
 }
 
+/** kube's getCostErrorMessage: the factor by which a cost exceeds its limit, in Go's formatting. */
+function costMessage(what: string, cost: number, limit: number): string {
+  const f = cost / limit;
+  const factor = f > 100 ? 'more than 100x' : f < 1.5 ? `${f.toFixed(6)}x` : `${f.toFixed(1)}x`;
+  return `${what} exceeds budget by factor of ${factor} (try simplifying the rule(s), or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`;
+}
+
+/**
+ * Our estimate of a rule's cost is close to kube's, not equal (src/cel/estimate.ts): a rule is
+ * refused only when the estimate passes the limit by this margin, so no CRD kube accepts is
+ * refused here; the rules kube refuses in practice (a loop over an unbounded list, a regex over
+ * unbounded strings in one) are over by orders of magnitude.
+ */
+const ESTIMATE_MARGIN = 2;
+
 /**
  * A CRD's rules must compile when the CRD is written (kube's ValidateCustomResourceDefinition
- * OpenAPISchema): each rule (bool) and messageExpression (string), with the compiler's message.
+ * OpenAPISchema): each rule (bool) and messageExpression (string), with the compiler's
+ * message; and each rule's estimated cost, times how many times it may run (the sizes of the
+ * lists and maps above it), must stay under StaticEstimatedCostLimit, all of them together
+ * under StaticEstimatedCRDCostLimit.
  */
-export function validateRuleCompilation(n: unknown, at: string, errs: FieldError[]): void {
+export function validateRuleCompilation(root: unknown, at: string, errs: FieldError[]): void {
+  const total = { cost: 0 };
+  walkRules(root, at, errs, 1, total);
+  if (total.cost > STATIC_ESTIMATED_CRD_COST_LIMIT * ESTIMATE_MARGIN) {
+    errs.push({ field: at, type: 'FieldValueForbidden', detail: costMessage('x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema', total.cost, STATIC_ESTIMATED_CRD_COST_LIMIT) });
+  }
+}
+
+function walkRules(n: unknown, at: string, errs: FieldError[], cardinality: number, total: { cost: number }): void {
   if (!n || typeof n !== 'object' || Array.isArray(n)) return;
   const s = n as Schema;
   (s['x-kubernetes-validations'] ?? []).forEach((r, i) => {
@@ -216,12 +243,17 @@ export function validateRuleCompilation(n: unknown, at: string, errs: FieldError
     }
     const c = compile(r.rule, VARS, ['bool']);
     if (c.error) errs.push({ field: `${p}.rule`, type: 'FieldValueInvalid', value: goRule(r), detail: c.error });
+    else {
+      const cost = estimateCost(c.program!.ast, { self: s, oldSelf: s }) * cardinality;
+      total.cost += cost;
+      if (cost > STATIC_ESTIMATED_COST_LIMIT * ESTIMATE_MARGIN) errs.push({ field: `${p}.rule`, type: 'FieldValueForbidden', detail: costMessage('estimated rule cost', cost, STATIC_ESTIMATED_COST_LIMIT) });
+    }
     if (r.messageExpression) {
       const m = compile(r.messageExpression, VARS, ['string']);
       if (m.error) errs.push({ field: `${p}.messageExpression`, type: 'FieldValueInvalid', value: goRule(r), detail: `messageExpression ${m.error}` });
     }
   });
-  if (s.properties) for (const [k, x] of Object.entries(s.properties)) validateRuleCompilation(x, `${at}.properties[${k}]`, errs);
-  validateRuleCompilation(s.items, `${at}.items`, errs);
-  validateRuleCompilation(s.additionalProperties, `${at}.additionalProperties`, errs);
+  if (s.properties) for (const [k, x] of Object.entries(s.properties)) walkRules(x, `${at}.properties[${k}]`, errs, cardinality, total);
+  walkRules(s.items, `${at}.items`, errs, cardinality * maxSize(s), total);
+  if (typeof s.additionalProperties === 'object') walkRules(s.additionalProperties, `${at}.additionalProperties`, errs, cardinality * maxSize(s), total);
 }
