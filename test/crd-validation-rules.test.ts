@@ -107,6 +107,16 @@ describe('rules are compiled when the CRD is written', () => {
     expect(r.stderr).toContain('spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= "');
     expect(r.stderr).toContain('compilation failed: ERROR: <input>:1:');
   });
+
+  it('self is typed by the schema: a field it does not declare does not compile', async () => {
+    const bad = CRD.replace('gadgets.rules.example.com', 'widgets.rules.example.com')
+      .replace('plural: gadgets, singular: gadget, kind: Gadget', 'plural: widgets, singular: widget, kind: Widget')
+      .replace('rule: "self.minReplicas <= self.maxReplicas"', 'rule: "self.minReplicaz <= self.maxReplicas"');
+    const r = await kubectl(s, ['apply', '-f', '-'], { input: bad });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.minReplicaz <= self.maxReplicas\"");
+    expect(r.stderr).toContain("compilation failed: ERROR: <input>:1:5: undefined field 'minReplicaz'");
+  });
 });
 
 describe('estimated cost of rules', () => {

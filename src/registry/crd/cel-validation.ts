@@ -12,7 +12,8 @@
 // Thread ownership: the front thread (a validator per CRD version, owned by its strategy).
 import type { FieldError } from '../strategy.js';
 import type { JSONSchemaProps } from './structural.js';
-import { compile, evalBudgeted, type Program } from '../../cel/environment.js';
+import { compile, evalBudgeted, typeCheck, type Program } from '../../cel/environment.js';
+import { Declarer } from '../../cel/schema-types.js';
 import { toCel } from '../../cel/values.js';
 import { estimateCost, maxSize } from '../../cel/estimate.js';
 import { STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, RUNTIME_CEL_COST_BUDGET, OUT_OF_BUDGET, ACTUAL_COST_LIMIT_EXCEEDED, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES } from '../../cel/cost.js';
@@ -226,10 +227,31 @@ const ESTIMATE_MARGIN = 2;
  */
 export function validateRuleCompilation(root: unknown, at: string, errs: FieldError[]): void {
   const total = { cost: 0 };
+  rootAt = at;
   walkRules(root, at, errs, 1, total);
   if (total.cost > STATIC_ESTIMATED_CRD_COST_LIMIT * ESTIMATE_MARGIN) {
     errs.push({ field: at, type: 'FieldValueForbidden', detail: costMessage('x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema', total.cost, STATIC_ESTIMATED_CRD_COST_LIMIT) });
   }
+}
+
+let rootAt = '';
+const schemaIds = new WeakMap<object, number>();
+let nextSchemaId = 0;
+
+/**
+ * kube types `self` from the schema, so a rule naming a field the schema does not declare does
+ * not compile. We check that with typed `self` and `oldSelf` (other type errors are left to
+ * evaluation: the engine's typing of schemas is close to kube's, not equal).
+ */
+function typedFieldError(rule: string, s: Schema, resourceRoot: boolean): string | undefined {
+  let id = schemaIds.get(s);
+  if (id === undefined) schemaIds.set(s, (id = nextSchemaId++));
+  const issues = typeCheck(rule, `crd-self|${id}|${resourceRoot}`, (env) => {
+    const t = new Declarer(env, `S${id}`).custom(s, 'self', resourceRoot);
+    env.registerVariable('self', t);
+    env.registerVariable('oldSelf', t);
+  });
+  return issues && /: undefined field '/.test(issues) ? issues : undefined;
 }
 
 function walkRules(n: unknown, at: string, errs: FieldError[], cardinality: number, total: { cost: number }): void {
@@ -242,7 +264,9 @@ function walkRules(n: unknown, at: string, errs: FieldError[], cardinality: numb
       return;
     }
     const c = compile(r.rule, VARS, ['bool']);
+    const undefinedField = c.error ? undefined : typedFieldError(r.rule, s, at === rootAt);
     if (c.error) errs.push({ field: `${p}.rule`, type: 'FieldValueInvalid', value: goRule(r), detail: c.error });
+    else if (undefinedField) errs.push({ field: `${p}.rule`, type: 'FieldValueInvalid', value: goRule(r), detail: `compilation failed: ${undefinedField}` });
     else {
       const cost = estimateCost(c.program!.ast, { self: s, oldSelf: s }) * cardinality;
       total.cost += cost;
