@@ -86,6 +86,22 @@ describe('ValidatingAdmissionPolicy', () => {
     expect(a.auditAnnotations).toEqual({ 'p/limit': 'limit 1, limit 2' });
   });
 
+  it('variables are lazy; one that fails fails the validation that reads it, with kube\'s wording', () => {
+    const objs = {
+      [POLICIES]: [policy('p', {
+        variables: [{ name: 'bad', expression: 'object.nope' }, { name: 'n', expression: 'size(object.metadata.name)' }],
+        validations: [{ expression: 'variables.n < 3' }, { expression: 'variables.bad == 1' }],
+      })],
+      [BINDINGS]: [binding('b', 'p', { validationActions: ['Warn'] })],
+    };
+    const a = attrs({ metadata: { name: 'abcd' } });
+    new ValidatingAdmissionPolicy(source(objs)).validate(a);
+    expect(a.warnings).toEqual([
+      "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': failed expression: variables.n < 3",
+      `Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': expression 'variables.bad == 1' resulted in error: composited variable "bad" fails to evaluate: no such key: nope`,
+    ]);
+  });
+
   it('recompiles when the policy changes (by resourceVersion)', () => {
     const objs = { [POLICIES]: [policy('p', { validations: [{ expression: 'true' }] })], [BINDINGS]: [binding('b', 'p')] };
     const plugin = new ValidatingAdmissionPolicy(source(objs));
