@@ -289,3 +289,32 @@ describe('status type checking', () => {
     });
   });
 });
+
+describe('webhook matchConditions are compiled when the configuration is written', () => {
+  it('refuses a condition that does not compile, a bad name, a duplicate', async () => {
+    const r = await request(s, 'POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      metadata: { name: 'mc' },
+      webhooks: [
+        {
+          name: 'mc.example.com',
+          clientConfig: { url: 'https://127.0.0.1:1/x' },
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          matchConditions: [
+            { name: 'ok', expression: "request.userInfo.username != 'system:admin'" },
+            { name: 'ok', expression: 'object.x +' },
+            { name: 'Bad Name!', expression: 'params.x' },
+          ],
+        },
+      ],
+    });
+    expect(r.status).toBe(422);
+    const causes = r.json().details.causes.map((c: any) => `${c.field}: ${c.message.split('\n')[0]}`);
+    expect(causes).toEqual([
+      'webhooks[0].matchConditions[1].expression: Invalid value: "object.x +": compilation failed: ERROR: <input>:1:11: Syntax error: unexpected token: EOF',
+      'webhooks[0].matchConditions[1].name: Duplicate value: "ok"',
+      "webhooks[0].matchConditions[2].expression: Invalid value: \"params.x\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')",
+      `webhooks[0].matchConditions[2]: Invalid value: "Bad Name!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+    ]);
+  });
+});

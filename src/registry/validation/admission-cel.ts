@@ -4,9 +4,10 @@
 // environment it will run in, and one that does not compile is an Invalid field error whose
 // detail is the compiler's (the compile results are cached, so admission reuses them).
 import type { FieldError } from '../strategy.js';
-import { invalid, isObj, list } from './field.js';
+import { invalid, isObj, list, tooMany } from './field.js';
 import { compile } from '../../cel/environment.js';
 import { admissionVariables } from '../../cel/admission.js';
+import { qualifiedNameErrors } from '../validation.js';
 
 function check(errs: FieldError[], field: string, expression: unknown, vars: Record<string, string>, returnTypes?: string[]): void {
   if (typeof expression !== 'string' || expression.trim() === '') return;
@@ -21,7 +22,7 @@ export function validatePolicyExpressions(spec: any): FieldError[] {
   const params = !!spec.paramKind;
   const withAuthz = admissionVariables({ params, authorizer: true, variables: true });
   const noAuthz = admissionVariables({ params, variables: true });
-  list(spec.matchConditions).forEach((c, i) => check(errs, `spec.matchConditions[${i}].expression`, c?.expression, admissionVariables({ params, authorizer: true }), ['bool']));
+  errs.push(...validateMatchConditions(spec.matchConditions, 'spec.matchConditions', params));
   list(spec.variables).forEach((v, i) => check(errs, `spec.variables[${i}].expression`, v?.expression, withAuthz));
   list(spec.validations).forEach((v, i) => {
     check(errs, `spec.validations[${i}].expression`, v?.expression, withAuthz, ['bool']);
@@ -31,9 +32,28 @@ export function validatePolicyExpressions(spec: any): FieldError[] {
   return errs;
 }
 
-/** A webhook's matchConditions (kube's validateMatchConditionsExpression: no params, with the authorizer). */
-export function validateMatchConditionExpressions(conditions: unknown, path: string): FieldError[] {
+/**
+ * kube's validateMatchConditions for webhooks and policies: at most 64, each named (a qualified
+ * name, unique) with an expression that compiles to bool (with `params` when the policy has a paramKind).
+ */
+export function validateMatchConditions(conditions: unknown, path: string, withParams = false): FieldError[] {
   const errs: FieldError[] = [];
-  list(conditions).forEach((c, i) => check(errs, `${path}[${i}].expression`, c?.expression, admissionVariables({ authorizer: true }), ['bool']));
+  const all = list(conditions);
+  if (all.length > 64) errs.push(tooMany(path, all.length, 64));
+  const names = new Set<string>();
+  all.forEach((c, i) => {
+    const at = `${path}[${i}]`;
+    const expr = typeof c?.expression === 'string' ? c.expression.trim() : '';
+    if (!expr) errs.push({ field: `${at}.expression`, type: 'FieldValueRequired', detail: '' });
+    else check(errs, `${at}.expression`, expr, admissionVariables({ params: withParams, authorizer: true }), ['bool']);
+    const name = typeof c?.name === 'string' ? c.name : '';
+    if (!name) errs.push({ field: `${at}.name`, type: 'FieldValueRequired', detail: '' });
+    else {
+      // kube reports a bad name on the condition's path, not on .name
+      for (const msg of qualifiedNameErrors(name)) errs.push(invalid(at, name, msg));
+      if (names.has(name)) errs.push({ field: `${at}.name`, type: 'FieldValueDuplicate', value: name });
+      names.add(name);
+    }
+  });
   return errs;
 }
