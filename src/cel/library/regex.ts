@@ -2,6 +2,8 @@
 // standard matches(), all on re2js: RE2 semantics and linear-time matching, never the
 // backtracking JS RegExp on a user's pattern. Compiled patterns are kept (kube precompiles
 // constant patterns; we keep the last few hundred of any kind).
+//
+// Thread ownership: the front thread (the compiled-pattern cache).
 import type { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
 import { charge, sizeCost } from '../cost.js';
