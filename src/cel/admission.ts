@@ -2,7 +2,7 @@
 // variable set, condition.go's CreateAdmissionRequest and CreateNamespaceObject,
 // activation.go), shared by matchConditions and ValidatingAdmissionPolicy.
 import type { Attributes } from '../admission/plugin.js';
-import { toCel } from './values.js';
+import { toCel, celView } from './values.js';
 import { Authorizer, type AuthorizeFn } from './library/authz.js';
 import type { VariableDecls } from './environment.js';
 
@@ -63,8 +63,8 @@ export function admissionActivation(
   opts: { request: any; namespace?: any; params?: any; authorize?: AuthorizeFn; object?: any; oldObject?: any },
 ): Record<string, any> {
   return {
-    object: opts.object !== undefined ? opts.object : a.obj == null ? null : toCel(a.obj),
-    oldObject: opts.oldObject !== undefined ? opts.oldObject : a.old == null ? null : toCel(a.old),
+    object: opts.object !== undefined ? opts.object : a.obj == null ? null : celView(a.obj),
+    oldObject: opts.oldObject !== undefined ? opts.oldObject : a.old == null ? null : celView(a.old),
     request: opts.request,
     namespaceObject: opts.namespace ?? null,
     params: opts.params ?? null,

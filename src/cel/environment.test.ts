@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { compile, evalBudgeted } from './environment.js';
-import { toCel } from './values.js';
+import { toCel, celView } from './values.js';
 import { Authorizer } from './library/authz.js';
 import { ACTUAL_COST_LIMIT_EXCEEDED } from './cost.js';
 
@@ -24,6 +24,15 @@ describe('CEL environment', () => {
     expect(run('object.metadata.?annotations.x.orValue("none")', obj)).toBe('none');
     expect(run('has(object.spec.replicas) && !has(object.spec.paused)', obj)).toBe(true);
     expect(run('cel.bind(r, object.spec.replicas, r * r)', obj)).toBe(9n);
+  });
+
+  it('reads a view of an object as it reads a copy (ints, nested maps and lists; an undefined value is absent)', () => {
+    const obj = { spec: { replicas: 3, gone: undefined, items: [{ n: 1 }, { n: 2 }] } };
+    for (const e of ['object.spec.replicas == 3', '!has(object.spec.gone)', 'object.spec.items.map(x, x.n).sum() == 3', 'size(object.spec) == 2', 'object.spec.items[1].n == 2']) {
+      const p = compile(e, VARS).program!;
+      expect(p.eval({ object: celView(obj), params: null, authorizer: null }).value).toBe(true);
+      expect(p.eval({ object: toCel(obj), params: null, authorizer: null }).value).toBe(true);
+    }
   });
 
   it('compiles once per expression and environment', () => {

@@ -9,7 +9,7 @@ import { errors } from '../errors.js';
 import { compile, evalBudgeted, type Program } from './environment.js';
 import { admissionVariables, admissionActivation } from './admission.js';
 import { aggregate } from '../admission/plugin.js';
-import { toCel } from './values.js';
+import { toCel, celView } from './values.js';
 import { RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, OUT_OF_BUDGET } from './cost.js';
 
 interface Compiled {
@@ -56,8 +56,8 @@ export const compileMatchConditions: CompileMatchConditions = (conditions) => {
     const authorize = typeof vars.authorizer === 'function' ? (vars.authorizer as any) : undefined;
     const activation = admissionActivation(a, {
       request: toCel(vars.request),
-      object: vars.object == null ? null : toCel(vars.object),
-      oldObject: vars.oldObject == null ? null : toCel(vars.oldObject),
+      object: vars.object == null ? null : celView(vars.object),
+      oldObject: vars.oldObject == null ? null : celView(vars.oldObject),
       authorize,
     });
     return matchConditions(compiled, activation);

@@ -52,3 +52,40 @@ export function celTypeName(v: unknown): string {
   if (v instanceof Map || Object.getPrototypeOf(v) === Object.prototype) return 'map';
   return (v as any).constructor?.celTypeName ?? (v as any).constructor?.name ?? 'object';
 }
+
+/**
+ * A JSON object as CEL sees it, without copying it: a read-only view whose whole numbers read
+ * as ints and whose nested objects are views too (made when first read); an array becomes a
+ * shallow array of views. Admission evaluates a few fields of a large object, and copying it
+ * all (toCel) cost more than the evaluation. Views are kept for one activation only (an
+ * object may change between admission steps), and the object must not change while in use.
+ */
+export function celView(v: unknown): any {
+  const cache = new WeakMap<object, any>();
+  const handler: ProxyHandler<any> = {
+    get(target, key) {
+      const x = target[key];
+      return typeof key === 'symbol' ? x : view(x);
+    },
+    // a key whose value is undefined is absent, as JSON would have it
+    has: (target, key) => target[key] !== undefined,
+    ownKeys: (target) => Reflect.ownKeys(target).filter((k) => target[k] !== undefined),
+    getOwnPropertyDescriptor: (target, key) => (target[key] === undefined ? undefined : Reflect.getOwnPropertyDescriptor(target, key)),
+    set: () => false,
+    deleteProperty: () => false,
+  };
+  function view(x: unknown): any {
+    if (typeof x === 'number') return Number.isInteger(x) ? BigInt(x) : x;
+    if (x === null || typeof x !== 'object') return x;
+    const proto = Object.getPrototypeOf(x);
+    if (!Array.isArray(x) && proto !== Object.prototype && proto !== null) return x;
+    let out = cache.get(x);
+    if (!out) {
+      // the engine reads arrays natively: an array of views
+      out = Array.isArray(x) ? x.map((e) => (e === undefined ? null : view(e))) : new Proxy(x, handler);
+      cache.set(x, out);
+    }
+    return out;
+  }
+  return view(v);
+}

@@ -14,7 +14,7 @@ import { compilePolicy, lazyVariables, type CompiledPolicy } from './compiled-po
 import { admissionRequest, admissionActivation, namespaceObject } from '../../cel/admission.js';
 import { matchConditions } from '../../cel/match-conditions.js';
 import { evalBudgeted } from '../../cel/environment.js';
-import { toCel, fromCel } from '../../cel/values.js';
+import { celView, fromCel } from '../../cel/values.js';
 import { RUNTIME_CEL_COST_BUDGET, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, OUT_OF_BUDGET } from '../../cel/cost.js';
 import { selectorMatches } from '../../registry/label-selector.js';
 import type { AuthorizeFn } from '../../cel/library/authz.js';
@@ -109,11 +109,11 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
           const nsName = a.info.group === '' && a.info.resource === 'namespaces' ? '' : a.namespace;
           namespace = nsName ? namespaceObject(this.objects.get('namespaces', '', nsName)) : null;
         }
-        object ??= a.obj == null ? null : toCel(a.obj);
-        oldObject ??= a.old == null ? null : toCel(a.old);
+        object ??= a.obj == null ? null : celView(a.obj);
+        oldObject ??= a.old == null ? null : celView(a.old);
         const actions: string[] = binding.spec?.validationActions ?? [];
         for (const param of params) {
-          const result = this.evaluate(compiled, a, { request, namespace, object, oldObject, params: param == null ? null : toCel(param) });
+          const result = this.evaluate(compiled, a, { request, namespace, object, oldObject, params: param == null ? null : celView(param) });
           result.decisions.forEach((d, i) => {
             if (d.action !== 'deny') return;
             for (const action of actions) {

@@ -14,7 +14,7 @@ import type { FieldError } from '../strategy.js';
 import type { JSONSchemaProps } from './structural.js';
 import { compile, evalBudgeted, typeCheck, type Program } from '../../cel/environment.js';
 import { Declarer } from '../../cel/schema-types.js';
-import { toCel } from '../../cel/values.js';
+import { celView } from '../../cel/values.js';
 import { estimateCost, maxSize } from '../../cel/estimate.js';
 import { STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, RUNTIME_CEL_COST_BUDGET, OUT_OF_BUDGET, ACTUAL_COST_LIMIT_EXCEEDED, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES } from '../../cel/cost.js';
 import { Optional } from '@marcbachmann/cel-js';
@@ -136,8 +136,8 @@ function runRules(s: Schema, v: unknown, old: unknown, path: string, errs: Field
       continue;
     }
     if (isTransition && (old === undefined || old === null) && !c.rule.optionalOldSelf) continue;
-    self ??= toCel(v);
-    if (oldSelf === undefined && old !== undefined && old !== null) oldSelf = toCel(old);
+    self ??= celView(v);
+    if (oldSelf === undefined && old !== undefined && old !== null) oldSelf = celView(old);
     const act = {
       self,
       oldSelf: c.rule.optionalOldSelf ? (oldSelf === undefined ? Optional.none() : Optional.of(oldSelf)) : (oldSelf ?? null),
