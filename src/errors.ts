@@ -105,6 +105,8 @@ export const errors = {
   unauthorized: (message = 'Unauthorized') => new StatusError(401, StatusReason.Unauthorized, message),
   forbidden: (gr: GroupResource, name: string | undefined, message: string) =>
     new StatusError(403, StatusReason.Forbidden, message, grDetails(gr, name)),
+  /** A CEL expression of an admission configuration that does not compile (the matchConditions contract's 422). */
+  celCompilation: (message: string) => new StatusError(422, StatusReason.Invalid, message, {}),
   /**
    * A ValidatingAdmissionPolicy's denial (kube's policy dispatcher): admission.NewForbidden's
    * message and details, then the validation's reason (Invalid when none) with its code

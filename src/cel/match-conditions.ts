@@ -9,7 +9,7 @@ import { errors } from '../errors.js';
 import { compile, evalBudgeted, type Program } from './environment.js';
 import { admissionVariables, admissionActivation } from './admission.js';
 import { aggregate } from '../admission/plugin.js';
-import { toCel, celView } from './values.js';
+import { celView } from './values.js';
 import { RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, OUT_OF_BUDGET } from './cost.js';
 
 interface Compiled {
@@ -50,12 +50,12 @@ export function matchConditions(compiled: Compiled[], activation: Record<string,
 export const compileMatchConditions: CompileMatchConditions = (conditions) => {
   const compiled = compileConditions(conditions, false);
   const bad = compiled.find((c) => c.error);
-  if (bad) throw errors.badRequest(`matchCondition '${bad.name}': compilation error: ${bad.error}`);
+  if (bad) throw errors.celCompilation(`matchCondition '${bad.name}': compilation error: ${bad.error}`);
   const evaluate: MatchConditionsEvaluator = (a, vars): MatchResult => {
     if (compiled.length === 0) return { matches: true };
     const authorize = typeof vars.authorizer === 'function' ? (vars.authorizer as any) : undefined;
     const activation = admissionActivation(a, {
-      request: toCel(vars.request),
+      request: vars.request == null ? null : celView(vars.request),
       object: vars.object == null ? null : celView(vars.object),
       oldObject: vars.oldObject == null ? null : celView(vars.oldObject),
       authorize,
