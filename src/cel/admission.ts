@@ -5,6 +5,7 @@ import type { Attributes } from '../admission/plugin.js';
 import { toCel, celView } from './values.js';
 import { Authorizer, type AuthorizeFn } from './library/authz.js';
 import type { VariableDecls } from './environment.js';
+import type { Environment } from '@marcbachmann/cel-js';
 
 /** kube's OptionalVariableDeclarations: which of params and authorizer an expression may use. */
 export function admissionVariables(opts: { params?: boolean; authorizer?: boolean; variables?: boolean }): VariableDecls {
@@ -70,4 +71,50 @@ export function admissionActivation(
     params: opts.params ?? null,
     authorizer: new Authorizer(a.user, opts.authorize),
   };
+}
+
+/**
+ * Declares kube's typed `request` (kubernetes.AdmissionRequest, compile.go BuildRequestType)
+ * and `namespaceObject` (BuildNamespaceType) for type checking: the names of the engine types.
+ */
+export function declareAdmissionTypes(env: Environment): { request: string; namespace: string } {
+  env.registerType('K8sGVK', { fields: { group: 'string', version: 'string', kind: 'string' } } as any);
+  env.registerType('K8sGVR', { fields: { group: 'string', version: 'string', resource: 'string' } } as any);
+  env.registerType('K8sUserInfo', { fields: { username: 'string', uid: 'string', groups: 'list<string>', extra: 'map<string, list<string>>' } } as any);
+  env.registerType('K8sAdmissionRequest', {
+    fields: {
+      kind: 'K8sGVK',
+      resource: 'K8sGVR',
+      subResource: 'string',
+      requestKind: 'K8sGVK',
+      requestResource: 'K8sGVR',
+      requestSubResource: 'string',
+      name: 'string',
+      namespace: 'string',
+      operation: 'string',
+      userInfo: 'K8sUserInfo',
+      dryRun: 'bool',
+      options: 'dyn',
+    },
+  } as any);
+  env.registerType('K8sNamespaceMetadata', {
+    fields: {
+      name: 'string',
+      generateName: 'string',
+      namespace: 'string',
+      labels: 'map<string, string>',
+      annotations: 'map<string, string>',
+      UID: 'string',
+      creationTimestamp: 'dyn',
+      deletionGracePeriodSeconds: 'int',
+      deletionTimestamp: 'dyn',
+      generation: 'int',
+      resourceVersion: 'string',
+      finalizers: 'list<string>',
+    },
+  } as any);
+  env.registerType('K8sNamespaceSpec', { fields: { finalizers: 'list<string>' } } as any);
+  env.registerType('K8sNamespaceStatus', { fields: { conditions: 'list<dyn>', phase: 'string' } } as any);
+  env.registerType('K8sNamespace', { fields: { metadata: 'K8sNamespaceMetadata', spec: 'K8sNamespaceSpec', status: 'K8sNamespaceStatus' } } as any);
+  return { request: 'K8sAdmissionRequest', namespace: 'K8sNamespace' };
 }

@@ -5,14 +5,31 @@
 // detail is the compiler's (the compile results are cached, so admission reuses them).
 import type { FieldError } from '../strategy.js';
 import { invalid, isObj, list, tooMany } from './field.js';
-import { compile } from '../../cel/environment.js';
-import { admissionVariables } from '../../cel/admission.js';
+import { compile, typeCheck } from '../../cel/environment.js';
+import { admissionVariables, declareAdmissionTypes } from '../../cel/admission.js';
 import { qualifiedNameErrors } from '../validation.js';
 
 function check(errs: FieldError[], field: string, expression: unknown, vars: Record<string, string>, returnTypes?: string[]): void {
   if (typeof expression !== 'string' || expression.trim() === '') return;
   const r = compile(expression, vars, returnTypes);
   if (r.error) errs.push(invalid(field, expression, r.error));
+  else {
+    const typed = typedFieldError(expression, vars);
+    if (typed) errs.push(invalid(field, expression, `compilation failed: ${typed}`));
+  }
+}
+
+/**
+ * kube types `request` and `namespaceObject`: a field they do not have does not compile. (Only
+ * that is reported from the typed check: other type errors are left to evaluation.)
+ */
+function typedFieldError(expression: string, vars: Record<string, string>): string | undefined {
+  const key = `admission-typed|${Object.keys(vars).sort().join(',')}`;
+  const issues = typeCheck(expression, key, (env) => {
+    const t = declareAdmissionTypes(env);
+    for (const [name, type] of Object.entries(vars)) env.registerVariable(name, name === 'request' ? t.request : name === 'namespaceObject' ? t.namespace : type);
+  });
+  return issues && /: undefined field '/.test(issues) ? issues : undefined;
 }
 
 /** A policy's validations, messageExpressions, auditAnnotations, variables and matchConditions. */
