@@ -69,7 +69,13 @@ export function admissionActivation(
     request: opts.request,
     namespaceObject: opts.namespace ?? null,
     params: opts.params ?? null,
-    authorizer: new Authorizer(a.user, opts.authorize),
+    authorizer: new Authorizer(a.user, opts.authorize, {
+      group: a.resource?.group ?? a.info.group,
+      resource: a.resource?.resource ?? a.info.resource,
+      subresource: a.subresource,
+      namespace: a.namespace,
+      name: a.name || a.obj?.metadata?.name || '',
+    }),
   };
 }
 

@@ -158,5 +158,9 @@ describe('kube CEL libraries', () => {
     expect(seen[0]).toMatchObject({ user, verb: 'create', resource: 'pods', namespace: 'ns', resourceRequest: true });
     expect(run('authorizer.path("/metrics").check("get").reason()', {}, { authorizer: authz })).toBe('rbac says so');
     expect(run('authorizer.group("").resource("pods").check("get").allowed()')).toBe(false);
+    const forRequest = new Authorizer(user, (a) => ({ allowed: a.resource === 'deployments' && a.subresource === 'scale', reason: '' }), {
+      group: 'apps', resource: 'deployments', subresource: '', namespace: 'ns', name: 'd',
+    });
+    expect(run('authorizer.requestResource.subresource("scale").check("update").allowed()', {}, { authorizer: forRequest })).toBe(true);
   });
 });

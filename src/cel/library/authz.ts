@@ -2,7 +2,7 @@
 // (authz_selectors.go): the `authorizer` variable, authorizer.path(p), authorizer.group(g)
 // .resource(r).subresource(s).namespace(ns).name(n).fieldSelector(s).labelSelector(s)
 // .check(verb), authorizer.serviceAccount(ns, name), and Decision's allowed, reason,
-// errored, error. The checks run as the request's user through kubeshard's authorizer; with
+// errored, error, and authorizer.requestResource (the request's own resource). The checks run as the request's user through kubeshard's authorizer; with
 // none given (a caller that has no authorizer), every check is denied.
 import type { Environment } from '@marcbachmann/cel-js';
 import { def } from './def.js';
@@ -13,10 +13,15 @@ export type AuthorizeFn = (a: AuthorizationAttributes) => Decision;
 
 export class Authorizer {
   static celTypeName = 'kubernetes.authorization.Authorizer';
+  /** kube's `authorizer.requestResource`: a check of the request's own resource, ready for .check(verb) */
+  readonly requestResource?: ResourceCheck;
   constructor(
     readonly user: UserInfo | undefined,
     readonly authorize: AuthorizeFn | undefined,
-  ) {}
+    request?: { group: string; resource: string; subresource: string; namespace: string; name: string },
+  ) {
+    if (request) this.requestResource = new ResourceCheck(this, request.group, request.resource, request.subresource, request.namespace, request.name);
+  }
 }
 
 export class PathCheck {
