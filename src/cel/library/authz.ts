@@ -2,8 +2,9 @@
 // (authz_selectors.go): the `authorizer` variable, authorizer.path(p), authorizer.group(g)
 // .resource(r).subresource(s).namespace(ns).name(n).fieldSelector(s).labelSelector(s)
 // .check(verb), authorizer.serviceAccount(ns, name), and Decision's allowed, reason,
-// errored, error, and authorizer.requestResource (the request's own resource). The checks run as the request's user through kubeshard's authorizer; with
-// none given (a caller that has no authorizer), every check is denied.
+// errored, error, and authorizer.requestResource (the request's own resource). The checks
+// run as the request's user through kubeshard's authorizer; with none given (a caller that
+// has no authorizer), every check is denied.
 import type { Environment } from '@marcbachmann/cel-js';
 import { def } from './def.js';
 import type { UserInfo } from '../../auth/user.js';
