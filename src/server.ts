@@ -47,7 +47,7 @@ import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { serveAudit } from './audit/remote-backend.js';
-import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
+import { Authorizer, authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js';
@@ -209,7 +209,11 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     list: (gr: string, ns: string) => cacher.cache(gr).list(ns).map((e) => entryObject(e)),
   };
-  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins);
+  // CEL's `authorizer` in policies checks through the authorizer built below (kube's admission authorizer).
+  let admissionAuthorize: ((a: AuthorizationAttributes) => Decision) | undefined;
+  store.admission = defaultAdmissionChain(cachedObjects, o.disableAdmissionPlugins, {
+    authorize: (a) => (admissionAuthorize ? admissionAuthorize(a) : { allowed: false, reason: 'no authorizer' }),
+  });
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
@@ -242,6 +246,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
+  admissionAuthorize = (a) => authorizer.decide(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   controllerSpecs.push({
     name: 'root-ca-certificate-publisher',

@@ -8,17 +8,17 @@ import { ServiceAccountAdmission } from './service-account.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
-import { ValidatingAdmissionPolicy } from './policy/validating-admission-policy.js';
+import { ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyConfig } from './policy/validating-admission-policy.js';
 
 /** The chain without the plugins named in `disabled` (--disable-admission-plugins). */
-export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = []): AdmissionChain {
+export function defaultAdmissionChain(objects: ObjectSource, disabled: string[] = [], policies: ValidatingAdmissionPolicyConfig = {}): AdmissionChain {
   const all = [
     new LimitRanger(objects),
     new ServiceAccountAdmission(objects),
     new DefaultStorageClass(objects),
     new StorageObjectInUseProtection(objects),
     new DefaultIngressClass(objects),
-    new ValidatingAdmissionPolicy(objects),
+    new ValidatingAdmissionPolicy(objects, policies),
     // kube runs the quota check last, after every other validation.
     new ResourceQuotaAdmission(objects),
   ];
