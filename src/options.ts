@@ -442,7 +442,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'service-account-lookup': { kind: 'bool', help: 'Check that a service account token\'s account (and bound object) still exists. (default true)', set: (o, v) => (o.serviceAccountLookup = v) },
   'service-account-max-token-expiration': { kind: 'duration', help: 'Longest validity of an issued service account token; 0 means none. (default 0s)', set: (o, v) => (o.serviceAccountMaxTokenExpirationSeconds = v) },
   'service-account-jwks-uri': { kind: 'string', help: 'jwks_uri of the OpenID discovery document. (default https://<advertised address>/openid/v1/jwks)', set: (o, v) => (o.serviceAccountJwksUri = v) },
-  'service-account-extend-token-expiration': { kind: 'bool', help: 'Accepted for compatibility (no kubelet here asks for the extended legacy expiry). (default true)', set: (o, v) => (o.serviceAccountExtendTokenExpiration = v) },
+  'service-account-extend-token-expiration': { kind: 'bool', help: "Pod-bound tokens requested for 3607 seconds (the kubelet's projected tokens) are valid for a year and carry kubernetes.io.warnafter at the requested expiry, as kube-apiserver issues them. (default true)", set: (o, v) => (o.serviceAccountExtendTokenExpiration = v) },
   'service-node-port-range': {
     kind: 'string',
     help: 'Port range for NodePort Services, inclusive. (default 30000-32767)',
