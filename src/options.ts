@@ -155,7 +155,7 @@ function validateOidcFlags(o: ServerOptions): void {
   }
   if (!u || u.protocol !== 'https:') throw new FlagError(`jwt[0].issuer.url: Invalid value: ${JSON.stringify(o.oidc.issuerURL)}: URL scheme must be https`);
   for (const a of o.oidc.signingAlgs) {
-    if (!ALLOWED_SIGNING_ALGS.includes(a)) throw new FlagError(`oidc-signing-algs: unsupported signing algorithm ${JSON.stringify(a)}, must be one of ${ALLOWED_SIGNING_ALGS.join(', ')}`);
+    if (!ALLOWED_SIGNING_ALGS.includes(a)) throw new FlagError(`oidc: unsupported signing alg: ${JSON.stringify(a)}`);
   }
   if (o.oidc.caFile && !existsSync(o.oidc.caFile)) throw new FlagError(`oidc-ca-file: open ${o.oidc.caFile}: no such file or directory`);
 }

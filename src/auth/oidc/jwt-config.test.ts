@@ -20,7 +20,7 @@ describe('the --oidc-* flags', () => {
   it("are refused with kube's messages", () => {
     expect(() => parseArgs(['--oidc-issuer-url=https://idp.example'])).toThrowError('oidc-issuer-url and oidc-client-id must be specified together when any oidc-* flags are set');
     expect(() => parseArgs(['--oidc-issuer-url=http://idp.example', '--oidc-client-id=k'])).toThrowError('URL scheme must be https');
-    expect(() => parseArgs(['--oidc-issuer-url=https://idp.example', '--oidc-client-id=k', '--oidc-signing-algs=HS256'])).toThrowError(/unsupported signing algorithm "HS256"/);
+    expect(() => parseArgs(['--oidc-issuer-url=https://idp.example', '--oidc-client-id=k', '--oidc-signing-algs=HS256'])).toThrowError(/oidc: unsupported signing alg: "HS256"/);
     expect(() => parseArgs(['--authentication-config=/etc/hosts', '--oidc-client-id=k'])).toThrowError('authentication-config file and oidc-* flags are mutually exclusive');
   });
 });
