@@ -81,7 +81,8 @@ export class ProviderKeys {
     const first = this.refresh().catch((e) => {
       this.opts.log?.(`oidc: initializing provider for issuer ${JSON.stringify(this.opts.issuerURL)}: ${e.message}`);
     });
-    this.schedule();
+    // the next fetch: in 10 s when this one failed, else at the refresh period
+    void first.finally(() => this.schedule());
     return first;
   }
 
