@@ -105,17 +105,32 @@ export class JwtAuthenticator implements TokenAuthenticatorMode {
     this.keys.close();
   }
 
-  async authenticateToken(token: string, audiences?: string[]): Promise<AuthResult> {
-    if (untrustedIssuer(token) !== this.config.issuer.url) return { ok: false };
-    // kube wraps this authenticator as audience-agnostic: it answers for the API audiences only
-    let respAuds = this.apiAudiences;
-    if (audiences && audiences.length) {
-      respAuds = this.apiAudiences.filter((a) => audiences.includes(a));
-      if (respAuds.length === 0) return { ok: false };
-    }
-    const now = Date.now();
+  /** A token verified within the last minute (and not expired since), answered without parsing it again; else undefined. */
+  cachedResult(token: string, audiences?: string[]): AuthResult | undefined {
     const hit = this.verified.get(token);
-    if (hit && hit.until > now) return { ok: true, response: { user: hit.user, audiences: respAuds } };
+    if (!hit) return undefined;
+    if (hit.until <= Date.now()) {
+      this.verified.delete(token);
+      return undefined;
+    }
+    const respAuds = this.responseAudiences(audiences);
+    return respAuds ? { ok: true, response: { user: hit.user, audiences: respAuds } } : { ok: false };
+  }
+
+  /** kube wraps this authenticator as audience-agnostic: it answers for the API audiences only. */
+  private responseAudiences(audiences?: string[]): string[] | undefined {
+    if (!audiences || !audiences.length) return this.apiAudiences;
+    const r = this.apiAudiences.filter((a) => audiences.includes(a));
+    return r.length ? r : undefined;
+  }
+
+  async authenticateToken(token: string, audiences?: string[]): Promise<AuthResult> {
+    const cached = this.cachedResult(token, audiences);
+    if (cached) return cached;
+    if (untrustedIssuer(token) !== this.config.issuer.url) return { ok: false };
+    const respAuds = this.responseAudiences(audiences);
+    if (!respAuds) return { ok: false };
+    const now = Date.now();
     try {
       const { user, exp } = await this.verify(token);
       if (this.verified.size >= CACHE_MAX) this.verified.clear();

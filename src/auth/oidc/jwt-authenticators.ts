@@ -106,6 +106,11 @@ export class JwtAuthenticators implements TokenAuthenticatorMode {
 
   authenticateToken(token: string, audiences?: string[]): AuthResult | Promise<AuthResult> {
     if (this.byIssuer.size === 0) return { ok: false };
+    // a token seen in the last minute: no parsing (the common case, a client repeating its token)
+    for (const a of this.byIssuer.values()) {
+      const hit = a.cachedResult(token, audiences);
+      if (hit) return hit;
+    }
     const iss = untrustedIssuer(token);
     const a = iss === undefined ? undefined : this.byIssuer.get(iss);
     if (!a) return { ok: false };
