@@ -138,7 +138,12 @@ export class ServiceAccountTokens {
     const parts = token.split('.');
     if (parts.length !== 3) return null;
     try {
-      const payload = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+      const text = Buffer.from(parts[1], 'base64url').toString('utf8');
+      // Another issuer's JWT (OIDC) on every request: skip the JSON parse when the payload
+      // cannot name one of our issuers. Without a backslash no JSON escape can hide the
+      // issuer, so its literal text would have to appear.
+      if (!text.includes('\\') && !this.opts.issuers.some((i) => text.includes(i))) return null;
+      const payload = JSON.parse(text);
       if (!payload || typeof payload !== 'object' || !this.opts.issuers.includes(payload.iss)) return null;
       return payload;
     } catch {
