@@ -58,6 +58,12 @@ anonymous: {enabled: true, conditions: [{path: /livez}]}
     expect(m).toMatch(/^jwt\[0\]\.claimMappings\.username\.expression: Invalid value: "claims.sub \+": compilation failed: ERROR: <input>:1:/);
   });
 
+  it('decodes strictly', () => {
+    expect(err('jwt:\n- issuer: {url: https://a.example, audiences: [x], foo: 1}\n  claimMappings: {username: {claim: sub, prefix: ""}}\nbar: 2\n')).toBe(
+      'strict decoding error: unknown field "jwt[0].issuer.foo", unknown field "bar"',
+    );
+  });
+
   it('several errors aggregate as kube does', () => {
     expect(err('jwt:\n- issuer: {audiences: [x]}\n  claimMappings: {}\n')).toBe('[jwt[0].issuer.url: Required value, jwt[0].claimMappings.username: Required value: claim or expression is required]');
   });

@@ -53,6 +53,8 @@ export function parseAuthenticationConfiguration(text: string, disallowedIssuers
   if (doc.kind !== 'AuthenticationConfiguration' || !API_VERSIONS.includes(doc.apiVersion)) {
     throw new AuthenticationConfigError(`no kind "${doc.kind ?? ''}" is registered for version "${doc.apiVersion ?? ''}" in scheme "pkg/runtime/scheme.go:100"`);
   }
+  const unknown = unknownFields(doc);
+  if (unknown.length) throw new AuthenticationConfigError(`strict decoding error: ${unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ')}`);
   const errs: string[] = [];
   const jwts: any[] = Array.isArray(doc.jwt) ? doc.jwt : [];
   if (jwts.length > 64) throw new AuthenticationConfigError(fe.tooMany('jwt', jwts.length, 64));
@@ -77,6 +79,39 @@ export function parseAuthenticationConfiguration(text: string, disallowedIssuers
   }
   if (errs.length) throw new AuthenticationConfigError(aggregate(errs));
   return { jwt: out, ...(anonymous ? { anonymous } : {}) };
+}
+
+// The fields of AuthenticationConfiguration v1 (kube decodes the file strictly).
+const SHAPE: any = {
+  apiVersion: true,
+  kind: true,
+  jwt: [
+    {
+      issuer: { url: true, discoveryURL: true, certificateAuthority: true, audiences: true, audienceMatchPolicy: true, egressSelectorType: true },
+      claimValidationRules: [{ claim: true, requiredValue: true, expression: true, message: true }],
+      claimMappings: {
+        username: { claim: true, prefix: true, expression: true },
+        groups: { claim: true, prefix: true, expression: true },
+        uid: { claim: true, expression: true },
+        extra: [{ key: true, valueExpression: true }],
+      },
+      userValidationRules: [{ expression: true, message: true }],
+    },
+  ],
+  anonymous: { enabled: true, conditions: [{ path: true }] },
+};
+
+function unknownFields(v: any, shape: any = SHAPE, path = ''): string[] {
+  if (shape === true || v === null || typeof v !== 'object') return [];
+  if (Array.isArray(shape)) return Array.isArray(v) ? v.flatMap((x, i) => unknownFields(x, shape[0], `${path}[${i}]`)) : [];
+  if (Array.isArray(v)) return [];
+  const out: string[] = [];
+  for (const k of Object.keys(v)) {
+    const p = path ? `${path}.${k}` : k;
+    if (!(k in shape)) out.push(p);
+    else out.push(...unknownFields(v[k], shape[k], p));
+  }
+  return out;
 }
 
 function validateURL(url: string, disallowed: Set<string>, p: string, errs: string[]): void {
