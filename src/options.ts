@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { ALLOWED_SIGNING_ALGS, type OidcFlags } from './auth/oidc/jwt-config.js';
 import { isIP } from 'node:net';
 import { FeatureGates, FeatureGateError } from './features.js';
 import { ALL_ORDERED_PLUGINS, enabledPluginNames, validatePluginFlags } from './admission/registry.js';
@@ -107,6 +108,16 @@ export interface ServerOptions {
   serviceAccountMaxTokenExpirationSeconds: number;
   serviceAccountJwksUri: string;
   serviceAccountExtendTokenExpiration: boolean;
+  /** the --oidc-* flags (one JWT issuer; src/auth/oidc/jwt-config.ts) */
+  oidc: OidcFlags;
+  /** whether any --oidc-* flag was given (kube's OIDC FlagsSet) */
+  oidcFlagsSet: boolean;
+  /** --authentication-config: an AuthenticationConfiguration file (JWT issuers, anonymous) */
+  authenticationConfigFile: string;
+  /** --enable-bootstrap-token-auth */
+  enableBootstrapTokenAuth: boolean;
+  /** whether --anonymous-auth was given (kube's Anonymous FlagsSet) */
+  anonymousAuthSet: boolean;
   /** --enable-admission-plugins: plugins on besides the default-on ones, by kube's names */
   enableAdmissionPlugins: string[];
   /** --disable-admission-plugins: default-on plugins switched off, by kube's names */
@@ -120,6 +131,34 @@ export interface ServerOptions {
 }
 
 export class FlagError extends Error {}
+
+function oidcSet(o: ServerOptions, f: (flags: OidcFlags) => void): void {
+  o.oidcFlagsSet = true;
+  f(o.oidc);
+}
+
+// kube's BuiltInAuthenticationOptions.Validate for the JWT flags: the file and the flags
+// are exclusive; the flags need both the issuer and the client id; algorithms from kube's list.
+function validateOidcFlags(o: ServerOptions): void {
+  if (o.authenticationConfigFile) {
+    if (o.oidcFlagsSet) throw new FlagError('authentication-config file and oidc-* flags are mutually exclusive');
+    if (!existsSync(o.authenticationConfigFile)) throw new FlagError(`failed to load authentication configuration from file ${JSON.stringify(o.authenticationConfigFile)}: open ${o.authenticationConfigFile}: no such file or directory`);
+    return;
+  }
+  if (!o.oidcFlagsSet) return;
+  if (!o.oidc.issuerURL || !o.oidc.clientID) throw new FlagError('oidc-issuer-url and oidc-client-id must be specified together when any oidc-* flags are set');
+  let u: URL | undefined;
+  try {
+    u = new URL(o.oidc.issuerURL);
+  } catch {
+    /* below */
+  }
+  if (!u || u.protocol !== 'https:') throw new FlagError(`jwt[0].issuer.url: Invalid value: ${JSON.stringify(o.oidc.issuerURL)}: URL scheme must be https`);
+  for (const a of o.oidc.signingAlgs) {
+    if (!ALLOWED_SIGNING_ALGS.includes(a)) throw new FlagError(`oidc: unsupported signing alg: ${JSON.stringify(a)}`);
+  }
+  if (o.oidc.caFile && !existsSync(o.oidc.caFile)) throw new FlagError(`oidc-ca-file: open ${o.oidc.caFile}: no such file or directory`);
+}
 
 type Kind = 'int' | 'float' | 'string' | 'bool' | 'duration' | 'list';
 
@@ -210,8 +249,45 @@ const FLAGS: Record<string, FlagSpec> = {
   'anonymous-auth': {
     kind: 'bool',
     help: 'Allow anonymous requests (user system:anonymous, group system:unauthenticated). Switched off, with a warning, when AlwaysAllow is among the authorization modes, as in kube-apiserver. (default true)',
-    set: (o, v) => (o.anonymousAuth = v),
+    set: (o, v) => {
+      o.anonymousAuth = v;
+      o.anonymousAuthSet = true;
+    },
   },
+  'authentication-config': {
+    kind: 'string',
+    help: 'File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1): JWT issuers with claim mappings and validation rules (CEL), and the anonymous authenticator; reloaded when it changes. Exclusive with the --oidc-* flags.',
+    set: (o, v) => (o.authenticationConfigFile = v),
+  },
+  'enable-bootstrap-token-auth': {
+    kind: 'bool',
+    help: "Allow Secrets of type 'bootstrap.kubernetes.io/token' in kube-system to be used for TLS bootstrapping authentication.",
+    set: (o, v) => (o.enableBootstrapTokenAuth = v),
+  },
+  'oidc-issuer-url': { kind: 'string', help: 'The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be used to verify the OIDC JSON Web Token (JWT).', set: (o, v) => oidcSet(o, (f) => (f.issuerURL = v)) },
+  'oidc-client-id': { kind: 'string', help: 'The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.', set: (o, v) => oidcSet(o, (f) => (f.clientID = v)) },
+  'oidc-username-claim': {
+    kind: 'string',
+    help: "The OpenID claim to use as the user name. Claims other than email are prefixed with the issuer URL and '#' unless --oidc-username-prefix is given. (default \"sub\")",
+    set: (o, v) => oidcSet(o, (f) => (f.usernameClaim = v)),
+  },
+  'oidc-username-prefix': { kind: 'string', help: "Prefix of user names from the username claim; '-' disables prefixing.", set: (o, v) => oidcSet(o, (f) => (f.usernamePrefix = v)) },
+  'oidc-groups-claim': { kind: 'string', help: "The OpenID claim holding the user's groups (a string or a list of strings).", set: (o, v) => oidcSet(o, (f) => (f.groupsClaim = v)) },
+  'oidc-groups-prefix': { kind: 'string', help: 'Prefix of group names from the groups claim.', set: (o, v) => oidcSet(o, (f) => (f.groupsPrefix = v)) },
+  'oidc-required-claim': {
+    kind: 'string',
+    help: 'A key=value pair that must be a claim of the ID token with that value. Repeat this flag for several claims.',
+    set: (o, v: string) =>
+      oidcSet(o, (f) => {
+        for (const kv of v.split(',')) {
+          const eq = kv.indexOf('=');
+          if (eq < 0) throw new FlagError(`invalid argument "${v}" for "--oidc-required-claim" flag: ${kv} must be formatted as key=value`);
+          f.requiredClaims[kv.slice(0, eq).trim()] = kv.slice(eq + 1).trim();
+        }
+      }),
+  },
+  'oidc-signing-algs': { kind: 'list', help: 'The signing algorithms accepted, of RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384, PS512. (default [RS256])', set: (o, v) => oidcSet(o, (f) => (f.signingAlgs = v)) },
+  'oidc-ca-file': { kind: 'string', help: "The CA that signed the OpenID server's serving certificate (else the host's roots).", set: (o, v) => oidcSet(o, (f) => (f.caFile = v)) },
   'enable-aggregator-routing': {
     kind: 'bool',
     help: "Route the aggregator's requests to an APIService's Service through its EndpointSlices' endpoints rather than its cluster IP. Nothing routes cluster IPs here (there is no kube-proxy), so a ClusterIP Service is reached through its endpoints either way; false dials an ExternalName Service by its name, true refuses one, as kube. (default false)",
@@ -366,7 +442,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'service-account-lookup': { kind: 'bool', help: 'Check that a service account token\'s account (and bound object) still exists. (default true)', set: (o, v) => (o.serviceAccountLookup = v) },
   'service-account-max-token-expiration': { kind: 'duration', help: 'Longest validity of an issued service account token; 0 means none. (default 0s)', set: (o, v) => (o.serviceAccountMaxTokenExpirationSeconds = v) },
   'service-account-jwks-uri': { kind: 'string', help: 'jwks_uri of the OpenID discovery document. (default https://<advertised address>/openid/v1/jwks)', set: (o, v) => (o.serviceAccountJwksUri = v) },
-  'service-account-extend-token-expiration': { kind: 'bool', help: 'Accepted for compatibility (no kubelet here asks for the extended legacy expiry). (default true)', set: (o, v) => (o.serviceAccountExtendTokenExpiration = v) },
+  'service-account-extend-token-expiration': { kind: 'bool', help: "Pod-bound tokens requested for 3607 seconds (the kubelet's projected tokens) are valid for a year and carry kubernetes.io.warnafter at the requested expiry, as kube-apiserver issues them. (default true)", set: (o, v) => (o.serviceAccountExtendTokenExpiration = v) },
   'service-node-port-range': {
     kind: 'string',
     help: 'Port range for NodePort Services, inclusive. (default 30000-32767)',
@@ -469,6 +545,11 @@ export function defaultOptions(): ServerOptions {
     serviceAccountMaxTokenExpirationSeconds: 0,
     serviceAccountJwksUri: '',
     serviceAccountExtendTokenExpiration: true,
+    oidc: { issuerURL: '', clientID: '', usernameClaim: 'sub', groupsClaim: '', groupsPrefix: '', requiredClaims: {}, signingAlgs: ['RS256'], caFile: '' },
+    oidcFlagsSet: false,
+    authenticationConfigFile: '',
+    enableBootstrapTokenAuth: false,
+    anonymousAuthSet: false,
     audit: defaultAuditOptions(),
   };
 }
@@ -587,6 +668,7 @@ function validate(o: ServerOptions): void {
     throw new FlagError('service-account-max-token-expiration must be between 1 hour and 2^32 seconds');
   }
   if (o.serviceAccountIssuers.some((i) => i === '')) throw new FlagError('service-account-issuer should not be an empty string');
+  validateOidcFlags(o);
   // kube takes only the previous minor release: hidden metrics come back for one release.
   if (o.showHiddenMetricsForVersion && o.showHiddenMetricsForVersion !== '1.32') {
     throw new FlagError(`--show-hidden-metrics-for-version: only the previous minor version 1.32 is allowed, not ${o.showHiddenMetricsForVersion}`);

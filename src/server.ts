@@ -32,6 +32,10 @@ import type { ApiRequest, ResponseSink } from './http/types.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
+import type { TokenAuthenticatorMode } from './auth/authenticator.js';
+import { BootstrapTokenAuthenticator } from './auth/bootstrap-token.js';
+import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/start.js';
+import { TokenCleaner } from './controllers/token-cleaner.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
@@ -251,6 +255,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
   controllerSpecs.push({ name: 'serviceaccount', make: (c) => new ServiceAccountsController(store, c, targets) });
   controllerSpecs.push({ name: 'namespace', make: (c) => namespaces.controller(c) });
+  // Expired bootstrap-token Secrets deleted (kube-controller-manager's tokencleaner: off by default there too).
+  controllerSpecs.push({ name: 'tokencleaner', make: (c) => (o.controllers.includes('tokencleaner') ? new TokenCleaner(store, c, targets.resolve('', 'v1', 'secrets')!) : undefined) });
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
   if (main) await startupWrite('flowcontrol bootstrap', () => apfBootstrap.start());
@@ -378,7 +384,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       issuers: o.serviceAccountIssuers,
       apiAudiences: o.apiAudiences.length ? o.apiAudiences : o.serviceAccountIssuers,
       signingKeyFile,
-      keyFiles: o.serviceAccountKeyFiles,
+      keyFiles: serviceAccountKeyFiles(o, signingKeyFile, main),
       lookup: o.serviceAccountLookup,
       maxExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds,
     },
@@ -387,7 +393,20 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       return e ? entryObject(e) : null;
     },
   );
-  const authOpts = { tokens, anonymous: o.anonymousAuth, serviceAccounts };
+  // --- issue 21 (h5-oidc): bootstrap tokens and JWT issuers after the service accounts, in
+  // kube's order; the integrator moves this into the authenticator seam's registry. ---
+  const moreTokenAuthenticators: TokenAuthenticatorMode[] = [];
+  if (o.enableBootstrapTokenAuth) {
+    moreTokenAuthenticators.push(
+      new BootstrapTokenAuthenticator((name) => {
+        const e = store.cacheOf(lookupTargets.secrets).items.get(objectKey('kube-system', name));
+        return e ? entryObject(e) : null;
+      }),
+    );
+  }
+  const jwtAuthenticators = await buildJwtAuthenticators(o, (m) => console.warn(`W ${m}`), serviceAccounts.opts.apiAudiences);
+  if (jwtAuthenticators) moreTokenAuthenticators.push(jwtAuthenticators);
+  const authOpts = { tokens, anonymous: o.anonymousAuth, serviceAccounts, moreTokenAuthenticators, anonymousConfig: jwtAuthenticators ? () => jwtAuthenticators.anonymous : undefined };
   const tokenAuthenticator = new TokenAuthenticator(authOpts);
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
   // The issuer's OpenID discovery documents, served when the issuer is an https URL (as kube).
@@ -454,7 +473,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     health,
     serverAddress: `${advertised}:${o.securePort}`,
     limits: { minRequestTimeoutSeconds: o.minRequestTimeout, watchMaxBufferedBytes: 16 * 1024 * 1024 },
-    auth: { authorizer, rbac, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds },
+    auth: { authorizer, rbac, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds, extendTokenExpiration: o.serviceAccountExtendTokenExpiration },
     extraPaths,
   });
   // Requests another thread runs (handoff.ts): to the main thread, the writes whose state
@@ -576,6 +595,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     listener.stopListening();
     await others.stop();
     availability?.stop();
+    jwtAuthenticators?.close();
     aggregator.stop();
     endpoints?.halt();
     identity?.stop();

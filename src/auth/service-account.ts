@@ -98,9 +98,18 @@ export class ServiceAccountTokens {
   }
 
   /** Signs a token for `sa` (a stored ServiceAccount), as kube's token.Claims plus the issuer. */
-  async issue(sa: any, audiences: string[], expirationSeconds: number, bound?: BoundRef, node?: { name: string; uid: string }): Promise<TokenRequestResult> {
+  async issue(
+    sa: any,
+    audiences: string[],
+    expirationSeconds: number,
+    bound?: BoundRef,
+    node?: { name: string; uid: string },
+    /** kube's extended expiry (--service-account-extend-token-expiration): valid this long, warn after the requested time */
+    extend?: { validSeconds: number; warnAfterSeconds: number },
+  ): Promise<TokenRequestResult> {
     const now = Math.floor(Date.now() / 1000);
     const exp = now + expirationSeconds;
+    const jwtExp = extend ? now + extend.validSeconds : exp;
     const k8s: Record<string, unknown> = {
       namespace: sa.metadata.namespace,
       serviceaccount: { name: sa.metadata.name, uid: sa.metadata.uid },
@@ -110,6 +119,7 @@ export class ServiceAccountTokens {
       if (node) k8s.node = node;
     } else if (bound?.kind === 'Secret') k8s.secret = { name: bound.name, uid: bound.uid };
     else if (bound?.kind === 'Node') k8s.node = { name: bound.name, uid: bound.uid };
+    if (extend) k8s.warnafter = now + extend.warnAfterSeconds;
     const token = await new SignJWT({ 'kubernetes.io': k8s })
       .setProtectedHeader({ alg: this.signingAlg, kid: this.signingKid })
       .setIssuer(this.issuer)
@@ -117,7 +127,7 @@ export class ServiceAccountTokens {
       .setAudience(audiences)
       .setIssuedAt(now)
       .setNotBefore(now)
-      .setExpirationTime(exp)
+      .setExpirationTime(jwtExp)
       .setJti(randomUUID())
       .sign(this.signingKey);
     return { token, expiration: exp };
@@ -128,7 +138,12 @@ export class ServiceAccountTokens {
     const parts = token.split('.');
     if (parts.length !== 3) return null;
     try {
-      const payload = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+      const text = Buffer.from(parts[1], 'base64url').toString('utf8');
+      // Another issuer's JWT (OIDC) on every request: skip the JSON parse when the payload
+      // cannot name one of our issuers. Without a backslash no JSON escape can hide the
+      // issuer, so its literal text would have to appear.
+      if (!text.includes('\\') && !this.opts.issuers.some((i) => text.includes(i))) return null;
+      const payload = JSON.parse(text);
       if (!payload || typeof payload !== 'object' || !this.opts.issuers.includes(payload.iss)) return null;
       return payload;
     } catch {

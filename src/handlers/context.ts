@@ -18,6 +18,8 @@ export interface AuthContext {
   serviceAccounts: ServiceAccountTokens;
   /** --service-account-max-token-expiration (seconds, 0: none) */
   maxTokenExpirationSeconds: number;
+  /** --service-account-extend-token-expiration */
+  extendTokenExpiration?: boolean;
 }
 
 export interface ServerLimits {

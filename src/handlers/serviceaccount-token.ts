@@ -15,6 +15,10 @@ import type { FieldError } from '../registry/strategy.js';
 const MIN_SECONDS = 10 * 60;
 const MAX_SECONDS = 2 ** 32;
 const DEFAULT_SECONDS = 60 * 60;
+/** kube's serviceaccount.WarnOnlyBoundTokenExpirationSeconds: what kubelets ask for their projected tokens */
+export const WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS = 60 * 60 + 7;
+/** kube's serviceaccount.ExpirationExtensionSeconds: a year */
+export const EXPIRATION_EXTENSION_SECONDS = 24 * 365 * 60 * 60;
 
 function rfc3339(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -80,7 +84,16 @@ export async function handleServiceAccountToken(c: HandlerContext): Promise<void
     seconds = max;
   }
   const audiences: string[] = Array.isArray(spec.audiences) && spec.audiences.length ? spec.audiences : auth.serviceAccounts.opts.apiAudiences;
-  const issued = await auth.serviceAccounts.issue(sa, audiences, seconds, bound, node);
+  // kube's TokenREST.Create with --service-account-extend-token-expiration: a pod-bound token
+  // for the API's own audiences asked for with the kubelet's default 3607 s is valid for a
+  // year, and carries the short expiry as kubernetes.io.warnafter (the safe rollout of
+  // bound tokens); the status still reports the requested expiry.
+  let extendTo: { validSeconds: number; warnAfterSeconds: number } | undefined;
+  const apiAuds = auth.serviceAccounts.opts.apiAudiences;
+  if (auth.extendTokenExpiration && bound?.kind === 'Pod' && seconds === WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS && audiences.length === apiAuds.length && audiences.every((a) => apiAuds.includes(a))) {
+    extendTo = { validSeconds: EXPIRATION_EXTENSION_SECONDS, warnAfterSeconds: seconds };
+  }
+  const issued = await auth.serviceAccounts.issue(sa, audiences, seconds, bound, node, extendTo);
   const out = {
     kind: 'TokenRequest',
     apiVersion: 'authentication.k8s.io/v1',

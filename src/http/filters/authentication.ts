@@ -7,11 +7,18 @@ import type { UserInfo } from '../../auth/user.js';
 import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
 import { AuthenticationError, type ServiceAccountTokens } from '../../auth/service-account.js';
+import type { TokenAuthenticatorMode } from '../../auth/authenticator.js';
+import type { AnonymousConfig } from '../../auth/oidc/authentication-config.js';
 
 export interface AuthenticationOptions {
   tokens: Map<string, UserInfo>;
   anonymous: boolean;
   serviceAccounts?: ServiceAccountTokens;
+  // --- issue 21 (h5-oidc) wiring; the integrator moves these into the seam's registry ---
+  /** token authenticators after the service accounts, in kube's order (bootstrap tokens, then JWT issuers) */
+  moreTokenAuthenticators?: TokenAuthenticatorMode[];
+  /** the anonymous authenticator of --authentication-config, when the file configures it (read per request: it reloads) */
+  anonymousConfig?: () => AnonymousConfig | undefined;
 }
 
 function withAuthenticated(u: UserInfo): UserInfo {
@@ -44,17 +51,36 @@ export class TokenAuthenticator {
   async authenticate(token: string, audiences?: string[]): Promise<TokenAuthentication> {
     const u = this.resolved.get(token);
     if (u) return { authenticated: true, user: u, audiences: audiences ?? this.opts.serviceAccounts?.opts.apiAudiences };
+    // kube's token union (request/union.New): each authenticator in turn, errors gathered,
+    // the first success wins; all refused is the errors joined as kube's aggregate.
+    const errs: string[] = [];
     const sa = this.opts.serviceAccounts;
-    if (!sa) return { authenticated: false };
-    try {
-      const r = await sa.authenticate(token, audiences && audiences.length ? audiences : undefined);
-      if (!r) return { authenticated: false };
-      return { authenticated: true, user: r.user, audiences: r.audiences };
-    } catch (e) {
-      if (e instanceof AuthenticationError) return { authenticated: false, error: e.message };
-      throw e;
+    if (sa) {
+      try {
+        const r = await sa.authenticate(token, audiences && audiences.length ? audiences : undefined);
+        if (r) return { authenticated: true, user: r.user, audiences: r.audiences };
+      } catch (e) {
+        if (!(e instanceof AuthenticationError)) throw e;
+        errs.push(e.message);
+      }
     }
+    // (issue 21, h5-oidc: the seam's registry replaces this loop)
+    for (const a of this.opts.moreTokenAuthenticators ?? []) {
+      const r = await a.authenticateToken(token, audiences && audiences.length ? audiences : undefined);
+      if (r.ok) return { authenticated: true, user: r.response.user, audiences: r.response.audiences ?? audiences ?? this.opts.serviceAccounts?.opts.apiAudiences };
+      if (r.error) errs.push(r.error);
+    }
+    if (errs.length === 0) return { authenticated: false };
+    return { authenticated: false, error: errs.length === 1 ? errs[0] : `[${errs.join(', ')}]` };
   }
+}
+
+/** --anonymous-auth, or the configuration file's anonymous authenticator with its path conditions (kube's anonymous.NewAuthenticator). */
+function anonymousAllowed(opts: AuthenticationOptions, path: string): boolean {
+  const a = opts.anonymousConfig?.();
+  if (!a) return opts.anonymous;
+  if (!a.enabled) return false;
+  return !a.conditions?.length || a.conditions.some((c) => c.path === path);
 }
 
 export function authenticationFilter(opts: AuthenticationOptions, tokens = new TokenAuthenticator(opts)): Filter {
@@ -98,7 +124,7 @@ export function authenticationFilter(opts: AuthenticationOptions, tokens = new T
         });
       }
       // (never anonymous after a failed credential: kube's union fails on the error)
-      if (req.clientCertError !== undefined || !opts.anonymous) throw errors.unauthorized();
+      if (req.clientCertError !== undefined || !anonymousAllowed(opts, req.path)) throw errors.unauthorized();
       req.user = ANONYMOUS;
     },
   };
