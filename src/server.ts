@@ -52,7 +52,8 @@ import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { serveAudit } from './audit/remote-backend.js';
-import { Authorizer, authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
+import { authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
+import { buildAuthorizer } from './auth/authorizer-modes.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
@@ -270,8 +271,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   cacher.observe((cache) => {
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
-  const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
-  admissionAuthorize = (a) => authorizer.decide(a);
+  const authorizer = buildAuthorizer(o.authorizationMode, { options: o, services: { rbac, store, cacher, targets } });
+  // CEL evaluates synchronously: a webhook mode without a cached answer counts as NoOpinion there
+  admissionAuthorize = (a) => authorizer.decideSync(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   controllerSpecs.push({
     name: 'root-ca-certificate-publisher',

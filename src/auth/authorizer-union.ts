@@ -1,0 +1,111 @@
+// The chain of authorization modes (kube's authorizer/union.New over the modes that
+// --authorization-mode or --authorization-config names). Each mode answers Allow, Deny or
+// NoOpinion; Allow and Deny end the chain with that mode's reason, NoOpinion passes on with
+// its reason kept; when no mode decides, the request is refused with the reasons joined by
+// newlines (the 403 message) and the modes' errors aggregated.
+//
+// Synchronous while the modes are: RBAC, AlwaysAllow, AlwaysDeny, ABAC, and a webhook whose
+// answer is cached return plain values, and so does decide(); only a mode that must call out
+// turns the rest of the chain into a promise.
+//
+// Thread ownership: the front thread that built it (the modes' caches are per thread).
+import type { AuthorizerMode, AuthorizerResult } from './authorizer.js';
+import type { AuthorizationAttributes, Decision, Rules } from '../http/filters/authorization.js';
+import type { UserInfo } from './user.js';
+import { aggregate } from './rbac/resolver.js';
+
+function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
+  return typeof (x as any)?.then === 'function';
+}
+
+function settle(r: AuthorizerResult): Decision {
+  return {
+    allowed: r.decision === 'Allow',
+    reason: r.reason,
+    ...(r.decision === 'Deny' ? { denied: true } : {}),
+    ...(r.error ? { error: r.error } : {}),
+  };
+}
+
+export class AuthorizerUnion {
+  /** the decision when every mode is fixed (none then looks at the request), else null */
+  readonly fixed: Decision | null;
+  /** the modes' names, in order */
+  readonly modeNames: string[];
+
+  constructor(readonly modes: AuthorizerMode[]) {
+    this.modeNames = modes.map((m) => m.name);
+    this.fixed = modes.every((m) => m.fixed) ? this.decideSync({} as AuthorizationAttributes) : null;
+  }
+
+  /** kube's union Authorize: a plain Decision when every mode answered synchronously. */
+  decide(a: AuthorizationAttributes): Decision | Promise<Decision> {
+    return this.run(a, 0, null, null);
+  }
+
+  private run(a: AuthorizationAttributes, from: number, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
+    const modes = this.modes;
+    for (let i = from; i < modes.length; i++) {
+      const r = modes[i].authorize(a);
+      if (isPromise(r)) return r.then((res) => this.step(a, i, res, reasons, errs), (e) => this.step(a, i, { decision: 'NoOpinion', reason: '', error: String(e?.message ?? e) }, reasons, errs));
+      if (r.error) (errs ??= []).push(r.error);
+      if (r.decision !== 'NoOpinion') return settle(r);
+      if (r.reason) (reasons ??= []).push(r.reason);
+    }
+    return this.none(reasons, errs);
+  }
+
+  private step(a: AuthorizationAttributes, i: number, r: AuthorizerResult, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
+    if (r.error) (errs ??= []).push(r.error);
+    if (r.decision !== 'NoOpinion') return settle(r);
+    if (r.reason) (reasons ??= []).push(r.reason);
+    return this.run(a, i + 1, reasons, errs);
+  }
+
+  private none(reasons: string[] | null, errs: string[] | null): Decision {
+    return { allowed: false, reason: reasons ? reasons.join('\n') : '', ...(errs ? { error: aggregate(errs) } : {}) };
+  }
+
+  /**
+   * For callers that cannot wait (CEL's authorizer inside an expression, RBAC's escalation
+   * checks inside a store write): a mode that would have to call out (a webhook without a
+   * cached answer) counts as NoOpinion, with a reason saying so; its call still runs and
+   * fills the cache for the next time.
+   */
+  decideSync(a: AuthorizationAttributes): Decision {
+    let reasons: string[] | null = null;
+    let errs: string[] | null = null;
+    for (const mode of this.modes) {
+      let r = mode.authorize(a);
+      if (isPromise(r)) {
+        r.catch(() => undefined);
+        r = { decision: 'NoOpinion', reason: `${mode.name}: no answer yet` };
+      }
+      if (r.error) (errs ??= []).push(r.error);
+      if (r.decision !== 'NoOpinion') return settle(r);
+      if (r.reason) (reasons ??= []).push(r.reason);
+    }
+    return this.none(reasons, errs);
+  }
+
+  /**
+   * What a user may do in a namespace (kube's union RulesFor, behind SelfSubjectRulesReview):
+   * the rules of every mode that can list them, in order; a mode that cannot makes the
+   * answer incomplete.
+   */
+  rulesFor(user: UserInfo, namespace: string): Rules {
+    const out: Rules = { resourceRules: [], nonResourceRules: [], incomplete: false };
+    const errs: string[] = [];
+    for (const mode of this.modes) {
+      // a mode that cannot list rules adds none (it says so itself when that matters)
+      if (!mode.rulesFor) continue;
+      const r = mode.rulesFor(user, namespace);
+      out.resourceRules.push(...r.resourceRules);
+      out.nonResourceRules.push(...r.nonResourceRules);
+      if (r.incomplete) out.incomplete = true;
+      if (r.evaluationError) errs.push(r.evaluationError);
+    }
+    if (errs.length) out.evaluationError = aggregate(errs);
+    return out;
+  }
+}
