@@ -30,7 +30,8 @@ import { CrdController } from './registry/crd/crd-controller.js';
 import { FilterChain } from './http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from './http/types.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
-import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
+import { authenticationFilter } from './http/filters/authentication.js';
+import { buildTokenAuthenticator } from './auth/authenticator-union.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
@@ -389,8 +390,13 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       return e ? entryObject(e) : null;
     },
   );
-  const authOpts = { tokens, anonymous: o.anonymousAuth, serviceAccounts };
-  const tokenAuthenticator = new TokenAuthenticator(authOpts);
+  // The bearer-token authenticators in kube's order: token file, service accounts, then the
+  // registered ones (bootstrap, OIDC/JWT, webhook) that these options configure.
+  const tokenAuthenticator = buildTokenAuthenticator(
+    { options: o, services: { store, cacher, targets, serviceAccounts }, apiAudiences: serviceAccounts.opts.apiAudiences },
+    { tokens, serviceAccounts },
+  );
+  const authOpts = { anonymous: o.anonymousAuth, tokens: tokenAuthenticator };
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
   // The issuer's OpenID discovery documents, served when the issuer is an https URL (as kube).
   if (/^https:\/\//.test(serviceAccounts.issuer)) {
@@ -481,7 +487,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes, storedBytes });
   const chain = new FilterChain([
     requestInfoFilter,
-    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),
+    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts),
     // Only when auditing is on: otherwise requests never meet the filter.
     ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter(authorizer),
@@ -497,7 +503,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // never handed on to the bulk thread again.
   const forwardedChain = new FilterChain([
     requestInfoFilter,
-    authenticationFilter(authOpts, tokenAuthenticator),
+    authenticationFilter(authOpts),
     impersonationFilter(authorizer),
     authorizationFilter(authorizer),
     requestBodyFilter,

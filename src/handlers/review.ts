@@ -172,10 +172,10 @@ export async function handleReview(c: HandlerContext): Promise<void> {
       const wanted: string[] = Array.isArray(body.spec?.audiences) ? body.spec.audiences : [];
       const r = await auth.tokens.authenticate(token, wanted.length ? wanted : undefined);
       const status: Record<string, unknown> = {};
-      if (r.authenticated) status.authenticated = true;
-      status.user = r.authenticated && r.user ? userInfoJson(r.user) : {};
-      if (r.authenticated && r.audiences?.length) status.audiences = r.audiences;
-      if (r.error) status.error = r.error;
+      if (r.ok) status.authenticated = true;
+      status.user = r.ok ? userInfoJson(r.response.user) : {};
+      if (r.ok && r.response.audiences?.length) status.audiences = r.response.audiences;
+      if (!r.ok && r.error) status.error = r.error;
       reply(c, { ...base, spec: compact(body.spec ?? {}), status });
       return;
     }
