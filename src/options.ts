@@ -44,6 +44,10 @@ export interface ServerOptions {
   dataDir: string;
   anonymousAuth: boolean;
   authorizationMode: string[];
+  /** --authorization-config: an AuthorizationConfiguration file (exclusive with the mode and webhook flags) */
+  authorizationConfigFile: string;
+  /** --authorization-mode or an --authorization-webhook-* flag was given (kube's AreLegacyFlagsSet) */
+  authorizationLegacyFlagsSet?: boolean;
   /** --authorization-policy-file: ABAC's policies, one JSON Policy a line */
   authorizationPolicyFile: string;
   /** --authorization-webhook-*: the Webhook mode's kubeconfig, review version and cache TTLs (seconds) */
@@ -230,12 +234,13 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'proxy-client-cert-file': { kind: 'string', help: 'Client certificate the aggregator presents to the servers of aggregated APIs when it proxies a request, vouching for the X-Remote-User/Group/Extra-* identity it sends.', set: (o, v) => (o.proxyClientCertFile = v) },
   'proxy-client-key-file': { kind: 'string', help: 'Private key of --proxy-client-cert-file.', set: (o, v) => (o.proxyClientKeyFile = v) },
-  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node: the first mode that allows or denies decides. (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
+  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node: the first mode that allows or denies decides. (default AlwaysAllow)', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationMode = v)) },
+  'authorization-config': { kind: 'string', help: 'File with an AuthorizationConfiguration (apiserver.config.k8s.io/v1): an ordered chain of authorizers, webhooks with matchConditions and failurePolicy. Reloaded when it changes. Exclusive with --authorization-mode and --authorization-webhook-*.', set: (o, v) => (o.authorizationConfigFile = v) },
   'authorization-policy-file': { kind: 'string', help: 'File with the ABAC policies, one JSON Policy a line, for --authorization-mode=ABAC.', set: (o, v) => (o.authorizationPolicyFile = v) },
-  'authorization-webhook-config-file': { kind: 'string', help: 'File in kubeconfig format naming the authorization webhook, for --authorization-mode=Webhook.', set: (o, v) => (o.authorizationWebhookConfigFile = v) },
-  'authorization-webhook-version': { kind: 'string', help: 'The SubjectAccessReview version sent to the authorization webhook: v1beta1 or v1. (default "v1beta1")', set: (o, v) => (o.authorizationWebhookVersion = v as any) },
-  'authorization-webhook-cache-authorized-ttl': { kind: 'duration', help: "How long the authorization webhook's allowed answers are cached. (default 5m0s)", set: (o, v) => (o.authorizationWebhookCacheAuthorizedTtlSeconds = v) },
-  'authorization-webhook-cache-unauthorized-ttl': { kind: 'duration', help: "How long the authorization webhook's other answers are cached. (default 30s)", set: (o, v) => (o.authorizationWebhookCacheUnauthorizedTtlSeconds = v) },
+  'authorization-webhook-config-file': { kind: 'string', help: 'File in kubeconfig format naming the authorization webhook, for --authorization-mode=Webhook.', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookConfigFile = v)) },
+  'authorization-webhook-version': { kind: 'string', help: 'The SubjectAccessReview version sent to the authorization webhook: v1beta1 or v1. (default "v1beta1")', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookVersion = v as any)) },
+  'authorization-webhook-cache-authorized-ttl': { kind: 'duration', help: "How long the authorization webhook's allowed answers are cached. (default 5m0s)", set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookCacheAuthorizedTtlSeconds = v)) },
+  'authorization-webhook-cache-unauthorized-ttl': { kind: 'duration', help: "How long the authorization webhook's other answers are cached. (default 30s)", set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookCacheUnauthorizedTtlSeconds = v)) },
   'authentication-token-webhook-config-file': { kind: 'string', help: 'File in kubeconfig format naming the token authentication webhook (TokenReview).', set: (o, v) => (o.authenticationTokenWebhookConfigFile = v) },
   'authentication-token-webhook-cache-ttl': { kind: 'duration', help: "How long the token webhook's answers are cached. (default 2m0s)", set: (o, v) => (o.authenticationTokenWebhookCacheTtlSeconds = v) },
   'authentication-token-webhook-version': { kind: 'string', help: 'The TokenReview version sent to the token authentication webhook: v1beta1 or v1. (default "v1beta1")', set: (o, v) => (o.authenticationTokenWebhookVersion = v as any) },
@@ -441,6 +446,7 @@ export function defaultOptions(): ServerOptions {
     anonymousAuth: true,
     authorizationMode: ['AlwaysAllow'],
     authorizationPolicyFile: '',
+    authorizationConfigFile: '',
     authorizationWebhookConfigFile: '',
     authorizationWebhookVersion: 'v1beta1',
     authorizationWebhookCacheAuthorizedTtlSeconds: 300,
@@ -601,6 +607,12 @@ function validate(o: ServerOptions): void {
     seen.add(m);
   }
   // kube's BuiltInAuthorizationOptions.Validate
+  if (o.authorizationConfigFile) {
+    if (o.authorizationLegacyFlagsSet) throw new FlagError('--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined');
+    if (!existsSync(o.authorizationConfigFile)) throw new FlagError(`--authorization-config: open ${o.authorizationConfigFile}: no such file or directory`);
+    // the chain comes from the file (its AlwaysAllow does not turn anonymous off here)
+    o.authorizationMode = [];
+  }
   const modes = new Set(o.authorizationMode);
   if (modes.has('ABAC') && !o.authorizationPolicyFile) throw new FlagError("authorization-mode ABAC's authorization policy file not passed");
   if (!modes.has('ABAC') && o.authorizationPolicyFile) throw new FlagError('cannot specify --authorization-policy-file without mode ABAC');

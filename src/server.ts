@@ -55,6 +55,7 @@ import { createAuditor } from './audit/auditor.js';
 import { serveAudit } from './audit/remote-backend.js';
 import { authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
 import { buildAuthorizer } from './auth/authorizer-modes.js';
+import { buildAuthorizerFromConfig } from './auth/authorization-config.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
@@ -272,7 +273,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   cacher.observe((cache) => {
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
-  const authorizer = buildAuthorizer(o.authorizationMode, { options: o, services: { rbac, store, cacher, targets } });
+  const authzContext = { options: o, services: { rbac, store, cacher, targets } };
+  const authorizer = o.authorizationConfigFile ? buildAuthorizerFromConfig(o.authorizationConfigFile, authzContext) : buildAuthorizer(o.authorizationMode, authzContext);
   // CEL evaluates synchronously: a webhook mode without a cached answer counts as NoOpinion there
   admissionAuthorize = (a) => authorizer.decideSync(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).

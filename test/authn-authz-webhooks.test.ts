@@ -11,13 +11,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { request, startServer, type TestServer } from './helpers/server.js';
+import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlOk } from './helpers/kubectl.js';
 
 let dir: string;
 let hook: https.Server;
 let hooked: TestServer;
 let abac: TestServer;
+let configured: TestServer;
+let authzConfigFile: string;
+let hookPortNo: number;
 /** reviews received, by path */
 const calls: Record<string, any[]> = { '/authn': [], '/authz': [] };
 /** the client certificates the webhook saw (the server must present its kubeconfig's) */
@@ -94,6 +97,13 @@ beforeAll(async () => {
         const cert = (req.socket as any).getPeerCertificate?.();
         clientNames.push(cert?.subject?.CN ?? '');
         calls[req.url!]?.push(review);
+        // a webhook that fails (403 is not retried): the configuration's failurePolicy decides
+        if (req.url === '/broken') {
+          calls['/broken'] = [...(calls['/broken'] ?? []), review];
+          res.writeHead(403);
+          res.end();
+          return;
+        }
         const answer = req.url === '/authn' ? authn(review) : authz(review);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(answer));
@@ -114,9 +124,13 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
+  hookPortNo = port;
+  kubeconfig('broken.kubeconfig', '/broken', port);
+  authzConfigFile = join(dir, 'authz-config.yaml');
+  writeFileSync(authzConfigFile, authorizationConfig(true));
   const tokens = join(dir, 'tokens.csv');
   writeFileSync(tokens, 'bob-token,bob,bob-uid\n');
-  [hooked, abac] = await Promise.all([
+  [hooked, abac, configured] = await Promise.all([
     startServer({
       args: [
         '--front-threads', '1',
@@ -127,17 +141,49 @@ beforeAll(async () => {
       ],
     }),
     startServer({ args: ['--front-threads', '1', '--authorization-mode', 'ABAC', '--authorization-policy-file', policy, '--token-auth-file', tokens] }),
+    startServer({ args: ['--front-threads', '1', '--authorization-config', authzConfigFile, '--token-auth-file', tokens] }),
   ]);
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all([hooked, abac].filter(Boolean).map((s) => s.stop()));
-  for (const s of [hooked, abac]) s?.cleanup();
+  await Promise.all([hooked, abac, configured].filter(Boolean).map((s) => s.stop()));
+  for (const s of [hooked, abac, configured]) s?.cleanup();
   hook?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const asAlice = ['--token', 'hook-token-alice'];
+
+/**
+ * An AuthorizationConfiguration: a broken webhook asked only about services (failurePolicy
+ * Deny), when `broken`; the answering webhook asked only about bob (v1 reviews, no cache of
+ * refusals); then RBAC.
+ */
+function authorizationConfig(broken: boolean): string {
+  const hook = (name: string, file: string, expression: string, failurePolicy: string) => [
+    '- type: Webhook',
+    `  name: ${name}`,
+    '  webhook:',
+    '    timeout: 5s',
+    '    subjectAccessReviewVersion: v1',
+    '    matchConditionSubjectAccessReviewVersion: v1',
+    `    failurePolicy: ${failurePolicy}`,
+    '    authorizedTTL: 5m',
+    '    cacheUnauthorizedRequests: false',
+    `    connectionInfo: {type: KubeConfigFile, kubeConfigFile: ${join(dir, file)}}`,
+    '    matchConditions:',
+    `    - expression: ${JSON.stringify(expression)}`,
+  ];
+  return [
+    'apiVersion: apiserver.config.k8s.io/v1',
+    'kind: AuthorizationConfiguration',
+    'authorizers:',
+    ...(broken ? hook('broken', 'broken.kubeconfig', "has(request.resourceAttributes) && request.resourceAttributes.resource == 'services'", 'Deny') : []),
+    ...hook('answering', 'authz.kubeconfig', "request.user == 'bob'", 'NoOpinion'),
+    '- {type: RBAC, name: rbac}',
+    '',
+  ].join('\n');
+}
 
 describe('webhook token authentication', () => {
   it('kubectl with a token the webhook accepts works; the webhook sees a v1 TokenReview from the client certificate', async () => {
@@ -219,5 +265,36 @@ describe('ABAC', () => {
     expect(other.stderr).toContain('pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "kube-system"');
     // the admin's policy covers everything
     await kubectlOk(abac, ['create', 'configmap', 'y', '-n', 'default']);
+  });
+});
+
+describe('--authorization-config', () => {
+  it('matchConditions choose the webhook; a failing webhook under failurePolicy Deny denies with its error', async () => {
+    const before = calls['/authz'].length;
+    // the admin is not bob: the answering webhook is skipped, RBAC allows
+    await kubectlOk(configured, ['get', 'configmaps', '-n', 'default']);
+    expect(calls['/authz'].length).toBe(before);
+    // bob is asked about (v1: groups), and the webhook denies secrets
+    const r = await kubectl(configured, ['--token', 'bob-token', 'get', 'secrets', '-n', 'default']);
+    expect(r.stderr).toContain('secrets are off limits');
+    const sar = calls['/authz'].at(-1);
+    expect(sar).toMatchObject({ apiVersion: 'authorization.k8s.io/v1', spec: { user: 'bob', groups: ['system:authenticated'] } });
+    // services: the broken webhook is asked and fails closed, even for the admin
+    const svc = await kubectl(configured, ['get', 'services', '-n', 'default']);
+    expect(svc.code).not.toBe(0);
+    expect(svc.stderr).toContain('services is forbidden');
+    expect(calls['/broken']?.length).toBeGreaterThan(0);
+  });
+
+  it('is reloaded when the file changes', async () => {
+    writeFileSync(authzConfigFile, authorizationConfig(false));
+    await until(async () => (await kubectl(configured, ['get', 'services', '-n', 'default'])).code === 0, 20_000);
+    expect(configured.output()).toContain('reloaded');
+  });
+
+  it('is exclusive with --authorization-mode, in kube\'s words', async () => {
+    await expect(startServer({ args: ['--authorization-config', authzConfigFile, '--authorization-mode', 'RBAC'] })).rejects.toThrow(
+      '--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined',
+    );
   });
 });

@@ -31,23 +31,35 @@ export class AuthorizerUnion {
   /** the decision when every mode is fixed (none then looks at the request), else null */
   readonly fixed: Decision | null;
   /** the modes' names, in order */
-  readonly modeNames: string[];
+  modeNames: string[];
+  /** stops watching a reloaded configuration */
+  onClose?: () => void;
 
-  constructor(readonly modes: AuthorizerMode[]) {
+  constructor(
+    public modes: AuthorizerMode[],
+    opts: { reloadable?: boolean } = {},
+  ) {
     this.modeNames = modes.map((m) => m.name);
-    this.fixed = modes.every((m) => m.fixed) ? this.decideSync({} as AuthorizationAttributes) : null;
+    // a chain that may be replaced is never decided once
+    this.fixed = !opts.reloadable && modes.every((m) => m.fixed) ? this.decideSync({} as AuthorizationAttributes) : null;
+  }
+
+  /** Swaps in a new chain (--authorization-config reloaded); requests in flight finish on the old one. */
+  replace(modes: AuthorizerMode[]): void {
+    this.modes = modes;
+    this.modeNames = modes.map((m) => m.name);
   }
 
   /** kube's union Authorize: a plain Decision when every mode answered synchronously. */
   decide(a: AuthorizationAttributes): Decision | Promise<Decision> {
-    return this.run(a, 0, null, null);
+    return this.run(this.modes, a, 0, null, null);
   }
 
-  private run(a: AuthorizationAttributes, from: number, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
-    const modes = this.modes;
+  // (the chain a request started on carries through its awaits, even if a reload replaces it)
+  private run(modes: AuthorizerMode[], a: AuthorizationAttributes, from: number, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
     for (let i = from; i < modes.length; i++) {
       const r = modes[i].authorize(a);
-      if (isPromise(r)) return r.then((res) => this.step(a, i, res, reasons, errs), (e) => this.step(a, i, { decision: 'NoOpinion', reason: '', error: String(e?.message ?? e) }, reasons, errs));
+      if (isPromise(r)) return r.then((res) => this.step(modes, a, i, res, reasons, errs), (e) => this.step(modes, a, i, { decision: 'NoOpinion', reason: '', error: String(e?.message ?? e) }, reasons, errs));
       if (r.error) (errs ??= []).push(r.error);
       if (r.decision !== 'NoOpinion') return settle(r);
       if (r.reason) (reasons ??= []).push(r.reason);
@@ -55,11 +67,11 @@ export class AuthorizerUnion {
     return this.none(reasons, errs);
   }
 
-  private step(a: AuthorizationAttributes, i: number, r: AuthorizerResult, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
+  private step(modes: AuthorizerMode[], a: AuthorizationAttributes, i: number, r: AuthorizerResult, reasons: string[] | null, errs: string[] | null): Decision | Promise<Decision> {
     if (r.error) (errs ??= []).push(r.error);
     if (r.decision !== 'NoOpinion') return settle(r);
     if (r.reason) (reasons ??= []).push(r.reason);
-    return this.run(a, i + 1, reasons, errs);
+    return this.run(modes, a, i + 1, reasons, errs);
   }
 
   private none(reasons: string[] | null, errs: string[] | null): Decision {
