@@ -32,6 +32,7 @@ import type { ApiRequest, ResponseSink } from './http/types.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter } from './http/filters/authentication.js';
 import { buildTokenAuthenticator } from './auth/authenticator-union.js';
+import { requestAuthenticatorFactories } from './auth/authenticator.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
@@ -398,7 +399,11 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     { options: o, services: { store, cacher, targets, serviceAccounts }, apiAudiences: serviceAccounts.opts.apiAudiences },
     { tokens, serviceAccounts },
   );
-  const authOpts = { anonymous: o.anonymousAuth, tokens: tokenAuthenticator };
+  const authnContext = { options: o, services: { store, cacher, targets, serviceAccounts }, apiAudiences: serviceAccounts.opts.apiAudiences };
+  const requestAuthenticators = requestAuthenticatorFactories()
+    .map(([, f]) => f(authnContext))
+    .filter((a): a is NonNullable<typeof a> => !!a);
+  const authOpts = { anonymous: o.anonymousAuth, tokens: tokenAuthenticator, requestAuthenticators };
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
   // The issuer's OpenID discovery documents, served when the issuer is an https URL (as kube).
   if (/^https:\/\//.test(serviceAccounts.issuer)) {

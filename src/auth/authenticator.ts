@@ -73,3 +73,21 @@ export function tokenAuthenticatorFactories(): Array<[string, TokenAuthenticator
   };
   return [...tokenAuthenticators].sort((a, b) => rank(a[0]) - rank(b[0]));
 }
+
+/** null or undefined: not configured by these options. */
+export type RequestAuthenticatorFactory = (ctx: TokenAuthenticatorContext) => RequestAuthenticatorMode | null | undefined;
+
+const requestAuthenticators = new Map<string, RequestAuthenticatorFactory>();
+
+/**
+ * Plugs in a request authenticator that comes before x509 and the bearer token in kube's
+ * order (the front proxy's requestheader authenticator). The filter asks the configured ones
+ * first; one that accepts decides, one that refuses with an error is a 401.
+ */
+export function registerRequestAuthenticator(name: string, factory: RequestAuthenticatorFactory): void {
+  requestAuthenticators.set(name, factory);
+}
+
+export function requestAuthenticatorFactories(): Array<[string, RequestAuthenticatorFactory]> {
+  return [...requestAuthenticators];
+}

@@ -19,12 +19,11 @@ function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
 }
 
 function settle(r: AuthorizerResult): Decision {
-  return {
-    allowed: r.decision === 'Allow',
-    reason: r.reason,
-    ...(r.decision === 'Deny' ? { denied: true } : {}),
-    ...(r.error ? { error: r.error } : {}),
-  };
+  // (no spreads: this is on every request's path)
+  const d: Decision = { allowed: r.decision === 'Allow', reason: r.reason };
+  if (r.decision === 'Deny') d.denied = true;
+  if (r.error) d.error = r.error;
+  return d;
 }
 
 export class AuthorizerUnion {

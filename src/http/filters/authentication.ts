@@ -7,7 +7,7 @@ import type { ApiRequest } from '../types.js';
 import type { UserInfo } from '../../auth/user.js';
 import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
-import type { AuthResult } from '../../auth/authenticator.js';
+import type { AuthRequest, AuthResult, RequestAuthenticatorMode } from '../../auth/authenticator.js';
 import type { TokenAuthenticatorUnion } from '../../auth/authenticator-union.js';
 import { X509Authenticator } from '../../auth/authenticators/x509.js';
 
@@ -15,6 +15,8 @@ export interface AuthenticationOptions {
   anonymous: boolean;
   /** the bearer-token authenticators (src/auth/authenticator-union.ts) */
   tokens: TokenAuthenticatorUnion;
+  /** request authenticators before x509 (requestheader), from registerRequestAuthenticator; none costs nothing */
+  requestAuthenticators?: RequestAuthenticatorMode[];
 }
 
 export function authenticationFilter(opts: AuthenticationOptions): Filter {
@@ -29,7 +31,8 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
     if (!r.ok) throw errors.unauthorized();
     req.user = r.response.user;
   };
-  return {
+  const before = opts.requestAuthenticators?.length ? opts.requestAuthenticators : null;
+  const filter: Filter = {
     name: 'authentication',
     run(req) {
       // A verified client certificate decides first, as kube's x509 authenticator comes
@@ -65,6 +68,24 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
       // (never anonymous after a failed credential: kube's union fails on the error)
       if (req.clientCertError !== undefined || !opts.anonymous) throw errors.unauthorized();
       req.user = ANONYMOUS;
+    },
+  };
+  if (!before) return filter;
+  // kube's request union: requestheader (and any other registered) before x509 and tokens
+  const rest = filter.run;
+  return {
+    name: 'authentication',
+    async run(req, res) {
+      const ar: AuthRequest = { headers: req.headers as AuthRequest['headers'], clientCert: req.clientCert, path: req.path };
+      for (const a of before) {
+        const r = await a.authenticateRequest(ar);
+        if (r.ok) {
+          req.user = r.response.user.groups.includes('system:authenticated') ? r.response.user : { ...r.response.user, groups: [...r.response.user.groups, 'system:authenticated'] };
+          return;
+        }
+        if (r.error) throw errors.unauthorized();
+      }
+      return rest(req, res);
     },
   };
 }
