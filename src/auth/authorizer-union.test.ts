@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { AuthorizerUnion } from './authorizer-union.js';
 import type { AuthorizerMode, AuthorizerResult } from './authorizer.js';
-import type { AuthorizationAttributes } from '../http/filters/authorization.js';
+import type { AuthorizationAttributes } from './attributes.js';
 import { alwaysAllow, alwaysDeny } from './authorizers/always.js';
 
 const attrs: AuthorizationAttributes = { user: { name: 'u', uid: '', groups: [] }, verb: 'get', resourceRequest: true, apiGroup: '', resource: 'pods', subresource: '', namespace: 'ns', name: '', path: '/api/v1/namespaces/ns/pods' };

@@ -10,7 +10,7 @@
 //
 // Thread ownership: the front thread that built it (the modes' caches are per thread).
 import type { AuthorizerMode, AuthorizerResult } from './authorizer.js';
-import type { AuthorizationAttributes, Decision, Rules } from '../http/filters/authorization.js';
+import type { AuthorizationAttributes, Decision, Rules } from './attributes.js';
 import type { UserInfo } from './user.js';
 import { aggregate } from './rbac/resolver.js';
 

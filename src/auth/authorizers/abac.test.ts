@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { AbacAuthorizer, parsePolicies } from './abac.js';
-import type { AuthorizationAttributes } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes } from '../attributes.js';
 
 const FILE = `
 # comments and blank lines are skipped

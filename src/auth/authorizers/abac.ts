@@ -7,7 +7,7 @@
 // Loaded once at start, as kube does. Stateless after loading.
 import { readFileSync } from 'node:fs';
 import { registerAuthorizerMode, type AuthorizerMode, type AuthorizerResult } from '../authorizer.js';
-import type { AuthorizationAttributes, Rules } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes, Rules } from '../attributes.js';
 import type { UserInfo } from '../user.js';
 
 export interface AbacPolicy {

@@ -2,7 +2,7 @@
 // NewAlwaysDenyAuthorizer). AlwaysDeny has no opinion, as kube's: a later mode may still allow.
 // Stateless.
 import type { AuthorizerMode, AuthorizerResult } from '../authorizer.js';
-import type { Rules } from '../../http/filters/authorization.js';
+import type { Rules } from '../attributes.js';
 
 const ALLOW: AuthorizerResult = { decision: 'Allow', reason: '' };
 const DENY: AuthorizerResult = { decision: 'NoOpinion', reason: 'Everything is forbidden.' };

@@ -1,7 +1,7 @@
 // RBAC as an authorization mode (kube's rbac.RBACAuthorizer): the resolver (../rbac/resolver.ts)
 // allows or has no opinion; RBAC never denies. Thread ownership: the resolver's, the front thread.
 import type { AuthorizerMode, AuthorizerResult } from '../authorizer.js';
-import type { AuthorizationAttributes, Rules } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes, Rules } from '../attributes.js';
 import type { RbacResolver } from '../rbac/resolver.js';
 import type { UserInfo } from '../user.js';
 

@@ -9,7 +9,7 @@
 //
 // Thread ownership: the front thread that built it (cache, client and its connections).
 import { registerAuthorizerMode, type AuthorizerMode, type AuthorizerResult, type AuthorizerModeContext } from '../authorizer.js';
-import type { AuthorizationAttributes, Rules } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes, Rules } from '../attributes.js';
 import { loadWebhookKubeconfig, WebhookClient } from '../webhook-client.js';
 import { TtlCache } from '../ttl-cache.js';
 

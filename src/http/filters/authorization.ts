@@ -11,48 +11,12 @@
 import type { Filter } from '../filter-chain.js';
 import type { ApiRequest } from '../types.js';
 import { errors } from '../../errors.js';
-import { ANONYMOUS, type UserInfo } from '../../auth/user.js';
+import { ANONYMOUS } from '../../auth/user.js';
 import type { AuthorizerUnion } from '../../auth/authorizer-union.js';
 
-/** kube's authorizer.Attributes, the part our modes look at. */
-export interface AuthorizationAttributes {
-  user: UserInfo;
-  verb: string;
-  resourceRequest: boolean;
-  apiGroup: string;
-  resource: string;
-  subresource: string;
-  namespace: string;
-  name: string;
-  path: string;
-}
-
-export interface Decision {
-  allowed: boolean;
-  /** why, as the deciding mode words it ("" when none has an opinion) */
-  reason: string;
-  /** a mode denied outright (SubjectAccessReview's status.denied) */
-  denied?: boolean;
-  /** the modes' evaluation errors (SubjectAccessReview's status.evaluationError) */
-  error?: string;
-}
-
-export interface ResourceRule {
-  verbs: string[];
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-}
-export interface NonResourceRule {
-  verbs: string[];
-  nonResourceURLs?: string[];
-}
-export interface Rules {
-  resourceRules: ResourceRule[];
-  nonResourceRules: NonResourceRule[];
-  incomplete: boolean;
-  evaluationError?: string;
-}
+// The attributes, decision and rules types live with the authorizers (src/auth/attributes.ts).
+export type { AuthorizationAttributes, Decision, ResourceRule, NonResourceRule, Rules } from '../../auth/attributes.js';
+import type { AuthorizationAttributes, Decision } from '../../auth/attributes.js';
 
 /** The chain of modes (src/auth/authorizer-union.ts); the filter only calls it. */
 export type Authorizer = AuthorizerUnion;
