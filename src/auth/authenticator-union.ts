@@ -21,10 +21,16 @@ function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof (x as any)?.then === 'function';
 }
 
+// the grouped form of a result an authenticator keeps (a cached webhook answer) is made once
+const groupedOf = new WeakMap<AuthResult, AuthResult>();
+
 function grouped(r: AuthResult): AuthResult {
   if (!r.ok) return r;
   const u = r.response.user;
-  return u.groups.includes('system:authenticated') ? r : { ok: true, response: { ...r.response, user: withAuthenticated(u) } };
+  if (u.groups.includes('system:authenticated')) return r;
+  let g = groupedOf.get(r);
+  if (!g) groupedOf.set(r, (g = { ok: true, response: { ...r.response, user: withAuthenticated(u) } }));
+  return g;
 }
 
 export class TokenAuthenticatorUnion {

@@ -26,19 +26,37 @@ export interface WebhookTokenOptions {
 export class WebhookTokenAuthenticator implements TokenAuthenticatorMode {
   readonly name = 'webhook';
   private cache = new TtlCache<AuthResult>();
+  /** reviews in flight by key: concurrent requests with one token share one call (kube's singleflight) */
+  private inflight = new Map<string, Promise<AuthResult>>();
   private client: WebhookClient;
   /** reviews sent (the cache is observable through it) */
   calls = 0;
 
+  private apiAudiencesKey: string;
+
   constructor(readonly opts: WebhookTokenOptions) {
+    this.apiAudiencesKey = JSON.stringify(opts.apiAudiences) + '\0';
     this.client = new WebhookClient(loadWebhookKubeconfig(opts.configFile), opts.timeoutMs ?? 30_000, opts.retries ?? 5);
   }
 
   authenticateToken(token: string, audiences?: string[]): AuthResult | Promise<AuthResult> {
-    const wanted = audiences && audiences.length ? audiences : this.opts.apiAudiences;
-    const key = createHash('sha256').update(JSON.stringify(wanted)).update('\0').update(token).digest('base64');
+    const own = !(audiences && audiences.length);
+    const wanted = own ? this.opts.apiAudiences : audiences!;
+    // the token is kept only as a hash, with the audiences it was checked for (kube's cache key)
+    const key = createHash('sha256')
+      .update(own ? this.apiAudiencesKey : JSON.stringify(wanted) + '\0')
+      .update(token)
+      .digest('base64');
     const cached = this.cache.get(key);
     if (cached) return cached;
+    const pending = this.inflight.get(key);
+    if (pending) return pending;
+    const p = this.review(key, token, wanted).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private review(key: string, token: string, wanted: string[]): Promise<AuthResult> {
     this.calls++;
     const review = {
       apiVersion: `authentication.k8s.io/${this.opts.version}`,
