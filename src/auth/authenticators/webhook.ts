@@ -71,7 +71,7 @@ export class WebhookTokenAuthenticator implements TokenAuthenticatorMode {
       },
       (e) => {
         const msg = String(e?.message ?? e);
-        console.error(`Failed to make webhook authenticator request: ${msg}`);
+        console.error(`E Failed to make webhook authenticator request: ${msg}`);
         return { ok: false, error: msg } as AuthResult;
       },
     );

@@ -98,7 +98,7 @@ export class WebhookAuthorizer implements AuthorizerMode {
 
   private failed(e: any): AuthorizerResult {
     const msg = String(e?.message ?? e);
-    console.error(`Failed to make webhook authorizer request: ${msg}`);
+    console.error(`E Failed to make webhook authorizer request: ${msg}`);
     return { decision: this.opts.onError ?? 'NoOpinion', reason: '', error: msg };
   }
 
