@@ -78,9 +78,14 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--secure-port=abc'])).toThrowError(/invalid argument/);
     expect(() => parseArgs(['--tls-cert-file=/x'])).toThrowError(/together/);
   });
-  it('--authorization-mode takes RBAC and Node with the fixed modes; ABAC and Webhook are refused', () => {
+  it("--authorization-mode takes every kube mode; ABAC and Webhook need their files, as kube's validation words it", () => {
     expect((parseArgs(['--authorization-mode=Node,RBAC']) as any).authorizationMode).toEqual(['Node', 'RBAC']);
-    expect(() => parseArgs(['--authorization-mode=Webhook'])).toThrowError(/not supported yet/);
+    expect(() => parseArgs(['--authorization-mode=Webhook'])).toThrowError("authorization-mode Webhook's authorization config file not passed");
+    expect(() => parseArgs(['--authorization-mode=ABAC'])).toThrowError("authorization-mode ABAC's authorization policy file not passed");
+    expect(() => parseArgs(['--authorization-policy-file=/etc/passwd'])).toThrowError('cannot specify --authorization-policy-file without mode ABAC');
+    expect(() => parseArgs(['--authorization-config=/etc/passwd', '--authorization-webhook-version=v1'])).toThrowError(
+      '--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined',
+    );
     expect(() => parseArgs(['--authorization-mode=Bogus'])).toThrowError(/not a valid mode/);
     expect(() => parseArgs(['--authorization-mode=RBAC,RBAC'])).toThrowError(/more than once/);
   });

@@ -45,6 +45,21 @@ export interface ServerOptions {
   dataDir: string;
   anonymousAuth: boolean;
   authorizationMode: string[];
+  /** --authorization-config: an AuthorizationConfiguration file (exclusive with the mode and webhook flags) */
+  authorizationConfigFile: string;
+  /** --authorization-mode or an --authorization-webhook-* flag was given (kube's AreLegacyFlagsSet) */
+  authorizationLegacyFlagsSet?: boolean;
+  /** --authorization-policy-file: ABAC's policies, one JSON Policy a line */
+  authorizationPolicyFile: string;
+  /** --authorization-webhook-*: the Webhook mode's kubeconfig, review version and cache TTLs (seconds) */
+  authorizationWebhookConfigFile: string;
+  authorizationWebhookVersion: 'v1' | 'v1beta1';
+  authorizationWebhookCacheAuthorizedTtlSeconds: number;
+  authorizationWebhookCacheUnauthorizedTtlSeconds: number;
+  /** --authentication-token-webhook-*: the webhook token authenticator's kubeconfig, cache TTL (seconds), review version */
+  authenticationTokenWebhookConfigFile: string;
+  authenticationTokenWebhookCacheTtlSeconds: number;
+  authenticationTokenWebhookVersion: 'v1' | 'v1beta1';
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
   enablePriorityAndFairness: boolean;
@@ -295,7 +310,16 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'proxy-client-cert-file': { kind: 'string', help: 'Client certificate the aggregator presents to the servers of aggregated APIs when it proxies a request, vouching for the X-Remote-User/Group/Extra-* identity it sends.', set: (o, v) => (o.proxyClientCertFile = v) },
   'proxy-client-key-file': { kind: 'string', help: 'Private key of --proxy-client-cert-file.', set: (o, v) => (o.proxyClientKeyFile = v) },
-  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (Node has no opinion: there are no kubelets). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
+  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC, Node: the first mode that allows or denies decides. (default AlwaysAllow)', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationMode = v)) },
+  'authorization-config': { kind: 'string', help: 'File with an AuthorizationConfiguration (apiserver.config.k8s.io/v1): an ordered chain of authorizers, webhooks with matchConditions and failurePolicy. Reloaded when it changes. Exclusive with --authorization-mode and --authorization-webhook-*.', set: (o, v) => (o.authorizationConfigFile = v) },
+  'authorization-policy-file': { kind: 'string', help: 'File with the ABAC policies, one JSON Policy a line, for --authorization-mode=ABAC.', set: (o, v) => (o.authorizationPolicyFile = v) },
+  'authorization-webhook-config-file': { kind: 'string', help: 'File in kubeconfig format naming the authorization webhook, for --authorization-mode=Webhook.', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookConfigFile = v)) },
+  'authorization-webhook-version': { kind: 'string', help: 'The SubjectAccessReview version sent to the authorization webhook: v1beta1 or v1. (default "v1beta1")', set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookVersion = v as any)) },
+  'authorization-webhook-cache-authorized-ttl': { kind: 'duration', help: "How long the authorization webhook's allowed answers are cached. (default 5m0s)", set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookCacheAuthorizedTtlSeconds = v)) },
+  'authorization-webhook-cache-unauthorized-ttl': { kind: 'duration', help: "How long the authorization webhook's other answers are cached. (default 30s)", set: (o, v) => ((o.authorizationLegacyFlagsSet = true), (o.authorizationWebhookCacheUnauthorizedTtlSeconds = v)) },
+  'authentication-token-webhook-config-file': { kind: 'string', help: 'File in kubeconfig format naming the token authentication webhook (TokenReview).', set: (o, v) => (o.authenticationTokenWebhookConfigFile = v) },
+  'authentication-token-webhook-cache-ttl': { kind: 'duration', help: "How long the token webhook's answers are cached. (default 2m0s)", set: (o, v) => (o.authenticationTokenWebhookCacheTtlSeconds = v) },
+  'authentication-token-webhook-version': { kind: 'string', help: 'The TokenReview version sent to the token authentication webhook: v1beta1 or v1. (default "v1beta1")', set: (o, v) => (o.authenticationTokenWebhookVersion = v as any) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
   'enable-priority-and-fairness': { kind: 'bool', help: 'Priority and fairness (FlowSchemas, priority levels, queues) instead of the plain inflight limits; the two limits together are its concurrency. (default true)', set: (o, v) => (o.enablePriorityAndFairness = v) },
@@ -497,6 +521,15 @@ export function defaultOptions(): ServerOptions {
     dataDir: './data',
     anonymousAuth: true,
     authorizationMode: ['AlwaysAllow'],
+    authorizationPolicyFile: '',
+    authorizationConfigFile: '',
+    authorizationWebhookConfigFile: '',
+    authorizationWebhookVersion: 'v1beta1',
+    authorizationWebhookCacheAuthorizedTtlSeconds: 300,
+    authorizationWebhookCacheUnauthorizedTtlSeconds: 30,
+    authenticationTokenWebhookConfigFile: '',
+    authenticationTokenWebhookCacheTtlSeconds: 120,
+    authenticationTokenWebhookVersion: 'v1beta1',
     maxRequestsInflight: 400,
     maxMutatingRequestsInflight: 200,
     enablePriorityAndFairness: true,
@@ -650,11 +683,27 @@ function validate(o: ServerOptions): void {
   for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);
   const seen = new Set<string>();
   for (const m of o.authorizationMode) {
-    if (m === 'ABAC' || m === 'Webhook') throw new FlagError(`--authorization-mode: authorization mode ${m} is not supported yet (AlwaysAllow, AlwaysDeny, RBAC, Node)`);
-    if (!['AlwaysAllow', 'AlwaysDeny', 'RBAC', 'Node'].includes(m)) throw new FlagError(`--authorization-mode: authorization mode ${JSON.stringify(m)} is not a valid mode`);
+    if (!['AlwaysAllow', 'AlwaysDeny', 'ABAC', 'Webhook', 'RBAC', 'Node'].includes(m)) throw new FlagError(`--authorization-mode: authorization mode ${JSON.stringify(m)} is not a valid mode`);
     if (seen.has(m)) throw new FlagError(`--authorization-mode: authorization mode ${m} has mode specified more than once`);
     seen.add(m);
   }
+  // kube's BuiltInAuthorizationOptions.Validate
+  if (o.authorizationConfigFile) {
+    if (o.authorizationLegacyFlagsSet) throw new FlagError('--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined');
+    if (!existsSync(o.authorizationConfigFile)) throw new FlagError(`--authorization-config: open ${o.authorizationConfigFile}: no such file or directory`);
+    // the chain comes from the file (its AlwaysAllow does not turn anonymous off here)
+    o.authorizationMode = [];
+  }
+  const modes = new Set(o.authorizationMode);
+  if (modes.has('ABAC') && !o.authorizationPolicyFile) throw new FlagError("authorization-mode ABAC's authorization policy file not passed");
+  if (!modes.has('ABAC') && o.authorizationPolicyFile) throw new FlagError('cannot specify --authorization-policy-file without mode ABAC');
+  if (modes.has('Webhook') && !o.authorizationWebhookConfigFile) throw new FlagError("authorization-mode Webhook's authorization config file not passed");
+  if (!modes.has('Webhook') && o.authorizationWebhookConfigFile) throw new FlagError('cannot specify --authorization-webhook-config-file without mode Webhook');
+  for (const [flag, f] of [['authorization-policy-file', o.authorizationPolicyFile], ['authorization-webhook-config-file', o.authorizationWebhookConfigFile], ['authentication-token-webhook-config-file', o.authenticationTokenWebhookConfigFile]]) {
+    if (f && !existsSync(f)) throw new FlagError(`--${flag}: open ${f}: no such file or directory`);
+  }
+  if (o.authorizationWebhookVersion !== 'v1' && o.authorizationWebhookVersion !== 'v1beta1') throw new FlagError(`--authorization-webhook-version: unsupported version ${JSON.stringify(o.authorizationWebhookVersion)}, expected v1 or v1beta1`);
+  if (o.authenticationTokenWebhookVersion !== 'v1' && o.authenticationTokenWebhookVersion !== 'v1beta1') throw new FlagError(`--authentication-token-webhook-version: unsupported version ${JSON.stringify(o.authenticationTokenWebhookVersion)}, expected v1 or v1beta1`);
   if (o.maxRequestsInflight < 0 || o.maxMutatingRequestsInflight < 0) throw new FlagError('inflight limits cannot be negative');
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);

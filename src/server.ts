@@ -30,9 +30,10 @@ import { CrdController } from './registry/crd/crd-controller.js';
 import { FilterChain } from './http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from './http/types.js';
 import { requestInfoFilter } from './http/filters/request-info.js';
-import { authenticationFilter, TokenAuthenticator } from './http/filters/authentication.js';
+import { authenticationFilter } from './http/filters/authentication.js';
+import { buildTokenAuthenticator } from './auth/authenticator-union.js';
+import { requestAuthenticatorFactories } from './auth/authenticator.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
-import type { TokenAuthenticatorMode } from './auth/authenticator.js';
 import { BootstrapTokenAuthenticator } from './auth/bootstrap-token.js';
 import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/start.js';
 import { TokenCleaner } from './controllers/token-cleaner.js';
@@ -56,7 +57,9 @@ import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { serveAudit } from './audit/remote-backend.js';
-import { Authorizer, authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
+import { authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
+import { buildAuthorizer } from './auth/authorizer-modes.js';
+import { buildAuthorizerFromConfig } from './auth/authorization-config.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
@@ -276,8 +279,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   cacher.observe((cache) => {
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
-  const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
-  admissionAuthorize = (a) => authorizer.decide(a);
+  const authzContext = { options: o, services: { rbac, store, cacher, targets } };
+  const authorizer = o.authorizationConfigFile ? buildAuthorizerFromConfig(o.authorizationConfigFile, authzContext) : buildAuthorizer(o.authorizationMode, authzContext);
+  // CEL evaluates synchronously: a webhook mode without a cached answer counts as NoOpinion there
+  admissionAuthorize = (a) => authorizer.decideSync(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   controllerSpecs.push({
     name: 'root-ca-certificate-publisher',
@@ -393,21 +398,27 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       return e ? entryObject(e) : null;
     },
   );
-  // --- issue 21 (h5-oidc): bootstrap tokens and JWT issuers after the service accounts, in
-  // kube's order; the integrator moves this into the authenticator seam's registry. ---
-  const moreTokenAuthenticators: TokenAuthenticatorMode[] = [];
-  if (o.enableBootstrapTokenAuth) {
-    moreTokenAuthenticators.push(
-      new BootstrapTokenAuthenticator((name) => {
+  // The bearer-token authenticators in kube's order: token file, service accounts, then the
+  // registered ones (bootstrap, OIDC/JWT, webhook) that these options configure. The JWT
+  // issuers are built first: they fetch their keys before the server serves.
+  const jwtAuthenticators = await buildJwtAuthenticators(o, (m) => console.warn(`W ${m}`), serviceAccounts.opts.apiAudiences);
+  const bootstrapTokens = o.enableBootstrapTokenAuth
+    ? new BootstrapTokenAuthenticator((name) => {
         const e = store.cacheOf(lookupTargets.secrets).items.get(objectKey('kube-system', name));
         return e ? entryObject(e) : null;
-      }),
-    );
-  }
-  const jwtAuthenticators = await buildJwtAuthenticators(o, (m) => console.warn(`W ${m}`), serviceAccounts.opts.apiAudiences);
-  if (jwtAuthenticators) moreTokenAuthenticators.push(jwtAuthenticators);
-  const authOpts = { tokens, anonymous: o.anonymousAuth, serviceAccounts, moreTokenAuthenticators, anonymousConfig: jwtAuthenticators ? () => jwtAuthenticators.anonymous : undefined };
-  const tokenAuthenticator = new TokenAuthenticator(authOpts);
+      })
+    : undefined;
+  const authnContext = { options: o, services: { store, cacher, targets, serviceAccounts, bootstrapTokens, jwtAuthenticators }, apiAudiences: serviceAccounts.opts.apiAudiences };
+  const tokenAuthenticator = buildTokenAuthenticator(authnContext, { tokens, serviceAccounts });
+  const requestAuthenticators = requestAuthenticatorFactories()
+    .map(([, f]) => f(authnContext))
+    .filter((a): a is NonNullable<typeof a> => !!a);
+  const authOpts = {
+    anonymous: o.anonymousAuth,
+    tokens: tokenAuthenticator,
+    requestAuthenticators,
+    anonymousConfig: jwtAuthenticators ? () => jwtAuthenticators.anonymous : undefined,
+  };
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
   // The issuer's OpenID discovery documents, served when the issuer is an https URL (as kube).
   if (/^https:\/\//.test(serviceAccounts.issuer)) {
@@ -498,7 +509,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes, storedBytes });
   const chain = new FilterChain([
     requestInfoFilter,
-    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts, tokenAuthenticator), auditor) : authenticationFilter(authOpts, tokenAuthenticator),
+    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts),
     // Only when auditing is on: otherwise requests never meet the filter.
     ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter(authorizer),
@@ -514,7 +525,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // never handed on to the bulk thread again.
   const forwardedChain = new FilterChain([
     requestInfoFilter,
-    authenticationFilter(authOpts, tokenAuthenticator),
+    authenticationFilter(authOpts),
     impersonationFilter(authorizer),
     authorizationFilter(authorizer),
     requestBodyFilter,

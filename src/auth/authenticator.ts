@@ -37,3 +37,57 @@ export interface RequestAuthenticatorMode {
   readonly name: string;
   authenticateRequest(req: AuthRequest): AuthResult | Promise<AuthResult>;
 }
+
+/**
+ * What a registered token authenticator's factory is given (see AuthorizerModeContext):
+ * the options, the server's services, and the API audiences (--api-audiences, else the
+ * service-account issuers) for authenticators that check audiences.
+ */
+export interface TokenAuthenticatorContext {
+  options: any;
+  services: Record<string, unknown>;
+  apiAudiences: string[];
+}
+
+/** null or undefined: not configured by these options (the union skips it). */
+export type TokenAuthenticatorFactory = (ctx: TokenAuthenticatorContext) => TokenAuthenticatorMode | null | undefined;
+
+/**
+ * kube's BuildAuthenticator order for bearer tokens: the token file, service accounts,
+ * bootstrap tokens, OIDC/JWT (and --authentication-config's issuers), then the webhook.
+ * A name not listed goes just before the webhook.
+ */
+export const TOKEN_AUTHENTICATOR_ORDER = ['token-file', 'service-account', 'bootstrap', 'oidc', 'jwt', 'authentication-config', 'webhook'];
+
+const tokenAuthenticators = new Map<string, TokenAuthenticatorFactory>();
+
+export function registerTokenAuthenticator(name: string, factory: TokenAuthenticatorFactory): void {
+  tokenAuthenticators.set(name, factory);
+}
+
+/** The registered factories, in kube's order. */
+export function tokenAuthenticatorFactories(): Array<[string, TokenAuthenticatorFactory]> {
+  const rank = (n: string) => {
+    const i = TOKEN_AUTHENTICATOR_ORDER.indexOf(n);
+    return i >= 0 ? i : TOKEN_AUTHENTICATOR_ORDER.indexOf('webhook') - 0.5;
+  };
+  return [...tokenAuthenticators].sort((a, b) => rank(a[0]) - rank(b[0]));
+}
+
+/** null or undefined: not configured by these options. */
+export type RequestAuthenticatorFactory = (ctx: TokenAuthenticatorContext) => RequestAuthenticatorMode | null | undefined;
+
+const requestAuthenticators = new Map<string, RequestAuthenticatorFactory>();
+
+/**
+ * Plugs in a request authenticator that comes before x509 and the bearer token in kube's
+ * order (the front proxy's requestheader authenticator). The filter asks the configured ones
+ * first; one that accepts decides, one that refuses with an error is a 401.
+ */
+export function registerRequestAuthenticator(name: string, factory: RequestAuthenticatorFactory): void {
+  requestAuthenticators.set(name, factory);
+}
+
+export function requestAuthenticatorFactories(): Array<[string, RequestAuthenticatorFactory]> {
+  return [...requestAuthenticators];
+}

@@ -24,4 +24,34 @@ export interface AuthorizerMode {
   authorize(a: AuthorizationAttributes): AuthorizerResult | Promise<AuthorizerResult>;
   /** kube's RuleResolver (SelfSubjectRulesReview), when the mode can list what a user may do */
   rulesFor?(user: UserInfo, namespace: string): Rules;
+  /** true when the answer never depends on the request (AlwaysAllow, AlwaysDeny): decided once */
+  readonly fixed?: boolean;
+}
+
+/**
+ * What a registered mode's factory is given: the parsed options and the server's services
+ * (the RBAC resolver, the store and caches), loosely typed so that the registry does not
+ * import the server.
+ */
+export interface AuthorizerModeContext {
+  /** the parsed command-line options (src/options.ts Options) */
+  options: any;
+  /** the server's parts a mode may read: rbac, store, cacher, targets, ... */
+  services: Record<string, unknown>;
+}
+
+export type AuthorizerModeFactory = (ctx: AuthorizerModeContext) => AuthorizerMode;
+
+const authorizerModes = new Map<string, AuthorizerModeFactory>();
+
+/**
+ * Plugs a mode in under its --authorization-mode name (Node, Webhook, ABAC, ...). The last
+ * registration of a name wins, so a module may replace a placeholder.
+ */
+export function registerAuthorizerMode(name: string, factory: AuthorizerModeFactory): void {
+  authorizerModes.set(name, factory);
+}
+
+export function authorizerModeFactory(name: string): AuthorizerModeFactory | undefined {
+  return authorizerModes.get(name);
 }

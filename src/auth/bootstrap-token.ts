@@ -7,7 +7,7 @@
 //
 // Thread ownership: the front thread; Secrets are read from its watch cache, never from storage.
 import { timingSafeEqual } from 'node:crypto';
-import type { AuthResult, TokenAuthenticatorMode } from './authenticator.js';
+import { registerTokenAuthenticator, type AuthResult, type TokenAuthenticatorMode } from './authenticator.js';
 
 export const BOOTSTRAP_TOKEN_SECRET_TYPE = 'bootstrap.kubernetes.io/token';
 export const BOOTSTRAP_TOKEN_SECRET_PREFIX = 'bootstrap-token-';
@@ -67,3 +67,7 @@ export class BootstrapTokenAuthenticator implements TokenAuthenticatorMode {
     return { ok: true, response: { user: { name: BOOTSTRAP_USER_PREFIX + id, uid: '', groups } } };
   }
 }
+
+// In the token union at kube's place (after service accounts): the server builds the
+// authenticator when --enable-bootstrap-token-auth is set and hands it over in the context.
+registerTokenAuthenticator('bootstrap', (ctx) => ctx.services.bootstrapTokens as BootstrapTokenAuthenticator | undefined);

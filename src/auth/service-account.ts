@@ -133,6 +133,11 @@ export class ServiceAccountTokens {
     return { token, expiration: exp };
   }
 
+  /** Whether `token` looks like one of ours (synchronous: other tokens pass on without a promise). */
+  isOurs(token: string): boolean {
+    return this.claimsIfOurs(token) !== null;
+  }
+
   /** Whether `token` looks like one of ours: a JWT whose issuer is one we accept. */
   private claimsIfOurs(token: string): any | null {
     const parts = token.split('.');

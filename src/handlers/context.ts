@@ -4,7 +4,7 @@ import type { RequestInfo } from '../request/request-info.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import type { NamespaceLifecycle } from '../registry/namespace-lifecycle.js';
 import type { Targets } from '../api/targets.js';
-import type { TokenAuthenticator } from '../http/filters/authentication.js';
+import type { TokenAuthenticatorUnion } from '../auth/authenticator-union.js';
 import type { ServiceAccountTokens } from '../auth/service-account.js';
 import type { Authorizer } from '../http/filters/authorization.js';
 import type { RbacResolver } from '../auth/rbac/resolver.js';
@@ -14,7 +14,7 @@ export interface AuthContext {
   authorizer: Authorizer;
   /** RBAC's rule resolver, for the escalation checks on role and binding writes (whatever the modes, as kube) */
   rbac: RbacResolver;
-  tokens: TokenAuthenticator;
+  tokens: TokenAuthenticatorUnion;
   serviceAccounts: ServiceAccountTokens;
   /** --service-account-max-token-expiration (seconds, 0: none) */
   maxTokenExpirationSeconds: number;

@@ -24,7 +24,7 @@ async function handleUnsafeDelete(c: HandlerContext): Promise<void> {
     return errors.forbidden(gr, c.info.name || undefined, `${what} is forbidden: ${why}`);
   };
   if (c.info.subresource) throw forbidden('ignoreStoreReadErrorWithClusterBreakingPotential delete option is not allowed on a subresource or non-resource request');
-  const d = authorizeAlso(c.req, UNSAFE_VERB);
+  const d = await authorizeAlso(c.req, UNSAFE_VERB);
   if (!d.allowed) throw forbidden(`not permitted to do "${UNSAFE_VERB}", reason: ${d.reason}`);
   await unsafeDelete(c.store.cacher, c.target, c.info.namespace, c.info.name);
   // Nothing could be read back, so kube answers with a bare Success naming the kind.

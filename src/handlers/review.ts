@@ -93,10 +93,10 @@ function attributesOf(spec: any, user: UserInfo): AuthorizationAttributes {
   return { user, verb: nra.verb ?? '', resourceRequest: false, apiGroup: '', resource: '', subresource: '', namespace: '', name: '', path: nra.path ?? '' };
 }
 
-function accessStatus(authorizer: Authorizer, attrs: AuthorizationAttributes): Record<string, unknown> {
-  const d = authorizer.decide(attrs);
-  // Our modes only allow or have no opinion (AlwaysDeny is kube's NoOpinion), so `denied` stays unset.
-  return { allowed: d.allowed, ...(d.reason ? { reason: d.reason } : {}) };
+async function accessStatus(authorizer: Authorizer, attrs: AuthorizationAttributes): Promise<Record<string, unknown>> {
+  const d = await authorizer.decide(attrs);
+  // kube's SubjectAccessReview REST: allowed, denied (a mode's explicit Deny), reason, evaluationError
+  return { allowed: d.allowed, ...(d.denied ? { denied: true } : {}), ...(d.reason ? { reason: d.reason } : {}), ...(d.error ? { evaluationError: d.error } : {}) };
 }
 
 function reply(c: HandlerContext, obj: Record<string, unknown>): void {
@@ -156,7 +156,7 @@ export async function handleReview(c: HandlerContext): Promise<void> {
         ? user
         : { name: spec.user ?? '', uid: spec.uid ?? '', groups: Array.isArray(spec.groups) ? spec.groups : [], ...(spec.extra ? { extra: spec.extra } : {}) };
       if (local) base.metadata = { namespace: ns, creationTimestamp: null };
-      reply(c, { ...base, spec: compact(spec), status: accessStatus(auth.authorizer, attributesOf(spec, subject)) });
+      reply(c, { ...base, spec: compact(spec), status: await accessStatus(auth.authorizer, attributesOf(spec, subject)) });
       return;
     }
     case 'SelfSubjectRulesReview': {
@@ -172,10 +172,10 @@ export async function handleReview(c: HandlerContext): Promise<void> {
       const wanted: string[] = Array.isArray(body.spec?.audiences) ? body.spec.audiences : [];
       const r = await auth.tokens.authenticate(token, wanted.length ? wanted : undefined);
       const status: Record<string, unknown> = {};
-      if (r.authenticated) status.authenticated = true;
-      status.user = r.authenticated && r.user ? userInfoJson(r.user) : {};
-      if (r.authenticated && r.audiences?.length) status.audiences = r.audiences;
-      if (r.error) status.error = r.error;
+      if (r.ok) status.authenticated = true;
+      status.user = r.ok ? userInfoJson(r.response.user) : {};
+      if (r.ok && r.response.audiences?.length) status.audiences = r.response.audiences;
+      if (!r.ok && r.error) status.error = r.error;
       reply(c, { ...base, spec: compact(body.spec ?? {}), status });
       return;
     }

@@ -34,7 +34,7 @@ export interface ApiRequest {
   requestInfo?: RequestInfo;
   user?: UserInfo;
   /** The authorizer's decision for another verb on this request's resource (set by the authorization filter). */
-  authorize?: (verb: string) => { allowed: boolean; reason: string };
+  authorize?: (verb: string) => { allowed: boolean; reason: string } | Promise<{ allowed: boolean; reason: string }>;
   /** Warning header values collected while handling the request */
   warnings?: string[];
   /**

@@ -11,6 +11,7 @@ import { FlagError } from '../../options.js';
 import { JwtAuthenticators } from './jwt-authenticators.js';
 import { jwtConfigFromFlags } from './jwt-config.js';
 import { AuthenticationConfigError } from './authentication-config.js';
+import { registerTokenAuthenticator } from '../authenticator.js';
 
 /** How long start-up waits for the issuers' first key fetch (kube initialises asynchronously; a late issuer answers "not initialized"). */
 const FIRST_FETCH_WAIT_MS = 5_000;
@@ -60,3 +61,7 @@ export function serviceAccountKeyFiles(o: ServerOptions, signingKeyFile: string,
   }
   return [o.tlsPrivateKeyFile, signingKeyFile];
 }
+
+// In the token union at kube's place (after bootstrap tokens, before the webhook): the
+// issuers the server built from --oidc-* or --authentication-config, handed over in the context.
+registerTokenAuthenticator('oidc', (ctx) => ctx.services.jwtAuthenticators as JwtAuthenticators | undefined);

@@ -75,7 +75,7 @@ export function withEscalationCheck(c: HandlerContext, hook: FieldsHook): Fields
     check = (old, obj) => {
       if (old && onlyGcFields(obj, old)) return;
       // kube's RoleEscalationAuthorized: the request's own resource and name, with verb escalate
-      if (authorizer.decide(resourceAttrs(user, 'escalate', RBAC_GROUP, resource, ns, c.info.name)).allowed) return;
+      if (authorizer.decideSync(resourceAttrs(user, 'escalate', RBAC_GROUP, resource, ns, c.info.name)).allowed) return;
       const name = obj?.metadata?.name ?? '';
       const rules = (Array.isArray(obj?.rules) ? obj.rules : []).map(ruleOf);
       const msg = escalation(c, user, ns, rules);
@@ -95,7 +95,7 @@ export function withEscalationCheck(c: HandlerContext, hook: FieldsHook): Fields
       // kube's BindingAuthorized: verb bind on the referenced role, in the binding's namespace
       if (kind === 'Role' || kind === 'ClusterRole') {
         const refResource = kind === 'Role' ? 'roles' : 'clusterroles';
-        if (authorizer.decide(resourceAttrs(user, 'bind', String(ref.apiGroup ?? ''), refResource, ns, refName)).allowed) return;
+        if (authorizer.decideSync(resourceAttrs(user, 'bind', String(ref.apiGroup ?? ''), refResource, ns, refName)).allowed) return;
       }
       const rules = c.auth!.rbac.roleRefRules(kind, refName, ns);
       if (typeof rules === 'string') {

@@ -10,7 +10,7 @@
 // is remembered per (user, groups, namespace) in a bounded map that a rebuild drops, so a
 // request costs one map lookup and a walk of that user's rules; no request scans the stores.
 import type { UserInfo } from '../user.js';
-import type { AuthorizationAttributes, Decision } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes, Decision } from '../attributes.js';
 import { ruleAllows, ruleOf, type PolicyRule } from './rules.js';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';

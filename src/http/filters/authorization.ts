@@ -1,6 +1,6 @@
-// Authorization (--authorization-mode): AlwaysAllow, AlwaysDeny, RBAC and Node, in the
-// order the flag gives (kube's union authorizer: the first mode that allows or denies
-// decides; one with no opinion passes the request on, its reason kept for the message).
+// Authorization: the filter asks the chain of modes (src/auth/authorizer-union.ts, built from
+// --authorization-mode by src/auth/authorizer-modes.ts) and turns a refusal into kube's 403.
+// It waits only when a mode had to call out (an uncached webhook).
 //
 // The filter decides the request's own verb. It also leaves the decision function on the
 // request (req.authorize), for the checks kube-apiserver makes later with another verb on
@@ -11,102 +11,15 @@
 import type { Filter } from '../filter-chain.js';
 import type { ApiRequest } from '../types.js';
 import { errors } from '../../errors.js';
-import { ANONYMOUS, type UserInfo } from '../../auth/user.js';
-import type { RbacResolver } from '../../auth/rbac/resolver.js';
+import { ANONYMOUS } from '../../auth/user.js';
+import type { AuthorizerUnion } from '../../auth/authorizer-union.js';
 
-/** kube's authorizer.Attributes, the part our modes look at. */
-export interface AuthorizationAttributes {
-  user: UserInfo;
-  verb: string;
-  resourceRequest: boolean;
-  apiGroup: string;
-  resource: string;
-  subresource: string;
-  namespace: string;
-  name: string;
-  path: string;
-}
+// The attributes, decision and rules types live with the authorizers (src/auth/attributes.ts).
+export type { AuthorizationAttributes, Decision, ResourceRule, NonResourceRule, Rules } from '../../auth/attributes.js';
+import type { AuthorizationAttributes, Decision } from '../../auth/attributes.js';
 
-export interface Decision {
-  allowed: boolean;
-  /** why, as the deciding mode words it ("" when none has an opinion) */
-  reason: string;
-}
-
-export interface ResourceRule {
-  verbs: string[];
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-}
-export interface NonResourceRule {
-  verbs: string[];
-  nonResourceURLs?: string[];
-}
-export interface Rules {
-  resourceRules: ResourceRule[];
-  nonResourceRules: NonResourceRule[];
-  incomplete: boolean;
-  evaluationError?: string;
-}
-
-/** Modes whose answer does not depend on the request. */
-const FIXED = new Set(['AlwaysAllow', 'AlwaysDeny']);
-
-export class Authorizer {
-  /** the decision when every mode is fixed (none then looks at the request), else null */
-  readonly fixed: Decision | null;
-
-  constructor(
-    readonly modes: string[],
-    readonly rbac: RbacResolver | null = null,
-  ) {
-    this.fixed = modes.every((m) => FIXED.has(m)) ? this.decide({} as AuthorizationAttributes) : null;
-  }
-
-  /** Runs the modes in order; the first that allows decides; none means deny, with their reasons. */
-  decide(a: AuthorizationAttributes): Decision {
-    let reasons: string[] | null = null;
-    for (const mode of this.modes) {
-      let d: Decision | null = null;
-      if (mode === 'AlwaysAllow') return { allowed: true, reason: '' };
-      // kube's AlwaysDeny has no opinion: a later mode may still allow
-      if (mode === 'AlwaysDeny') d = { allowed: false, reason: 'Everything is forbidden.' };
-      else if (mode === 'RBAC' && this.rbac) {
-        d = this.rbac.authorize(a);
-        if (d.allowed) return d;
-      }
-      // Node: no opinion (kubeshard runs no kubelets; system:node:* identities get nothing from it)
-      if (d?.reason) (reasons ??= []).push(d.reason);
-    }
-    return { allowed: false, reason: reasons ? reasons.join('\n') : '' };
-  }
-
-  /**
-   * What a user may do in a namespace (kube's RuleResolver, behind SelfSubjectRulesReview):
-   * the rules of every mode, in order. AlwaysAllow grants everything (`*` on every resource
-   * and URL); AlwaysDeny and Node grant nothing; RBAC its bound rules.
-   */
-  rulesFor(user: UserInfo, namespace: string): Rules {
-    const out: Rules = { resourceRules: [], nonResourceRules: [], incomplete: false };
-    const errs: string[] = [];
-    for (const mode of this.modes) {
-      if (mode === 'AlwaysAllow') {
-        out.resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
-        out.nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
-      } else if (mode === 'RBAC' && this.rbac) {
-        const r = this.rbac.resolve(user, namespace);
-        for (const { rule } of r.rules) {
-          if (rule.resources?.length) out.resourceRules.push({ verbs: rule.verbs, apiGroups: rule.apiGroups, resources: rule.resources, ...(rule.resourceNames?.length ? { resourceNames: rule.resourceNames } : {}) });
-          if (rule.nonResourceURLs?.length) out.nonResourceRules.push({ verbs: rule.verbs, nonResourceURLs: rule.nonResourceURLs });
-        }
-        errs.push(...r.errors);
-      }
-    }
-    if (errs.length) out.evaluationError = errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`;
-    return out;
-  }
-}
+/** The chain of modes (src/auth/authorizer-union.ts); the filter only calls it. */
+export type Authorizer = AuthorizerUnion;
 
 /** The attributes of a request, for a verb (the request's own or another). */
 export function attributesOfRequest(req: ApiRequest, verb?: string): AuthorizationAttributes {
@@ -161,14 +74,19 @@ export function authorizationFilter(authorizer: Authorizer): Filter {
       const attrs = attributesOfRequest(req);
       req.authorize = (verb) => authorizer.decide({ ...attrs, verb });
       const d = authorizer.decide(attrs);
-      if (req.audit !== undefined) annotateDecision(req, d);
-      if (d.allowed) return;
-      throw forbiddenError(attrs, d.reason);
+      if (d instanceof Promise) return d.then((r) => finish(req, attrs, r));
+      finish(req, attrs, d);
     },
   };
 }
 
+function finish(req: ApiRequest, attrs: AuthorizationAttributes, d: Decision): void {
+  if (req.audit !== undefined) annotateDecision(req, d);
+  if (d.allowed) return;
+  throw forbiddenError(attrs, d.reason);
+}
+
 /** The decision for another verb on the request's resource; a request that skipped the filter is denied. */
-export function authorizeAlso(req: ApiRequest, verb: string): Decision {
+export async function authorizeAlso(req: ApiRequest, verb: string): Promise<Decision> {
   return req.authorize ? req.authorize(verb) : { allowed: false, reason: 'no authorizer' };
 }

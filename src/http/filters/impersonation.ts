@@ -64,10 +64,18 @@ export function impersonationFilter(authorizer: Authorizer): Filter {
     name: 'impersonation',
     run(req) {
       const h = req.headers;
+      if (h['impersonate-user'] === undefined && h['impersonate-group'] === undefined && h['impersonate-uid'] === undefined) return;
+      return impersonate(req);
+    },
+  };
+
+  // (async: an authorization mode may have to call out)
+  async function impersonate(req: Parameters<Filter['run']>[0]): Promise<void> {
+    {
+      const h = req.headers;
       const wantUser = h['impersonate-user'];
       const wantGroups = h['impersonate-group'];
       const wantUid = h['impersonate-uid'];
-      if (wantUser === undefined && wantGroups === undefined && wantUid === undefined) return;
       const requester = req.user ?? ANONYMOUS;
       const groupsSpecified = wantGroups !== undefined && wantGroups !== '';
       const extras = extrasOf(req);
@@ -97,7 +105,9 @@ export function impersonationFilter(authorizer: Authorizer): Filter {
       if (wantUid) asks.push({ resource: 'uids', subresource: '', group: AUTHN_GROUP, namespace: '', name: wantUid });
       for (const a of asks) {
         const attrs: AuthorizationAttributes = { user: requester, verb: 'impersonate', resourceRequest: true, apiGroup: a.group, resource: a.resource, subresource: a.subresource, namespace: a.namespace, name: a.name, path: req.path };
-        const d = authorizer.decide(attrs);
+        // (waits only when a mode had to call out)
+        const r = authorizer.decide(attrs);
+        const d = r instanceof Promise ? await r : r;
         if (!d.allowed) throw forbiddenError(attrs, d.reason);
       }
       // The impersonated user is authenticated (or, as system:anonymous, unauthenticated)
@@ -108,6 +118,6 @@ export function impersonationFilter(authorizer: Authorizer): Filter {
       const user: UserInfo = { name, uid: wantUid ?? '', groups, ...(Object.keys(extra).length ? { extra } : {}) };
       req.user = user;
       req.audit?.impersonated(user);
-    },
-  };
+    }
+  }
 }
