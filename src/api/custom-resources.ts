@@ -10,6 +10,7 @@ import type { GroupVersionInfo, ResourceInfo, SubresourceInfo } from './catalog-
 import { setCustomOpenApi } from './openapi.js';
 import { nodeOfProp, type TypeNode } from '../registry/schema-walk.js';
 import { typeNode, type JSONSchemaProps } from '../registry/crd/structural.js';
+import { retainConverters, type ConversionSpec, type ConverterKey } from '../registry/crd/conversion-webhook.js';
 
 /** The verbs of a custom resource, in the order kube's CRD discovery lists them. */
 export const CUSTOM_VERBS = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
@@ -46,6 +47,8 @@ export interface CustomVersion {
   columns: PrinterColumn[];
   /** deletion under way: reads and deletes are served, creates refused */
   terminating: boolean;
+  /** spec.conversion (strategy None or Webhook), for src/registry/conversion.ts */
+  conversion?: ConversionSpec;
 }
 
 function isObj(v: unknown): v is Record<string, any> {
@@ -85,6 +88,7 @@ export function servedVersions(crd: any): CustomVersion[] {
       scale: isObj(scale) ? { specReplicasPath: scale.specReplicasPath, statusReplicasPath: scale.statusReplicasPath, labelSelectorPath: scale.labelSelectorPath } : undefined,
       columns: Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns : [],
       terminating: !!crd.metadata.deletionTimestamp,
+      ...(spec.conversion?.strategy === 'Webhook' ? { conversion: spec.conversion } : {}),
     });
   }
   return out;
@@ -109,7 +113,7 @@ function resourceInfo(cv: CustomVersion, crd: any): ResourceInfo {
     subresources,
     storageVersionHash: storageVersionHash(cv.group, cv.storageVersion, cv.kind),
     // Another served version reads and writes the storage version's objects through the
-    // generic conversion (strategy None: only apiVersion changes).
+    // CRD's conversion (strategy None: only apiVersion changes; Webhook: the CRD's webhook).
     ...(cv.version !== cv.storageVersion ? { storageVersion: `${cv.group}/${cv.storageVersion}` } : {}),
     custom: cv,
   };
@@ -188,6 +192,7 @@ export class CustomResources {
     this.signature = sig;
     const byGv = new Map<string, GroupVersionInfo>();
     const defs: ReturnType<typeof openApiDefs> = [];
+    const converters: ConverterKey[] = [];
     schemas.clear();
     for (const crd of crds) {
       for (const cv of servedVersions(crd)) {
@@ -197,8 +202,10 @@ export class CustomResources {
         gv.resources.push(resourceInfo(cv, crd));
         schemas.set(`${cv.group}/${cv.version}/${cv.kind}`, { schema: cv.schema, root: rootNodeOf(cv.schema) });
         defs.push(...openApiDefs(cv));
+        if (cv.conversion) converters.push(cv);
       }
     }
+    retainConverters(converters);
     setCustomOpenApi(defs);
     this.catalog.setCustom([...byGv.values()]);
   }

@@ -37,6 +37,8 @@ import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
 import { parseRv } from '../registry/store.js';
+import { hasView, readyViews } from '../registry/conversion.js';
+import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 import { CompactedError } from '../storage/interface.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
@@ -55,6 +57,13 @@ function endWithError(c: HandlerContext, headers: HeaderList, err: StatusError, 
     c.res.write(valueFrame('ERROR', err.toStatus(), r));
     c.res.end();
   });
+}
+
+function webhookPrepare(conv: NonNullable<HandlerContext['target']['conv']>) {
+  return (ev: WatchEvent, as: string): Promise<void> | undefined => {
+    const e = entryAs(ev, as as WatchEvent['type']) as CacheEntry;
+    return hasView(conv, e) ? undefined : readyViews(conv, [e]);
+  };
 }
 
 export async function handleWatch(c: HandlerContext): Promise<void> {
@@ -116,6 +125,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     apiVersion: apiVersionOf(target),
     kind: target.info.kind,
     freshRv: () => storage.freshRv(gr),
+    // A CRD's conversion webhook converts each event's object before its frame is made.
+    prepare: target.conv?.webhook ? webhookPrepare(target.conv) : undefined,
   });
   if (initial) {
     const at = storage.freshRv(gr);
@@ -124,7 +135,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     if (current instanceof Promise) current = await current;
     for (const e of current) {
       if (!watcher.matches(e)) continue;
-      if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
+      if (target.conv?.webhook) watcher.enqueue({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent);
+      else if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
       else initialFrames(e, watcher.outbox);
     }
     watcher.rv = at;

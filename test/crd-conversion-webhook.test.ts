@@ -1,0 +1,240 @@
+// CRD conversion webhooks (spec.conversion.strategy: Webhook) against a started server, with a
+// REAL HTTPS conversion webhook started here (a CA and a serving certificate made by openssl):
+// a Widget CRD stores v1 (spec.color) and serves v2 (spec.colour). Created through v2, it is
+// stored and read in v1 by kubectl; gets, lists and watches of v2 convert through the
+// webhook; the webhook may change labels and annotations, not other metadata; a dead
+// webhook fails reads with kube's error. And selectableFields: field selectors on a custom
+// resource's declared fields, through kubectl --field-selector.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import https from 'node:https';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { freePort, request, type TestServer, until, useServer } from './helpers/server.js';
+import { kubectl, kubectlOk, kubectlStream } from './helpers/kubectl.js';
+
+let s: TestServer;
+useServer((started) => (s = started));
+
+let certDir: string;
+let caBundle: string;
+let webhook: https.Server;
+let hookPort: number;
+/** every ConversionReview received */
+const reviews: any[] = [];
+
+function makeCerts(): { key: string; cert: string } {
+  certDir = mkdtempSync(join(tmpdir(), 'kubeshard-conversion-certs-'));
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: certDir, stdio: 'ignore' });
+  run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key']);
+  run(['req', '-x509', '-new', '-key', 'ca.key', '-days', '2', '-subj', '/CN=conversion-test-ca', '-out', 'ca.crt']);
+  run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'tls.key']);
+  run(['req', '-new', '-key', 'tls.key', '-subj', '/CN=localhost', '-out', 'tls.csr']);
+  writeFileSync(join(certDir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'tls.crt']);
+  caBundle = Buffer.from(readFileSync(join(certDir, 'ca.crt'), 'utf8')).toString('base64');
+  return { key: readFileSync(join(certDir, 'tls.key'), 'utf8'), cert: readFileSync(join(certDir, 'tls.crt'), 'utf8') };
+}
+
+/** v1 spec.color <-> v2 spec.colour; v2 objects get an annotation, and /rename tries to rename the object. */
+function convert(obj: any, to: string, path: string): any {
+  const out = structuredClone(obj);
+  out.apiVersion = to;
+  const spec = out.spec ?? {};
+  if (to.endsWith('/v2')) {
+    if ('color' in spec) {
+      spec.colour = spec.color;
+      delete spec.color;
+    }
+    out.metadata.annotations = { ...(out.metadata.annotations ?? {}), 'converted-by': 'webhook' };
+  } else {
+    if ('colour' in spec) {
+      spec.color = spec.colour;
+      delete spec.colour;
+    }
+    if (out.metadata.annotations) delete out.metadata.annotations['converted-by'];
+    if (out.metadata.annotations && Object.keys(out.metadata.annotations).length === 0) delete out.metadata.annotations;
+  }
+  // metadata other than labels and annotations is the server's: these changes are undone
+  out.metadata.generation = 99;
+  if (path === '/rename') out.metadata.name = 'renamed';
+  return out;
+}
+
+beforeAll(async () => {
+  const { key, cert } = makeCerts();
+  webhook = https.createServer({ key, cert }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const path = (req.url ?? '').split('?')[0];
+      reviews.push({ review, url: req.url });
+      const r = review.request;
+      const response = {
+        uid: r.uid,
+        result: { status: 'Success' },
+        convertedObjects: r.objects.map((o: any) => convert(o, r.desiredAPIVersion, path)),
+      };
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'ConversionReview', response }));
+    });
+  });
+  await new Promise<void>((r) => webhook.listen(0, '127.0.0.1', r));
+  hookPort = (webhook.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  webhook?.closeAllConnections();
+  await new Promise((r) => webhook?.close(r));
+  if (certDir) rmSync(certDir, { recursive: true, force: true });
+});
+
+const versionSchema = (field: string) => ({
+  openAPIV3Schema: {
+    type: 'object',
+    properties: { spec: { type: 'object', properties: { [field]: { type: 'string' }, size: { type: 'integer' } } } },
+  },
+});
+
+function crd(plural: string, kind: string, clientConfig: any): any {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.example.com` },
+    spec: {
+      group: 'example.com',
+      scope: 'Namespaced',
+      names: { plural, singular: kind.toLowerCase(), kind },
+      versions: [
+        { name: 'v1', served: true, storage: true, schema: versionSchema('color') },
+        { name: 'v2', served: true, storage: false, schema: versionSchema('colour') },
+      ],
+      conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig } },
+    },
+  };
+}
+
+async function applyCrd(obj: any): Promise<void> {
+  await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify(obj));
+  await kubectlOk(s, ['wait', '--for', 'condition=established', '--timeout=20s', `crd/${obj.metadata.name}`]);
+}
+
+describe('CRD conversion webhook', () => {
+  it('creates through v2, stores v1, and reads each version through the webhook', async () => {
+    await applyCrd(crd('widgets', 'Widget', { url: `https://127.0.0.1:${hookPort}/convert`, caBundle }));
+    const before = reviews.length;
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v2', kind: 'Widget', metadata: { name: 'x', namespace: 'default', labels: { app: 'w' } }, spec: { colour: 'red', size: 3 } }));
+    // the write went to the storage version through the webhook
+    const toV1 = reviews.slice(before).find((r) => r.review.request.desiredAPIVersion === 'example.com/v1');
+    expect(toV1).toBeDefined();
+    expect(toV1.url).toBe('/convert?timeout=30s');
+    expect(toV1.review.apiVersion).toBe('apiextensions.k8s.io/v1');
+    expect(toV1.review.request.objects[0].spec).toEqual({ colour: 'red', size: 3 });
+
+    const v1 = JSON.parse(await kubectlOk(s, ['get', 'widgets.v1.example.com', 'x', '-o', 'json']));
+    expect(v1.apiVersion).toBe('example.com/v1');
+    expect(v1.spec).toEqual({ color: 'red', size: 3 });
+    // metadata other than labels and annotations stays the server's (kube's restoreObjectMeta)
+    expect(v1.metadata.generation).toBe(1);
+    expect(v1.metadata.labels).toEqual({ app: 'w' });
+    const yaml = await kubectlOk(s, ['get', 'widgets.v1.example.com', 'x', '-o', 'yaml']);
+    expect(yaml).toContain('apiVersion: example.com/v1\n');
+    expect(yaml).toMatch(/^spec:\n  color: red\n  size: 3\n/m);
+
+    const v2 = JSON.parse(await kubectlOk(s, ['get', 'widgets.v2.example.com', 'x', '-o', 'json']));
+    expect(v2.apiVersion).toBe('example.com/v2');
+    expect(v2.spec).toEqual({ colour: 'red', size: 3 });
+    expect(v2.metadata.annotations?.['converted-by']).toBe('webhook');
+    expect(v2.metadata.generation).toBe(1);
+    expect(v2.metadata.uid).toBe(v1.metadata.uid);
+  });
+
+  it('lists in v2 through one webhook call, and updates through v2', async () => {
+    for (const n of ['y', 'z']) {
+      await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: n, namespace: 'default' }, spec: { color: 'blue' } }));
+    }
+    const before = reviews.length;
+    const r = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/widgets');
+    expect(r.status).toBe(200);
+    const list = r.json();
+    expect(list.apiVersion).toBe('example.com/v2');
+    expect(list.items.map((i: any) => [i.metadata.name, i.apiVersion, i.spec.colour])).toEqual([
+      ['x', 'example.com/v2', 'red'],
+      ['y', 'example.com/v2', 'blue'],
+      ['z', 'example.com/v2', 'blue'],
+    ]);
+    // the items not converted yet went in one review
+    const calls = reviews.slice(before);
+    expect(calls.length).toBe(1);
+    expect(calls[0].review.request.objects.map((o: any) => o.metadata.name)).toEqual(expect.arrayContaining(['y', 'z']));
+
+    const out = await kubectlOk(s, ['get', 'widgets.v2.example.com']);
+    expect(out).toMatch(/^x\s/m);
+    expect(out).toMatch(/^z\s/m);
+
+    await kubectlOk(s, ['patch', 'widgets.v2.example.com', 'y', '--type=merge', '-p', '{"spec":{"colour":"green"}}']);
+    const y1 = JSON.parse(await kubectlOk(s, ['get', 'widgets.v1.example.com', 'y', '-o', 'json']));
+    expect(y1.spec).toEqual({ color: 'green' });
+  });
+
+  it('watches in v2: each event converted by the webhook', async () => {
+    // (kubectl prints each event as compact JSON)
+    const w = kubectlStream(s, ['get', 'widgets.v2.example.com', '--watch', '--output-watch-events', '-o', 'json']);
+    try {
+      await until(() => w.output().includes('"name":"z"'), 15_000);
+      await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w2', namespace: 'default' }, spec: { color: 'purple' } }));
+      await until(() => w.output().includes('"name":"w2"'), 15_000);
+      await kubectlOk(s, ['patch', 'widgets.v1.example.com', 'w2', '--type=merge', '-p', '{"spec":{"color":"orange"}}']);
+      await until(() => w.output().includes('"colour":"orange"'), 15_000);
+      const out = w.output();
+      expect(out).toContain('"colour":"purple"');
+      expect(out).not.toContain('"color"');
+      expect(out).toContain('"type":"MODIFIED"');
+    } finally {
+      w.stop();
+    }
+    // a raw watch of v2 from a version: the replayed events are v2 too
+    const rv = JSON.parse(await kubectlOk(s, ['get', 'widgets.v1.example.com', 'x', '-o', 'json'])).metadata.resourceVersion;
+    await kubectlOk(s, ['patch', 'widgets.v1.example.com', 'x', '--type=merge', '-p', '{"spec":{"size":4}}']);
+    const r = await request(s, 'GET', `/apis/example.com/v2/namespaces/default/widgets?watch=1&resourceVersion=${rv}&timeoutSeconds=1`);
+    const events = r.body.trim().split('\n').map((l) => JSON.parse(l));
+    const x = events.find((e: any) => e.object.metadata.name === 'x');
+    expect(x.type).toBe('MODIFIED');
+    expect(x.object.apiVersion).toBe('example.com/v2');
+    expect(x.object.spec).toEqual({ colour: 'red', size: 4 });
+  });
+
+  it('refuses a converted object whose name changed, in kube words', async () => {
+    await applyCrd(crd('renamers', 'Renamer', { url: `https://127.0.0.1:${hookPort}/rename`, caBundle }));
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Renamer', metadata: { name: 'r', namespace: 'default' }, spec: { color: 'red' } }));
+    const r = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/renamers/r');
+    expect(r.status).toBe(500);
+    expect(r.json().message).toBe('conversion for example.com/v1, Kind=Renamer returned invalid converted object at index 1: must have the same name: r != renamed');
+  });
+
+  it('a dead webhook fails conversions with kube error', async () => {
+    const dead = await freePort();
+    await applyCrd(crd('gadgets', 'Gadget', { url: `https://127.0.0.1:${dead}/convert`, caBundle }));
+    // the storage version needs no conversion
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g', namespace: 'default' }, spec: { color: 'red' } }));
+    const want = `conversion for example.com/v1, Kind=Gadget failed: conversion webhook for /, Kind= failed: Post "https://127.0.0.1:${dead}/convert?timeout=30s": dial tcp 127.0.0.1:${dead}: connect: connection refused`;
+    const r = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/gadgets/g');
+    expect(r.status).toBe(500);
+    expect(r.json()).toMatchObject({ kind: 'Status', status: 'Failure', code: 500, message: want });
+    const k = await kubectl(s, ['get', 'gadgets.v2.example.com', 'g']);
+    expect(k.code).not.toBe(0);
+    expect(k.stderr).toContain(want);
+    // a write through v2 fails as well, and stores nothing
+    const c = await kubectl(s, ['create', '-f', '-'], { input: JSON.stringify({ apiVersion: 'example.com/v2', kind: 'Gadget', metadata: { name: 'h', namespace: 'default' }, spec: { colour: 'red' } }) });
+    expect(c.code).not.toBe(0);
+    expect(c.stderr).toContain(`conversion for example.com/v2, Kind=Gadget failed: conversion webhook for /, Kind= failed: Post "https://127.0.0.1:${dead}/convert?timeout=30s"`);
+    expect((await kubectl(s, ['get', 'gadgets.v1.example.com', 'h'])).stderr).toContain('NotFound');
+    // the list of v2 too
+    const l = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/gadgets');
+    expect(l.status).toBe(500);
+    expect(l.json().message).toContain('conversion webhook for example.com/v1, Kind=GadgetList failed: Post');
+  });
+});
