@@ -238,3 +238,77 @@ describe('CRD conversion webhook', () => {
     expect(l.json().message).toContain('conversion webhook for example.com/v1, Kind=GadgetList failed: Post');
   });
 });
+
+describe('CRD selectableFields', () => {
+  const shirts = (versions: any[]) => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'shirts.stable.example.com' },
+    spec: { group: 'stable.example.com', scope: 'Namespaced', names: { plural: 'shirts', singular: 'shirt', kind: 'Shirt' }, versions },
+  });
+  const schema = {
+    openAPIV3Schema: {
+      type: 'object',
+      properties: {
+        spec: {
+          type: 'object',
+          properties: { color: { type: 'string' }, size: { type: 'string', enum: ['S', 'M', 'L'] }, count: { type: 'integer' }, ok: { type: 'boolean' }, tags: { type: 'array', items: { type: 'string' } } },
+        },
+      },
+    },
+  };
+
+  it('a field selector on a declared field filters list and watch, through kubectl', async () => {
+    await applyCrd(shirts([{ name: 'v1', served: true, storage: true, schema, selectableFields: [{ jsonPath: '.spec.color' }, { jsonPath: '.spec.size' }, { jsonPath: '.spec.count' }] }]));
+    const mk = (name: string, spec: any) => kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'stable.example.com/v1', kind: 'Shirt', metadata: { name, namespace: 'default' }, spec }));
+    await mk('red-s', { color: 'red', size: 'S', count: 1 });
+    await mk('red-m', { color: 'red', size: 'M', count: 2 });
+    await mk('blue-m', { color: 'blue', size: 'M' });
+    const names = async (sel: string) => (await kubectlOk(s, ['get', 'shirts', '--field-selector', sel, '-o', 'name'])).trim().split('\n').filter(Boolean);
+    expect(await names('spec.color=red')).toEqual(['shirt.stable.example.com/red-m', 'shirt.stable.example.com/red-s']);
+    expect(await names('spec.color=red,spec.size=M')).toEqual(['shirt.stable.example.com/red-m']);
+    expect(await names('spec.size!=M')).toEqual(['shirt.stable.example.com/red-s']);
+    expect(await names('spec.count=2')).toEqual(['shirt.stable.example.com/red-m']);
+    expect(await names('metadata.name=blue-m')).toEqual(['shirt.stable.example.com/blue-m']);
+    // an undeclared field is refused as kube refuses it
+    const bad = await kubectl(s, ['get', 'shirts', '--field-selector', 'spec.ok=true']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('field label not supported: spec.ok');
+
+    const w = kubectlStream(s, ['get', 'shirts', '--watch', '--field-selector', 'spec.color=blue', '--output-watch-events', '-o', 'json']);
+    try {
+      await until(() => w.output().includes('"name":"blue-m"'), 15_000);
+      await mk('blue-l', { color: 'blue', size: 'L' });
+      await mk('green-l', { color: 'green', size: 'L' });
+      await until(() => w.output().includes('"name":"blue-l"'), 15_000);
+      // a change of the field out of the selector is a DELETED
+      await kubectlOk(s, ['patch', 'shirt', 'blue-m', '--type=merge', '-p', '{"spec":{"color":"green"}}']);
+      await until(() => /"type":"DELETED".*"name":"blue-m"/.test(w.output()), 15_000);
+      expect(w.output()).not.toContain('red-');
+      expect(w.output()).not.toContain('green-l');
+    } finally {
+      w.stop();
+    }
+  });
+
+  it('validates selectableFields as kube does', async () => {
+    const bad = (selectableFields: any[], extra: any = {}) => {
+      const c = shirts([{ name: 'v1', served: true, storage: true, schema, selectableFields, ...extra }]);
+      c.metadata.name = 'shirts.bad.example.com';
+      c.spec.group = 'bad.example.com';
+      return kubectl(s, ['create', '-f', '-'], { input: JSON.stringify(c) });
+    };
+    let r = await bad([{ jsonPath: '.spec.tags' }, { jsonPath: '.spec.nope' }, { jsonPath: '.metadata.name' }, { jsonPath: '.spec.color' }, { jsonPath: '.spec.color' }]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec.tags": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.');
+    expect(r.stderr).toContain('spec.versions[0].selectableFields[1].jsonPath: Invalid value: ".spec.nope": is an invalid path: does not refer to a valid field');
+    expect(r.stderr).toContain('spec.versions[0].selectableFields[2].jsonPath: Invalid value: ".metadata.name": is an invalid path: does not refer to a valid field');
+    expect(r.stderr).toContain('spec.versions[0].selectableFields[4].jsonPath: Duplicate value: ".spec.color"');
+    r = await bad([{ jsonPath: '.spec.color' }, {}]);
+    expect(r.stderr).toContain('spec.versions[0].selectableFields[1].jsonPath: Required value');
+    const many = Array.from({ length: 9 }, (_, i) => ({ jsonPath: `.spec.f${i}` }));
+    const wide = { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: Object.fromEntries(many.map((_, i) => [`f${i}`, { type: 'string' }])) } } } };
+    r = await bad(many, { schema: wide });
+    expect(r.stderr).toContain('spec.versions[0].selectableFields: Too many: 9: must have at most 8 items');
+  });
+});

@@ -10,6 +10,7 @@ import type { GroupVersionInfo, ResourceInfo, SubresourceInfo } from './catalog-
 import { setCustomOpenApi } from './openapi.js';
 import { nodeOfProp, type TypeNode } from '../registry/schema-walk.js';
 import { typeNode, type JSONSchemaProps } from '../registry/crd/structural.js';
+import { publishSelectableFields } from '../registry/crd/selectable-fields.js';
 import { retainConverters, type ConversionSpec, type ConverterKey } from '../registry/crd/conversion-webhook.js';
 
 /** The verbs of a custom resource, in the order kube's CRD discovery lists them. */
@@ -47,6 +48,8 @@ export interface CustomVersion {
   columns: PrinterColumn[];
   /** deletion under way: reads and deletes are served, creates refused */
   terminating: boolean;
+  /** selectableFields[].jsonPath (src/registry/crd/selectable-fields.ts) */
+  selectableFields?: string[];
   /** spec.conversion (strategy None or Webhook), for src/registry/conversion.ts */
   conversion?: ConversionSpec;
 }
@@ -89,6 +92,7 @@ export function servedVersions(crd: any): CustomVersion[] {
       columns: Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns : [],
       terminating: !!crd.metadata.deletionTimestamp,
       ...(spec.conversion?.strategy === 'Webhook' ? { conversion: spec.conversion } : {}),
+      ...(Array.isArray(v.selectableFields) && v.selectableFields.length ? { selectableFields: v.selectableFields.map((f: any) => f?.jsonPath).filter((p: unknown) => typeof p === 'string') } : {}),
     });
   }
   return out;
@@ -193,6 +197,7 @@ export class CustomResources {
     const byGv = new Map<string, GroupVersionInfo>();
     const defs: ReturnType<typeof openApiDefs> = [];
     const converters: ConverterKey[] = [];
+    const all: CustomVersion[] = [];
     schemas.clear();
     for (const crd of crds) {
       for (const cv of servedVersions(crd)) {
@@ -203,9 +208,11 @@ export class CustomResources {
         schemas.set(`${cv.group}/${cv.version}/${cv.kind}`, { schema: cv.schema, root: rootNodeOf(cv.schema) });
         defs.push(...openApiDefs(cv));
         if (cv.conversion) converters.push(cv);
+        all.push(cv);
       }
     }
     retainConverters(converters);
+    publishSelectableFields(all);
     setCustomOpenApi(defs);
     this.catalog.setCustom([...byGv.values()]);
   }
