@@ -215,6 +215,24 @@ describe('CRD conversion webhook', () => {
     expect(r.json().message).toBe('conversion for example.com/v1, Kind=Renamer returned invalid converted object at index 1: must have the same name: r != renamed');
   });
 
+  it('validates spec.conversion as kube does (with its internal field paths)', async () => {
+    const bad = (conversion: any) => {
+      const c = crd('bads', 'Bad', {});
+      c.spec.conversion = conversion;
+      return kubectl(s, ['create', '-f', '-'], { input: JSON.stringify(c) });
+    };
+    let r = await bad({ strategy: 'Webhook' });
+    expect(r.stderr).toContain('spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook');
+    expect(r.stderr).toContain('spec.conversion.conversionReviewVersions: Required value');
+    r = await bad({ strategy: 'Webhook', webhook: { conversionReviewVersions: ['v3'], clientConfig: { url: 'http://127.0.0.1/convert' } } });
+    expect(r.stderr).toContain(`spec.conversion.webhookClientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`);
+    expect(r.stderr).toContain('spec.conversion.conversionReviewVersions: Invalid value: ["v3"]: must include at least one of v1, v1beta1');
+    r = await bad({ strategy: 'Sideways' });
+    expect(r.stderr).toContain('spec.conversion.strategy: Unsupported value: "Sideways": supported values: "None", "Webhook"');
+    r = await bad({ strategy: 'None', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: 'https://127.0.0.1/convert' } } });
+    expect(r.stderr).toContain('spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook');
+  });
+
   it('a dead webhook fails conversions with kube error', async () => {
     const dead = await freePort();
     await applyCrd(crd('gadgets', 'Gadget', { url: `https://127.0.0.1:${dead}/convert`, caBundle }));

@@ -5,6 +5,7 @@
 // Defaults as kube's SetDefaults: singular and listKind from the kind, conversion None.
 // The status (accepted names, conditions) is the CRD controller's (crd-controller.ts).
 import { validateSelectableFields } from './selectable-fields.js';
+import { validateConversion } from './conversion-validation.js';
 import { GoValue } from '../../errors.js';
 import { Strategy, type FieldError } from '../strategy.js';
 import { nameErrors } from '../validation.js';
@@ -161,6 +162,7 @@ export function validateCrd(obj: any): FieldError[] {
       }
     });
   }
+  validateConversion(spec.conversion, errs);
   return errs;
 }
 
