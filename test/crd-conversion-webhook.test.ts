@@ -254,6 +254,12 @@ describe('CRD conversion webhook', () => {
     const l = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/gadgets');
     expect(l.status).toBe(500);
     expect(l.json().message).toContain('conversion webhook for example.com/v1, Kind=GadgetList failed: Post');
+    // kube's conversion metrics count the calls and the conversions
+    const m = (await request(s, 'GET', '/metrics')).body;
+    expect(m).toMatch(/^apiserver_conversion_webhook_request_total\{result="failure",failure_type="conversion_webhook_call_failure"\} [1-9]/m);
+    expect(m).toMatch(/^apiserver_conversion_webhook_request_total\{result="success",failure_type=""\} [1-9]/m);
+    expect(m).toMatch(/^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="gadgets.example.com",from_version="v1",to_version="v2",succeeded="false"\} [1-9]/m);
+    expect(m).toMatch(/^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="widgets.example.com",from_version="v2",to_version="v1",succeeded="true"\} [1-9]/m);
   });
 });
 

@@ -16,6 +16,7 @@ import { causeMessage, errors, goQuote } from '../../errors.js';
 import type { ObjectSource } from '../../admission/plugin.js';
 import { ClientConfigError, ResponseStatusError, TransportError, WebhookClient, type ClientConfig } from '../../admission/webhook/client.js';
 import { validateAnnotations, validateLabels } from '../validation.js';
+import { observeConversion, observeWebhookCall } from './conversion-metrics.js';
 
 /** kube's timeout of a conversion webhook call (the webhook client manager's default). */
 const CONVERSION_TIMEOUT_SECONDS = 30;
@@ -77,6 +78,21 @@ export class WebhookConverter {
    * Objects already in that version are neither sent nor changed. The inputs are not changed.
    */
   async convert(objs: any[], desiredApiVersion: string, list = false): Promise<any[]> {
+    const start = performance.now();
+    const version = (av: unknown) => (typeof av === 'string' ? av.slice(av.indexOf('/') + 1) : '');
+    const from = version(objs[0]?.apiVersion);
+    const to = version(desiredApiVersion);
+    try {
+      const out = await this.convertNow(objs, desiredApiVersion, list);
+      observeConversion(this.key.crdName, from, to, (performance.now() - start) / 1000, true);
+      return out;
+    } catch (e) {
+      observeConversion(this.key.crdName, from, to, (performance.now() - start) / 1000, false);
+      throw e;
+    }
+  }
+
+  private async convertNow(objs: any[], desiredApiVersion: string, list: boolean): Promise<any[]> {
     const outer = list ? gvkString(objs[0]?.apiVersion, this.key.listKind) : gvkString(objs[0]?.apiVersion, objs[0]?.kind);
     // kube hands the webhook converter a list with no type of its own for one object: its
     // errors name "/, Kind="; a real list keeps its apiVersion and kind.
@@ -97,7 +113,11 @@ export class WebhookConverter {
       response: { uid: '', convertedObjects: null, result: { metadata: {} } },
     });
     let review: any;
-    const callFailed = (why: string) => fail(`conversion for ${outer} failed: conversion webhook for ${inner} failed: ${why}`);
+    const called = performance.now();
+    const callFailed = (why: string): never => {
+      observeWebhookCall((performance.now() - called) / 1000, 'conversion_webhook_call_failure');
+      return fail(`conversion for ${outer} failed: conversion webhook for ${inner} failed: ${why}`);
+    };
     try {
       review = await this.client.post(body, CONVERSION_TIMEOUT_SECONDS);
     } catch (e) {
@@ -106,6 +126,7 @@ export class WebhookConverter {
       callFailed(String((e as Error)?.message ?? e));
     }
     const converted = this.checkResponse(review, uid, callFailed);
+    observeWebhookCall((performance.now() - called) / 1000);
     if (converted.length !== sent.length) fail(`conversion for ${outer} returned ${converted.length} objects, expected ${sent.length}`);
     const out = objs.slice();
     for (let n = 0; n < toSend.length; n++) {
