@@ -32,7 +32,7 @@ function makeCerts(): { key: string; cert: string } {
   run(['req', '-x509', '-new', '-key', 'ca.key', '-days', '2', '-subj', '/CN=conversion-test-ca', '-out', 'ca.crt']);
   run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'tls.key']);
   run(['req', '-new', '-key', 'tls.key', '-subj', '/CN=localhost', '-out', 'tls.csr']);
-  writeFileSync(join(certDir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  writeFileSync(join(certDir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:conv.conv-system.svc\n');
   run(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'tls.crt']);
   caBundle = Buffer.from(readFileSync(join(certDir, 'ca.crt'), 'utf8')).toString('base64');
   return { key: readFileSync(join(certDir, 'tls.key'), 'utf8'), cert: readFileSync(join(certDir, 'tls.crt'), 'utf8') };
@@ -215,6 +215,30 @@ describe('CRD conversion webhook', () => {
     expect(r.json().message).toBe('conversion for example.com/v1, Kind=Renamer returned invalid converted object at index 1: must have the same name: r != renamed');
   });
 
+  it('reaches a webhook through its Service EndpointSlice, speaking ConversionReview v1beta1', async () => {
+    await kubectlOk(s, ['create', 'namespace', 'conv-system']);
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'conv', namespace: 'conv-system' }, spec: { ports: [{ name: 'https', port: 443 }] } }));
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'conv-1', namespace: 'conv-system', labels: { 'kubernetes.io/service-name': 'conv' } },
+      addressType: 'IPv4',
+      ports: [{ name: 'https', port: hookPort }],
+      endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+    }));
+    const c = crd('sprockets', 'Sprocket', { service: { namespace: 'conv-system', name: 'conv', path: '/convert' }, caBundle });
+    c.spec.conversion.webhook.conversionReviewVersions = ['v1beta1', 'v1'];
+    await applyCrd(c);
+    const before = reviews.length;
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v2', kind: 'Sprocket', metadata: { name: 'sp', namespace: 'default' }, spec: { colour: 'teal' } }));
+    const v1 = JSON.parse(await kubectlOk(s, ['get', 'sprockets.v1.example.com', 'sp', '-o', 'json']));
+    expect(v1.spec).toEqual({ color: 'teal' });
+    const sent = reviews.slice(before);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent[0].review.apiVersion).toBe('apiextensions.k8s.io/v1beta1');
+    expect(sent[0].url).toBe('/convert?timeout=30s');
+  });
+
   it('validates spec.conversion as kube does (with its internal field paths)', async () => {
     const bad = (conversion: any) => {
       const c = crd('bads', 'Bad', {});
@@ -250,6 +274,10 @@ describe('CRD conversion webhook', () => {
     expect(c.code).not.toBe(0);
     expect(c.stderr).toContain(`conversion for example.com/v2, Kind=Gadget failed: conversion webhook for /, Kind= failed: Post "https://127.0.0.1:${dead}/convert?timeout=30s"`);
     expect((await kubectl(s, ['get', 'gadgets.v1.example.com', 'h'])).stderr).toContain('NotFound');
+    // a watch of v2 whose first event cannot be converted ends without sending it
+    const w = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/gadgets?watch=1&timeoutSeconds=10');
+    expect(w.status).toBe(200);
+    expect(w.body).not.toContain('"name":"g"');
     // the list of v2 too
     const l = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/gadgets');
     expect(l.status).toBe(500);
