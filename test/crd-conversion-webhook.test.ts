@@ -288,6 +288,8 @@ describe('CRD conversion webhook', () => {
     expect(m).toMatch(/^apiserver_conversion_webhook_request_total\{result="success",failure_type=""\} [1-9]/m);
     expect(m).toMatch(/^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="gadgets.example.com",from_version="v1",to_version="v2",succeeded="false"\} [1-9]/m);
     expect(m).toMatch(/^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="widgets.example.com",from_version="v2",to_version="v1",succeeded="true"\} [1-9]/m);
+    // the CRD and its instances go even though the webhook is dead (deleted through the storage version)
+    await kubectlOk(s, ['delete', 'crd', 'gadgets.example.com', '--timeout=20s']);
   });
 });
 

@@ -164,7 +164,9 @@ export class CrdController {
     if (!(crd.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER)) return false;
     const gr = `${crd.spec.names.plural}.${crd.spec.group}`;
     const cache = this.cacher.cache(gr);
-    const version = servedVersions(crd)[0]?.version ?? crd.spec.versions?.[0]?.name;
+    // through the storage version, as kube's finalizer deletes (no conversion webhook called)
+    const served = servedVersions(crd);
+    const version = (served.find((v) => v.version === v.storageVersion) ?? served[0])?.version ?? crd.spec.versions?.[0]?.name;
     const t = this.targets.resolve(crd.spec.group, version, crd.spec.names.plural);
     if (cache.items.size > 0 && t) {
       const entries = [...cache.items.values()];
