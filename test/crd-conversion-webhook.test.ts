@@ -325,9 +325,15 @@ describe('CRD selectableFields', () => {
     expect(await names('spec.count=2')).toEqual(['shirt.stable.example.com/red-m']);
     expect(await names('metadata.name=blue-m')).toEqual(['shirt.stable.example.com/blue-m']);
     // an undeclared field is refused as kube refuses it
+    await mk('ok-shirt', { color: 'white', ok: true });
+    expect(await names('spec.color=white')).toEqual(['shirt.stable.example.com/ok-shirt']);
     const bad = await kubectl(s, ['get', 'shirts', '--field-selector', 'spec.ok=true']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('field label not supported: spec.ok');
+    // a field made selectable later selects the objects already there
+    await applyCrd(shirts([{ name: 'v1', served: true, storage: true, schema, selectableFields: [{ jsonPath: '.spec.color' }, { jsonPath: '.spec.size' }, { jsonPath: '.spec.count' }, { jsonPath: '.spec.ok' }] }]));
+    expect(await until(async () => (await kubectl(s, ['get', 'shirts', '--field-selector', 'spec.ok=true', '-o', 'name'])).stdout.trim() || false)).toBe('shirt.stable.example.com/ok-shirt');
+    await kubectlOk(s, ['delete', 'shirt', 'ok-shirt']);
 
     const w = kubectlStream(s, ['get', 'shirts', '--watch', '--field-selector', 'spec.color=blue', '--output-watch-events', '-o', 'json']);
     try {

@@ -188,11 +188,12 @@ export class CustomResources {
 
   /**
    * Serves exactly these CRDs (established, valid). Rebuilds the catalog's custom part, the
-   * schema lookups and the OpenAPI definitions, only when what is served changed.
+   * schema lookups and the OpenAPI definitions, only when what is served changed. Returns
+   * the resources whose selectableFields changed (src/registry/crd/selectable-fields.ts).
    */
-  publish(crds: any[]): void {
+  publish(crds: any[]): string[] {
     const sig = JSON.stringify(crds.map((c) => [c.metadata.name, c.metadata.deletionTimestamp ?? '', c.spec, c.status?.acceptedNames]));
-    if (sig === this.signature) return;
+    if (sig === this.signature) return [];
     this.signature = sig;
     const byGv = new Map<string, GroupVersionInfo>();
     const defs: ReturnType<typeof openApiDefs> = [];
@@ -212,8 +213,9 @@ export class CustomResources {
       }
     }
     retainConverters(converters);
-    publishSelectableFields(all);
+    const relabelled = publishSelectableFields(all);
     setCustomOpenApi(defs);
     this.catalog.setCustom([...byGv.values()]);
+    return relabelled;
   }
 }

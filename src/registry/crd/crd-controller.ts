@@ -82,7 +82,11 @@ export class CrdController {
     const crds = this.crds().filter((c) => isEstablished(c) && validateCrd(c).length === 0);
     this.served.clear();
     for (const crd of crds) for (const cv of servedVersions(crd)) this.served.set(`${cv.group}/${cv.version}/${cv.plural}`, cv);
-    this.custom.publish(crds);
+    // field labels changed: the selectable values memoized on cached objects are recomputed
+    const relabelled = this.custom.publish(crds);
+    if (relabelled.length) {
+      for (const cache of this.cacher.caches()) if (relabelled.includes(cache.gr)) for (const e of cache.items.values()) e.sel = undefined;
+    }
   }
 
   private schedule(delay = 0): void {

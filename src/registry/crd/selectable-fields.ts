@@ -109,10 +109,12 @@ function labelsOf(cv: CustomVersion): Array<[string, (obj: any) => string]> {
  * Registers the field labels of every served version: `<resource>.<group>@<version>` says
  * which labels a request of that version accepts; `<resource>.<group>` reads them all from a
  * stored object (the storage version's path first, a label only another version declares at
- * that version's path).
+ * that version's path). Returns the resources whose labels changed: the selectable values
+ * memoized on their cached objects are stale.
  */
-export function publishSelectableFields(versions: CustomVersion[]): void {
+export function publishSelectableFields(versions: CustomVersion[]): string[] {
   const byGr = new Map<string, CustomVersion[]>();
+  const signatures = new Map<string, string>();
   for (const cv of versions) {
     const gr = `${cv.plural}.${cv.group}`;
     byGr.set(gr, [...(byGr.get(gr) ?? []), cv]);
@@ -128,6 +130,16 @@ export function publishSelectableFields(versions: CustomVersion[]): void {
       for (const [l, f] of fields) if (!seen.has(l)) seen.add(l), stored.push([l, f]);
     }
     regs.push({ key: gr, namespaced: cvs[0].namespaced, fields: stored });
+    signatures.set(gr, JSON.stringify(cvs.map((c) => [c.version, c.selectableFields ?? []])));
   }
   setCustomFieldLabels(regs);
+  const changed: string[] = [];
+  for (const gr of new Set([...byGr.keys(), ...published.keys()])) {
+    if (signatures.get(gr) !== published.get(gr)) changed.push(gr);
+  }
+  published = signatures;
+  return changed;
 }
+
+/** the selectableFields each resource was last published with */
+let published = new Map<string, string>();
