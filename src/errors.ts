@@ -105,6 +105,20 @@ export const errors = {
   unauthorized: (message = 'Unauthorized') => new StatusError(401, StatusReason.Unauthorized, message),
   forbidden: (gr: GroupResource, name: string | undefined, message: string) =>
     new StatusError(403, StatusReason.Forbidden, message, grDetails(gr, name)),
+  /** A CEL expression of an admission configuration that does not compile (the matchConditions contract's 422). */
+  celCompilation: (message: string) => new StatusError(422, StatusReason.Invalid, message, {}),
+  /**
+   * A ValidatingAdmissionPolicy's denial (kube's policy dispatcher): admission.NewForbidden's
+   * message and details, then the validation's reason (Invalid when none) with its code
+   * (reasonToCode: Forbidden 403, Unauthorized 401, RequestEntityTooLarge 413, else 422), and
+   * the message again as a cause.
+   */
+  policyDenied: (gr: GroupResource, name: string, why: string, reason: string) => {
+    const r = (reason || StatusReason.Invalid) as StatusReason;
+    const code = r === StatusReason.Forbidden ? 403 : r === StatusReason.Unauthorized ? 401 : r === StatusReason.RequestEntityTooLarge ? 413 : 422;
+    const details = { ...grDetails(gr, name), causes: [{ message: why }] } as StatusDetails;
+    return new StatusError(code, r, `${qualifiedResource(gr)} "${name}" is forbidden: ${why}`, details);
+  },
   notFound: (gr: GroupResource, name: string) =>
     new StatusError(404, StatusReason.NotFound, `${qualifiedResource(gr)} "${name}" not found`, grDetails(gr, name)),
   /** An unknown path below /api or /apis: kube-apiserver answers with an empty-details NotFound. */

@@ -35,6 +35,8 @@ import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.j
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
+import { ValidatingAdmissionPolicyStatusController } from './controllers/validating-admission-policy-status.js';
+import { compileMatchConditions } from './cel/match-conditions.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js';
@@ -51,7 +53,7 @@ import { requestBodyFilter } from './http/filters/request-body.js';
 import { auditFilter, withFailedAuthenticationAudit } from './http/filters/audit.js';
 import { createAuditor } from './audit/auditor.js';
 import { serveAudit } from './audit/remote-backend.js';
-import { Authorizer, authorizationFilter } from './http/filters/authorization.js';
+import { Authorizer, authorizationFilter, type AuthorizationAttributes, type Decision } from './http/filters/authorization.js';
 import { RbacResolver, RBAC_GROUP } from './auth/rbac/resolver.js';
 import { RbacBootstrap } from './controllers/rbac-bootstrap.js';
 import { PriorityClassBootstrap } from './controllers/priority-class-bootstrap.js';
@@ -221,6 +223,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   setConversionObjects(cachedObjects);
   // kube's order and default-on set, less --disable-admission-plugins, plus
   // --enable-admission-plugins; each plugin gets its part of --admission-control-config-file.
+  // CEL's `authorizer` in policies checks through the authorizer built below (kube's admission
+  // authorizer); webhooks' matchConditions compile with the same CEL environment.
+  let admissionAuthorize: ((a: AuthorizationAttributes) => Decision) | undefined;
   store.admission = defaultAdmissionChain(cachedObjects, {
     enable: o.enableAdmissionPlugins,
     disable: o.disableAdmissionPlugins,
@@ -229,6 +234,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       defaultNotReadyTolerationSeconds: o.defaultNotReadyTolerationSeconds,
       defaultUnreachableTolerationSeconds: o.defaultUnreachableTolerationSeconds,
       namespaceLookup: () => store.namespaceLookup(),
+      policies: {
+        authorize: (a: AuthorizationAttributes) => (admissionAuthorize ? admissionAuthorize(a) : { allowed: false, reason: 'no authorizer' }),
+      },
+      webhooks: { compileMatchConditions },
     },
   });
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
@@ -265,6 +274,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null);
+  admissionAuthorize = (a) => authorizer.decide(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
   controllerSpecs.push({
     name: 'root-ca-certificate-publisher',
@@ -278,6 +288,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         claims: controllerEnabled(o.controllers, 'persistentvolumeclaim-protection-controller'),
         volumes: controllerEnabled(o.controllers, 'persistentvolume-protection-controller'),
       }),
+  });
+  // ValidatingAdmissionPolicy status: type checking warnings and observedGeneration.
+  controllerSpecs.push({
+    name: 'validatingadmissionpolicy-status',
+    make: (c) =>
+      controllerEnabled(o.controllers, 'validatingadmissionpolicy-status-controller') ? new ValidatingAdmissionPolicyStatusController(store, c, targets, cachedObjects) : undefined,
   });
   // ResourceQuota status (hard and used), as kube's resource quota controller keeps it.
   controllerSpecs.push({

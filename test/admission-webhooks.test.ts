@@ -189,6 +189,40 @@ describe('admission webhooks', () => {
     expect((await kubectl(s, ['run', 'fine', '--image=nginx', '-n', 'wh-val'])).code).toBe(0);
   });
 
+  it('matchConditions (CEL) decide which requests reach a hook', async () => {
+    await namespace('wh-cond');
+    await apply(
+      hookConfig('Validating', 'cond', [
+        {
+          name: 'cond.test.kubeshard.io',
+          path: '/deny',
+          ...selector('wh-cond'),
+          // only pods whose name starts with deny- and that are not labelled exempt go to the hook
+          matchConditions: [
+            { name: 'named-deny', expression: "object.metadata.name.startsWith('deny-')" },
+            { name: 'not-exempt', expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)" },
+          ],
+        },
+      ]),
+    );
+    // (active: a dry-run pod named deny-... is refused once the server's admission has the configuration)
+    await until(async () => (await request(s, 'POST', `/api/v1/namespaces/wh-cond/pods?dryRun=All`, pod(`deny-probe-${Math.random().toString(36).slice(2, 8)}`))).status === 403);
+    const before = (calls.get('/deny') ?? []).length;
+    // no condition false for this one: the hook denies it
+    const denied = await kubectl(s, ['run', 'deny-cond', '--image=nginx', '-n', 'wh-cond']);
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain('admission webhook "cond.test.kubeshard.io" denied the request');
+    // a condition false: the hook is not called at all, the pod is admitted
+    expect((await kubectl(s, ['run', 'other-name', '--image=nginx', '-n', 'wh-cond'])).code).toBe(0);
+    expect((await kubectl(s, ['run', 'deny-exempt', '--image=nginx', '-n', 'wh-cond', '--labels', 'exempt=yes'])).code).toBe(0);
+    const reached = (calls.get('/deny') ?? []).slice(before).map((c) => c.review.request.name);
+    expect(reached).toEqual(['deny-cond']);
+    // an expression that does not compile is refused when the configuration is written
+    const bad = await kubectl(s, ['apply', '-f', '-'], { input: JSON.stringify(hookConfig('Validating', 'cond-bad', [{ name: 'bad.test.kubeshard.io', path: '/deny', matchConditions: [{ name: 'x', expression: 'object.nope(' }] }])) });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('matchConditions[0].expression');
+  });
+
   it('a dead webhook: failurePolicy Fail refuses with kube message, Ignore admits', async () => {
     await namespace('wh-dead');
     const dead = await freePort();

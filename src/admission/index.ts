@@ -35,7 +35,10 @@ registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects)
 registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
 // the webhook plugins' configuration (the CEL compiler of matchConditions, the catalog) is the environment's `webhooks`
 registerPlugin('MutatingAdmissionWebhook', (objects, _config, env) => new MutatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
+// the policy plugin's configuration (the authorizer of CEL's `authorizer`) is the environment's `policies`
+registerPlugin('ValidatingAdmissionPolicy', (objects, _config, env) => new ValidatingAdmissionPolicy(objects, (env.policies as ValidatingAdmissionPolicyConfig | undefined) ?? {}));
 registerPlugin('ValidatingAdmissionWebhook', (objects, _config, env) => new ValidatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
+import { ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyConfig } from './policy/validating-admission-policy.js';
 
 /** The chain kube-apiserver would run with these flags (the defaults when none). */
 export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {}): AdmissionChain {

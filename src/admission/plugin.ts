@@ -97,7 +97,8 @@ export abstract class AdmissionPlugin {
 export function forbidden(a: Attributes, why: string | Error): StatusError {
   if (why instanceof StatusError && why.code === 403) return why;
   const msg = typeof why === 'string' ? why : why.message;
-  const name = a.name || a.obj?.metadata?.name || 'Unknown';
+  // (before kube's BeforeCreate a generateName create has no name yet: its generateName stands in)
+  const name = a.name || a.obj?.metadata?.name || a.obj?.metadata?.generateName || 'Unknown';
   const gr = a.groupResource;
   const q = qualifiedResource(gr);
   return errors.forbidden(gr, name, `${q} "${name}" is forbidden: ${msg}`);

@@ -603,15 +603,9 @@ export class Store {
     } else {
       delete m.namespace;
     }
-    let nameGenerated = false;
-    if (!m.name) {
-      if (m.generateName) {
-        m.name = generateName(m.generateName);
-        nameGenerated = true;
-      } else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
-    }
-    m.uid = randomUUID();
-    m.creationTimestamp = nowTimestamp();
+    if (!m.name && !m.generateName) this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
+    delete m.uid;
+    delete m.creationTimestamp;
     delete m.resourceVersion;
     delete m.deletionTimestamp;
     delete m.deletionGracePeriodSeconds;
@@ -631,6 +625,17 @@ export class Store {
       const pending = admission.admit(obj, null);
       if (pending) await pending;
     }
+    // kube's BeforeCreate, after mutating admission: a mutating webhook sees a generateName
+    // create with no name yet, and no uid or creation time
+    let nameGenerated = false;
+    if (!m.name) {
+      if (m.generateName) {
+        m.name = generateName(m.generateName);
+        nameGenerated = true;
+      } else this.invalid(t, '', [{ field: 'metadata.name', type: 'FieldValueRequired', detail: 'name or generateName is required' }]);
+    }
+    m.uid = randomUUID();
+    m.creationTimestamp = nowTimestamp();
     t.strategy.admitCreate(obj, ctx);
     const errs: FieldError[] = [];
     this.validateCommon(t, obj, errs);

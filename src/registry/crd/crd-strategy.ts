@@ -4,6 +4,7 @@
 // version, at least one served, unique DNS-1035 names), schemas, subresource paths.
 // Defaults as kube's SetDefaults: singular and listKind from the kind, conversion None.
 // The status (accepted names, conditions) is the CRD controller's (crd-controller.ts).
+import { validateRuleCompilation } from './cel-validation.js';
 import { validateSelectableFields } from './selectable-fields.js';
 import { validateConversion } from './conversion-validation.js';
 import { GoValue } from '../../errors.js';
@@ -150,6 +151,7 @@ export function validateCrd(obj: any): FieldError[] {
       }
       validateRootSchema(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
       validatePatterns(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
+      validateRuleCompilation(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
       validateSelectableFields(v, at, errs);
       const scale = v?.subresources?.scale;
       if (isObj(scale)) {

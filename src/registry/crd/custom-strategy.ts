@@ -6,6 +6,9 @@
 import { Strategy, type FieldError, type StrategyContext } from '../strategy.js';
 import { applyDefaults, prune, validateSchema } from './structural.js';
 import type { CustomVersion } from '../../api/custom-resources.js';
+import { validateCel, hasRules } from './cel-validation.js';
+
+const BLOCKING = new Set(['FieldValueNotSupported', 'FieldValueRequired', 'FieldValueTooLong', 'FieldValueTooMany', 'FieldValueTypeInvalid']);
 
 export class CustomResourceStrategy extends Strategy {
   override tracksGeneration = true;
@@ -45,6 +48,11 @@ export class CustomResourceStrategy extends Strategy {
 
   override validate(obj: any, _ctx: StrategyContext): FieldError[] {
     const errs = validateSchema(obj, this.cv.schema);
+    // x-kubernetes-validations: the rules without oldSelf here (create and update alike), transition rules in validateUpdate
+    // (kube's hasBlockingErr: not on an object with type, required, enum or size errors)
+    if (errs.some((e) => BLOCKING.has(e.type))) {
+      if (hasRules(this.cv.schema as any)) errs.push({ field: '', type: 'FieldValueInvalid', value: null, detail: 'some validation rules were not checked because the object was invalid; correct the existing errors to complete validation' });
+    } else errs.push(...validateCel(this.cv.schema as any, obj, undefined, false));
     const scale = this.cv.scale;
     if (scale) {
       // The replicas a scale path points at must be a non-negative integer (kube's scale validation).
@@ -55,5 +63,9 @@ export class CustomResourceStrategy extends Strategy {
       }
     }
     return errs;
+  }
+
+  override validateUpdate(obj: any, old: any, _ctx: StrategyContext): FieldError[] {
+    return validateCel(this.cv.schema as any, obj, old, true);
   }
 }

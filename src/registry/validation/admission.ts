@@ -1,7 +1,8 @@
 // admissionregistration.k8s.io/v1 webhook configurations, as kube 1.33's
 // pkg/apis/admissionregistration/validation checks them (and k8s.io/apiserver's webhook URL and
-// service checks). matchConditions are CEL and are not compiled here.
+// service checks). Their CEL (matchConditions, a policy's expressions) is compiled in admission-cel.ts.
 import type { FieldError } from '../strategy.js';
+import { validatePolicyExpressions, validateMatchConditions } from './admission-cel.js';
 import {
   dns1035LabelErrors,
   dns1123SubdomainErrors,
@@ -205,6 +206,7 @@ function validateWebhook(hook: any, mutating: boolean, opts: Options, path: stri
   if (present(hook.timeoutSeconds) && isInt(hook.timeoutSeconds) && (hook.timeoutSeconds > 30 || hook.timeoutSeconds < 1)) {
     errs.push(invalid(`${path}.timeoutSeconds`, hook.timeoutSeconds, 'the timeout value must be between 1 and 30 seconds'));
   }
+  errs.push(...validateMatchConditions(hook.matchConditions, `${path}.matchConditions`));
   if (isObj(hook.namespaceSelector)) errs.push(...validateLabelSelector(hook.namespaceSelector, `${path}.namespaceSelector`));
   if (isObj(hook.objectSelector)) errs.push(...validateLabelSelector(hook.objectSelector, `${path}.objectSelector`));
   if (mutating && present(hook.reinvocationPolicy) && !REINVOCATION.includes(hook.reinvocationPolicy)) {
@@ -286,7 +288,7 @@ function validateMatchResources(m: any, path: string): FieldError[] {
 /**
  * ValidatingAdmissionPolicy without its CEL: failure policy, match constraints (with at least
  * one resource rule), and at least one validation or audit annotation, each with an expression.
- * Expressions are not compiled here.
+ * Its CEL expressions are compiled by validatePolicyExpressions (admission-cel.ts).
  */
 export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
   const errs: FieldError[] = [];
@@ -306,5 +308,6 @@ export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
       if (!isObj(v) || String(v.expression ?? '').trim() === '') errs.push(required(`spec.validations[${i}].expression`, 'expression is not specified'));
     });
   }
+  errs.push(...validatePolicyExpressions(spec));
   return errs;
 }
