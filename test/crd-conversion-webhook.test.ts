@@ -60,6 +60,7 @@ function convert(obj: any, to: string, path: string): any {
   // metadata other than labels and annotations is the server's: these changes are undone
   out.metadata.generation = 99;
   if (path === '/rename') out.metadata.name = 'renamed';
+  if (path === '/shout' && typeof spec.colour === 'string') spec.colour = spec.colour.toUpperCase();
   return out;
 }
 
@@ -205,6 +206,18 @@ describe('CRD conversion webhook', () => {
     expect(x.type).toBe('MODIFIED');
     expect(x.object.apiVersion).toBe('example.com/v2');
     expect(x.object.spec).toEqual({ colour: 'red', size: 4 });
+  });
+
+  it('a changed conversion webhook converts the objects afresh', async () => {
+    await applyCrd(crd('widgets', 'Widget', { url: `https://127.0.0.1:${hookPort}/shout`, caBundle }));
+    const got = await until(async () => {
+      const r = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/widgets/x');
+      return r.json().spec?.colour === 'RED' && r.json();
+    });
+    expect(got.apiVersion).toBe('example.com/v2');
+    const list = await request(s, 'GET', '/apis/example.com/v2/namespaces/default/widgets');
+    expect(list.json().items.map((i: any) => i.spec.colour)).toContain('BLUE');
+    await applyCrd(crd('widgets', 'Widget', { url: `https://127.0.0.1:${hookPort}/convert`, caBundle }));
   });
 
   it('refuses a converted object whose name changed, in kube words', async () => {

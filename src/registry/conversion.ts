@@ -90,17 +90,25 @@ function parse(e: { json: Buffer; obj?: any }): any {
   return e.obj;
 }
 
+/**
+ * What a view is memoized under: the apiVersion, and for a webhook the converter too, so that
+ * a CRD whose conversion changed converts its objects afresh.
+ */
+function viewKey(conv: Conversion): string {
+  return conv.webhook ? `${conv.apiVersion}#${conv.webhook.serial}` : conv.apiVersion;
+}
+
 /** The stored object in the request's version, memoized on the entry (shared by every reader of that version). */
 export function viewOf(conv: Conversion, e: CacheEntry): CacheEntry {
   let m = views.get(e);
   if (!m) views.set(e, (m = new Map()));
-  let v = m.get(conv.apiVersion);
+  let v = m.get(viewKey(conv));
   if (!v) {
     // (a webhook's views are made by readyViews first: converting here would skip the webhook)
     if (conv.webhook) throw new Error(`internal error: ${conv.apiVersion} view of ${e.key} read before its conversion webhook was called`);
     const obj = conv.fromStorage(parse(e));
     v = { key: e.key, ns: e.ns, name: e.name, rv: e.rv, json: Buffer.from(JSON.stringify(obj)), obj };
-    m.set(conv.apiVersion, v);
+    m.set(viewKey(conv), v);
   }
   return v;
 }
@@ -117,8 +125,8 @@ export async function readyViews(conv: Conversion, entries: CacheEntry[], list =
   const todo: CacheEntry[] = [];
   const waits: Promise<void>[] = [];
   for (const e of entries) {
-    if (views.get(e)?.has(conv.apiVersion)) continue;
-    const p = pendingViews.get(e)?.get(conv.apiVersion);
+    if (views.get(e)?.has(viewKey(conv))) continue;
+    const p = pendingViews.get(e)?.get(viewKey(conv));
     if (p) waits.push(p);
     else if (!todo.includes(e)) todo.push(e);
   }
@@ -134,17 +142,17 @@ export async function readyViews(conv: Conversion, entries: CacheEntry[], list =
         const obj = orderedObject(objs[i]);
         let m = views.get(e);
         if (!m) views.set(e, (m = new Map()));
-        m.set(conv.apiVersion, { key: e.key, ns: e.ns, name: e.name, rv: e.rv, json: Buffer.from(JSON.stringify(obj)), obj });
+        m.set(viewKey(conv), { key: e.key, ns: e.ns, name: e.name, rv: e.rv, json: Buffer.from(JSON.stringify(obj)), obj });
       }
     })();
     for (const e of todo) {
       let m = pendingViews.get(e);
       if (!m) pendingViews.set(e, (m = new Map()));
-      m.set(conv.apiVersion, call);
+      m.set(viewKey(conv), call);
     }
     waits.push(
       call.finally(() => {
-        for (const e of todo) pendingViews.get(e)?.delete(conv.apiVersion);
+        for (const e of todo) pendingViews.get(e)?.delete(viewKey(conv));
       }),
     );
   }
@@ -153,7 +161,7 @@ export async function readyViews(conv: Conversion, entries: CacheEntry[], list =
 
 /** Whether viewOf has this entry's view at hand (always, but for a webhook conversion not yet made). */
 export function hasView(conv: Conversion, e: CacheEntry): boolean {
-  return !conv.webhook || !!views.get(e)?.has(conv.apiVersion);
+  return !conv.webhook || !!views.get(e)?.has(viewKey(conv));
 }
 
 /** An object of the request's version in the storage version (through the webhook when the CRD has one). */

@@ -57,7 +57,11 @@ export function setConversionObjects(o: ObjectSource): void {
   objects = o;
 }
 
+let serials = 0;
+
 export class WebhookConverter {
+  /** unique per converter: the views a converter made are not another's (src/registry/conversion.ts) */
+  readonly serial = ++serials;
   private readonly client: WebhookClient;
   private readonly reviewVersion: 'v1' | 'v1beta1' | undefined;
 
