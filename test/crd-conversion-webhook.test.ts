@@ -220,6 +220,18 @@ describe('CRD conversion webhook', () => {
     await applyCrd(crd('widgets', 'Widget', { url: `https://127.0.0.1:${hookPort}/convert`, caBundle }));
   });
 
+  it('field selectors read each version own selectableFields, on converted objects', async () => {
+    const c = crd('widgets', 'Widget', { url: `https://127.0.0.1:${hookPort}/convert`, caBundle });
+    c.spec.versions[0].selectableFields = [{ jsonPath: '.spec.color' }];
+    c.spec.versions[1].selectableFields = [{ jsonPath: '.spec.colour' }];
+    await applyCrd(c);
+    const names = async (resource: string, sel: string) => (await kubectlOk(s, ['get', resource, '--field-selector', sel, '-o', 'name'])).trim().split('\n').filter(Boolean);
+    expect(await until(async () => (await names('widgets.v2.example.com', 'spec.colour=blue')).join() || false)).toBe('widget.example.com/z');
+    expect(await names('widgets.v1.example.com', 'spec.color=red')).toEqual(['widget.example.com/x']);
+    const bad = await kubectl(s, ['get', 'widgets.v2.example.com', '--field-selector', 'spec.color=red']);
+    expect(bad.stderr).toContain('field label not supported: spec.color');
+  });
+
   it('refuses a converted object whose name changed, in kube words', async () => {
     await applyCrd(crd('renamers', 'Renamer', { url: `https://127.0.0.1:${hookPort}/rename`, caBundle }));
     await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Renamer', metadata: { name: 'r', namespace: 'default' }, spec: { color: 'red' } }));

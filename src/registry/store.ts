@@ -17,7 +17,7 @@ import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, 
 import { orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
-import { convertFieldSelector } from '../request/field-labels.js';
+import { convertFieldSelector, selectableFields } from '../request/field-labels.js';
 import { validateListOptions } from '../request/list-options.js';
 import { listFromCacheSnapshot } from './read-gates.js';
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
@@ -386,10 +386,19 @@ export class Store {
     // A CRD's conversion webhook converts the chunk's items in one call, once they are chosen.
     const webhook = t.conv?.webhook ? t.conv : undefined;
     const chosen: CacheEntry[] = [];
+    // A field selector on such a resource reads the fields of the request's version (its
+    // selectableFields may name fields the storage version spells otherwise): the objects are
+    // converted first, as kube's cacher of that version holds them converted.
+    const viewFields = webhook && fields && entries ? t.selectorGr! : undefined;
+    if (viewFields) {
+      const from = start ? firstKeyAtOrAfter(entries!, start) : 0;
+      await readyViews(webhook!, entries!.slice(from).filter((e) => matchLabels(o.labels, selectable(e, t.gr).labels)), true);
+    }
     const accept = (e: CacheEntry): void => {
       if (hasSelector) {
         const sel = selectable(e, t.gr);
-        if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) return;
+        if (!matchLabels(o.labels, sel.labels)) return;
+        if (!matchFieldMap(fields, viewFields ? selectableFields(viewFields, entryObject(viewFor(t, e))) : sel.fields)) return;
       }
       if (webhook) chosen.push(e);
       else {
