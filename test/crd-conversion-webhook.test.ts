@@ -230,6 +230,14 @@ describe('CRD conversion webhook', () => {
     expect(await names('widgets.v1.example.com', 'spec.color=red')).toEqual(['widget.example.com/x']);
     const bad = await kubectl(s, ['get', 'widgets.v2.example.com', '--field-selector', 'spec.color=red']);
     expect(bad.stderr).toContain('field label not supported: spec.color');
+    // a watch of v2 by its own field: the initial state, an object joining, one leaving
+    const watching = request(s, 'GET', '/apis/example.com/v2/namespaces/default/widgets?watch=1&fieldSelector=spec.colour%3Dblue&timeoutSeconds=4');
+    await new Promise((r) => setTimeout(r, 1000));
+    await kubectlOk(s, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w3', namespace: 'default' }, spec: { color: 'blue' } }));
+    await kubectlOk(s, ['patch', 'widgets.v2.example.com', 'z', '--type=merge', '-p', '{"spec":{"colour":"grey"}}']);
+    const events = (await watching).body.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.map((e: any) => `${e.type} ${e.object.metadata.name} ${e.object.spec.colour}`)).toEqual(['ADDED z blue', 'ADDED w3 blue', 'DELETED z blue']);
+    expect(events.every((e: any) => e.object.apiVersion === 'example.com/v2')).toBe(true);
   });
 
   it('refuses a converted object whose name changed, in kube words', async () => {

@@ -38,6 +38,13 @@ export interface WatcherOptions {
    * wait is under way, later events and BOOKMARKs queue behind it, in order.
    */
   prepare?: (ev: WatchEvent, as: EventType) => Promise<void> | undefined;
+  /**
+   * The field selector's values of an entry when they are not the stored object's (a CRD
+   * version converted by its webhook reads its own selectableFields on the converted object),
+   * with prepareMatch readying what it reads for an event's states before the event is matched.
+   */
+  fieldsOf?: (e: CacheEntry) => Record<string, string>;
+  prepareMatch?: (ev: WatchEvent) => Promise<void> | undefined;
 }
 
 export class Watcher {
@@ -64,7 +71,8 @@ export class Watcher {
     if (this.opts.name !== '' && e.name !== this.opts.name) return false;
     if (!this.filtered) return true;
     const sel = selectable(e, this.opts.gr);
-    return matchLabels(this.opts.labels, sel.labels) && matchFieldMap(this.opts.fields, sel.fields);
+    if (!matchLabels(this.opts.labels, sel.labels)) return false;
+    return matchFieldMap(this.opts.fields, this.opts.fieldsOf ? this.opts.fieldsOf(e) : sel.fields);
   }
 
   /** The type this watcher sees an event as, or null: selector transitions become ADDED / DELETED. */
@@ -82,6 +90,23 @@ export class Watcher {
   }
 
   enqueue(ev: WatchEvent): void {
+    const pm = this.opts.prepareMatch;
+    if (pm) {
+      const ready = this.pending ? undefined : pm(ev);
+      if (this.pending || ready) {
+        // matched once its states are readied, then framed (and readied for that) in its turn
+        this.later(async () => {
+          await (ready ?? pm(ev));
+          const as = this.viewOf(ev);
+          if (!as) return;
+          await this.opts.prepare?.(ev, as);
+          this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+          this.sentRv = ev.rv;
+        });
+        this.rv = ev.rv;
+        return;
+      }
+    }
     const as = this.viewOf(ev);
     if (as) {
       const wait = this.pending ? undefined : this.opts.prepare?.(ev, as);
