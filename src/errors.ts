@@ -179,6 +179,11 @@ export const errors = {
     return new StatusError(500, '', `resourceVersion: Invalid value: ${goQuote(rv)}: strconv.ParseUint: parsing ${goQuote(rv)}: ${why}`);
   },
   timeout: (message: string) => new StatusError(504, StatusReason.Timeout, message),
+  /**
+   * A CRD conversion webhook failed: kube's converter returns a plain Go error, which
+   * ErrorToAPIStatus makes a 500 with no reason and the error's text as the message.
+   */
+  conversionFailed: (message: string) => new StatusError(500, '', message),
   internal: (message: string) =>
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
   serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
@@ -313,7 +318,7 @@ export function goQuote(s: string): string {
   });
 }
 
-function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }): string {
+export function causeMessage(c: { type: CauseType; value?: unknown; detail?: string }): string {
   let s: string;
   switch (c.type) {
     case 'FieldValueRequired':

@@ -45,6 +45,7 @@ import { compileMatchConditions } from './cel/match-conditions.js';
 import { ResourceQuotaController } from './controllers/resource-quota.js';
 import { FlowControlBootstrap } from './controllers/flowcontrol-bootstrap.js';
 import { defaultAdmissionChain, enabledPluginNames } from './admission/index.js';
+import { setConversionObjects } from './registry/crd/conversion-webhook.js';
 import { readAdmissionConfiguration } from './admission/config.js';
 import { controllerEnabled } from './controllers/controller-enabled.js';
 import { podSecurityMetrics } from './admission/pod-security/metrics.js';
@@ -225,6 +226,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     },
     list: (gr: string, ns: string) => cacher.cache(gr).list(ns).map((e) => entryObject(e)),
   };
+  // CRD conversion webhooks resolve a clientConfig.service from the same caches.
+  setConversionObjects(cachedObjects);
   // kube's order and default-on set, less --disable-admission-plugins, plus
   // --enable-admission-plugins; each plugin gets its part of --admission-control-config-file.
   // CEL's `authorizer` in policies checks through the authorizer built below (kube's admission

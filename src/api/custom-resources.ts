@@ -10,6 +10,8 @@ import type { GroupVersionInfo, ResourceInfo, SubresourceInfo } from './catalog-
 import { setCustomOpenApi } from './openapi.js';
 import { nodeOfProp, type TypeNode } from '../registry/schema-walk.js';
 import { typeNode, type JSONSchemaProps } from '../registry/crd/structural.js';
+import { publishSelectableFields } from '../registry/crd/selectable-fields.js';
+import { retainConverters, type ConversionSpec, type ConverterKey } from '../registry/crd/conversion-webhook.js';
 
 /** The verbs of a custom resource, in the order kube's CRD discovery lists them. */
 export const CUSTOM_VERBS = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
@@ -46,6 +48,10 @@ export interface CustomVersion {
   columns: PrinterColumn[];
   /** deletion under way: reads and deletes are served, creates refused */
   terminating: boolean;
+  /** selectableFields[].jsonPath (src/registry/crd/selectable-fields.ts) */
+  selectableFields?: string[];
+  /** spec.conversion (strategy None or Webhook), for src/registry/conversion.ts */
+  conversion?: ConversionSpec;
 }
 
 function isObj(v: unknown): v is Record<string, any> {
@@ -85,6 +91,8 @@ export function servedVersions(crd: any): CustomVersion[] {
       scale: isObj(scale) ? { specReplicasPath: scale.specReplicasPath, statusReplicasPath: scale.statusReplicasPath, labelSelectorPath: scale.labelSelectorPath } : undefined,
       columns: Array.isArray(v.additionalPrinterColumns) ? v.additionalPrinterColumns : [],
       terminating: !!crd.metadata.deletionTimestamp,
+      ...(spec.conversion?.strategy === 'Webhook' ? { conversion: spec.conversion } : {}),
+      ...(Array.isArray(v.selectableFields) && v.selectableFields.length ? { selectableFields: v.selectableFields.map((f: any) => f?.jsonPath).filter((p: unknown) => typeof p === 'string') } : {}),
     });
   }
   return out;
@@ -109,7 +117,7 @@ function resourceInfo(cv: CustomVersion, crd: any): ResourceInfo {
     subresources,
     storageVersionHash: storageVersionHash(cv.group, cv.storageVersion, cv.kind),
     // Another served version reads and writes the storage version's objects through the
-    // generic conversion (strategy None: only apiVersion changes).
+    // CRD's conversion (strategy None: only apiVersion changes; Webhook: the CRD's webhook).
     ...(cv.version !== cv.storageVersion ? { storageVersion: `${cv.group}/${cv.storageVersion}` } : {}),
     custom: cv,
   };
@@ -180,14 +188,17 @@ export class CustomResources {
 
   /**
    * Serves exactly these CRDs (established, valid). Rebuilds the catalog's custom part, the
-   * schema lookups and the OpenAPI definitions, only when what is served changed.
+   * schema lookups and the OpenAPI definitions, only when what is served changed. Returns
+   * the resources whose selectableFields changed (src/registry/crd/selectable-fields.ts).
    */
-  publish(crds: any[]): void {
+  publish(crds: any[]): string[] {
     const sig = JSON.stringify(crds.map((c) => [c.metadata.name, c.metadata.deletionTimestamp ?? '', c.spec, c.status?.acceptedNames]));
-    if (sig === this.signature) return;
+    if (sig === this.signature) return [];
     this.signature = sig;
     const byGv = new Map<string, GroupVersionInfo>();
     const defs: ReturnType<typeof openApiDefs> = [];
+    const converters: ConverterKey[] = [];
+    const all: CustomVersion[] = [];
     schemas.clear();
     for (const crd of crds) {
       for (const cv of servedVersions(crd)) {
@@ -197,9 +208,14 @@ export class CustomResources {
         gv.resources.push(resourceInfo(cv, crd));
         schemas.set(`${cv.group}/${cv.version}/${cv.kind}`, { schema: cv.schema, root: rootNodeOf(cv.schema) });
         defs.push(...openApiDefs(cv));
+        if (cv.conversion) converters.push(cv);
+        all.push(cv);
       }
     }
+    retainConverters(converters);
+    const relabelled = publishSelectableFields(all);
     setCustomOpenApi(defs);
     this.catalog.setCustom([...byGv.values()]);
+    return relabelled;
   }
 }

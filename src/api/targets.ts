@@ -53,6 +53,8 @@ export class Targets {
           info,
           gr: info.storageResource ?? own,
           ...(conv ? { conv, selectorGr: own } : {}),
+          // a custom resource's field labels are its version's selectableFields
+          ...(info.custom ? { selectorGr: `${own}@${version}` } : {}),
           groupResource: { group, resource },
           strategy,
           nameRule,

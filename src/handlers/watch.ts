@@ -28,15 +28,17 @@ import { randomInt } from 'node:crypto';
 import { listOptions, timeoutSecondsParam } from '../request/query.js';
 import { exactField } from '../request/selectors.js';
 import { validateListOptions } from '../request/list-options.js';
-import { convertFieldSelector } from '../request/field-labels.js';
+import { convertFieldSelector, selectableFields } from '../request/field-labels.js';
 import { baseHeaders } from '../http/respond.js';
 import type { HeaderList } from '../http/types.js';
 import { Watcher, wantBookmarks } from '../../workers/watch/watcher-group.js';
-import { entryAs, initialFrames, type WatchEvent } from '../../workers/watch/watch-cache.js';
+import { entryAs, entryObject, initialFrames, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { decodeProblem } from '../registry/corrupt-objects.js';
 import { errors, StatusError } from '../errors.js';
 import { features } from '../features.js';
 import { parseRv } from '../registry/store.js';
+import { hasView, readyViews, viewOf } from '../registry/conversion.js';
+import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 import { CompactedError } from '../storage/interface.js';
 import { apiVersionOf, type HandlerContext } from './context.js';
 import { encodeContextOf, responseRepresentation, streamRepresentation } from './representation.js';
@@ -55,6 +57,23 @@ function endWithError(c: HandlerContext, headers: HeaderList, err: StatusError, 
     c.res.write(valueFrame('ERROR', err.toStatus(), r));
     c.res.end();
   });
+}
+
+function webhookPrepare(conv: NonNullable<HandlerContext['target']['conv']>) {
+  return (ev: WatchEvent, as: string): Promise<void> | undefined => {
+    const e = entryAs(ev, as as WatchEvent['type']) as CacheEntry;
+    return hasView(conv, e) ? undefined : readyViews(conv, [e]);
+  };
+}
+
+function webhookFields(conv: NonNullable<HandlerContext['target']['conv']>, selectorGr: string) {
+  return {
+    fieldsOf: (e: CacheEntry) => selectableFields(selectorGr, entryObject(viewOf(conv, e))),
+    prepareMatch: (ev: WatchEvent): Promise<void> | undefined => {
+      const todo = [ev.entry, ev.prev].filter((e): e is CacheEntry => !!e && !hasView(conv, e));
+      return todo.length ? readyViews(conv, todo) : undefined;
+    },
+  };
 }
 
 export async function handleWatch(c: HandlerContext): Promise<void> {
@@ -116,13 +135,30 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     apiVersion: apiVersionOf(target),
     kind: target.info.kind,
     freshRv: () => storage.freshRv(gr),
+    // A CRD's conversion webhook converts each event's object before its frame is made.
+    prepare: target.conv?.webhook ? webhookPrepare(target.conv) : undefined,
+    // ...and its field selector reads the request version's fields on the converted objects
+    ...(target.conv?.webhook && fields ? webhookFields(target.conv, target.selectorGr!) : {}),
   });
   if (initial) {
     const at = storage.freshRv(gr);
     let current = store.currentEntries(target, info.namespace, name);
     // (a backend read over the network, with the type's cache off: see below for the caveat)
     if (current instanceof Promise) current = await current;
+    const conv = target.conv;
+    if (conv?.webhook) {
+      // The initial objects go to the webhook in one review; each event below waits on it
+      // (readyViews finds them under way) rather than calling for itself.
+      const todo = (fields ? current : current.filter((e) => watcher.matches(e))).filter((e) => !hasView(conv, e));
+      // (a failure is each event's: the watch ends at the first)
+      if (todo.length) readyViews(conv, todo, true).catch(() => undefined);
+    }
     for (const e of current) {
+      // (a webhook's events are matched and framed once converted, in order)
+      if (target.conv?.webhook) {
+        watcher.enqueue({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent);
+        continue;
+      }
       if (!watcher.matches(e)) continue;
       if (frame) watcher.outbox.push(frame({ rv: e.rv, type: 'ADDED', entry: e } as WatchEvent, 'ADDED'));
       else initialFrames(e, watcher.outbox);

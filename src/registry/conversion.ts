@@ -22,6 +22,7 @@ import type { ResourceInfo } from '../api/catalog-types.js';
 import type { CacheEntry } from '../../workers/watch/watch-cache.js';
 import { orderedObject } from '../codec/json.js';
 import { setOwn } from './own-keys.js';
+import { webhookConverterFor, type WebhookConverter } from './crd/conversion-webhook.js';
 
 export interface Conversion {
   /** the request's apiVersion, and the storage's */
@@ -31,6 +32,13 @@ export interface Conversion {
   toStorage(obj: any): any;
   /** a new object in the request's version; the input (often a shared cache parse) is not changed */
   fromStorage(obj: any): any;
+  /**
+   * Set for a CRD whose conversion strategy is Webhook: every conversion is a call, so the
+   * store converts with the async helpers below (toStorageAsync, readyViews, ...) and the
+   * sync toStorage/fromStorage above only rewrite apiVersion (what admission's Equivalent
+   * matching uses).
+   */
+  webhook?: WebhookConverter;
 }
 
 type Convert = (obj: any, apiVersion: string) => any;
@@ -52,9 +60,11 @@ export function conversionOf(info: ResourceInfo): Conversion | undefined {
   const storageApiVersion = info.storageVersion;
   const down = HAND[`${storageApiVersion}|${apiVersion}|${info.kind}`] ?? rewrite;
   const up = HAND[`${apiVersion}|${storageApiVersion}|${info.kind}`] ?? rewrite;
+  const webhook = info.custom?.conversion ? webhookConverterFor(info.custom) : undefined;
   return {
     apiVersion,
     storageApiVersion,
+    ...(webhook ? { webhook } : {}),
     toStorage: (obj) => orderedObject(up(obj, storageApiVersion)),
     fromStorage: (obj) => {
       // Bytes written before storage versions were kept (in another served version) are
@@ -72,23 +82,100 @@ export function conversionOf(info: ResourceInfo): Conversion | undefined {
 // ---- views of stored objects ------------------------------------------------------------
 
 const views = new WeakMap<object, Map<string, CacheEntry>>();
+/** webhook conversions under way, by entry and apiVersion */
+const pendingViews = new WeakMap<object, Map<string, Promise<void>>>();
 
 function parse(e: { json: Buffer; obj?: any }): any {
   if (e.obj === undefined) e.obj = JSON.parse(e.json.toString('utf8'));
   return e.obj;
 }
 
+/**
+ * What a view is memoized under: the apiVersion, and for a webhook the converter too, so that
+ * a CRD whose conversion changed converts its objects afresh.
+ */
+function viewKey(conv: Conversion): string {
+  return conv.webhook ? `${conv.apiVersion}#${conv.webhook.serial}` : conv.apiVersion;
+}
+
 /** The stored object in the request's version, memoized on the entry (shared by every reader of that version). */
 export function viewOf(conv: Conversion, e: CacheEntry): CacheEntry {
   let m = views.get(e);
   if (!m) views.set(e, (m = new Map()));
-  let v = m.get(conv.apiVersion);
+  let v = m.get(viewKey(conv));
   if (!v) {
+    // (a webhook's views are made by readyViews first: converting here would skip the webhook)
+    if (conv.webhook) throw new Error(`internal error: ${conv.apiVersion} view of ${e.key} read before its conversion webhook was called`);
     const obj = conv.fromStorage(parse(e));
     v = { key: e.key, ns: e.ns, name: e.name, rv: e.rv, json: Buffer.from(JSON.stringify(obj)), obj };
-    m.set(conv.apiVersion, v);
+    m.set(viewKey(conv), v);
   }
   return v;
+}
+
+/**
+ * Makes the request version's views of these entries (a webhook conversion: one call for
+ * all of those not converted yet), so that viewOf then finds them. `list`: they are a
+ * list's items (kube's errors then name the list's kind). Entries some other
+ * reader is converting already are waited for, not sent again.
+ */
+export async function readyViews(conv: Conversion, entries: CacheEntry[], list = false): Promise<void> {
+  const wh = conv.webhook;
+  if (!wh) return;
+  const todo: CacheEntry[] = [];
+  const waits: Promise<void>[] = [];
+  for (const e of entries) {
+    if (views.get(e)?.has(viewKey(conv))) continue;
+    const p = pendingViews.get(e)?.get(viewKey(conv));
+    if (p) waits.push(p);
+    else if (!todo.includes(e)) todo.push(e);
+  }
+  if (todo.length) {
+    const call = (async () => {
+      const objs = await wh.convert(
+        todo.map((e) => parse(e)),
+        conv.apiVersion,
+        list,
+      );
+      for (let i = 0; i < todo.length; i++) {
+        const e = todo[i];
+        const obj = orderedObject(objs[i]);
+        let m = views.get(e);
+        if (!m) views.set(e, (m = new Map()));
+        m.set(viewKey(conv), { key: e.key, ns: e.ns, name: e.name, rv: e.rv, json: Buffer.from(JSON.stringify(obj)), obj });
+      }
+    })();
+    for (const e of todo) {
+      let m = pendingViews.get(e);
+      if (!m) pendingViews.set(e, (m = new Map()));
+      m.set(viewKey(conv), call);
+    }
+    waits.push(
+      call.finally(() => {
+        for (const e of todo) pendingViews.get(e)?.delete(viewKey(conv));
+      }),
+    );
+  }
+  await Promise.all(waits);
+}
+
+/** Whether viewOf has this entry's view at hand (always, but for a webhook conversion not yet made). */
+export function hasView(conv: Conversion, e: CacheEntry): boolean {
+  return !conv.webhook || !!views.get(e)?.has(viewKey(conv));
+}
+
+/** An object of the request's version in the storage version (through the webhook when the CRD has one). */
+export async function toStorageAsync(conv: Conversion, obj: any): Promise<any> {
+  if (!conv.webhook) return conv.toStorage(obj);
+  const [out] = await conv.webhook.convert([obj], conv.storageApiVersion);
+  return orderedObject(out);
+}
+
+/** Stored JSON (a write's result) in the request's version, through the webhook when the CRD has one. */
+export async function convertedJsonAsync(conv: Conversion, json: Buffer): Promise<Buffer> {
+  if (!conv.webhook) return convertedJson(conv, json);
+  const [out] = await conv.webhook.convert([JSON.parse(json.toString('utf8'))], conv.apiVersion);
+  return Buffer.from(JSON.stringify(orderedObject(out)));
 }
 
 /** Stored JSON (a write's result) in the request's version. */

@@ -17,7 +17,7 @@ import { entryObject, firstKeyAtOrAfter, selectable, splitKey, type CacheEntry, 
 import { orderedObject } from '../codec/json.js';
 import { itemPrefix } from '../codec/list-item.js';
 import { matchFieldMap, matchLabels, type FieldSelector, type LabelSelector } from '../request/selectors.js';
-import { convertFieldSelector } from '../request/field-labels.js';
+import { convertFieldSelector, selectableFields } from '../request/field-labels.js';
 import { validateListOptions } from '../request/list-options.js';
 import { listFromCacheSnapshot } from './read-gates.js';
 import { Strategy, type FieldError, type StrategyContext } from './strategy.js';
@@ -29,7 +29,7 @@ import { ANY, rootNode } from './schema-walk.js';
 import { deepEqual } from './managed-fields.js';
 import { decodeContinue, encodeContinue } from './continue-token.js';
 import { checkListable, checkStoredBytes, throwIfCorrupt } from './corrupt-objects.js';
-import { convertedJson, viewOf, type Conversion } from './conversion.js';
+import { convertedJson, convertedJsonAsync, hasView, readyViews, toStorageAsync, viewOf, type Conversion } from './conversion.js';
 
 /**
  * Records field ownership on the object about to be stored (metadata.managedFields), or
@@ -65,6 +65,12 @@ export interface ResourceTarget {
 /** Stored entries as the target's version sees them (the entry itself when it is the storage version). */
 export function viewFor<E extends CacheEntry | undefined>(t: ResourceTarget, e: E): E {
   return t.conv && e ? (viewOf(t.conv, e) as E) : e;
+}
+
+/** viewFor, once a CRD's conversion webhook has converted the entry (any other conversion is at hand). */
+async function viewAfterWebhook<E extends CacheEntry | undefined>(t: ResourceTarget, e: E): Promise<E> {
+  if (e && t.conv?.webhook) await readyViews(t.conv, [e]);
+  return viewFor(t, e);
 }
 
 export interface WriteResult {
@@ -282,6 +288,8 @@ export class Store {
     } else if (rvParam !== '0' && this.storage.freshRv(cache.gr) < parseRv(rvParam)) return null;
     const e = cache.items.get(objectKey(ns, name));
     if (!e) this.missing(t, ns, name);
+    // (a conversion webhook not called yet for this entry: get() waits for it)
+    if (t.conv && !hasView(t.conv, e)) return null;
     return viewFor(t, e);
   }
 
@@ -306,7 +314,7 @@ export class Store {
       if (s) e = { key, ns, name, rv: s.rv, json: s.json };
     }
     if (!e) this.missing(t, ns, name);
-    return viewFor(t, e);
+    return viewAfterWebhook(t, e);
   }
 
   /**
@@ -375,14 +383,29 @@ export class Store {
     const items: Buffer[] = [];
     const sources: Array<{ json: Buffer; obj?: any }> = [];
     let lastKey = '';
+    // A CRD's conversion webhook converts the chunk's items in one call, once they are chosen.
+    const webhook = t.conv?.webhook ? t.conv : undefined;
+    const chosen: CacheEntry[] = [];
+    // A field selector on such a resource reads the fields of the request's version (its
+    // selectableFields may name fields the storage version spells otherwise): the objects are
+    // converted first, as kube's cacher of that version holds them converted.
+    const viewFields = webhook && fields && entries ? t.selectorGr! : undefined;
+    if (viewFields) {
+      const from = start ? firstKeyAtOrAfter(entries!, start) : 0;
+      await readyViews(webhook!, entries!.slice(from).filter((e) => matchLabels(o.labels, selectable(e, t.gr).labels)), true);
+    }
     const accept = (e: CacheEntry): void => {
       if (hasSelector) {
         const sel = selectable(e, t.gr);
-        if (!matchLabels(o.labels, sel.labels) || !matchFieldMap(fields, sel.fields)) return;
+        if (!matchLabels(o.labels, sel.labels)) return;
+        if (!matchFieldMap(fields, viewFields ? selectableFields(viewFields, entryObject(viewFor(t, e))) : sel.fields)) return;
       }
-      const v = viewFor(t, e);
-      items.push(v.json);
-      sources.push(v);
+      if (webhook) chosen.push(e);
+      else {
+        const v = viewFor(t, e);
+        items.push(v.json);
+        sources.push(v);
+      }
       lastKey = e.key;
     };
     const res: ListResult = { rv: listRv, items, sources };
@@ -393,7 +416,7 @@ export class Store {
       const base = start ? firstKeyAtOrAfter(entries, start) : 0;
       let i = base;
       for (; i < entries.length; i++) {
-        if (o.limit > 0 && items.length >= o.limit) break;
+        if (o.limit > 0 && items.length + chosen.length >= o.limit) break;
         accept(entries[i]);
       }
       if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i, itemPrefix(t));
@@ -413,7 +436,7 @@ export class Store {
         throw errors.expired('The resourceVersion for the provided list is too old.');
       }
       for (let r = stored.next(); !r.done; r = stored.next()) {
-        if (o.limit > 0 && items.length >= o.limit) {
+        if (o.limit > 0 && items.length + chosen.length >= o.limit) {
           more = true;
           if (!hasSelector) {
             remaining = 1;
@@ -422,6 +445,14 @@ export class Store {
           break;
         }
         accept(this.storedEntry(t, r.value));
+      }
+    }
+    if (webhook && chosen.length) {
+      await readyViews(webhook, chosen, true);
+      for (const e of chosen) {
+        const v = viewFor(t, e);
+        items.push(v.json);
+        sources.push(v);
       }
     }
     if (o.limit > 0 && more) {
@@ -510,11 +541,19 @@ export class Store {
 
   /** Commits obj as a write of `type`, with the precondition `expect`. */
   private commit(t: ResourceTarget, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<{ rv: number; json: Buffer }> {
+    if (t.conv?.webhook) return this.commitThroughWebhook(t, t.conv, type, ns, name, obj, expect);
     const stored = t.conv ? t.conv.toStorage(obj) : obj;
     const written = this.storage.write({ type, gr: t.gr, key: objectKey(ns, name), expect, obj: stored }, stored);
     // The storage version's answer is the storage's own promise: no extra promise and turn.
     const conv = t.conv;
     return conv ? written.then(({ rv, json }) => ({ rv, json: convertedJson(conv, json) })) : written;
+  }
+
+  /** commit for a CRD with a conversion webhook: the object goes to the storage version, and its stored state comes back, through the webhook. */
+  private async commitThroughWebhook(t: ResourceTarget, conv: Conversion, type: EventType, ns: string, name: string, obj: any, expect: number): Promise<{ rv: number; json: Buffer }> {
+    const stored = await toStorageAsync(conv, obj);
+    const { rv, json } = await this.storage.write({ type, gr: t.gr, key: objectKey(ns, name), expect, obj: stored }, stored);
+    return { rv, json: await convertedJsonAsync(conv, json) };
   }
 
   /**
@@ -525,10 +564,10 @@ export class Store {
   async storageUpdate(t: ResourceTarget, ns: string, name: string, dryRun: boolean, mutate: (obj: any) => void): Promise<WriteResult> {
     const key = objectKey(ns, name);
     for (let attempt = 0; ; attempt++) {
-      let cur = viewFor(t, this.cacheOf(t).items.get(key));
+      let cur = t.conv?.webhook ? await viewAfterWebhook(t, this.cacheOf(t).items.get(key)) : viewFor(t, this.cacheOf(t).items.get(key));
       if (!cur && attempt === 0 && this.storage.latestRv) {
         await this.syncLatest(t.gr);
-        cur = viewFor(t, this.cacheOf(t).items.get(key));
+        cur = await viewAfterWebhook(t, this.cacheOf(t).items.get(key));
       }
       if (!cur) throw errors.notFound(t.groupResource, name);
       const obj = structuredClone(entryObject(cur));
@@ -552,7 +591,8 @@ export class Store {
    */
   private renderDryRun(t: ResourceTarget, obj: any, currentRv?: number): Buffer {
     // What a real write would answer: the object as it reads back from its storage version.
-    if (t.conv) obj = t.conv.fromStorage(t.conv.toStorage(obj));
+    // (kube's dry run stores nothing and converts nothing: a CRD's webhook is not called)
+    if (t.conv && !t.conv.webhook) obj = t.conv.fromStorage(t.conv.toStorage(obj));
     if (currentRv !== undefined) obj = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(currentRv) } };
     return Buffer.from(JSON.stringify(orderedObject(obj)));
   }
@@ -704,11 +744,11 @@ export class Store {
     // re-reads etcd when its cached object turns out stale
     let synced = !this.storage.latestRv;
     for (let attempt = 0; ; attempt++) {
-      let cur = viewFor(t, cache.items.get(key));
+      let cur = t.conv?.webhook ? await viewAfterWebhook(t, cache.items.get(key)) : viewFor(t, cache.items.get(key));
       if (!cur && !synced) {
         synced = true;
         await this.syncLatest(t.gr);
-        cur = viewFor(t, cache.items.get(key));
+        cur = await viewAfterWebhook(t, cache.items.get(key));
       }
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
@@ -947,11 +987,11 @@ export class Store {
     // the delete is looked at again once the cache has caught up with storage
     let synced = !this.storage.latestRv;
     for (let attempt = 0; ; attempt++) {
-      let cur = viewFor(t, cache.items.get(key));
+      let cur = t.conv?.webhook ? await viewAfterWebhook(t, cache.items.get(key)) : viewFor(t, cache.items.get(key));
       if (!cur && !synced) {
         synced = true;
         await this.syncLatest(t.gr);
-        cur = viewFor(t, cache.items.get(key));
+        cur = await viewAfterWebhook(t, cache.items.get(key));
       }
       if (!cur) this.missing(t, ns, name);
       const old = entryObject(cur);
@@ -1012,6 +1052,7 @@ export class Store {
   /** The state of one object at an older version, from the revision history. */
   async getAtVersion(t: ResourceTarget, ns: string, name: string, rv: number): Promise<Buffer | undefined> {
     const json = (await this.storage.getAt(t.gr, objectKey(ns, name), rv))?.json;
+    if (json && t.conv?.webhook) return convertedJsonAsync(t.conv, json);
     return json && t.conv ? convertedJson(t.conv, json) : json;
   }
 }

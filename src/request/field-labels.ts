@@ -143,8 +143,21 @@ const DEFAULT: KindFields = {
   reject: metaOnly,
 };
 
+/** The field labels of custom resources (CRD selectableFields), by "<resource>.<group>" and "...@<version>". */
+let customKinds = new Map<string, KindFields>();
+
+/** Replaces the custom resources' field labels (src/registry/crd/selectable-fields.ts). */
+export function setCustomFieldLabels(regs: Array<{ key: string; namespaced: boolean; fields: Array<[string, Extract]> }>): void {
+  const m = new Map<string, KindFields>();
+  for (const r of regs) {
+    // (a custom resource without selectableFields takes the generic labels and message)
+    if (r.fields.length) m.set(r.key, kind(r.namespaced, Object.fromEntries(r.fields), { reject: notSupported }));
+  }
+  customKinds = m;
+}
+
 export function kindFields(gr: string): KindFields {
-  return KINDS[gr] ?? DEFAULT;
+  return KINDS[gr] ?? (customKinds.size ? customKinds.get(gr) : undefined) ?? DEFAULT;
 }
 
 /**

@@ -32,6 +32,19 @@ export interface WatcherOptions {
   freshRv?: () => number;
   /** how a BOOKMARK (or another value that is no stored object) is framed; JSON when absent */
   valueFrame?: (type: string, value: Record<string, unknown>) => Buffer;
+  /**
+   * Readies what an event's frame needs when that takes a wait (a CRD's conversion webhook,
+   * src/registry/conversion.ts readyViews); undefined when the frame can be made now. While a
+   * wait is under way, later events and BOOKMARKs queue behind it, in order.
+   */
+  prepare?: (ev: WatchEvent, as: EventType) => Promise<void> | undefined;
+  /**
+   * The field selector's values of an entry when they are not the stored object's (a CRD
+   * version converted by its webhook reads its own selectableFields on the converted object),
+   * with prepareMatch readying what it reads for an event's states before the event is matched.
+   */
+  fieldsOf?: (e: CacheEntry) => Record<string, string>;
+  prepareMatch?: (ev: WatchEvent) => Promise<void> | undefined;
 }
 
 export class Watcher {
@@ -58,7 +71,8 @@ export class Watcher {
     if (this.opts.name !== '' && e.name !== this.opts.name) return false;
     if (!this.filtered) return true;
     const sel = selectable(e, this.opts.gr);
-    return matchLabels(this.opts.labels, sel.labels) && matchFieldMap(this.opts.fields, sel.fields);
+    if (!matchLabels(this.opts.labels, sel.labels)) return false;
+    return matchFieldMap(this.opts.fields, this.opts.fieldsOf ? this.opts.fieldsOf(e) : sel.fields);
   }
 
   /** The type this watcher sees an event as, or null: selector transitions become ADDED / DELETED. */
@@ -76,12 +90,62 @@ export class Watcher {
   }
 
   enqueue(ev: WatchEvent): void {
+    const pm = this.opts.prepareMatch;
+    if (pm) {
+      const ready = this.pending ? undefined : pm(ev);
+      if (this.pending || ready) {
+        // matched once its states are readied, then framed (and readied for that) in its turn
+        this.later(async () => {
+          await (ready ?? pm(ev));
+          const as = this.viewOf(ev);
+          if (!as) return;
+          await this.opts.prepare?.(ev, as);
+          this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+          this.sentRv = ev.rv;
+        });
+        this.rv = ev.rv;
+        return;
+      }
+    }
     const as = this.viewOf(ev);
     if (as) {
-      this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
-      this.sentRv = ev.rv;
+      const wait = this.pending ? undefined : this.opts.prepare?.(ev, as);
+      if (this.pending || wait) {
+        this.later(async () => {
+          await (wait ?? this.opts.prepare?.(ev, as));
+          this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+          this.sentRv = ev.rv;
+        });
+      } else {
+        this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+        this.sentRv = ev.rv;
+      }
     }
     this.rv = ev.rv;
+  }
+
+  /** the steps waiting on prepare(), in event order (none without a prepare that waits) */
+  private pending?: Promise<void>;
+  /** a queued step is running (what it does is in its turn) */
+  private stepping = false;
+
+  /**
+   * Runs step after the ones queued before it, then writes what it added. A step that
+   * fails ends the watch without a further event, as kube's watch server stops when it
+   * cannot encode an event (the client's next list reports the error).
+   */
+  private later(step: () => Promise<void> | void): void {
+    const run = (this.pending ?? Promise.resolve()).then(async () => {
+      if (this.closed) return;
+      await step();
+      if (this.closed) return;
+      this.flush();
+    });
+    const mine = run.catch(() => this.close());
+    this.pending = mine;
+    void mine.then(() => {
+      if (this.pending === mine) this.pending = undefined;
+    });
   }
 
   /**
@@ -90,6 +154,21 @@ export class Watcher {
    */
   bookmark(initialEventsEnd = false): boolean {
     if (this.closed || !this.opts.bookmarks) return false;
+    if (this.pending && !this.stepping) {
+      // events still being readied: a BOOKMARK now would claim versions not yet sent; the
+      // end of the initial events follows them instead
+      if (initialEventsEnd) {
+        this.later(() => {
+          this.stepping = true;
+          try {
+            this.bookmark(true);
+          } finally {
+            this.stepping = false;
+          }
+        });
+      }
+      return false;
+    }
     const rv = Math.max(this.rv, this.opts.freshRv?.() ?? 0);
     if (!initialEventsEnd && rv <= this.sentRv) return false;
     const { apiVersion = 'v1', kind = '', valueFrame } = this.opts;

@@ -82,7 +82,11 @@ export class CrdController {
     const crds = this.crds().filter((c) => isEstablished(c) && validateCrd(c).length === 0);
     this.served.clear();
     for (const crd of crds) for (const cv of servedVersions(crd)) this.served.set(`${cv.group}/${cv.version}/${cv.plural}`, cv);
-    this.custom.publish(crds);
+    // field labels changed: the selectable values memoized on cached objects are recomputed
+    const relabelled = this.custom.publish(crds);
+    if (relabelled.length) {
+      for (const cache of this.cacher.caches()) if (relabelled.includes(cache.gr)) for (const e of cache.items.values()) e.sel = undefined;
+    }
   }
 
   private schedule(delay = 0): void {
@@ -164,7 +168,9 @@ export class CrdController {
     if (!(crd.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER)) return false;
     const gr = `${crd.spec.names.plural}.${crd.spec.group}`;
     const cache = this.cacher.cache(gr);
-    const version = servedVersions(crd)[0]?.version ?? crd.spec.versions?.[0]?.name;
+    // through the storage version, as kube's finalizer deletes (no conversion webhook called)
+    const served = servedVersions(crd);
+    const version = (served.find((v) => v.version === v.storageVersion) ?? served[0])?.version ?? crd.spec.versions?.[0]?.name;
     const t = this.targets.resolve(crd.spec.group, version, crd.spec.names.plural);
     if (cache.items.size > 0 && t) {
       const entries = [...cache.items.values()];

@@ -5,6 +5,8 @@
 // Defaults as kube's SetDefaults: singular and listKind from the kind, conversion None.
 // The status (accepted names, conditions) is the CRD controller's (crd-controller.ts).
 import { validateRuleCompilation } from './cel-validation.js';
+import { validateSelectableFields } from './selectable-fields.js';
+import { validateConversion } from './conversion-validation.js';
 import { GoValue } from '../../errors.js';
 import { Strategy, type FieldError } from '../strategy.js';
 import { nameErrors } from '../validation.js';
@@ -150,6 +152,7 @@ export function validateCrd(obj: any): FieldError[] {
       validateRootSchema(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
       validatePatterns(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
       validateRuleCompilation(v?.schema?.openAPIV3Schema, `${at}.schema.openAPIV3Schema`, errs);
+      validateSelectableFields(v, at, errs);
       const scale = v?.subresources?.scale;
       if (isObj(scale)) {
         validateJsonPath(scale.specReplicasPath, `${at}.subresources.scale.specReplicasPath`, 'spec', true, errs);
@@ -161,6 +164,7 @@ export function validateCrd(obj: any): FieldError[] {
       }
     });
   }
+  validateConversion(spec.conversion, errs);
   return errs;
 }
 

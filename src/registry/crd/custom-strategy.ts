@@ -41,6 +41,8 @@ export class CustomResourceStrategy extends Strategy {
    * version are converted back by src/registry/conversion.ts.
    */
   override canonicalize(obj: any): void {
+    // (a conversion webhook makes the storage version's object: the store's commit calls it)
+    if (this.cv.conversion) return;
     obj.apiVersion = `${this.cv.group}/${this.cv.storageVersion}`;
   }
 

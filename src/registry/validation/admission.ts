@@ -133,7 +133,7 @@ function parseUrl(u: string): { scheme: string; host: string; user?: string; que
 const URL_FORM = '; desired format: https://host[/path]';
 
 /** k8s.io/apiserver's ValidateWebhookURL (https forced). */
-function validateWebhookUrl(path: string, url: string): FieldError[] {
+export function validateWebhookUrl(path: string, url: string): FieldError[] {
   const u = parseUrl(url);
   if (typeof u === 'string') return [required(path, `url must be a valid URL: ${u}${URL_FORM}`)];
   const errs: FieldError[] = [];
@@ -146,7 +146,7 @@ function validateWebhookUrl(path: string, url: string): FieldError[] {
 }
 
 /** k8s.io/apiserver's ValidateWebhookService. */
-function validateWebhookService(path: string, svc: any): FieldError[] {
+export function validateWebhookService(path: string, svc: any): FieldError[] {
   const errs: FieldError[] = [];
   if (!svc.name) errs.push(required(`${path}.name`, 'service name is required'));
   if (!svc.namespace) errs.push(required(`${path}.namespace`, 'service namespace is required'));
