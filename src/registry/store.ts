@@ -561,7 +561,7 @@ export class Store {
    * `admission`: the request's admission callbacks (src/handlers/admission.ts); without them
    * a create the server makes itself is admitted as its loopback user.
    */
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean; admission?: AdmissionHooks }): Promise<WriteResult> {
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean; admission?: AdmissionHooks; user?: UserInfo }): Promise<WriteResult> {
     const m = obj.metadata;
     const sentRv: unknown = m.resourceVersion;
     if (t.info.namespaced) {
@@ -581,7 +581,7 @@ export class Store {
     delete m.selfLink;
     if (t.strategy.tracksGeneration) m.generation = 1;
     else delete m.generation;
-    const ctx = this.ctxOf(t);
+    const ctx = opts.user ? { ...this.ctxOf(t), user: opts.user } : this.ctxOf(t);
     t.strategy.prepareForCreate(obj, ctx);
     // Ownership of what the request set and its defaults; not of what admission and the
     // kind's preparation add next (kube's create handler order).
@@ -855,18 +855,20 @@ export class Store {
       const next = podSubresourceView(subresource, obj, old);
       for (const k of Object.keys(obj)) delete obj[k];
       Object.assign(obj, next);
+    } else if (subresource === 'approval') {
+      t.strategy.prepareForSubresourceUpdate(subresource, obj, old);
     } else if (t.hasStatus) {
       // The main resource ignores status changes.
       if (old.status === undefined) delete obj.status;
       else obj.status = structuredClone(old.status);
     }
-    const ctx = this.ctxOf(t);
+    const ctx = { ...this.ctxOf(t), subresource };
     t.strategy.prepareForUpdate(obj, old, ctx);
   }
 
   /** The kind's validation of an update (after mutating admission), then its canonical form. */
   private validateUpdate(t: ResourceTarget, obj: any, old: any, subresource: string): void {
-    const ctx = this.ctxOf(t);
+    const ctx = { ...this.ctxOf(t), subresource };
     // After the kind's defaults (kube defaults on decode) and mutating admission (kube's
     // PrepareForUpdate runs after it): a sparse body that defaults to the stored spec is no
     // spec change; an admission step's change to the spec is one.
