@@ -37,6 +37,37 @@ function clusterRoleBinding(role: string, groups: string[]): any {
   };
 }
 
+/**
+ * What every node may do (kube's bootstrappolicy NodeRules): the rules of the system:node
+ * role, and the Node authorizer's static rules for what its graph does not subdivide.
+ */
+export function nodeRules(): Rule[] {
+  return [
+    rule(['create'], 'authentication.k8s.io', ['tokenreviews']),
+    rule(['create'], 'authorization.k8s.io', ['localsubjectaccessreviews', 'subjectaccessreviews']),
+    rule(READ, '', ['services']),
+    rule(['create', 'get', 'list', 'watch'], '', ['nodes']),
+    rule(['patch', 'update'], '', ['nodes/status']),
+    rule(['patch', 'update'], '', ['nodes']),
+    rule(['create', 'patch', 'update'], ['', 'events.k8s.io'], ['events']),
+    rule(READ, '', ['pods']),
+    rule(['create', 'delete'], '', ['pods']),
+    rule(['patch', 'update'], '', ['pods/status']),
+    rule(['create'], '', ['pods/eviction']),
+    rule(READ, '', ['configmaps', 'secrets']),
+    rule(['get'], '', ['persistentvolumeclaims', 'persistentvolumes']),
+    rule(['get'], '', ['endpoints']),
+    rule(['create', 'get', 'list', 'watch'], 'certificates.k8s.io', ['certificatesigningrequests']),
+    rule(['create', 'delete', 'get', 'patch', 'update'], 'coordination.k8s.io', ['leases']),
+    rule(['get'], 'storage.k8s.io', ['volumeattachments']),
+    rule(['create'], '', ['serviceaccounts/token']),
+    rule(['get', 'patch', 'update'], '', ['persistentvolumeclaims/status']),
+    rule(READ, 'storage.k8s.io', ['csidrivers']),
+    rule(['create', 'delete', 'get', 'patch', 'update'], 'storage.k8s.io', ['csinodes']),
+    rule(READ, 'node.k8s.io', ['runtimeclasses']),
+  ];
+}
+
 export function bootstrapClusterRoles(): any[] {
   return [
     clusterRole('cluster-admin', [rule(['*'], '*', ['*']), urls(['*'], ['*'])]),

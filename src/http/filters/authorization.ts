@@ -13,6 +13,7 @@ import type { ApiRequest } from '../types.js';
 import { errors } from '../../errors.js';
 import { ANONYMOUS, type UserInfo } from '../../auth/user.js';
 import type { RbacResolver } from '../../auth/rbac/resolver.js';
+import type { AuthorizerMode, AuthorizerResult } from '../../auth/authorizer.js';
 
 /** kube's authorizer.Attributes, the part our modes look at. */
 export interface AuthorizationAttributes {
@@ -25,6 +26,8 @@ export interface AuthorizationAttributes {
   namespace: string;
   name: string;
   path: string;
+  /** the request's fieldSelector (kube's Attributes.GetFieldSelector; the Node mode reads it) */
+  fieldSelector?: string;
 }
 
 export interface Decision {
@@ -60,6 +63,8 @@ export class Authorizer {
   constructor(
     readonly modes: string[],
     readonly rbac: RbacResolver | null = null,
+    // [h5-certs hook] the Node mode (src/auth/node), until the integrator moves the modes into the registry
+    readonly node: AuthorizerMode | null = null,
   ) {
     this.fixed = modes.every((m) => FIXED.has(m)) ? this.decide({} as AuthorizationAttributes) : null;
   }
@@ -76,7 +81,13 @@ export class Authorizer {
         d = this.rbac.authorize(a);
         if (d.allowed) return d;
       }
-      // Node: no opinion (kubeshard runs no kubelets; system:node:* identities get nothing from it)
+      // [h5-certs hook] Node: the node authorizer's graph (synchronous: it reads the front thread's caches)
+      else if (mode === 'Node' && this.node) {
+        const r = this.node.authorize(a) as AuthorizerResult;
+        if (r.decision === 'Allow') return { allowed: true, reason: r.reason };
+        d = { allowed: false, reason: r.reason };
+        if (r.decision === 'Deny') return d;
+      }
       if (d?.reason) (reasons ??= []).push(d.reason);
     }
     return { allowed: false, reason: reasons ? reasons.join('\n') : '' };
@@ -121,6 +132,7 @@ export function attributesOfRequest(req: ApiRequest, verb?: string): Authorizati
     namespace: info.namespace,
     name: info.name,
     path: info.path,
+    fieldSelector: req.query?.get('fieldSelector') ?? undefined,
   };
 }
 
