@@ -227,7 +227,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'proxy-client-cert-file': { kind: 'string', help: 'Client certificate the aggregator presents to the servers of aggregated APIs when it proxies a request, vouching for the X-Remote-User/Group/Extra-* identity it sends.', set: (o, v) => (o.proxyClientCertFile = v) },
   'proxy-client-key-file': { kind: 'string', help: 'Private key of --proxy-client-cert-file.', set: (o, v) => (o.proxyClientKeyFile = v) },
-  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (kube's node authorizer: a system:node:<name> user reaches what the pods bound to its node use). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
+  'authorization-mode': { kind: 'list', help: 'Ordered list of AlwaysAllow, AlwaysDeny, RBAC, Node (the node authorizer: a system:node:<name> user reaches what the pods bound to its node use). (default AlwaysAllow)', set: (o, v) => (o.authorizationMode = v) },
   'max-requests-inflight': { kind: 'int', help: 'Maximum non-mutating requests in flight. (default 400)', set: (o, v) => (o.maxRequestsInflight = v) },
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
   'enable-priority-and-fairness': { kind: 'bool', help: 'Priority and fairness (FlowSchemas, priority levels, queues) instead of the plain inflight limits; the two limits together are its concurrency. (default true)', set: (o, v) => (o.enablePriorityAndFairness = v) },

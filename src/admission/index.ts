@@ -12,6 +12,7 @@ import { DefaultTolerationSeconds } from './default-toleration-seconds.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { NodeRestriction } from './node-restriction.js';
 import { PodSecurity } from './pod-security/pod-security.js';
 import { MutatingAdmissionWebhook } from './webhook/mutating-admission-webhook.js';
 import { ValidatingAdmissionWebhook } from './webhook/validating-admission-webhook.js';
@@ -32,6 +33,8 @@ registerPlugin('DefaultStorageClass', (objects) => new DefaultStorageClass(objec
 registerPlugin('StorageObjectInUseProtection', (objects) => new StorageObjectInUseProtection(objects));
 registerPlugin('DefaultIngressClass', (objects) => new DefaultIngressClass(objects));
 registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects));
+// default off, as in kube: --enable-admission-plugins=NodeRestriction
+registerPlugin('NodeRestriction', (objects) => new NodeRestriction(objects));
 registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
 // the webhook plugins' configuration (the CEL compiler of matchConditions, the catalog) is the environment's `webhooks`
 registerPlugin('MutatingAdmissionWebhook', (objects, _config, env) => new MutatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
