@@ -38,6 +38,8 @@ const has = (o: any, type: string) => conditions(o).some((c) => c?.type === type
 export class CsrController {
   private t: ResourceTarget;
   private busy = new Set<string>();
+  /** requests that changed while being synced: synced again after (the change may be our own write) */
+  private again = new Set<string>();
   private stopped = false;
 
   constructor(
@@ -75,7 +77,11 @@ export class CsrController {
   }
 
   private async sync(name: string): Promise<void> {
-    if (this.stopped || this.busy.has(name)) return;
+    if (this.stopped) return;
+    if (this.busy.has(name)) {
+      this.again.add(name);
+      return;
+    }
     this.busy.add(name);
     try {
       const csr = this.current(name);
@@ -94,6 +100,7 @@ export class CsrController {
       if (!this.stopped) console.warn(`W csr ${name}: ${(e as Error).message}`);
     } finally {
       this.busy.delete(name);
+      if (this.again.delete(name)) void this.sync(name);
     }
   }
 
@@ -116,7 +123,7 @@ export class CsrController {
         name: '',
         path: '',
       });
-      if (!d.allowed) continue;
+        if (!d.allowed) continue;
       await this.store.guaranteedUpdate(this.t, '', csr.metadata.name, { dryRun: false, subresource: 'approval' }, (o) => {
         if (has(o, 'Approved') || has(o, 'Denied')) return o;
         o.status ??= {};
