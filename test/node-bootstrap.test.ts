@@ -192,6 +192,21 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
     expect((await request(s, 'POST', CSRS, csrObject('denied', pem2, 'kubernetes.io/kube-apiserver-client'))).status).toBe(201);
     await kubectlOk(s, ['certificate', 'deny', 'denied']);
     expect(await kubectlOk(s, ['get', 'csr', 'denied'])).toContain('Denied');
+    // CertificateSubjectRestriction: no kube-apiserver-client certificate for system:masters
+    const masters = await request(s, 'POST', CSRS, csrObject('masters', makeCsr('m', '/O=system:masters/CN=evil'), 'kubernetes.io/kube-apiserver-client'));
+    expect(masters.status).toBe(403);
+    expect(masters.json().message).toBe('certificatesigningrequests.certificates.k8s.io "masters" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed');
+    // CertificateApproval: writing the approval subresource needs `approve` on the signer
+    await kubectlOk(s, ['create', 'clusterrole', 'csr-approval-writer', '--verb=get,list,update', '--resource=certificatesigningrequests,certificatesigningrequests/approval']);
+    await kubectlOk(s, ['create', 'clusterrolebinding', 'bob-csr', '--clusterrole=csr-approval-writer', '--user=bob']);
+    expect((await request(s, 'POST', CSRS, csrObject('for-bob', makeCsr('b', '/CN=bob-client'), 'kubernetes.io/kube-apiserver-client'))).status).toBe(201);
+    const byBob = await until(async () => {
+      const r = await kubectl(s, ['--token', TOKENS.bob, 'certificate', 'approve', 'for-bob']);
+      return r.stderr.includes('forbidden') ? r : undefined;
+    });
+    expect(byBob.stderr).toContain('user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"');
+    await kubectlOk(s, ['create', 'clusterrolebinding', 'bob-approver', '--clusterrole=system:certificates.k8s.io:kube-apiserver-client-approver', '--user=bob']);
+    await until(async () => (await kubectl(s, ['--token', TOKENS.bob, 'certificate', 'approve', 'for-bob'])).code === 0);
   });
 
   it('auto-approves a node\'s own client CSR when RBAC grants selfnodeclient (kube\'s csrapproving)', async () => {
