@@ -73,4 +73,9 @@ describe('NodeAuthorizer', () => {
     expect(auth.authorize(attrs({ resource: 'events', verb: 'create' })).decision).toBe('Allow');
     expect(auth.authorize(attrs({ resource: 'namespaces', namespace: '', verb: 'delete', name: 'x' })).decision).toBe('NoOpinion');
   });
+
+  it('cannot enumerate a node\'s rules (kube\'s RulesFor)', () => {
+    expect(auth.rulesFor(node('n1'))).toMatchObject({ incomplete: true, evaluationError: 'node authorizer does not support user rule resolution' });
+    expect(auth.rulesFor({ name: 'bob', uid: '', groups: [] }).incomplete).toBe(false);
+  });
 });

@@ -9,7 +9,7 @@
 //
 // Thread ownership: the front thread (the graph is kept there from the caches).
 import type { AuthorizerMode, AuthorizerResult } from '../authorizer.js';
-import type { AuthorizationAttributes } from '../../http/filters/authorization.js';
+import type { AuthorizationAttributes, Rules } from '../../http/filters/authorization.js';
 import type { UserInfo } from '../user.js';
 import { ruleAllows, type PolicyRule } from '../rbac/rules.js';
 import { nodeRules } from '../rbac/bootstrap-policy.js';
@@ -42,6 +42,12 @@ export class NodeAuthorizer implements AuthorizerMode {
   private rules: PolicyRule[] = nodeRules();
 
   constructor(private graph: NodeGraph) {}
+
+  /** kube's RulesFor: a node's permissions are not enumerable (incomplete, with kube's error); other users get none from here. */
+  rulesFor(user: UserInfo): Rules {
+    if (nodeIdentity(user) === null) return { resourceRules: [], nonResourceRules: [], incomplete: false };
+    return { resourceRules: [], nonResourceRules: [], incomplete: true, evaluationError: 'node authorizer does not support user rule resolution' };
+  }
 
   authorize(a: AuthorizationAttributes): AuthorizerResult {
     const node = nodeIdentity(a.user);

@@ -112,6 +112,11 @@ export class Authorizer {
           if (rule.nonResourceURLs?.length) out.nonResourceRules.push({ verbs: rule.verbs, nonResourceURLs: rule.nonResourceURLs });
         }
         errs.push(...r.errors);
+      } else if (mode === 'Node' && this.node?.rulesFor) {
+        // [h5-certs hook] a node's rules are not enumerable: incomplete, with the mode's error
+        const r = this.node.rulesFor(user, namespace);
+        if (r.incomplete) out.incomplete = true;
+        if (r.evaluationError) errs.push(r.evaluationError);
       }
     }
     if (errs.length) out.evaluationError = errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`;
