@@ -19,7 +19,7 @@ import { objectKey, type ResourceTarget, type Store } from '../registry/store.js
 import type { AuthorizationAttributes, Decision } from '../http/filters/authorization.js';
 import { caNameAndKeyId, issueCertificate, parseCsrPem, type ParsedCsr, type SigningCa } from '../certificates/x509.js';
 import { bytesField } from '../certificates/csr-validation.js';
-import { KUBE_APISERVER_CLIENT_KUBELET, KUBELET_SERVING, SIGNERS, kubeletClientError, signerError } from '../certificates/signers.js';
+import { KUBE_APISERVER_CLIENT_KUBELET, SIGNERS, kubeletClientError, signerError } from '../certificates/signers.js';
 
 /** kube's signer backdates certificates so that clocks a little behind accept them. */
 const BACKDATE_MS = 5 * 60 * 1000;
@@ -151,7 +151,7 @@ export class CsrController {
       let notAfter = new Date(t + ttl * 1000);
       const caEnd = new Date(ca.cert.validTo);
       if (caEnd < notAfter) notAfter = caEnd;
-      const pem = issueCertificate(ca, parsed, { usages, notBefore: new Date(t - BACKDATE_MS), notAfter, sans: csr.spec.signerName === KUBELET_SERVING || csr.spec.signerName !== KUBE_APISERVER_CLIENT_KUBELET });
+      const pem = issueCertificate(ca, parsed, { usages, notBefore: new Date(t - BACKDATE_MS), notAfter, sans: true });
       const cert = Buffer.from(pem).toString('base64');
       patch = (o) => {
         o.status.certificate = cert;
