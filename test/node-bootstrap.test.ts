@@ -18,7 +18,7 @@ import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeshard-node-bootstrap-'));
 const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-const TOKENS = { n1: 'n1-token', n2: 'n2-token', bob: 'bob-token' };
+const TOKENS = { n1: 'n1-token', n2: 'n2-token', bob: 'bob-token', boot: 'boot-token' };
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 let s: TestServer;
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
@@ -69,7 +69,7 @@ const pod = (name: string, node: string, secret: string) => ({
 beforeAll(async () => {
   kubectlPath();
   ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=cluster-signer']);
-  writeFileSync(join(dir, 'tokens.csv'), `${TOKENS.n1},system:node:n1,uid-n1,"system:nodes"\n${TOKENS.n2},system:node:n2,uid-n2,"system:nodes"\n${TOKENS.bob},bob,uid-bob\n`);
+  writeFileSync(join(dir, 'tokens.csv'), `${TOKENS.n1},system:node:n1,uid-n1,"system:nodes"\n${TOKENS.n2},system:node:n2,uid-n2,"system:nodes"\n${TOKENS.bob},bob,uid-bob\n${TOKENS.boot},system:bootstrap:abcdef,uid-boot,"system:bootstrappers"\n`);
   s = await startServer({
     args: [
       '--authorization-mode', 'Node,RBAC',
@@ -220,6 +220,22 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
       throw new Error(`${e.message}\n${s.output().slice(-3000)}`);
     });
     expect(signed.status.conditions.find((x: any) => x.type === 'Approved')).toMatchObject({ reason: 'AutoApproved', message: 'Auto approving self kubelet client certificate after SubjectAccessReview.' });
+    // a bootstrap identity (the group a bootstrap token gives) asks for a new node's client
+    // certificate: approved through nodeclient once system:bootstrappers holds it, as kubeadm binds it
+    await kubectlOk(s, ['create', 'clusterrolebinding', 'auto-approve-csrs-for-group', '--clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient', '--group=system:bootstrappers']);
+    await kubectlOk(s, ['create', 'clusterrolebinding', 'kubeadm:kubelet-bootstrap', '--clusterrole=system:node-bootstrapper', '--group=system:bootstrappers']);
+    const pem4 = makeCsr('n3', '/O=system:nodes/CN=system:node:n3');
+    const byBoot = await until(async () => {
+      const r = await request(s, 'POST', CSRS, csrObject('node-csr-n3', pem4), bearer(TOKENS.boot));
+      return r.status === 201 ? r : undefined;
+    });
+    expect(byBoot.json().spec.username).toBe('system:bootstrap:abcdef');
+    const n3 = await until(async () => {
+      const r = (await request(s, 'GET', `${CSRS}/node-csr-n3`)).json();
+      return r.status?.certificate ? r : undefined;
+    });
+    expect(n3.status.conditions[0]).toMatchObject({ type: 'Approved', reason: 'AutoApproved', message: 'Auto approving kubelet client certificate after SubjectAccessReview.' });
+    expect(new X509Certificate(Buffer.from(n3.status.certificate, 'base64')).subject).toContain('CN=system:node:n3');
     // n2 asking for n1's name is not its own: selfnodeclient does not apply, nodeclient is not granted
     const pem3 = makeCsr('n1b', '/O=system:nodes/CN=system:node:n1');
     expect((await request(s, 'POST', CSRS, csrObject('n2-for-n1', pem3), bearer(TOKENS.n2))).status).toBe(201);
