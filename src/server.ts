@@ -35,8 +35,7 @@ import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.j
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
 import { CsrController, loadSigningCa } from './controllers/csr-signing.js';
-import { NodeAuthorizer } from './auth/node/node-authorizer.js';
-import { NodeGraph } from './auth/node/node-graph.js';
+import { createNodeMode } from './auth/node/node-mode.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ValidatingAdmissionPolicyStatusController } from './controllers/validating-admission-policy-status.js';
 import { compileMatchConditions } from './cel/match-conditions.js';
@@ -273,30 +272,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   cacher.observe((cache) => {
     if (rbacGrs.has(cache.gr)) rbac.invalidate();
   });
-  // [h5-certs hook] The Node mode's graph, kept from the pods cache (built once, then by each batch's pod events).
-  let nodeAuthorizer: NodeAuthorizer | null = null;
-  if (o.authorizationMode.includes('Node')) {
-    const graphT = Object.fromEntries(
-      ([['', 'pods'], ['', 'persistentvolumeclaims'], ['', 'persistentvolumes'], ['storage.k8s.io', 'volumeattachments'], ['resource.k8s.io', 'resourceslices']] as const).map(([g, r]) => [r, targets.preferred(g, r) ?? null]),
-    );
-    const graph = new NodeGraph({
-      get: (resource, ns, name) => {
-        const t = graphT[resource];
-        const e = t ? store.cacheOf(t).items.get(objectKey(ns, name)) : undefined;
-        return e ? entryObject(e) : undefined;
-      },
-    });
-    const podsT = graphT.pods!;
-    for (const e of store.cacheOf(podsT).items.values()) graph.setPod(entryObject(e));
-    cacher.observe((cache, evs) => {
-      if (cache.gr !== podsT.gr) return;
-      for (const ev of evs) {
-        if (ev.type === 'DELETED') graph.deletePod(ev.entry.ns, ev.entry.name);
-        else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') graph.setPod(entryObject(ev.entry));
-      }
-    });
-    nodeAuthorizer = new NodeAuthorizer(graph);
-  }
+  // [h5-certs hook] The Node mode (src/auth/node/node-mode.ts), until the modes' registry builds it.
+  const nodeAuthorizer = o.authorizationMode.includes('Node') ? createNodeMode({ store, cacher, targets }) : null;
   const authorizer = new Authorizer(o.authorizationMode, o.authorizationMode.includes('RBAC') ? rbac : null, nodeAuthorizer);
   admissionAuthorize = (a) => authorizer.decide(a);
   // kube-root-ca.crt in every namespace (kube's root-ca-cert-publisher).
