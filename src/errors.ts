@@ -105,6 +105,12 @@ export const errors = {
   unauthorized: (message = 'Unauthorized') => new StatusError(401, StatusReason.Unauthorized, message),
   forbidden: (gr: GroupResource, name: string | undefined, message: string) =>
     new StatusError(403, StatusReason.Forbidden, message, grDetails(gr, name)),
+  /**
+   * A write that would create the object (server-side apply of a missing object) by a user
+   * not allowed to create it: kube's withAuthorization, NewForbidden with the authorizers' reason.
+   */
+  createForbidden: (gr: GroupResource, name: string, reason: string) =>
+    new StatusError(403, StatusReason.Forbidden, `${qualifiedResource(gr)} "${name}" is forbidden: ${reason}`, grDetails(gr, name)),
   /** A CEL expression of an admission configuration that does not compile (the matchConditions contract's 422). */
   celCompilation: (message: string) => new StatusError(422, StatusReason.Invalid, message, {}),
   /**

@@ -133,6 +133,11 @@ export interface ServerOptions {
   enableBootstrapTokenAuth: boolean;
   /** whether --anonymous-auth was given (kube's Anonymous FlagsSet) */
   anonymousAuthSet: boolean;
+  /** --cluster-signing-cert-file / --cluster-signing-key-file: the CA of kube-controller-manager's csrsigning ('' means no signer runs) */
+  clusterSigningCertFile: string;
+  clusterSigningKeyFile: string;
+  /** --cluster-signing-duration: the longest validity of a signed certificate (default 8760h) */
+  clusterSigningDurationSeconds: number;
   /** --enable-admission-plugins: plugins on besides the default-on ones, by kube's names */
   enableAdmissionPlugins: string[];
   /** --disable-admission-plugins: default-on plugins switched off, by kube's names */
@@ -259,6 +264,9 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'goaway-chance': { kind: 'float', help: 'Probability (0 to 0.02) that an HTTP/2 request closes its connection gracefully (GOAWAY), so clients spread over servers; 0 disables. (default 0)', set: (o, v) => (o.goawayChance = v) },
   'http2-max-streams-per-connection': { kind: 'int', help: 'Streams per HTTP/2 connection on the node:http2 front end (with --client-ca-file, or a --tls-min-version other than VersionTLS12); 0 means the runtime default.', set: (o, v) => (o.http2MaxStreams = v) },
+  'cluster-signing-cert-file': { kind: 'string', help: 'PEM CA certificate of the CertificateSigningRequest signers (kubernetes.io/kube-apiserver-client, kube-apiserver-client-kubelet, kubelet-serving), as kube-controller-manager\'s. (default none: CSRs are not signed)', set: (o, v) => (o.clusterSigningCertFile = v) },
+  'cluster-signing-key-file': { kind: 'string', help: 'PEM private key of --cluster-signing-cert-file.', set: (o, v) => (o.clusterSigningKeyFile = v) },
+  'cluster-signing-duration': { kind: 'duration', help: 'Longest validity of a certificate the signers issue; spec.expirationSeconds may shorten it. (default 8760h0m0s)', set: (o, v) => (o.clusterSigningDurationSeconds = v) },
   'token-auth-file': { kind: 'string', help: 'Static bearer tokens: CSV token,user,uid[,"groups"].', set: (o, v) => (o.tokenAuthFile = v) },
   'data-dir': { kind: 'string', help: 'Directory of the LMDB shards and generated files. (default ./data)', set: (o, v) => (o.dataDir = v) },
   'anonymous-auth': {
@@ -509,6 +517,9 @@ export function defaultOptions(): ServerOptions {
     tlsCipherSuites: [],
     tlsSniCertKeys: [],
     tokenAuthFile: '',
+    clusterSigningCertFile: '',
+    clusterSigningKeyFile: '',
+    clusterSigningDurationSeconds: 8760 * 3600,
     enableAggregatorRouting: false,
     proxyClientCertFile: '',
     proxyClientKeyFile: '',
@@ -674,6 +685,8 @@ function validate(o: ServerOptions): void {
   if (cipherError) throw new FlagError(cipherError);
   if (o.frontEnd === 'uws' && (o.clientCaFile || (o.tlsMinVersion && o.tlsMinVersion !== 'VersionTLS12')))
     throw new FlagError('--front-end=uws: the uWebSockets.js front end cannot read client certificates (--client-ca-file) or serve a --tls-min-version other than VersionTLS12; use --front-end=http2 or auto');
+  if (Boolean(o.clusterSigningCertFile) !== Boolean(o.clusterSigningKeyFile)) throw new FlagError('--cluster-signing-cert-file and --cluster-signing-key-file must be given together');
+  for (const f of [o.clusterSigningCertFile, o.clusterSigningKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load the cluster signing certificate or key "${f}": no such file`);
   if (Boolean(o.proxyClientCertFile) !== Boolean(o.proxyClientKeyFile)) throw new FlagError('--proxy-client-cert-file and --proxy-client-key-file must be given together');
   for (const f of [o.proxyClientCertFile, o.proxyClientKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load proxy client certificate or key "${f}": no such file`);
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);

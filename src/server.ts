@@ -39,6 +39,7 @@ import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/star
 import { TokenCleaner } from './controllers/token-cleaner.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
+import { CsrController, loadSigningCa } from './controllers/csr-signing.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ValidatingAdmissionPolicyStatusController } from './controllers/validating-admission-policy-status.js';
 import { compileMatchConditions } from './cel/match-conditions.js';
@@ -290,6 +291,18 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   controllerSpecs.push({
     name: 'root-ca-certificate-publisher',
     make: (c) => (controllerEnabled(o.controllers, 'root-ca-certificate-publisher-controller') ? new RootCaPublisher(store, c, targets, cert.caPem) : undefined),
+  });
+  // CertificateSigningRequests: kube-controller-manager's csrapproving (kubelet client
+  // requests, by SubjectAccessReview) and csrsigning (with --cluster-signing-cert-file).
+  const signingCa = o.clusterSigningCertFile ? loadSigningCa(o.clusterSigningCertFile, o.clusterSigningKeyFile) : null;
+  controllerSpecs.push({
+    name: 'csr',
+    make: (c) =>
+      new CsrController(store, c, targets, {
+        ca: controllerEnabled(o.controllers, 'certificatesigningrequest-signing-controller') ? signingCa : null,
+        durationSeconds: o.clusterSigningDurationSeconds,
+        authorize: controllerEnabled(o.controllers, 'certificatesigningrequest-approving-controller') ? (a) => authorizer.decide(a) : null,
+      }),
   });
   // Finishes deletions of claims and volumes that StorageObjectInUseProtection protects.
   controllerSpecs.push({

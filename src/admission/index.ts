@@ -2,7 +2,7 @@
 // by its kube name (the order and the default-on set are in registry.ts). Plugins in their
 // own folders (pod-security/, policy/, webhook/) register themselves the same way when their
 // module is imported here.
-import { registerPlugin, buildAdmissionChain, type ChainOptions } from './registry.js';
+import { registerPlugin, buildAdmissionChain, type ChainOptions, type PluginEnv } from './registry.js';
 import type { AdmissionChain, ObjectSource } from './plugin.js';
 import { NamespaceLifecycleAdmission } from './namespace-lifecycle.js';
 import { LimitRanger } from './limit-ranger.js';
@@ -12,6 +12,8 @@ import { DefaultTolerationSeconds } from './default-toleration-seconds.js';
 import { DefaultStorageClass, DefaultIngressClass } from './default-class.js';
 import { StorageObjectInUseProtection } from './storage-object-in-use-protection.js';
 import { ResourceQuotaAdmission } from './resource-quota.js';
+import { NodeRestriction } from './node-restriction.js';
+import { CertificateApproval, CertificateSigning, CertificateSubjectRestriction, type Authorize } from './certificates.js';
 import { PodSecurity } from './pod-security/pod-security.js';
 import { MutatingAdmissionWebhook } from './webhook/mutating-admission-webhook.js';
 import { ValidatingAdmissionWebhook } from './webhook/validating-admission-webhook.js';
@@ -32,6 +34,14 @@ registerPlugin('DefaultStorageClass', (objects) => new DefaultStorageClass(objec
 registerPlugin('StorageObjectInUseProtection', (objects) => new StorageObjectInUseProtection(objects));
 registerPlugin('DefaultIngressClass', (objects) => new DefaultIngressClass(objects));
 registerPlugin('ResourceQuota', (objects) => new ResourceQuotaAdmission(objects));
+// default off, as in kube: --enable-admission-plugins=NodeRestriction
+registerPlugin('NodeRestriction', (objects) => new NodeRestriction(objects));
+// the certificate plugins ask the server's authorizer (the environment's `policies.authorize`)
+const envAuthorize = (env: PluginEnv): Authorize =>
+  (env.policies as { authorize?: Authorize } | undefined)?.authorize ?? (() => ({ allowed: false, reason: 'no authorizer' }));
+registerPlugin('CertificateApproval', (objects, _config, env) => new CertificateApproval(objects, envAuthorize(env)));
+registerPlugin('CertificateSigning', (objects, _config, env) => new CertificateSigning(objects, envAuthorize(env)));
+registerPlugin('CertificateSubjectRestriction', (objects) => new CertificateSubjectRestriction(objects));
 registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
 // the webhook plugins' configuration (the CEL compiler of matchConditions, the catalog) is the environment's `webhooks`
 registerPlugin('MutatingAdmissionWebhook', (objects, _config, env) => new MutatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));

@@ -52,7 +52,8 @@ const HANDLERS: Record<string, VerbHandler> = {
 
 /** Subresources that are served by the generic store as views of the main object. */
 // pods/ephemeralcontainers and pods/resize are views of the pod whose writes change one part of the spec (src/registry/pod-subresources.ts).
-const STORE_SUBRESOURCES = new Set(['status', 'ephemeralcontainers', 'resize']);
+// certificatesigningrequests/approval is the CSR's Approved and Denied conditions (src/registry/csr-strategy.ts).
+const STORE_SUBRESOURCES = new Set(['status', 'ephemeralcontainers', 'resize', 'approval']);
 
 /** Subresources with a handler of their own (the catalog says which verbs each allows). */
 const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {

@@ -14,6 +14,8 @@ export interface AuthorizationAttributes {
   namespace: string;
   name: string;
   path: string;
+  /** the request's fieldSelector (kube's Attributes.GetFieldSelector; the Node mode reads it) */
+  fieldSelector?: string;
 }
 
 export interface Decision {

@@ -9,6 +9,7 @@ import { RbacMode } from './authorizers/rbac.js';
 import type { RbacResolver } from './rbac/resolver.js';
 import './authorizers/webhook.js';
 import './authorizers/abac.js';
+import './node/node-mode.js';
 
 /** Node until its authorizer registers: no opinion (system:node:* identities get nothing from it). */
 const nodeNoOpinion: AuthorizerMode = { name: 'Node', authorize: () => ({ decision: 'NoOpinion', reason: '' }) };

@@ -42,7 +42,7 @@ function reconcile(have: any, want: any): any | null {
       }
     }
   } else {
-    for (const s of want.subjects) {
+    for (const s of want.subjects ?? []) {
       if ((out.subjects ?? []).some((x: any) => sameSubject(x, s))) continue;
       (out.subjects ??= []).push(s);
       changed = true;

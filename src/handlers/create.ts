@@ -18,6 +18,6 @@ export async function handleCreate(c: HandlerContext): Promise<void> {
   const raw = isJsonMediaType(mediaTypeOf(c.req.headers['content-type'])) ? c.req.body : null;
   validateBody(obj, c.target.info, mode, raw, (c.req.warnings ??= []), { required: !c.target.strategy.handlesRequired });
   const fields = updateHook(c, 'CreateOptions');
-  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields, rejectResourceVersion: true, admission: writeAdmission(c, 'CREATE', 'CreateOptions') });
+  const r = await c.store.create(c.target, c.info.namespace, obj, { dryRun, warnings: (c.req.warnings ??= []), fields, rejectResourceVersion: true, admission: writeAdmission(c, 'CREATE', 'CreateOptions'), user: c.req.user });
   sendObject(c, repr, r.code, r.json);
 }

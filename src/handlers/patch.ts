@@ -2,6 +2,7 @@
 // server-side apply (spec 4.3, 4.9). Every non-apply patch records Update ownership of
 // the fields it changed; an apply owns what its configuration sets.
 import { withEscalationCheck } from '../auth/rbac/escalation.js';
+import { authorizeAlso } from '../http/filters/authorization.js';
 import { responseRepresentation, sendObject } from './representation.js';
 import { decodeApplyPatchCbor, parseYaml11, yamlDuplicatesOf } from '../codec/decode.js';
 import { boolParam, dryRunParam } from '../request/query.js';
@@ -113,8 +114,11 @@ async function handleApply(c: HandlerContext, dryRun: boolean, mode: FieldValida
       // Weighed where it would go to storage (YAML's aliases make the body no bound on what
       // it decodes to, so always).
       beforeCommit: (obj) => refuseOversized(obj, Infinity),
-      // Apply to a missing object creates it.
-      createIfMissing: () => {
+      // Apply to a missing object creates it, and so needs `create` as well as `patch` (kube's
+      // patcher runs its create validation under withAuthorization with the create verb).
+      createIfMissing: async () => {
+        const d = await authorizeAlso(c.req, 'create');
+        if (!d.allowed) throw errors.createForbidden({ group: c.target.info.group, resource: c.target.info.resource }, name, d.reason);
         const p = planApply(null, structuredClone(config), id, ctx);
         plan = p.plan;
         return p.obj;

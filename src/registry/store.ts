@@ -601,7 +601,7 @@ export class Store {
    * `admission`: the request's admission callbacks (src/handlers/admission.ts); without them
    * a create the server makes itself is admitted as its loopback user.
    */
-  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean; admission?: AdmissionHooks }): Promise<WriteResult> {
+  async create(t: ResourceTarget, ns: string, obj: any, opts: { dryRun: boolean; warnings?: string[]; fields?: FieldsHook; rejectResourceVersion?: boolean; keepManagedFields?: boolean; admission?: AdmissionHooks; user?: UserInfo }): Promise<WriteResult> {
     const m = obj.metadata;
     const sentRv: unknown = m.resourceVersion;
     if (t.info.namespaced) {
@@ -621,7 +621,7 @@ export class Store {
     delete m.selfLink;
     if (t.strategy.tracksGeneration) m.generation = 1;
     else delete m.generation;
-    const ctx = this.ctxOf(t);
+    const ctx = opts.user ? { ...this.ctxOf(t), user: opts.user } : this.ctxOf(t);
     t.strategy.prepareForCreate(obj, ctx);
     // Ownership of what the request set and its defaults; not of what admission and the
     // kind's preparation add next (kube's create handler order).
@@ -714,6 +714,7 @@ export class Store {
       dryRun: boolean;
       subresource: string;
       /** the object to create when none exists (PUT where the kind allows it; apply always) */
+      /** the object to create when none is stored (a promise when it must wait, e.g. for an authorizer) */
       createIfMissing?: () => any;
       alwaysCreate?: boolean;
       /** the create refuses a resourceVersion (apply's; a PUT's create ignores it) */
@@ -753,7 +754,8 @@ export class Store {
       if (!cur) {
         if (opts.createIfMissing && (t.strategy.allowCreateOnUpdate || opts.alwaysCreate) && !opts.subresource) {
           throwIfCorrupt(this.cacher, t, ns, name);
-          return this.create(t, ns, opts.createIfMissing(), { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields, admission: opts.admission?.asCreate?.() });
+          const made = opts.createIfMissing();
+          return this.create(t, ns, made instanceof Promise ? await made : made, { dryRun: opts.dryRun, fields: opts.fields, rejectResourceVersion: opts.rejectResourceVersion, keepManagedFields: opts.keepManagedFields, admission: opts.admission?.asCreate?.() });
         }
         this.missing(t, ns, name);
       }
@@ -895,18 +897,20 @@ export class Store {
       const next = podSubresourceView(subresource, obj, old);
       for (const k of Object.keys(obj)) delete obj[k];
       Object.assign(obj, next);
+    } else if (subresource === 'approval') {
+      t.strategy.prepareForSubresourceUpdate(subresource, obj, old);
     } else if (t.hasStatus) {
       // The main resource ignores status changes.
       if (old.status === undefined) delete obj.status;
       else obj.status = structuredClone(old.status);
     }
-    const ctx = this.ctxOf(t);
+    const ctx = { ...this.ctxOf(t), subresource };
     t.strategy.prepareForUpdate(obj, old, ctx);
   }
 
   /** The kind's validation of an update (after mutating admission), then its canonical form. */
   private validateUpdate(t: ResourceTarget, obj: any, old: any, subresource: string): void {
-    const ctx = this.ctxOf(t);
+    const ctx = { ...this.ctxOf(t), subresource };
     // After the kind's defaults (kube defaults on decode) and mutating admission (kube's
     // PrepareForUpdate runs after it): a sparse body that defaults to the stored spec is no
     // spec change; an admission step's change to the spec is one.

@@ -10,6 +10,7 @@ import { ServiceAllocator } from './allocators/service-allocator.js';
 import { IpAddressStrategy, ServiceCidrStrategy } from './service-cidr-strategies.js';
 import * as kinds from './kind-strategies.js';
 import { CrdStrategy } from './crd/crd-strategy.js';
+import { CsrStrategy } from './csr-strategy.js';
 import { defaultService, defaultServiceFamilies, dropServiceTypeDependentFields } from './defaults/core.js';
 import { validateService } from './validation/core.js';
 import {
@@ -256,6 +257,7 @@ export class StrategyRegistry {
     if (group === 'discovery.k8s.io' && resource === 'endpointslices') return { strategy: kinds.endpointSliceStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'networkpolicies') return { strategy: kinds.networkPolicyStrategy(), nameRule: 'subdomain' };
     if (group === 'apiextensions.k8s.io' && resource === 'customresourcedefinitions') return { strategy: new CrdStrategy(), nameRule: 'subdomain' };
+    if (group === 'certificates.k8s.io' && resource === 'certificatesigningrequests') return { strategy: new CsrStrategy(), nameRule: 'path' };
     if (group === 'apiregistration.k8s.io' && resource === 'apiservices') return { strategy: new APIServiceStrategy(), nameRule: 'path' };
     if (group === 'networking.k8s.io' && resource === 'ingresses') return { strategy: kinds.ingressStrategy(), nameRule: 'subdomain' };
     if (group === 'networking.k8s.io' && resource === 'ingressclasses') return { strategy: kinds.ingressClassStrategy(), nameRule: 'subdomain' };

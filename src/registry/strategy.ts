@@ -18,6 +18,10 @@ export interface StrategyContext {
   hasStatus: boolean;
   /** set for beginCreate and beginUpdate: the write is a dry run (allocators reserve nothing) */
   dryRun?: boolean;
+  /** set for creates made by a request: who made it (kinds that record their requester: CertificateSigningRequest) */
+  user?: import('../auth/user.js').UserInfo;
+  /** set for validateUpdate: the subresource written ('' for the main resource) */
+  subresource?: string;
 }
 
 export class Strategy {
@@ -55,6 +59,11 @@ export class Strategy {
     if (!obj.metadata || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) obj.metadata = {};
     if (this.statusResetsMetadata) resetObjectMetaForStatus(obj, old);
   }
+  /**
+   * A write through another subresource that is a view of the object (certificatesigningrequests/approval):
+   * what it may not change comes back from the stored object. Mutates obj.
+   */
+  prepareForSubresourceUpdate(_subresource: string, _obj: any, _old: any): void {}
   /** Set for kinds whose status strategy calls kube's ResetObjectMetaForStatus (status writes change no metadata). */
   statusResetsMetadata = false;
   /**

@@ -34,6 +34,7 @@ export function attributesOfRequest(req: ApiRequest, verb?: string): Authorizati
     namespace: info.namespace,
     name: info.name,
     path: info.path,
+    fieldSelector: req.query?.get('fieldSelector') ?? undefined,
   };
 }
 
