@@ -213,7 +213,7 @@ const OTHER_GATES = [
   'BtreeWatchCache BETA true',
   'CoordinatedLeaderElection ALPHA false',
   'RemainingItemCount GA true locked',
-  'RemoteRequestHeaderUID ALPHA false',
+  'RemoteRequestHeaderUID BETA true',
   'StreamingCollectionEncodingToJSON BETA true',
   'StreamingCollectionEncodingToProtobuf BETA true',
   'StrictCostEnforcementForVAP GA true locked',

@@ -32,6 +32,17 @@ export interface ServerOptions {
   proxyClientKeyFile: string;
   /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
   clientCaFile: string;
+  /**
+   * The front proxy's request-header authentication (kube's RequestHeaderAuthenticationOptions,
+   * src/auth/authenticators/requestheader.ts): the CA of the proxy's client certificate, the
+   * common names allowed, and the identity headers (undefined: the defaults, set with the CA).
+   */
+  requestheaderClientCaFile: string;
+  requestheaderAllowedNames: string[];
+  requestheaderUsernameHeaders?: string[];
+  requestheaderGroupHeaders?: string[];
+  requestheaderUidHeaders?: string[];
+  requestheaderExtraHeadersPrefix?: string[];
   /** which front end serves: uWS unless something needs node:http2 ('auto'), or either by name */
   frontEnd: 'auto' | 'uws' | 'http2';
   /** threads serving requests (issue 18): the main one and frontThreads - 1 front workers; 0 until resolved (frontThreadsFor) */
@@ -254,9 +265,19 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   'client-ca-file': { kind: 'string', help: 'Authorities that sign client certificates: a verified certificate authenticates its common name, its organizations as groups. Served through the node:http2 front end (HTTP/2 and HTTP/1.1).', set: (o, v) => (o.clientCaFile = v) },
+  'requestheader-client-ca-file': {
+    kind: 'string',
+    help: 'Authorities of the authenticating front proxy: a request whose client certificate they verify (client-auth usage, and a common name in --requestheader-allowed-names when that is set) is authenticated by the identity headers below. Those headers are removed from every request, trusted or not. Needs the node:http2 front end (client certificates).',
+    set: (o, v) => (o.requestheaderClientCaFile = v),
+  },
+  'requestheader-allowed-names': { kind: 'list', help: 'Common names a front proxy certificate may carry; empty allows any certificate --requestheader-client-ca-file verifies.', set: (o, v: string[]) => (o.requestheaderAllowedNames = [...o.requestheaderAllowedNames, ...v]) },
+  'requestheader-username-headers': { kind: 'list', help: 'Headers that carry the user name, the first one with a value wins. (default X-Remote-User once --requestheader-client-ca-file is set)', set: (o, v: string[]) => (o.requestheaderUsernameHeaders = [...(o.requestheaderUsernameHeaders ?? []), ...v]) },
+  'requestheader-group-headers': { kind: 'list', help: 'Headers whose every value is a group. (default X-Remote-Group once --requestheader-client-ca-file is set)', set: (o, v: string[]) => (o.requestheaderGroupHeaders = [...(o.requestheaderGroupHeaders ?? []), ...v]) },
+  'requestheader-uid-headers': { kind: 'list', help: 'Headers that carry the user\'s UID, the first one with a value wins; X-Remote-Uid is suggested. Needs the RemoteRequestHeaderUID feature (beta, on). Read only when set, as kube.', set: (o, v: string[]) => (o.requestheaderUidHeaders = [...(o.requestheaderUidHeaders ?? []), ...v]) },
+  'requestheader-extra-headers-prefix': { kind: 'list', help: 'Header name prefixes whose rest (lower-cased, percent-decoded) names an extra field of the user. (default X-Remote-Extra- once --requestheader-client-ca-file is set)', set: (o, v: string[]) => (o.requestheaderExtraHeadersPrefix = [...(o.requestheaderExtraHeadersPrefix ?? []), ...v]) },
   'front-end': {
     kind: 'string',
-    help: 'The HTTPS front end: uws (uWebSockets.js, HTTP/1.1, fastest), http2 (node:http2: HTTP/2 and HTTP/1.1, client certificates, TLS 1.0-1.1 minimums, and kube\'s header limits: up to 1 MiB of headers in any number of lines, where the uWS build drops a connection past 48 header lines or 4 KiB of headers split over reads), or auto: uws unless --client-ca-file or --tls-min-version needs http2. (default auto)',
+    help: 'The HTTPS front end: uws (uWebSockets.js, HTTP/1.1, fastest), http2 (node:http2: HTTP/2 and HTTP/1.1, client certificates, TLS 1.0-1.1 minimums, and kube\'s header limits: up to 1 MiB of headers in any number of lines, where the uWS build drops a connection past 48 header lines or 4 KiB of headers split over reads), or auto: uws unless --client-ca-file, --requestheader-client-ca-file or --tls-min-version needs http2. (default auto)',
     set: (o, v: string) => {
       if (v !== 'auto' && v !== 'uws' && v !== 'http2') throw new FlagError(`--front-end: must be auto, uws or http2, got ${JSON.stringify(v)}`);
       o.frontEnd = v;
@@ -524,6 +545,8 @@ export function defaultOptions(): ServerOptions {
     proxyClientCertFile: '',
     proxyClientKeyFile: '',
     clientCaFile: '',
+    requestheaderClientCaFile: '',
+    requestheaderAllowedNames: [],
     frontEnd: 'auto',
     frontThreads: 0,
     largeRequestOffloadBytes: 262144,
@@ -683,8 +706,9 @@ function validate(o: ServerOptions): void {
   if (o.tlsMinVersion && !isTlsVersionName(o.tlsMinVersion)) throw new FlagError(`unknown tls version ${JSON.stringify(o.tlsMinVersion)}`);
   const cipherError = cipherSuitesError(o.tlsCipherSuites, isTlsVersionName(o.tlsMinVersion) ? o.tlsMinVersion : 'VersionTLS12');
   if (cipherError) throw new FlagError(cipherError);
-  if (o.frontEnd === 'uws' && (o.clientCaFile || (o.tlsMinVersion && o.tlsMinVersion !== 'VersionTLS12')))
-    throw new FlagError('--front-end=uws: the uWebSockets.js front end cannot read client certificates (--client-ca-file) or serve a --tls-min-version other than VersionTLS12; use --front-end=http2 or auto');
+  if (o.frontEnd === 'uws' && (o.clientCaFile || o.requestheaderClientCaFile || (o.tlsMinVersion && o.tlsMinVersion !== 'VersionTLS12')))
+    throw new FlagError('--front-end=uws: the uWebSockets.js front end cannot read client certificates (--client-ca-file, --requestheader-client-ca-file) or serve a --tls-min-version other than VersionTLS12; use --front-end=http2 or auto');
+  if (o.requestheaderClientCaFile && !existsSync(o.requestheaderClientCaFile)) throw new FlagError(`--requestheader-client-ca-file: unable to load client CA file "${o.requestheaderClientCaFile}": no such file`);
   if (Boolean(o.clusterSigningCertFile) !== Boolean(o.clusterSigningKeyFile)) throw new FlagError('--cluster-signing-cert-file and --cluster-signing-key-file must be given together');
   for (const f of [o.clusterSigningCertFile, o.clusterSigningKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load the cluster signing certificate or key "${f}": no such file`);
   if (Boolean(o.proxyClientCertFile) !== Boolean(o.proxyClientKeyFile)) throw new FlagError('--proxy-client-cert-file and --proxy-client-key-file must be given together');

@@ -4,7 +4,7 @@
 // raised above everything stored before any write), then the initial namespaces, then
 // the listener, and only then is the server ready.
 import { join, resolve } from 'node:path';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { completeOptions, frontThreadsFor, type ServerOptions } from './options.js';
 import { availableParallelism, hostname } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
@@ -33,6 +33,7 @@ import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter } from './http/filters/authentication.js';
 import { buildTokenAuthenticator } from './auth/authenticator-union.js';
 import { requestAuthenticatorFactories } from './auth/authenticator.js';
+import { bundleFingerprints } from './auth/authenticators/ca-bundle.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { BootstrapTokenAuthenticator } from './auth/bootstrap-token.js';
 import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/start.js';
@@ -433,6 +434,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     anonymous: o.anonymousAuth,
     tokens: tokenAuthenticator,
     requestAuthenticators,
+    // With the front proxy's CA the transport trusts two bundles: x509 checks its own
+    // (and without --client-ca-file there is no x509 authenticator at all).
+    clientCaAnchors: o.requestheaderClientCaFile ? (o.clientCaFile ? bundleFingerprints(readFileSync(o.clientCaFile)) : null) : undefined,
     anonymousConfig: jwtAuthenticators ? () => jwtAuthenticators.anonymous : undefined,
   };
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
@@ -568,8 +572,23 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   };
   // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve,
   // and when the operator asks for it: its header limits are kube's, uWS's compiled-in ones are not)
-  const nodeNeeded = o.clientCaFile !== '' || needsNodeFront(tlsSettings);
+  // (the union of the client CA bundles, as kube's dynamic serving CA: the handshake asks for
+  // a certificate and accepts either authority's; each authenticator checks its own)
+  const clientCaFiles = [o.clientCaFile, o.requestheaderClientCaFile].filter((f) => f !== '');
+  const nodeWhy = [
+    ...(o.clientCaFile ? ['--client-ca-file'] : []),
+    ...(o.requestheaderClientCaFile ? ['--requestheader-client-ca-file'] : []),
+    ...(needsNodeFront(tlsSettings) ? [`--tls-min-version=${o.tlsMinVersion}`] : []),
+  ];
+  const nodeNeeded = nodeWhy.length > 0;
   const nodeFront = o.frontEnd === 'http2' || (o.frontEnd === 'auto' && nodeNeeded);
+  // The choice is visible at start-up (issue 21): which front end serves, and why.
+  if (main)
+    console.warn(
+      nodeFront
+        ? `I front end: node:http2 (HTTP/2 and HTTP/1.1, client certificates), ${o.frontEnd === 'http2' ? 'asked for by --front-end=http2' : `needed by ${nodeWhy.join(', ')}: uWebSockets.js cannot read client certificates`}`
+        : `I front end: uWebSockets.js (HTTP/1.1), ${o.frontEnd === 'uws' ? 'asked for by --front-end=uws' : 'no flag needs node:http2 (--client-ca-file, --requestheader-client-ca-file, a --tls-min-version other than VersionTLS12)'}`,
+    );
   // More front threads share the port through SO_REUSEPORT, which only the uWS front end
   // has here (node 20's net cannot set it).
   const frontThreads = nodeFront ? 1 : o.frontThreads;
@@ -612,7 +631,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
-    ? await startHttp2Server({ ...front, clientCaFile: o.clientCaFile, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, o.clientCaFile) })
+    ? await startHttp2Server({ ...front, clientCaFiles, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, clientCaFiles) })
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.

@@ -16,6 +16,7 @@ import type { ServiceAccountTokens } from './service-account.js';
 import type { UserInfo } from './user.js';
 import { aggregate } from './rbac/resolver.js';
 import './authenticators/webhook.js';
+import './authenticators/requestheader.js';
 
 function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof (x as any)?.then === 'function';

@@ -28,7 +28,7 @@ export interface TokenAuthenticatorMode {
 export interface AuthRequest {
   headers: Record<string, string | undefined>;
   /** the verified TLS client certificate chain's leaf, when the transport has one */
-  clientCert?: { commonName: string; organizations: string[]; raw?: Buffer; chain?: Buffer[] };
+  clientCert?: { commonName: string; organizations: string[]; raw?: Buffer; chain?: Buffer[]; chainFingerprints?: string[] };
   path: string;
 }
 
@@ -36,6 +36,11 @@ export interface AuthRequest {
 export interface RequestAuthenticatorMode {
   readonly name: string;
   authenticateRequest(req: AuthRequest): AuthResult | Promise<AuthResult>;
+  /**
+   * Removes the headers this authenticator trusts from a request, whatever it decided
+   * (kube's ClearAuthenticationHeaders): the filter calls it on every request.
+   */
+  stripIdentityHeaders?(headers: Record<string, string | undefined>): void;
 }
 
 /**
@@ -82,7 +87,9 @@ const requestAuthenticators = new Map<string, RequestAuthenticatorFactory>();
 /**
  * Plugs in a request authenticator that comes before x509 and the bearer token in kube's
  * order (the front proxy's requestheader authenticator). The filter asks the configured ones
- * first; one that accepts decides, one that refuses with an error is a 401.
+ * first; one that accepts decides. One that refuses with an error is passed over as kube's
+ * union does (x509 and the token still get their turn), but the request can no longer be
+ * anonymous: if nothing else authenticates it, it is a 401.
  */
 export function registerRequestAuthenticator(name: string, factory: RequestAuthenticatorFactory): void {
   requestAuthenticators.set(name, factory);

@@ -16,7 +16,7 @@
 // that called startHttp2Server (the main thread).
 import http2 from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TLSSocket, PeerCertificate, TlsOptions } from 'node:tls';
+import type { TLSSocket, PeerCertificate, DetailedPeerCertificate, TlsOptions } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
 import type { RunningServer } from './uws-transport.js';
@@ -28,8 +28,13 @@ export interface Http2ServerOptions {
   port: number;
   certFile: string;
   keyFile: string;
-  /** PEM bundle of the authorities client certificates are verified against (--client-ca-file; '' asks for none) */
-  clientCaFile: string;
+  /**
+   * PEM bundles of the authorities client certificates are verified against: --client-ca-file
+   * and --requestheader-client-ca-file together, as kube's dynamic serving CA bundle unions
+   * them (none asks for no certificate). Each authenticator then checks the chain reaches
+   * its own bundle (ApiRequest.clientCert.chainFingerprints).
+   */
+  clientCaFiles: string[];
   /** minimum version, cipher suites, SNI (tls-config.ts nodeTls); node's defaults without it */
   tls?: TlsOptions;
   maxBodyBytes: number;
@@ -97,14 +102,28 @@ function connectionIdentity(socket: TLSSocket): ClientIdentity {
 
 /** The verified client certificate's identity, or why the one presented is refused; nothing when none was sent. */
 function clientIdentity(socket: TLSSocket): ClientIdentity {
-  const peer: PeerCertificate | Record<string, never> = socket.getPeerCertificate();
+  const peer: DetailedPeerCertificate | Record<string, never> = socket.getPeerCertificate(true);
   if (!peer || Object.keys(peer).length === 0) return {};
   if (!socket.authorized) return { error: `verifying certificate failed: ${String(socket.authorizationError ?? 'unknown authority')}` };
   const eku = (peer as PeerCertificate & { ext_key_usage?: string[] }).ext_key_usage;
   if (eku && !eku.some((u) => CLIENT_AUTH_EKU.has(u))) return { error: 'verifying certificate failed: incompatible key usage' };
   const subject = peer.subject ?? ({} as PeerCertificate['subject']);
   const cn = asList(subject.CN as string | string[] | undefined)[0] ?? '';
-  return { cert: { commonName: cn, organizations: asList(subject.O as string | string[] | undefined) } };
+  return { cert: { commonName: cn, organizations: asList(subject.O as string | string[] | undefined), chainFingerprints: chainFingerprints(peer as DetailedPeerCertificate) } };
+}
+
+/**
+ * The SHA-256 fingerprints of the chain OpenSSL verified, leaf to trust anchor: an
+ * authenticator whose bundle holds one of them would have verified the chain itself (the
+ * handshake trusts the union of the bundles, each authenticator only its own).
+ */
+function chainFingerprints(leaf: DetailedPeerCertificate): string[] {
+  const out: string[] = [];
+  for (let c: DetailedPeerCertificate | undefined = leaf; c && Object.keys(c).length; c = c.issuerCertificate) {
+    out.push(c.fingerprint256);
+    if (c.issuerCertificate === c || out.length > 16) break; // a self-signed root points at itself
+  }
+  return out;
 }
 
 /** The TLS socket under a request, for HTTP/1.1 and HTTP/2 alike. */
@@ -276,7 +295,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     key: readFileSync(opts.keyFile),
     ...opts.tls,
     allowHTTP1: true,
-    ...(opts.clientCaFile ? { requestCert: true, rejectUnauthorized: false, ca: readFileSync(opts.clientCaFile) } : {}),
+    ...(opts.clientCaFiles.length ? { requestCert: true, rejectUnauthorized: false, ca: opts.clientCaFiles.map((f) => readFileSync(f)) } : {}),
     // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
     settings: { maxHeaderListSize: MAX_HEADER_LIST_SIZE_H2, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
     maxHeaderListPairs: MAX_HEADER_PAIRS,

@@ -236,7 +236,7 @@ export function uwsTls(t: ServingTls, warnings: string[]): { ssl_ciphers: string
  * client CA too: OpenSSL verifies a client certificate against the store of the context
  * the handshake switched to.
  */
-export function nodeTls(t: ServingTls, warnings: string[], clientCaFile = ''): tls.TlsOptions {
+export function nodeTls(t: ServingTls, warnings: string[], clientCaFiles: string[] = []): tls.TlsOptions {
   const built = new Set(tls.getCiphers());
   const ciphers = available(t, (c) => built.has(c.toLowerCase()), `Node's OpenSSL ${process.versions.openssl}`, warnings);
   // OpenSSL 3 allows TLS 1.0 and 1.1 only at security level 0 (SHA-1 handshake signatures).
@@ -247,7 +247,7 @@ export function nodeTls(t: ServingTls, warnings: string[], clientCaFile = ''): t
     honorCipherOrder: true,
   };
   const contexts = new Map<SniCertKey, tls.SecureContext>();
-  const ca = clientCaFile ? { ca: readFileSync(clientCaFile) } : {};
+  const ca = clientCaFiles.length ? { ca: clientCaFiles.map((f) => readFileSync(f)) } : {};
   for (const c of new Set(t.sni.values())) contexts.set(c, tls.createSecureContext({ ...base, ...ca, cert: readFileSync(c.certFile), key: readFileSync(c.keyFile) }));
   const named = new Map([...t.sni].map(([n, c]) => [n, contexts.get(c)!]));
   return {

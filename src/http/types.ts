@@ -27,7 +27,12 @@ export interface ApiRequest {
   readBody(): Promise<boolean> | undefined;
   remoteAddress: string;
   /** the TLS client certificate's subject, when the transport could read one and verified it */
-  clientCert?: { commonName: string; organizations: string[] };
+  clientCert?: {
+    commonName: string;
+    organizations: string[];
+    /** SHA-256 fingerprints (node's fingerprint256) of the verified chain, leaf first: which CA bundle it reached */
+    chainFingerprints?: string[];
+  };
   /** why the client certificate presented was refused (unknown authority, key usage) */
   clientCertError?: string;
   // Filled in by the filter chain:

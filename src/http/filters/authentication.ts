@@ -1,5 +1,6 @@
 // Authentication: the filter only calls the authenticators in src/auth (kube's request union:
-// x509 first, then the bearer token through the token union, then anonymous when allowed).
+// the front proxy's request headers, x509, then the bearer token through the token union,
+// then anonymous when allowed).
 // A credential that is presented and wrong is 401 at once; it never falls through to
 // anonymous.
 import type { Filter } from '../filter-chain.js';
@@ -18,6 +19,13 @@ export interface AuthenticationOptions {
   tokens: TokenAuthenticatorUnion;
   /** request authenticators before x509 (requestheader), from registerRequestAuthenticator; none costs nothing */
   requestAuthenticators?: RequestAuthenticatorMode[];
+  /**
+   * --client-ca-file's certificates, when the transport also trusts another bundle (the front
+   * proxy's): a chain must reach one of them to authenticate as x509. null: no
+   * --client-ca-file, so no x509 authenticator (a certificate alone is nobody's).
+   * Undefined: the transport trusts only --client-ca-file.
+   */
+  clientCaAnchors?: Set<string> | null;
   /** the anonymous authenticator of --authentication-config, when the file configures it (read per request: it reloads) */
   anonymousConfig?: () => AnonymousConfig | undefined;
 }
@@ -32,7 +40,7 @@ function anonymousAllowed(opts: AuthenticationOptions, path: string): boolean {
 
 export function authenticationFilter(opts: AuthenticationOptions): Filter {
   const tokens = opts.tokens;
-  const x509 = new X509Authenticator();
+  const x509 = opts.clientCaAnchors === null ? null : new X509Authenticator(opts.clientCaAnchors);
   // Header values already seen to carry a valid static token: a client sends the same header
   // on every request, so most requests cost one map lookup. Bounded, and only valid ones enter.
   // Other tokens are not remembered here: they expire, and their account may go (a webhook's
@@ -48,12 +56,14 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
     run(req) {
       // A verified client certificate decides first, as kube's x509 authenticator comes
       // before the token ones.
-      if (req.clientCert) {
+      let refused = req.clientCertError !== undefined;
+      if (req.clientCert && x509) {
         const r = x509.authenticateRequest(req);
         if (r.ok) {
           req.user = r.response.user;
           return;
         }
+        if (r.error) refused = true;
       }
       const auth = req.headers['authorization'];
       if (auth) {
@@ -77,25 +87,36 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
         return;
       }
       // (never anonymous after a failed credential: kube's union fails on the error)
-      if (req.clientCertError !== undefined || !anonymousAllowed(opts, req.path)) throw errors.unauthorized();
+      if (refused || !anonymousAllowed(opts, req.path)) throw errors.unauthorized();
       req.user = ANONYMOUS;
     },
   };
   if (!before) return filter;
-  // kube's request union: requestheader (and any other registered) before x509 and tokens
+  // kube's request union: requestheader (and any other registered) before x509 and tokens.
+  // Their headers leave the request whatever they decide (kube's ClearAuthenticationHeaders),
+  // before any later filter, the aggregator's proxy or audit sees it.
   const rest = filter.run;
+  const strip = before.filter((a) => a.stripIdentityHeaders);
   return {
     name: 'authentication',
     async run(req, res) {
-      const ar: AuthRequest = { headers: req.headers as AuthRequest['headers'], clientCert: req.clientCert, path: req.path };
-      for (const a of before) {
-        const r = await a.authenticateRequest(ar);
-        if (r.ok) {
-          req.user = r.response.user.groups.includes('system:authenticated') ? r.response.user : { ...r.response.user, groups: [...r.response.user.groups, 'system:authenticated'] };
-          return;
+      const headers = req.headers as AuthRequest['headers'];
+      const ar: AuthRequest = { headers, clientCert: req.clientCert, path: req.path };
+      let refusal: string | undefined;
+      try {
+        for (const a of before) {
+          const r = await a.authenticateRequest(ar);
+          if (r.ok) {
+            req.user = r.response.user.groups.includes('system:authenticated') ? r.response.user : { ...r.response.user, groups: [...r.response.user.groups, 'system:authenticated'] };
+            return;
+          }
+          // (passed over, as kube's union collects the error; nothing after may be anonymous)
+          refusal ??= r.error;
         }
-        if (r.error) throw errors.unauthorized();
+      } finally {
+        for (const a of strip) a.stripIdentityHeaders!(headers);
       }
+      if (refusal !== undefined && req.clientCertError === undefined) req.clientCertError = refusal;
       return rest(req, res);
     },
   };

@@ -1,0 +1,139 @@
+// The authenticating front proxy (kube's headerrequest authenticator wrapped in its x509
+// CA verifier, apiserver/pkg/authentication/request/headerrequest/requestheader.go and
+// request/x509's NewDynamicCAVerifier): the identity headers (X-Remote-User, -Group, -Uid,
+// -Extra-*) are believed only from a connection whose client certificate chains to
+// --requestheader-client-ca-file (client-auth usage, checked by the transport) and, when
+// --requestheader-allowed-names is set, whose common name is listed. Anything else is "not
+// mine": the request goes on to x509 and the bearer tokens with the headers ignored.
+//
+// The headers are removed from every request before any other filter runs (stripIdentityHeaders),
+// trusted or not, so that nothing past authentication (the aggregator's proxy, audit, a
+// handler) can mistake a client's own X-Remote-User for a vouched one.
+//
+// Thread ownership: immutable after construction; one per front thread (the factory runs
+// per thread).
+import { readFileSync } from 'node:fs';
+import type { AuthRequest, AuthResult, RequestAuthenticatorMode } from '../authenticator.js';
+import { registerRequestAuthenticator } from '../authenticator.js';
+import type { UserInfo } from '../user.js';
+import { features } from '../../features.js';
+import { bundleFingerprints, chainReaches } from './ca-bundle.js';
+
+export interface RequestHeaderConfig {
+  /** PEM bundle of the front proxy's authorities */
+  caFile: string;
+  allowedNames: string[];
+  usernameHeaders: string[];
+  groupHeaders: string[];
+  uidHeaders: string[];
+  extraHeaderPrefixes: string[];
+}
+
+/** The flags' values with kube's suggested headers filled in where a flag was not given. */
+export function requestHeaderConfig(o: {
+  requestheaderClientCaFile: string;
+  requestheaderAllowedNames: string[];
+  requestheaderUsernameHeaders?: string[];
+  requestheaderGroupHeaders?: string[];
+  requestheaderUidHeaders?: string[];
+  requestheaderExtraHeadersPrefix?: string[];
+}): RequestHeaderConfig | null {
+  if (!o.requestheaderClientCaFile) return null;
+  const uid = o.requestheaderUidHeaders ?? [];
+  // (kube refuses the UID headers while the gate is off; 1.33 has it on by default)
+  if (uid.length && !features.enabled('RemoteRequestHeaderUID')) throw new Error('--requestheader-uid-headers requires the "RemoteRequestHeaderUID" feature to be enabled');
+  return {
+    caFile: o.requestheaderClientCaFile,
+    allowedNames: o.requestheaderAllowedNames,
+    usernameHeaders: o.requestheaderUsernameHeaders ?? ['X-Remote-User'],
+    groupHeaders: o.requestheaderGroupHeaders ?? ['X-Remote-Group'],
+    uidHeaders: uid,
+    extraHeaderPrefixes: o.requestheaderExtraHeadersPrefix ?? ['X-Remote-Extra-'],
+  };
+}
+
+/** A header's values: the transports join repeated headers with ", ", as Go keeps them as separate values. */
+function values(v: string | undefined): string[] {
+  if (!v) return [];
+  return v.split(', ').filter((x) => x.length > 0);
+}
+
+/** kube's unescapeExtraKey: the key is percent-decoded (url.PathUnescape), kept as sent when malformed. */
+function extraKey(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
+  readonly name = 'requestheader';
+  private readonly anchors: Set<string>;
+  private readonly allowed: Set<string> | null;
+  // header names as the transports give them (lower case)
+  private readonly user: string[];
+  private readonly groups: string[];
+  private readonly uid: string[];
+  private readonly prefixes: string[];
+
+  constructor(cfg: RequestHeaderConfig) {
+    this.anchors = bundleFingerprints(readFileSync(cfg.caFile));
+    if (this.anchors.size === 0) throw new Error(`--requestheader-client-ca-file: no certificate found in "${cfg.caFile}"`);
+    this.allowed = cfg.allowedNames.length ? new Set(cfg.allowedNames) : null;
+    this.user = cfg.usernameHeaders.map((h) => h.toLowerCase());
+    this.groups = cfg.groupHeaders.map((h) => h.toLowerCase());
+    this.uid = cfg.uidHeaders.map((h) => h.toLowerCase());
+    this.prefixes = cfg.extraHeaderPrefixes.map((h) => h.toLowerCase());
+  }
+
+  /**
+   * The identity the headers carry, read from the request's headers as they came in; the
+   * caller strips them afterwards (stripIdentityHeaders), whatever the answer. As kube's CA
+   * verifier: no certificate is not this authenticator's request; a certificate it does not
+   * verify, or whose common name is not allowed, is an error the union notes and passes over
+   * (x509 or a token may still authenticate the request; if nothing does, 401, never
+   * anonymous); a trusted one without a user name header is simply not authenticated here.
+   */
+  authenticateRequest(req: AuthRequest): AuthResult {
+    const cert = req.clientCert;
+    if (!cert) return { ok: false };
+    if (!chainReaches(cert.chainFingerprints, this.anchors)) return { ok: false, error: 'verifying certificate failed: certificate signed by unknown authority' };
+    if (this.allowed && !this.allowed.has(cert.commonName)) return { ok: false, error: `x509: subject with cn=${cert.commonName} is not in the allowed list` };
+    const h = req.headers;
+    let name = '';
+    for (const k of this.user) if ((name = h[k] ?? '')) break;
+    if (!name) return { ok: false };
+    let uid = '';
+    for (const k of this.uid) if ((uid = h[k] ?? '')) break;
+    const groups: string[] = [];
+    for (const k of this.groups) groups.push(...values(h[k]));
+    const extra: Record<string, string[]> = {};
+    let anyExtra = false;
+    // prefixes first, so that each key's values keep the order of the prefixes (as kube)
+    for (const p of this.prefixes) {
+      for (const k in h) {
+        if (k.length < p.length || !k.startsWith(p)) continue;
+        const key = extraKey(k.slice(p.length));
+        (extra[key] ??= []).push(...values(h[k]));
+        anyExtra = true;
+      }
+    }
+    // (system:authenticated is added by the filter, as kube's AuthenticatedGroupAdder)
+    const user: UserInfo = { name, uid, groups, ...(anyExtra ? { extra } : {}) };
+    return { ok: true, response: { user } };
+  }
+
+  /** kube's ClearAuthenticationHeaders: every identity header and every header under an extra prefix goes. */
+  stripIdentityHeaders(h: Record<string, string | undefined>): void {
+    for (const k of this.user) delete h[k];
+    for (const k of this.uid) delete h[k];
+    for (const k of this.groups) delete h[k];
+    if (this.prefixes.length) for (const k in h) if (this.prefixes.some((p) => k.startsWith(p))) delete h[k];
+  }
+}
+
+registerRequestAuthenticator('requestheader', (ctx) => {
+  const cfg = requestHeaderConfig(ctx.options);
+  return cfg ? new RequestHeaderAuthenticator(cfg) : null;
+});
