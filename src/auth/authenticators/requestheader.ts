@@ -76,6 +76,9 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   private readonly groups: string[];
   private readonly uid: string[];
   private readonly prefixes: string[];
+  // what stripIdentityHeaders removes: kube's standard X-Remote-* set and the configured names
+  private readonly stripNames: string[];
+  private readonly stripPrefixes: string[];
 
   constructor(cfg: RequestHeaderConfig) {
     this.anchors = bundleFingerprints(readFileSync(cfg.caFile));
@@ -85,6 +88,8 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
     this.groups = cfg.groupHeaders.map((h) => h.toLowerCase());
     this.uid = cfg.uidHeaders.map((h) => h.toLowerCase());
     this.prefixes = cfg.extraHeaderPrefixes.map((h) => h.toLowerCase());
+    this.stripNames = [...new Set(['x-remote-user', 'x-remote-uid', 'x-remote-group', ...this.user, ...this.uid, ...this.groups])];
+    this.stripPrefixes = [...new Set(['x-remote-extra-', ...this.prefixes])];
   }
 
   /**
@@ -124,12 +129,14 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
     return { ok: true, response: { user } };
   }
 
-  /** kube's ClearAuthenticationHeaders: every identity header and every header under an extra prefix goes. */
+  /**
+   * As kube's authentication filter (ClearAuthenticationHeaders twice): the standard
+   * X-Remote-User/-Uid/-Group/-Extra-* headers and the configured ones all go, the UID
+   * header even when it is not read.
+   */
   stripIdentityHeaders(h: Record<string, string | undefined>): void {
-    for (const k of this.user) delete h[k];
-    for (const k of this.uid) delete h[k];
-    for (const k of this.groups) delete h[k];
-    if (this.prefixes.length) for (const k in h) if (this.prefixes.some((p) => k.startsWith(p))) delete h[k];
+    for (const k of this.stripNames) delete h[k];
+    for (const k in h) if (this.stripPrefixes.some((p) => k.startsWith(p))) delete h[k];
   }
 }
 
