@@ -97,27 +97,50 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
   // before any later filter, the aggregator's proxy or audit sees it.
   const rest = filter.run;
   const strip = before.filter((a) => a.stripIdentityHeaders);
+  const grouped = (u: UserInfo): UserInfo => (u.groups.includes('system:authenticated') ? u : { ...u, groups: [...u.groups, 'system:authenticated'] });
+  // Synchronous while the authenticators are (the requestheader one is): a request does not
+  // become a promise for being asked about a front proxy.
+  const from = (req: ApiRequest, res: Parameters<Filter['run']>[1], ar: AuthRequest, i: number, refusal: string | undefined): ReturnType<Filter['run']> => {
+    for (; i < before.length; i++) {
+      const r = before[i].authenticateRequest(ar);
+      if (r instanceof Promise) {
+        const next = i + 1;
+        return r.then(
+          (res2) => {
+            if (res2.ok) return done(req, ar, grouped(res2.response.user));
+            return from(req, res, ar, next, refusal ?? res2.error);
+          },
+          (err) => {
+            stripAll(ar);
+            throw err;
+          },
+        );
+      }
+      if (r.ok) return done(req, ar, grouped(r.response.user));
+      // (passed over, as kube's union collects the error; nothing after may be anonymous)
+      refusal ??= r.error;
+    }
+    stripAll(ar);
+    if (refusal !== undefined && req.clientCertError === undefined) req.clientCertError = refusal;
+    return rest(req, res);
+  };
+  const stripAll = (ar: AuthRequest) => {
+    for (const a of strip) a.stripIdentityHeaders!(ar.headers);
+  };
+  const done = (req: ApiRequest, ar: AuthRequest, user: UserInfo) => {
+    stripAll(ar);
+    req.user = user;
+  };
   return {
     name: 'authentication',
-    async run(req, res) {
-      const headers = req.headers as AuthRequest['headers'];
-      const ar: AuthRequest = { headers, clientCert: req.clientCert, path: req.path };
-      let refusal: string | undefined;
+    run(req, res) {
+      const ar: AuthRequest = { headers: req.headers as AuthRequest['headers'], clientCert: req.clientCert, path: req.path };
       try {
-        for (const a of before) {
-          const r = await a.authenticateRequest(ar);
-          if (r.ok) {
-            req.user = r.response.user.groups.includes('system:authenticated') ? r.response.user : { ...r.response.user, groups: [...r.response.user.groups, 'system:authenticated'] };
-            return;
-          }
-          // (passed over, as kube's union collects the error; nothing after may be anonymous)
-          refusal ??= r.error;
-        }
-      } finally {
-        for (const a of strip) a.stripIdentityHeaders!(headers);
+        return from(req, res, ar, 0, undefined);
+      } catch (err) {
+        stripAll(ar);
+        throw err;
       }
-      if (refusal !== undefined && req.clientCertError === undefined) req.clientCertError = refusal;
-      return rest(req, res);
     },
   };
 }
