@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
+import http2 from 'node:http2';
 import { startServer, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
 
@@ -132,6 +133,36 @@ describe('front proxy (--requestheader-client-ca-file) beside --client-ca-file a
     expect((await whoami(s, 'front-proxy-client')).status).toBe(401);
     const r = await whoami(s, 'front-proxy-client', { authorization: 'Bearer bob-token' });
     expect(r.userInfo?.username).toBe('bob');
+  });
+
+  it('over HTTP/2 each request on the proxy\'s connection is its own user (the connection is the proxy, not a user)', async () => {
+    const session = http2.connect(s.url, { ca: s.ca, cert: readFileSync(join(dir, 'front-proxy-client.crt')), key: readFileSync(join(dir, 'front-proxy-client.key')) });
+    session.on('error', () => {});
+    const review = (headers: Record<string, string | string[]>) =>
+      new Promise<{ status: number; body: string }>((res, rej) => {
+        const st = session.request({ ':method': 'POST', ':path': '/apis/authentication.k8s.io/v1/selfsubjectreviews', 'content-type': 'application/json', ...headers });
+        let status = 0;
+        let body = '';
+        st.on('response', (h) => (status = Number(h[':status'])));
+        st.setEncoding('utf8');
+        st.on('data', (c) => (body += c));
+        st.on('end', () => res({ status, body }));
+        st.on('error', rej);
+        st.end(JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }));
+      });
+    try {
+      const [a, b, none] = await Promise.all([
+        review({ 'x-remote-user': 'alice', 'x-remote-group': ['g1', 'g2'] }),
+        review({ 'x-remote-user': 'carol' }),
+        review({}),
+      ]);
+      expect(a.status, a.body).toBe(201);
+      expect(JSON.parse(a.body).status.userInfo).toEqual({ username: 'alice', groups: ['g1', 'g2', 'system:authenticated'] });
+      expect(JSON.parse(b.body).status.userInfo).toEqual({ username: 'carol', groups: ['system:authenticated'] });
+      expect(none.status).toBe(401);
+    } finally {
+      session.close();
+    }
   });
 
   it('kubectl with the front-proxy certificate alone (it cannot send the headers) is refused', async () => {
