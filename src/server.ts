@@ -40,6 +40,8 @@ import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/star
 import { TokenCleaner } from './controllers/token-cleaner.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
+import { ClusterAuthenticationTrustController, authenticationTrustFromFiles } from './controllers/cluster-authentication-trust.js';
+import { requestHeaderConfig } from './auth/authenticators/requestheader.js';
 import { CsrController, loadSigningCa } from './controllers/csr-signing.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
 import { ValidatingAdmissionPolicyStatusController } from './controllers/validating-admission-policy-status.js';
@@ -273,6 +275,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   // The system PriorityClasses (kube's scheduling/bootstrap-system-priority-classes hook).
   if (main) await startupWrite('system priority classes', () => new PriorityClassBootstrap(store, targets).start());
+  // kube-system/extension-apiserver-authentication: how this server authenticates, for
+  // aggregated API servers (kube's cluster authentication trust controller)
+  const authTrust = main ? new ClusterAuthenticationTrustController(store, cacher, targets, authenticationTrustFromFiles(o.clientCaFile, requestHeaderConfig(o))) : undefined;
+  if (authTrust) await startupWrite('extension-apiserver-authentication', () => authTrust.start());
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
   controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });
@@ -641,6 +647,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     listener.stopListening();
     await others.stop();
     availability?.stop();
+    authTrust?.stop();
     jwtAuthenticators?.close();
     aggregator.stop();
     endpoints?.halt();
@@ -682,6 +689,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         apfBootstrap.stop();
         crds.stop();
         availability?.stop();
+        authTrust?.stop();
         aggregator.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();

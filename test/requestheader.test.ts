@@ -70,6 +70,19 @@ function whoami(s: TestServer, cert: string | null, headers: Record<string, stri
   });
 }
 
+/** A GET with the admin token the test server hands out. */
+function whoamiGet(s: TestServer, path: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port: s.port, method: 'GET', path, ca: s.ca, agent: false, headers: { authorization: `Bearer ${s.token}` } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 const ALICE = {
   'X-Remote-User': 'alice',
   'X-Remote-Uid': 'alice-uid',
@@ -98,6 +111,18 @@ describe('front proxy (--requestheader-client-ca-file) beside --client-ca-file a
   afterAll(async () => {
     await s?.stop();
     s?.cleanup();
+  });
+
+  it('publishes both authorities and the header names in kube-system/extension-apiserver-authentication, for aggregated servers', async () => {
+    const cm = JSON.parse((await whoamiGet(s, '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication')).text);
+    const pem = (f: string) => readFileSync(join(dir, f), 'utf8').trim();
+    expect(cm.data['client-ca-file'].trim()).toBe(pem('client-ca.crt'));
+    expect(cm.data['requestheader-client-ca-file'].trim()).toBe(pem('front-proxy-ca.crt'));
+    expect(JSON.parse(cm.data['requestheader-username-headers'])).toEqual(['X-Remote-User']);
+    expect(JSON.parse(cm.data['requestheader-group-headers'])).toEqual(['X-Remote-Group']);
+    expect(JSON.parse(cm.data['requestheader-uid-headers'])).toEqual(['X-Remote-Uid']);
+    expect(JSON.parse(cm.data['requestheader-extra-headers-prefix'])).toEqual(['X-Remote-Extra-']);
+    expect(JSON.parse(cm.data['requestheader-allowed-names'])).toEqual([]);
   });
 
   it('says at start-up which front end serves and why', () => {
