@@ -5,6 +5,7 @@
 // shard workers and the rest (libuv pool, GC helpers).
 //
 //   npm run build && node dist/bench/cpu-cost.js --scenario get [--seconds 5] [--connections 50] [--prof DIR] [--strace]
+//     [--rate N]   (create only: N creates/s from a rate writer instead of as fast as 50 connections go)
 //     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
 //     [--client native]                   (get, create, list: the native load client instead of the JS lean one)
 //     [--server-args "ARGS"]              (more server flags, split on spaces: e.g. "--storage-backend etcd3 --etcd-servers URL")
@@ -175,6 +176,13 @@ async function main() {
       const fleetThreads = [...threadTicks(process.pid)].map(([tid, v]) => `${tid === process.pid ? 'main' : v.name}:${(((v.ticks - (clientBefore.get(tid)?.ticks ?? 0)) * 1e4) / Math.max(1, count)).toFixed(1)}`).filter((x) => !x.endsWith(':0.0'));
       extra = ` watchers=${fleet.open()} creates=${sent} eventsPerRead=${(count / Math.max(1, fleet.reads() - r0)).toFixed(1)} client threads (µs per event) ${fleetThreads.join(' ')} (client total ${((c.user + c.system) / Math.max(1, count)).toFixed(1)}) rss=${rssMB(pid).toFixed(0)}MB`;
       await fleet.close();
+    } else if (scenario === 'create' && args.includes('--rate')) {
+      // creates at a fixed rate (from a thread of its own): with and without webhooks the
+      // server then does the same creates per second, so the shard threads' fixed
+      // per-interval work weighs the same per create, and the difference is the calls' own
+      const rate = Number(opt('rate', '1000'));
+      count = await runRateWriter({ url: t.url, headers: { authorization: `Bearer ${t.token}` }, path, rate, seconds, annotation: 'bench/sent' });
+      extra = ` rate=${rate} (sent ${(count / seconds).toFixed(0)}/s)`;
     } else {
       const loadOpts = { path, method, body, connections: scenario.startsWith('list') ? 4 : connections, seconds };
       const r = client === 'native' ? (await nativeLoad(t, loadOpts))! : await rawLoad(t, loadOpts);

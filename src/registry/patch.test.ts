@@ -152,3 +152,35 @@ describe('JSON patch results nested past the limit', () => {
     expect(jsonPatch({}, [{ op: 'add', path: '/x', value: deep(998) }]).x).toBeTypeOf('object');
   });
 });
+
+describe('jsonPatch with shared subtrees (copy-on-write)', () => {
+  const base = () => ({
+    metadata: { name: 'a', labels: { x: '1' }, annotations: { y: '2' } },
+    spec: { list: [{ n: 1 }, { n: 2 }], deep: { a: { b: { c: 1 } } } },
+  });
+  const patches: any[] = [
+    [{ op: 'add', path: '/metadata/labels/z', value: '3' }],
+    [{ op: 'remove', path: '/spec/list/0' }, { op: 'add', path: '/spec/list/-', value: { n: 9 } }],
+    [{ op: 'move', from: '/spec/deep/a', path: '/metadata/moved' }, { op: 'replace', path: '/metadata/moved/b/c', value: 5 }],
+    [{ op: 'copy', from: '/spec/deep', path: '/spec/copy' }, { op: 'replace', path: '/spec/copy/a/b/c', value: 7 }],
+    [{ op: 'move', from: '/spec', path: '' }, { op: 'replace', path: '/deep/a/b/c', value: 8 }],
+    [{ op: 'replace', path: '', value: { k: { v: 1 } } }, { op: 'add', path: '/k/w', value: 2 }],
+    [{ op: 'test', path: '/metadata/name', value: 'a' }, { op: 'replace', path: '/spec/list/1/n', value: 3 }],
+  ];
+  it('gives what the whole copy gives and never changes the document', () => {
+    for (const p of patches) {
+      const doc = base();
+      const want = jsonPatch(base(), p);
+      const got = jsonPatch(doc, p, undefined, undefined, true);
+      expect(got).toEqual(want);
+      expect(doc).toEqual(base());
+    }
+  });
+  it('shares the subtrees the patch does not touch', () => {
+    const doc = base();
+    const got = jsonPatch(doc, [{ op: 'add', path: '/metadata/labels/z', value: '3' }], undefined, undefined, true);
+    expect(got.spec).toBe(doc.spec);
+    expect(got.metadata.annotations).toBe(doc.metadata.annotations);
+    expect(got.metadata.labels).not.toBe(doc.metadata.labels);
+  });
+});

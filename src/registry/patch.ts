@@ -59,14 +59,37 @@ interface Loc {
   key: string;
 }
 
+/**
+ * The containers a copy-on-write patch made (and may change in place); undefined when the
+ * patch works on a whole copy of the document. Set for the duration of one jsonPatch call.
+ */
+let copying: Set<object> | undefined;
+
+/** A shallow copy of a container (spread defines an own `__proto__` key as a plain field). */
+const shallow = (o: any): any => (Array.isArray(o) ? o.slice() : { ...o });
+
+/**
+ * The parent of the path's last token. In copy-on-write mode (`copying` set), every container
+ * on the way that the patch did not make yet is copied (shallow) and put in its parent's
+ * place, so the change that follows touches only copies, never the caller's document.
+ */
 function locate(doc: any, tokens: string[], path: string): Loc {
   let cur = doc;
   for (let i = 0; i < tokens.length - 1; i++) {
     const t = tokens[i];
     if (cur === null || typeof cur !== 'object') throw unprocessable(`doc is missing path: "${path}": missing value`);
     // (own fields only: `/__proto__/x` or `/toString` name nothing in a document without them)
-    cur = Array.isArray(cur) ? cur[arrayIndex(cur, t, path, false)] : ownValue(cur, t);
-    if (cur === undefined) throw unprocessable(`doc is missing path: "${path}": missing value`);
+    const arr = Array.isArray(cur);
+    const k: string | number = arr ? arrayIndex(cur, t, path, false) : t;
+    let next = arr ? cur[k as number] : ownValue(cur, t);
+    if (next === undefined) throw unprocessable(`doc is missing path: "${path}": missing value`);
+    if (copying && next !== null && typeof next === 'object' && !copying.has(next)) {
+      next = shallow(next);
+      copying.add(next);
+      if (arr) cur[k as number] = next;
+      else setOwn(cur, t, next);
+    }
+    cur = next;
   }
   if (cur === null || typeof cur !== 'object') throw unprocessable(`doc is missing path: "${path}": missing value`);
   return { parent: cur, key: tokens[tokens.length - 1] };
@@ -110,8 +133,16 @@ function removeAt(doc: any, path: string): any {
  */
 function addAt(doc: any, path: string, value: any, replace: boolean, owned = false): any {
   const tokens = parsePointer(path);
-  const v = owned ? value : structuredClone(value);
-  if (tokens.length === 0) return v;
+  let v = owned ? value : structuredClone(value);
+  if (tokens.length === 0) {
+    // the new root is changed in place by the operations after: in copy-on-write mode it
+    // must be a container of this patch's (a moved value is still the caller's)
+    if (copying && v !== null && typeof v === 'object') {
+      if (owned && !copying.has(v)) v = shallow(v);
+      copying.add(v);
+    }
+    return v;
+  }
   const { parent, key } = locate(doc, tokens, path);
   if (Array.isArray(parent)) {
     const i = arrayIndex(parent, key, path, !replace);
@@ -181,12 +212,31 @@ export interface JsonPatchStats {
   copied: number;
 }
 
-export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, clock = new PatchClock()): any {
+/**
+ * Applies a JSON patch to a copy of doc (doc itself is never changed). With `share`, the
+ * copy is made only along the paths the patch changes, and the result shares every other
+ * subtree with doc: for a caller that neither keeps doc nor changes the result's subtrees in
+ * place behind doc's back (a webhook's patch of the request's object, which replaces it), it
+ * saves the whole document's structuredClone per patch. The store's patches (the result
+ * becomes a new stored object, doc is the cached current one) copy the whole document.
+ */
+export function jsonPatch(doc: any, patch: unknown, stats?: JsonPatchStats, clock = new PatchClock(), share = false): any {
   if (!Array.isArray(patch)) throw errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   // Counted before anything is applied, as kube's handler does once the patch is decoded.
   if (patch.length > MAX_JSON_PATCH_OPERATIONS) throw errors.jsonPatchTooManyOperations(MAX_JSON_PATCH_OPERATIONS, patch.length);
   refuseDeepPatch(patch);
-  let cur = structuredClone(doc);
+  if (!share || doc === null || typeof doc !== 'object') return applyOps(structuredClone(doc), patch, stats, clock);
+  const root = shallow(doc);
+  copying = new Set([root]);
+  try {
+    return applyOps(root, patch, stats, clock);
+  } finally {
+    copying = undefined;
+  }
+}
+
+function applyOps(doc: any, patch: any[], stats: JsonPatchStats | undefined, clock: PatchClock): any {
+  let cur = doc;
   // json-patch's AccumulatedCopySizeLimit: what copies added so far, weighed per copy
   // (a copy larger than what is left of the limit is not weighed past the limit).
   let copied = 0;

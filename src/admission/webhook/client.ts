@@ -113,7 +113,7 @@ export class WebhookClient {
         port,
         servername: isIp(t.servername) ? undefined : t.servername,
         head: `POST ${path} HTTP/1.1\r\nHost: ${t.hostHeader}\r\nUser-Agent: kube-apiserver-admission\r\nContent-Type: application/json\r\nAccept: application/json, */*\r\n`,
-        body: Buffer.from(body),
+        body,
         maxBytes: MAX_RESPONSE_BYTES,
         timeoutMs: timeoutSeconds * 1000,
       });

@@ -26,7 +26,7 @@ export interface PoolRequest {
   servername?: string;
   /** the request line and headers, without Content-Length and the final CRLF */
   head: string;
-  body: Buffer;
+  body: Buffer | string;
   /** bytes of answer at most */
   maxBytes: number;
   /** the whole call's time limit */
@@ -76,7 +76,13 @@ export class HttpsPool {
   }
 
   request(r: PoolRequest): Promise<PoolResponse> {
-    const payload = Buffer.concat([Buffer.from(`${r.head}Content-Length: ${r.body.length}\r\n\r\n`, 'latin1'), r.body]);
+    // head and body encoded straight into one buffer (one socket write, no intermediate copy)
+    const size = typeof r.body === 'string' ? Buffer.byteLength(r.body, 'utf8') : r.body.length;
+    const head = `${r.head}Content-Length: ${size}\r\n\r\n`;
+    const payload = Buffer.allocUnsafe(head.length + size);
+    const at = payload.write(head, 0, 'latin1');
+    if (typeof r.body === 'string') payload.write(r.body, at, 'utf8');
+    else r.body.copy(payload, at);
     const deadline = Date.now() + r.timeoutMs;
     return new Promise((resolve, reject) => this.send(r, payload, resolve, reject, true, deadline));
   }

@@ -146,7 +146,9 @@ export class MutatingDispatcher {
     }
     let patched: any;
     try {
-      patched = jsonPatch(objs.object, ops);
+      // copied only along the patched paths: objs.object is the request's object (or its
+      // conversion), which the result replaces below, so sharing its other subtrees is safe
+      patched = jsonPatch(objs.object, ops, undefined, undefined, true);
     } catch (e) {
       const why = (e as { cause?: unknown }).cause;
       throw errors.internal(typeof why === 'string' ? why : (e as Error).message);
