@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http2 from 'node:http2';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
-import { kubectl, kubectlOk, kubectlPath, kubectlStream } from './helpers/kubectl.js';
+import { kubectl, kubectlOk, kubectlPath, kubectlStream, certKubeconfig } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeshard-x509-'));
 const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -32,35 +32,10 @@ function makeCerts(): void {
   client('server-only', '/CN=server-only', 'ca', 'serverAuth');
 }
 
-/** A kubeconfig that logs in with a client certificate only (no token). */
-function certKubeconfig(s: TestServer, name: string): string {
-  const path = join(dir, `${name}.kubeconfig`);
-  writeFileSync(
-    path,
-    `apiVersion: v1
-kind: Config
-clusters:
-- name: ks
-  cluster:
-    server: ${s.url}
-    insecure-skip-tls-verify: true
-users:
-- name: ${name}
-  user:
-    client-certificate: ${join(dir, `${name}.crt`)}
-    client-key: ${join(dir, `${name}.key`)}
-contexts:
-- name: ks
-  context: {cluster: ks, user: ${name}}
-current-context: ks
-`,
-  );
-  return path;
-}
 
 describe('client certificates (--client-ca-file, node:http2 front end)', () => {
   let s: TestServer;
-  const as = (name: string, args: string[]) => kubectl({ ...s, kubeconfigPath: certKubeconfig(s, name) }, args);
+  const as = (name: string, args: string[]) => kubectl({ ...s, kubeconfigPath: certKubeconfig(s, dir, name) }, args);
 
   beforeAll(async () => {
     kubectlPath();
@@ -102,7 +77,7 @@ describe('client certificates (--client-ca-file, node:http2 front end)', () => {
     } finally {
       session.close();
     }
-    const w = kubectlStream({ ...s, kubeconfigPath: certKubeconfig(s, 'jane') }, ['get', 'configmaps', '-n', 'default', '-w', '-o', 'name']);
+    const w = kubectlStream({ ...s, kubeconfigPath: certKubeconfig(s, dir, 'jane') }, ['get', 'configmaps', '-n', 'default', '-w', '-o', 'name']);
     try {
       await until(() => w.output().includes('configmap/from-jane'), 15_000);
       await kubectlOk(s, ['create', 'configmap', 'later', '-n', 'default']);

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
-import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
+import { kubectl, kubectlOk, kubectlPath, certKubeconfig } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeshard-node-bootstrap-'));
 const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -32,31 +32,6 @@ function makeCsr(name: string, subj: string): string {
 
 function csrObject(name: string, pem: string, signerName = 'kubernetes.io/kube-apiserver-client-kubelet', usages = ['digital signature', 'client auth']): any {
   return { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { name }, spec: { request: Buffer.from(pem).toString('base64'), signerName, usages } };
-}
-
-function certKubeconfig(name: string): string {
-  const path = join(dir, `${name}.kubeconfig`);
-  writeFileSync(
-    path,
-    `apiVersion: v1
-kind: Config
-clusters:
-- name: ks
-  cluster:
-    server: ${s.url}
-    insecure-skip-tls-verify: true
-users:
-- name: ${name}
-  user:
-    client-certificate: ${join(dir, `${name}.crt`)}
-    client-key: ${join(dir, `${name}.key`)}
-contexts:
-- name: ks
-  context: {cluster: ks, user: ${name}}
-current-context: ks
-`,
-  );
-  return path;
 }
 
 const pod = (name: string, node: string, secret: string) => ({
@@ -124,7 +99,7 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
     }
     expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', pod('p1', 'n1', 's1'))).status).toBe(201);
     expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', pod('p2', 'n2', 's2'))).status).toBe(201);
-    const asNode = (args: string[]) => kubectl({ ...s, kubeconfigPath: certKubeconfig('n1') }, args);
+    const asNode = (args: string[]) => kubectl({ ...s, kubeconfigPath: certKubeconfig(s, dir, 'n1') }, args);
     expect((await asNode(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).stdout).toBe('system:node:n1');
     const ok = await asNode(['get', 'secret', 's1', '-n', 'default', '-o', 'jsonpath={.data.k}']);
     expect(ok.stderr).toBe('');

@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 // once into .cache/.
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestServer } from './server.js';
 
@@ -80,4 +80,33 @@ export function helm(s: TestServer, args: string[], opts: { cwd?: string; timeou
       (err, stdout, stderr) => res({ code: err ? ((err as any).code ?? 1) : 0, stdout, stderr }),
     );
   });
+}
+
+/**
+ * A kubeconfig in dir that logs in to s with the client certificate dir/NAME.crt and key
+ * dir/NAME.key only (no token); its path.
+ */
+export function certKubeconfig(s: TestServer, dir: string, name: string): string {
+  const path = join(dir, `${name}.kubeconfig`);
+  writeFileSync(
+    path,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: ks
+  cluster:
+    server: ${s.url}
+    insecure-skip-tls-verify: true
+users:
+- name: ${name}
+  user:
+    client-certificate: ${join(dir, `${name}.crt`)}
+    client-key: ${join(dir, `${name}.key`)}
+contexts:
+- name: ks
+  context: {cluster: ks, user: ${name}}
+current-context: ks
+`,
+  );
+  return path;
 }
