@@ -7,6 +7,7 @@
 // only the status subresource sets the certificate, and once set it stays.
 //
 // Thread ownership: none (pure functions).
+import { pemBlocks } from './pem.js';
 import { X509Certificate } from 'node:crypto';
 import type { FieldError } from '../registry/strategy.js';
 import { dns1123LabelErrors, dns1123SubdomainErrors, duplicate, forbidden, invalid, isObj, list, notSupported, required, sameValue, tooLong } from '../registry/validation/field.js';
@@ -57,14 +58,13 @@ export function validateSignerName(field: string, name: unknown): FieldError[] {
 export function certificateError(pem: Buffer): string | null {
   if (pem.length === 0) return null;
   const text = pem.toString('latin1');
-  const re = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([\s\S]*?)-----END \1-----/g;
   let blocks = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    if (m[1] !== 'CERTIFICATE') return `only CERTIFICATE PEM blocks are allowed, found "${m[1]}"`;
-    if (/^[A-Za-z-]+:/m.test(m[2])) return 'no PEM block headers are permitted';
+  for (const m of pemBlocks(text)) {
+    if (m.type !== 'CERTIFICATE') return `only CERTIFICATE PEM blocks are allowed, found "${m.type}"`;
+    if (/^[A-Za-z-]+:/m.test(m.body)) return 'no PEM block headers are permitted';
     blocks++;
     try {
-      new X509Certificate(Buffer.from(m[2].replace(/\s+/g, ''), 'base64'));
+      new X509Certificate(Buffer.from(m.body.replace(/\s+/g, ''), 'base64'));
     } catch {
       return 'x509: malformed certificate';
     }

@@ -4,6 +4,7 @@
 // CA (the part of kube's LocalSigner / cert.Sign that kubeshard needs).
 //
 // Thread ownership: none (pure functions; the CA's key is passed in).
+import { pemBlocks } from './pem.js';
 import { createPublicKey, createHash, randomBytes, sign as cryptoSign, verify as cryptoVerify, X509Certificate, type KeyObject } from 'node:crypto';
 import { bitString, bool, children, decodeOid, explicit, integer, namedBits, nul, octets, oid, readTlv, seq, time, type Tlv } from './der.js';
 
@@ -49,10 +50,10 @@ export interface ParsedCsr {
 
 /** The DER of the first PEM block of `type`, or an error worded as kube's ParseCSR. */
 export function pemBlock(pem: string, type: string): Buffer | null {
-  const m = new RegExp(`-----BEGIN ([A-Z0-9 ]+)-----\\r?\\n([\\s\\S]*?)-----END \\1-----`).exec(pem);
-  if (!m || m[1] !== type) return null;
-  if (/^[A-Za-z-]+:/m.test(m[2])) return null;
-  return Buffer.from(m[2].replace(/\s+/g, ''), 'base64');
+  const [m] = pemBlocks(pem, 1);
+  if (!m || m.type !== type) return null;
+  if (/^[A-Za-z-]+:/m.test(m.body)) return null;
+  return Buffer.from(m.body.replace(/\s+/g, ''), 'base64');
 }
 
 function readName(name: Tlv): { cn: string; o: string[] } {
