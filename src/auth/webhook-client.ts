@@ -11,6 +11,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
+/** The most of a webhook's answer (a TokenReview or SubjectAccessReview) that is read. */
+const MAX_RESPONSE_BYTES = 4 << 20;
+
 export interface WebhookTarget {
   url: URL;
   ca?: Buffer;
@@ -115,7 +118,13 @@ export class WebhookClient {
         },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (c) => chunks.push(c));
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            // a review's answer is small: a webhook that sends more is cut off, not buffered
+            size += c.length;
+            if (size > MAX_RESPONSE_BYTES) req.destroy(new Error(`response from ${t.url.origin} is larger than ${MAX_RESPONSE_BYTES} bytes`));
+            else chunks.push(c);
+          });
           res.on('error', reject);
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
