@@ -7,6 +7,14 @@ import { snapshotMain } from './snapshot-cli.js';
 async function main(): Promise<void> {
   // `kubeshard snapshot ...`: backup and restore (snapshot-cli.ts), no server started
   if (process.argv[2] === 'snapshot') process.exit(await snapshotMain(process.argv.slice(3)));
+  // `kubeshard node ...`: the node agent, or with --simulate N a fleet of virtual nodes
+  if (process.argv[2] === 'node') {
+    const argv = process.argv.slice(3);
+    const simulate = argv.some((a) => a === '--simulate' || a.startsWith('--simulate='));
+    const code = simulate ? await (await import('./node/simulate/fleet-cli.js')).fleetMain(argv) : await (await import('./node/cli.js')).nodeMain(argv);
+    // the agent returns when it has stopped (a signal, or a failed start)
+    process.exit(code);
+  }
   let opts;
   try {
     opts = parseArgs(process.argv.slice(2));
