@@ -463,18 +463,34 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // made here by the main thread and handed to the others (front/front-threads.ts).
   // (shares for the listening front threads and the bulk thread, handoff.ts)
   const seats = new SharedSeats(thread?.seats, thread?.index ?? 0, o.frontThreads + 1);
-  const apf = o.enablePriorityAndFairness
-    ? new PriorityAndFairness(cacher, store, apfBootstrap.fsT, apfBootstrap.plT, {
-        serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
-        requestTimeoutSeconds: o.requestTimeoutSeconds,
-      }, seats)
-    : null;
-  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
-  const flowControl = apf ? apf.filter() : limiter.filter();
   // apiserver_storage_objects: counted in storage where it can count (etcd, polled by the
   // main thread: the metric is process-wide), else from the caches
   const storageCounts = main && storage.count ? new StorageObjectCounts(storage.count.bind(storage), () => cacher.resourceTypes(), o.etcdCountMetricPollPeriodSeconds * 1000) : null;
   storageCounts?.start();
+  // The work estimator's counts (kube's ObjectCountTracker and WatchTracker): objects as
+  // storage last counted them, else as the caches hold them; this thread's watchers.
+  const workSources = {
+    objectCount: (gr: string) => storageCounts?.countOf(gr) ?? cacher.peek(gr)?.items.size,
+    watchCount: (gr: string, ns: string) => cacher.peek(gr)?.watchers.interested(ns) ?? 0,
+  };
+  const apf = o.enablePriorityAndFairness
+    ? new PriorityAndFairness(
+        cacher,
+        store,
+        apfBootstrap.fsT,
+        apfBootstrap.plT,
+        {
+          serverConcurrencyLimit: o.maxRequestsInflight + o.maxMutatingRequestsInflight,
+          requestTimeoutSeconds: o.requestTimeoutSeconds,
+          // the seat borrowing loop is the server's: the main thread runs it
+          borrowing: main,
+        },
+        seats,
+        workSources,
+      )
+    : null;
+  const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
+  const flowControl = apf ? apf.filter() : limiter.filter();
   const metrics = new RequestMetrics(
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
@@ -687,6 +703,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         leaderControllers.stop();
         namespaces.stop();
         apfBootstrap.stop();
+        apf?.stop();
         crds.stop();
         availability?.stop();
         authTrust?.stop();

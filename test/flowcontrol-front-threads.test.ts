@@ -166,7 +166,7 @@ describe('--enable-priority-and-fairness=false: the inflight limits are the whol
 
 /** A Limited level of one share (1 seat of 2 beside the bootstrap levels) and a schema sending one user to it. */
 async function tinyLevel(s: TestServer, name: string, user: string, limitResponse: unknown): Promise<string> {
-  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse } } };
+  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, borrowingLimitPercent: 0, limitResponse } } };
   expect((await request(s, 'POST', PL, pl)).status).toBe(201);
   const fs = {
     apiVersion: 'flowcontrol.apiserver.k8s.io/v1',

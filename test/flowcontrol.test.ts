@@ -188,7 +188,7 @@ describe('classification', () => {
 
 /** A Limited level of one share (3 seats of the default 600 beside the bootstrap levels' 245 shares) and a schema sending one user to it. */
 async function tinyLevel(server: TestServer, name: string, user: string, limitResponse: any): Promise<void> {
-  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, limitResponse } } };
+  const pl = { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, borrowingLimitPercent: 0, limitResponse } } };
   expect((await request(server, 'POST', PL, pl)).status).toBe(201);
   const fs = {
     apiVersion: 'flowcontrol.apiserver.k8s.io/v1',

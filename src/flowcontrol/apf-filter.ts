@@ -1,23 +1,31 @@
 // The priority-and-fairness filter (--enable-priority-and-fairness, on by default as in
 // kube-apiserver 1.33). Every authenticated request is classified into a FlowSchema and
 // priority level (classifier.ts); its responses carry the X-Kubernetes-PF-* headers with
-// both objects' uids, whatever answers it, a 429 included. Then:
+// both objects' uids, whatever answers it, a 429 included. Its work is estimated in seats
+// (work-estimator.ts: a LIST by the objects it goes through, a write by the watchers it
+// will notify, a WATCH that asked for initial events like a LIST). Then:
 //
-//   - exempt level (system:masters, probes): runs at once, no seat;
-//   - a watch: runs at once without holding a seat (kube holds one only while the watch
-//     initializes; here it is not held at all);
-//   - a Limited level with a free seat and no one waiting: takes a seat until its response ends;
-//   - otherwise Reject → 429 at once; Queue → waits in a queue (priority-levels.ts) until a
-//     seat frees, or 429 when its queue is full or its wait passes the limit: a quarter of
-//     --request-timeout, at most a minute, as kube's.
+//   - exempt level (system:masters, probes): runs at once; its seats are counted (the
+//     borrowing loop sees the exempt level's demand, as kube's) but never limited;
+//   - a Limited level whose seats fit and where no one waits: takes them until its response
+//     ends (a watch: until it is set up, kube's watch initialization signal), plus the
+//     additional latency of a write with many watchers;
+//   - otherwise Reject → 429 at once; Queue → waits in a queue (priority-levels.ts: kube's
+//     fair queuing) until its seats are free, or 429 when its queue is full or its wait
+//     passes the limit: a quarter of --request-timeout, at most a minute, as kube's.
+//
+// The levels' limits move with their demand: the main thread runs kube's seat borrowing
+// every 10 s (borrowing.ts) and sets every level's current limit in the shared seat table.
 //
 // With several front threads (issue 18) each runs its own PriorityAndFairness on one shared
-// seat table (shared-seats.ts): the seats a level holds, the requests it has waiting and the
-// inflight gauges are counted across threads, so the limits are the server's; the queues and
-// the apiserver_flowcontrol_* counters are each thread's.
+// seat table (shared-seats.ts): the seats a level holds, the seats its waiting requests ask
+// for, its current limit and the inflight gauges are counted across threads, so the limits
+// are the server's; the queues, their virtual clocks and the apiserver_flowcontrol_*
+// counters are each thread's.
 //
 // Thread ownership: the front thread owns all of it (the classifier's cache and config, the
-// levels' queues, the counters) except the seat counts, which every front thread shares.
+// levels' queues, the counters) except the seat counts, which every front thread shares;
+// the main thread's instance also owns the borrowing loop.
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { Cacher } from '../storage/cacher.js';
@@ -25,9 +33,11 @@ import type { Store, ResourceTarget } from '../registry/store.js';
 import { TooManyRequestsError, type RejectReason } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { Classifier, type Classification, type LevelConfig } from './classifier.js';
-import { LevelState, flowHash, nominalLimits, type Waiter } from './priority-levels.js';
+import { LevelState, flowHash, levelMaxSeats, limitBounds, nominalLimits, totalWork, type Execution, type Waiter } from './priority-levels.js';
 import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
 import { SharedSeats } from './shared-seats.js';
+import { estimateWork, type WorkSources } from './work-estimator.js';
+import { Borrowing, TimingHistogram, SAMPLE_MS } from './borrowing.js';
 import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
 /**
@@ -39,21 +49,31 @@ const LONG_RUNNING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward
 
 const MUTATING = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
+/** read_vs_write_current_requests' buckets, as kube's */
+const RW_BUCKETS = [0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
+
 export interface ApfOptions {
   /** --max-requests-inflight + --max-mutating-requests-inflight */
   serverConcurrencyLimit: number;
   /** --request-timeout, in seconds: a queued request waits at most a quarter of it (and a minute) */
   requestTimeoutSeconds: number;
+  /** run the seat borrowing loop (the main thread's instance only) */
+  borrowing?: boolean;
 }
 
-/** What the filter keeps per classification outcome: its counters and the seat releases. */
+/** What the filter keeps per classification outcome: its counters, level and shuffle-sharding hand. */
 interface FlowHandle {
   stats: FlowStats;
   state: LevelState;
-  /** ends a seat of a read-only / mutating request of this outcome */
-  releaseReadonly: () => void;
-  releaseMutating: () => void;
+  /** the flow's hash (schema name and distinguisher) */
+  hash: number;
+  /** its hand of queues, dealt for the queue generation handGen */
+  hand: number[];
+  handGen: number;
 }
+
+/** no counts known: every list is of an unknown resource (one seat), no watchers */
+const NO_COUNTS: WorkSources = { objectCount: () => undefined, watchCount: () => 0 };
 
 export class PriorityAndFairness {
   readonly classifier: Classifier;
@@ -61,6 +81,18 @@ export class PriorityAndFairness {
   /** live state of every configured level, by name */
   readonly levels = new Map<string, LevelState>();
   private readonly waitLimitMs: number;
+  private readonly borrowing: Borrowing | null;
+  /** read_vs_write_current_requests, by phase and kind (sampled by the main thread) */
+  private readonly rw = {
+    waitingReadonly: new TimingHistogram(RW_BUCKETS),
+    waitingMutating: new TimingHistogram(RW_BUCKETS),
+    executingReadonly: new TimingHistogram(RW_BUCKETS),
+    executingMutating: new TimingHistogram(RW_BUCKETS),
+  };
+  private rwTimer: NodeJS.Timeout | undefined;
+  /** the watcher count the estimator read for the request being estimated (watch_count_samples) */
+  private lastWatchCount = -1;
+  private readonly work: WorkSources;
 
   /** `seats`: the table the front threads share; without one, this thread's own (as in unit tests) */
   constructor(
@@ -70,14 +102,36 @@ export class PriorityAndFairness {
     plT: ResourceTarget,
     private opts: ApfOptions,
     private readonly seats: SharedSeats = new SharedSeats(),
+    work: WorkSources = NO_COUNTS,
   ) {
     this.waitLimitMs = Math.min(60, opts.requestTimeoutSeconds / 4) * 1000;
+    this.work = {
+      objectCount: work.objectCount,
+      watchCount: (gr, ns) => (this.lastWatchCount = work.watchCount(gr, ns)),
+    };
+    this.borrowing = opts.borrowing
+      ? new Borrowing(() => {
+          this.classifier.levels();
+          return [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal, lower: st.lower, upper: st.upper, slot: st.slot }));
+        }, opts.serverConcurrencyLimit)
+      : null;
     const objects = (t: ResourceTarget) => [...store.cacheOf(t).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp);
     this.classifier = new Classifier(() => ({ schemas: objects(fsT), levels: objects(plT) }));
     this.classifier.onRebuild = (levels) => this.reconfigure(levels);
     cacher.observe((cache) => {
       if (cache.gr === fsT.gr || cache.gr === plT.gr) this.classifier.invalidate();
     });
+    if (this.borrowing) {
+      this.borrowing.start();
+      this.rwTimer = setInterval(() => this.sampleReadWrite(), SAMPLE_MS);
+      this.rwTimer.unref();
+    }
+  }
+
+  /** Stops the borrowing loop (the server's shutdown). */
+  stop(): void {
+    this.borrowing?.stop();
+    clearInterval(this.rwTimer);
   }
 
   /** seats held by read-only and mutating requests on every front thread (apiserver_current_inflight_requests) */
@@ -85,22 +139,49 @@ export class PriorityAndFairness {
     return { readOnly: this.seats.inflight(false), mutating: this.seats.inflight(true) };
   }
 
+  /** kube's read_vs_write_current_requests: requests of each kind over the seats (executing) or the queues' room (waiting). */
+  private sampleReadWrite(): void {
+    let seats = 0;
+    let room = 0;
+    for (const st of this.levels.values()) {
+      seats += st.nominal;
+      if (!st.config.exempt && st.config.limitResponse === 'Queue') room += st.config.queues * st.config.queueLengthLimit;
+    }
+    const dt = SAMPLE_MS / 1000;
+    const ratio = (n: number, d: number) => (d > 0 ? n / d : 0);
+    this.rw.executingReadonly.observe(ratio(this.seats.inflight(false), seats), dt);
+    this.rw.executingMutating.observe(ratio(this.seats.inflight(true), seats), dt);
+    this.rw.waitingReadonly.observe(ratio(this.seats.waitingOf(false), room), dt);
+    this.rw.waitingMutating.observe(ratio(this.seats.waitingOf(true), room), dt);
+  }
+
   /** What /metrics shows of it. */
   snapshot(): FlowControlSnapshot {
     this.classifier.levels(); // rebuilt first if the configuration changed
-    return { flows: this.stats.all.values(), levels: [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal })) };
+    const b = this.borrowing;
+    return {
+      flows: this.stats.all.values(),
+      levels: [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal, lower: st.lower, upper: st.upper, current: st.config.exempt ? st.slot.currentLimit ?? st.nominal : st.limit })),
+      borrowing: b ? { fairFrac: b.fairFrac, byLevel: b.byLevel } : undefined,
+      readWrite: b ? this.rw : undefined,
+    };
   }
 
   /** A new configuration: limits recomputed, queues resized, levels that went refuse their waiters. */
   private reconfigure(levels: Map<string, LevelConfig>): void {
-    const limits = nominalLimits(levels.values(), this.opts.serverConcurrencyLimit);
+    const serverCL = this.opts.serverConcurrencyLimit;
+    const limits = nominalLimits(levels.values(), serverCL);
     for (const [name, cfg] of levels) {
       let st = this.levels.get(name);
       if (st) st.reconfigure(cfg);
       else this.levels.set(name, (st = new LevelState(cfg, this.seats.level(name))));
       st.nominal = limits.get(name) ?? 0;
-      // An exempt level is never limited (its nominal seats only count for borrowing, which is not done here).
-      st.limit = cfg.exempt ? Infinity : st.nominal;
+      const { lower, upper } = limitBounds(cfg, st.nominal, serverCL);
+      st.lower = lower;
+      st.upper = upper;
+      st.maxSeats = levelMaxSeats(cfg, st.nominal);
+      // until the borrowing loop sets one: kube's first current limit, nominal less half the lendable seats
+      st.limit = st.nominal - Math.floor((st.nominal - lower) / 2);
       cfg.state = st;
     }
     for (const [name, st] of this.levels) {
@@ -108,24 +189,32 @@ export class PriorityAndFairness {
       this.levels.delete(name);
       st.refuseAll();
     }
+    // kube adjusts the limits at once after a configuration change
+    this.borrowing?.adjust();
     // A larger limit may let waiting requests in.
     for (const st of this.levels.values()) st.dispatch();
   }
 
-  private handleOf(c: Classification): FlowHandle {
+  private handleOf(c: Classification, req: ApiRequest): FlowHandle {
     let h = c.flow as FlowHandle | undefined;
     if (h !== undefined) return h;
-    const stats = this.stats.of(c.level.name, c.schema.name);
-    const state = c.level.state!;
-    const seats = this.seats;
-    const release = (mutating: boolean) => () => {
-      seats.addInflight(mutating, -1);
-      stats.executing--;
-      state.release();
-    };
-    h = { stats, state, releaseReadonly: release(false), releaseMutating: release(true) };
+    const fs = c.schema;
+    // (a classification is per user and request shape: its distinguisher is fixed)
+    const distinguisher = fs.distinguisher === 'ByUser' ? req.user!.name : fs.distinguisher === 'ByNamespace' ? req.requestInfo!.namespace : '';
+    h = { stats: this.stats.of(c.level.name, fs.name), state: c.level.state!, hash: flowHash(`${fs.name}\0${distinguisher}`), hand: [], handGen: -1 };
     c.flow = h;
     return h;
+  }
+
+  /** The queue a request of the flow joins now: the flow's hand dealt once per queue generation. */
+  private queueOf(h: FlowHandle): number {
+    const st = h.state;
+    if (st.queues.length === 0) return -1;
+    if (h.handGen !== st.gen) {
+      h.hand = st.hand(h.hash);
+      h.handGen = st.gen;
+    }
+    return st.pickFrom(h.hand);
   }
 
   filter(): Filter {
@@ -139,34 +228,60 @@ export class PriorityAndFairness {
         if (c === null) return;
         // The audit filter may have put the Audit-Id header first: the shared list is never mutated.
         req.responseHeaders = req.responseHeaders === undefined ? c.headers : req.responseHeaders.concat(c.headers);
-        const h = this.handleOf(c);
-        const level = c.level;
-        if (level.exempt || info.verb === 'watch') {
-          h.stats.dispatched++;
-          return;
-        }
+        const h = this.handleOf(c, req);
         const st = h.state;
         const mutating = MUTATING.has(info.verb);
-        if (st.tryTake()) {
-          h.stats.executing++;
-          h.stats.dispatched++;
-          h.stats.waitExecuted.observe(0);
-          this.seats.addInflight(mutating, 1);
-          // (once: at the end, or earlier when the request is delegated)
-          let held = true;
-          const release = () => {
-            if (!held) return;
-            held = false;
-            (mutating ? h.releaseMutating : h.releaseReadonly)();
-          };
-          req.delegated = release;
-          res.onDone(release);
+        this.lastWatchCount = -1;
+        const est = estimateWork(info, () => req.query, this.work, st.maxSeats);
+        if (this.lastWatchCount >= 0) h.stats.watchCounts.observe(this.lastWatchCount);
+        const seats = est.initialSeats >= est.finalSeats ? est.initialSeats : est.finalSeats;
+        h.stats.estimatedSeats.observe(seats);
+        if (c.level.exempt) {
+          st.slot.take(seats);
+          this.run(req, res, h, { queue: -1, gen: 0, seats, initialSeats: est.initialSeats, latencyMs: 0, started: performance.now() }, mutating, 0, true);
           return;
         }
-        if (level.limitResponse === 'Reject' || st.queues.length === 0) throw this.refusal(h, 'concurrency-limit', 0);
-        return this.enqueue(req, res, c, h, mutating);
+        const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs));
+        if (exe !== null) {
+          exe.initialSeats = est.initialSeats;
+          exe.latencyMs = est.latencyMs;
+          this.run(req, res, h, exe, mutating, 0, false);
+          return;
+        }
+        if (c.level.limitResponse === 'Reject' || st.queues.length === 0) throw this.refusal(h, 'concurrency-limit', 0);
+        return this.enqueue(req, res, h, mutating, seats, est.initialSeats, est.finalSeats, est.latencyMs);
       },
     };
+  }
+
+  /**
+   * The request holds its seats: counted, and given back once (at its end, when it is
+   * delegated, or for a watch once it is set up).
+   */
+  private run(req: ApiRequest, res: ResponseSink, h: FlowHandle, exe: Execution, mutating: boolean, waited: number, exempt: boolean): void {
+    const stats = h.stats;
+    stats.executing++;
+    stats.executingSeats += exe.seats;
+    stats.dispatched++;
+    // (exempt requests stay out of apiserver_current_inflight_requests, as before borrowing counted their seats)
+    if (!exempt) {
+      stats.waitExecuted.observe(waited);
+      this.seats.addInflight(mutating, 1);
+    }
+    const watch = req.requestInfo!.verb === 'watch';
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      if (!exempt) this.seats.addInflight(mutating, -1);
+      stats.executing--;
+      stats.executingSeats -= exe.seats;
+      (watch ? stats.execWatch : stats.execRegular).observe((performance.now() - exe.started) / 1000);
+      if (exempt) h.state.slot.release(exe.seats);
+      else h.state.finish(exe);
+    };
+    req.delegated = release;
+    res.onDone(release);
   }
 
   /** Counts a refusal and gives the 429 for it. */
@@ -176,33 +291,34 @@ export class PriorityAndFairness {
     return new TooManyRequestsError(reason);
   }
 
-  /** Queues the request; the promise settles when it gets a seat (the chain goes on) or is refused. */
-  private enqueue(req: ApiRequest, res: ResponseSink, c: Classification, h: FlowHandle, mutating: boolean): Promise<void> {
+  /** Queues the request; the promise settles when it gets its seats (the chain goes on) or is refused. */
+  private enqueue(req: ApiRequest, res: ResponseSink, h: FlowHandle, mutating: boolean, seats: number, initialSeats: number, finalSeats: number, latencyMs: number): Promise<void> {
     const st = h.state;
-    const fs = c.schema;
-    const distinguisher = fs.distinguisher === 'ByUser' ? req.user!.name : fs.distinguisher === 'ByNamespace' ? req.requestInfo!.namespace : '';
+    const stats = h.stats;
     return new Promise<void>((resolve, reject) => {
       const since = performance.now();
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let exe: Execution | null = null;
+      const leave = () => {
+        stats.inqueue--;
+        stats.inqueueSeats -= seats;
+        this.seats.addWaitingOf(mutating, -1);
+      };
       const w: Waiter = {
-        queue: st.pickQueue(flowHash(`${fs.name}\0${distinguisher}`)),
+        queue: this.queueOf(h),
         since,
         state: 'queued',
+        seats,
+        work: totalWork(initialSeats, finalSeats, latencyMs),
+        flow: stats,
         settle: (granted, reason) => {
           if (timer !== undefined) clearTimeout(timer);
-          h.stats.inqueue--;
+          leave();
           const waited = (performance.now() - since) / 1000;
           if (granted) {
-            // the level counted the seat; the rest of the accounting is this outcome's
-            h.stats.executing++;
-            h.stats.dispatched++;
-            h.stats.waitExecuted.observe(waited);
-            this.seats.addInflight(mutating, 1);
-            req.delegated = () => {
-              if (w.state !== 'running') return;
-              w.state = 'gone';
-              (mutating ? h.releaseMutating : h.releaseReadonly)();
-            };
+            // the level counted the seats and charged the queue; the rest of the accounting is this outcome's
+            exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: performance.now() };
+            this.run(req, res, h, exe, mutating, waited, false);
             resolve();
             return;
           }
@@ -214,7 +330,10 @@ export class PriorityAndFairness {
         reject(this.refusal(h, full, 0));
         return;
       }
-      h.stats.inqueue++;
+      stats.inqueue++;
+      stats.inqueueSeats += seats;
+      stats.queueLength.observe(st.queues[w.queue].waiting.length);
+      this.seats.addWaitingOf(mutating, 1);
       timer = setTimeout(() => {
         if (w.state !== 'queued') return;
         st.remove(w);
@@ -227,12 +346,9 @@ export class PriorityAndFairness {
           st.remove(w);
           w.state = 'gone';
           w.settle(false, 'cancelled');
-        } else if (w.state === 'running') {
-          w.state = 'gone';
-          (mutating ? h.releaseMutating : h.releaseReadonly)();
         }
       });
-      // Listens for a seat released on any thread since this request found none.
+      // Listens for seats released on any thread since this request found none.
       st.awaitSeat();
     });
   }

@@ -29,6 +29,8 @@ export interface LevelConfig {
   exempt: boolean;
   shares: number;
   lendablePercent: number;
+  /** how much of its nominal seats it may borrow on top, in percent; null: no bound but the server's */
+  borrowingLimitPercent: number | null;
   /** 'Reject' or 'Queue' (Limited levels) */
   limitResponse: 'Reject' | 'Queue';
   queues: number;
@@ -128,6 +130,7 @@ export function levelFromObject(o: any): LevelConfig {
     exempt,
     shares: exempt ? Number(spec.exempt?.nominalConcurrencyShares ?? 0) : Number(lim.nominalConcurrencyShares ?? 30),
     lendablePercent: Number((exempt ? spec.exempt?.lendablePercent : lim.lendablePercent) ?? 0),
+    borrowingLimitPercent: !exempt && lim.borrowingLimitPercent !== undefined && lim.borrowingLimitPercent !== null ? Number(lim.borrowingLimitPercent) : null,
     limitResponse: lim.limitResponse?.type === 'Queue' ? 'Queue' : 'Reject',
     queues: Math.max(1, Number(q.queues ?? 64)),
     handSize: Math.max(1, Number(q.handSize ?? 8)),

@@ -49,7 +49,7 @@ const noteMax = (i, v) => {
   const level = (name, limit) => {
     let st = levels.get(name);
     if (!st) {
-      const cfg = { name, uid: name, exempt: false, shares: 1, lendablePercent: 0, limitResponse: 'Queue', queues: 8, handSize: 2, queueLengthLimit: 10000 };
+      const cfg = { name, uid: name, exempt: false, shares: 1, lendablePercent: 0, borrowingLimitPercent: null, limitResponse: 'Queue', queues: 8, handSize: 2, queueLengthLimit: 10000 };
       levels.set(name, (st = new LevelState(cfg, seats.level(name))));
     }
     st.limit = limit;
@@ -345,14 +345,14 @@ describe('the seat table on one thread', () => {
   });
 
   it('a waiter listening on one table is woken by a release through another view of the buffer', async () => {
-    const cfg: LevelConfig = { name: 'q', uid: 'q', exempt: false, shares: 1, lendablePercent: 0, limitResponse: 'Queue', queues: 2, handSize: 1, queueLengthLimit: 5 };
+    const cfg: LevelConfig = { name: 'q', uid: 'q', exempt: false, shares: 1, lendablePercent: 0, borrowingLimitPercent: null, limitResponse: 'Queue', queues: 2, handSize: 1, queueLengthLimit: 5 };
     const mine = new SharedSeats();
     const theirs = new SharedSeats(mine.sab);
     const st = new LevelState(cfg, mine.level('q'));
     st.limit = 1;
     const slot: SeatSlot = theirs.level('q');
     expect(slot.tryTake(1)).toBe(true);
-    expect(st.tryTake()).toBe(false);
+    expect(st.tryTake()).toBeNull();
     let granted = false;
     const w: Waiter = { queue: 0, since: 0, state: 'queued', settle: (g) => (granted = g) };
     expect(st.enqueue(w)).toBeNull();
@@ -366,7 +366,7 @@ describe('the seat table on one thread', () => {
   });
 
   it('a level deleted and created again while its thread listens still wakes the new waiters', async () => {
-    const cfg: LevelConfig = { name: 'r', uid: 'r', exempt: false, shares: 1, lendablePercent: 0, limitResponse: 'Queue', queues: 1, handSize: 1, queueLengthLimit: 5 };
+    const cfg: LevelConfig = { name: 'r', uid: 'r', exempt: false, shares: 1, lendablePercent: 0, borrowingLimitPercent: null, limitResponse: 'Queue', queues: 1, handSize: 1, queueLengthLimit: 5 };
     const mine = new SharedSeats();
     const theirs = new SharedSeats(mine.sab).level('r');
     expect(theirs.tryTake(1)).toBe(true);
@@ -376,7 +376,7 @@ describe('the seat table on one thread', () => {
     };
     const old = new LevelState(cfg, mine.level('r'));
     old.limit = 1;
-    expect(old.tryTake()).toBe(false);
+    expect(old.tryTake()).toBeNull();
     const w1 = waiter();
     old.enqueue(w1);
     old.awaitSeat();
@@ -384,7 +384,7 @@ describe('the seat table on one thread', () => {
     expect(w1.granted).toBe(false);
     const fresh = new LevelState(cfg, mine.level('r'));
     fresh.limit = 1;
-    expect(fresh.tryTake()).toBe(false);
+    expect(fresh.tryTake()).toBeNull();
     const w2 = waiter();
     fresh.enqueue(w2);
     fresh.awaitSeat();

@@ -10,13 +10,19 @@
 //        limit of the inflight limiter)
 //   [1]  mutating requests holding a seat (likewise)
 //   [2]  how many front threads the buffer has shares for (--front-threads)
-//   [3..7] spare
+//   [3]  read-only requests waiting in priority-and-fairness queues, on every thread
+//   [4]  mutating requests waiting likewise (read_vs_write_current_requests; a failed front
+//        thread's are not reclaimed)
+//   [5..7] spare
 //   then LEVEL_SLOTS slots of 8 words, one per priority level:
 //   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
-//   [+2]    seats the level's requests hold, on every thread
-//   [+3]    requests waiting in the level's queues, on every thread
-//   [+4]    releases: bumped (and Atomics.notify'd) each time a seat of the level is released
-//   [+5..7] spare
+//   [+2]    seats the level's requests hold, on every thread (a request holds the seats
+//           its work estimate gives it: 1 to 10)
+//   [+3]    seats the requests waiting in the level's queues ask for, on every thread
+//   [+4]    releases: bumped (and Atomics.notify'd) each time seats of the level are released
+//   [+5]    the level's current limit plus one, set by the main thread's borrowing loop
+//           (borrowing.ts; 0 until it ran: each thread then uses the level's nominal seats)
+//   [+6..7] spare
 //   then per front thread (0 the main one): its share of the counts above, written by it
 //   alone beside each change of a total: its read-only and mutating seats, then its
 //   executing and waiting counts of every slot. When a front thread ends without releasing
@@ -47,6 +53,7 @@ const SLOT_WORDS = 8;
 const EXECUTING = 2;
 const WAITING = 3;
 const RELEASES = 4;
+const CURRENT_LIMIT = 5;
 /** header word: front threads with shares */
 const THREADS = 2;
 const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
@@ -103,7 +110,7 @@ export class SeatSlot {
   get executing(): number {
     return Atomics.load(this.words, this.base + EXECUTING);
   }
-  /** requests waiting in the level's queues, on every thread sharing the slot */
+  /** seats asked for by the requests waiting in the level's queues, on every thread sharing the slot */
   get waiting(): number {
     return Atomics.load(this.words, this.base + WAITING);
   }
@@ -112,47 +119,63 @@ export class SeatSlot {
     return Atomics.load(this.words, this.base + RELEASES);
   }
 
-  /**
-   * A newcomer takes a seat: only below the limit, and only when nobody waits on any thread
-   * (a newcomer never jumps the queues).
-   */
-  tryTake(limit: number): boolean {
-    const i = this.base + EXECUTING;
-    for (;;) {
-      const cur = Atomics.load(this.words, i);
-      if (cur >= limit || Atomics.load(this.words, this.base + WAITING) > 0) return false;
-      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
-    }
-    this.addShare(1, 0);
-    return true;
+  /** the limit the borrowing loop set (the main thread's), or undefined before it first ran */
+  get currentLimit(): number | undefined {
+    const v = Atomics.load(this.words, this.base + CURRENT_LIMIT);
+    return v === 0 ? undefined : v - 1;
+  }
+  set currentLimit(v: number | undefined) {
+    Atomics.store(this.words, this.base + CURRENT_LIMIT, v === undefined ? 0 : Math.max(0, Math.round(v)) + 1);
   }
 
   /**
-   * A waiter is dispatched: it takes a seat below the limit (the others waiting do not stop
-   * it: it is one of them) and leaves the waiting count. Between the two steps the level
-   * counts it twice, which only makes a newcomer queue: never a seat too many.
+   * A newcomer takes `seats` seats: only when they fit under the limit, and only when
+   * nobody waits on any thread (a newcomer never jumps the queues). As kube's
+   * canAccommodateSeatsLocked, a request wider than the whole limit runs when nothing else does.
    */
-  tryDispatch(limit: number): boolean {
+  tryTake(limit: number, seats = 1): boolean {
     const i = this.base + EXECUTING;
     for (;;) {
       const cur = Atomics.load(this.words, i);
-      if (cur >= limit) return false;
-      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+      if ((cur + seats > limit && cur !== 0) || Atomics.load(this.words, this.base + WAITING) > 0) return false;
+      if (Atomics.compareExchange(this.words, i, cur, cur + seats) === cur) break;
     }
-    Atomics.sub(this.words, this.base + WAITING, 1);
-    this.addShare(1, -1);
+    this.addShare(seats, 0);
     return true;
   }
 
-  /** Gives a seat back and wakes every thread listening for one. */
-  release(): void {
-    Atomics.sub(this.words, this.base + EXECUTING, 1);
-    this.addShare(-1, 0);
+  /** Seats taken whatever the limit (the exempt level: counted for the borrowing loop's demand only). */
+  take(seats: number): void {
+    Atomics.add(this.words, this.base + EXECUTING, seats);
+    this.addShare(seats, 0);
+  }
+
+  /**
+   * A waiter is dispatched: it takes its seats when they fit (the others waiting do not stop
+   * it: it is one of them) and its seats leave the waiting count. Between the two steps the
+   * level counts them twice, which only makes a newcomer queue: never a seat too many.
+   */
+  tryDispatch(limit: number, seats = 1): boolean {
+    const i = this.base + EXECUTING;
+    for (;;) {
+      const cur = Atomics.load(this.words, i);
+      if (cur + seats > limit && cur !== 0) return false;
+      if (Atomics.compareExchange(this.words, i, cur, cur + seats) === cur) break;
+    }
+    Atomics.sub(this.words, this.base + WAITING, seats);
+    this.addShare(seats, -seats);
+    return true;
+  }
+
+  /** Gives seats back and wakes every thread listening for them. */
+  release(seats = 1): void {
+    Atomics.sub(this.words, this.base + EXECUTING, seats);
+    this.addShare(-seats, 0);
     Atomics.add(this.words, this.base + RELEASES, 1);
     Atomics.notify(this.words, this.base + RELEASES);
   }
 
-  /** A request joins (+1) or leaves without a seat (-1) one of this thread's queues. */
+  /** Seats of a request joining (+) or leaving without a seat (-) one of this thread's queues. */
   addWaiting(delta: number): void {
     Atomics.add(this.words, this.base + WAITING, delta);
     this.addShare(0, delta);
@@ -250,6 +273,15 @@ export class SharedSeats {
     const k = mutating ? 1 : 0;
     Atomics.add(this.words, k, delta);
     Atomics.add(this.words, this.own + k, delta);
+  }
+
+  /** Requests of a kind waiting in the queues of priority and fairness, on every thread. */
+  waitingOf(mutating: boolean): number {
+    return Atomics.load(this.words, mutating ? 4 : 3);
+  }
+
+  addWaitingOf(mutating: boolean, delta: number): void {
+    Atomics.add(this.words, mutating ? 4 : 3, delta);
   }
 
   /** The inflight limiter's seat: taken only below the limit, whatever thread holds the others. */

@@ -214,6 +214,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
   watcher.flushInitial();
   if (watcher.closed) return;
   cache.watchers.add(watcher);
+  // set up: the watch gives its priority-and-fairness seats back (kube's watch initialization signal)
+  c.req.delegated?.();
   wantBookmarks(watcher);
   const timer = setTimeout(() => {
     // kube-apiserver gives a bookmark as a watch times out, so the client resumes from it

@@ -53,7 +53,7 @@ export interface ApiRequest {
   /**
    * Gives the request's priority-and-fairness seat back before the request ends (set by the
    * flow-control filter): kube's RequestDelegated, for a request proxied to an aggregated
-   * server, which limits it itself.
+   * server, which limits it itself; and a watch's initialization signal, once it is set up.
    */
   delegated?: () => void;
 }

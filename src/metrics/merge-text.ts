@@ -13,6 +13,9 @@ export const PROCESS_WIDE: ReadonlySet<string> = new Set([
   'apiserver_current_inflight_requests',
   'apiserver_storage_objects',
   'apiserver_flowcontrol_nominal_limit_seats',
+  'apiserver_flowcontrol_lower_limit_seats',
+  'apiserver_flowcontrol_upper_limit_seats',
+  'apiserver_flowcontrol_current_limit_seats',
   // every thread reloads the encryption configuration from the one file: the process reloaded it once
   'apiserver_encryption_config_controller_automatic_reloads_total',
   'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',

@@ -169,6 +169,11 @@ export class Cacher implements ChangeSink, CacheAccess {
     return c;
   }
 
+  /** The cache of one resource type when it has one (none is created). */
+  peek(gr: string): ResourceCache | undefined {
+    return this.byGr.get(gr);
+  }
+
   caches(): Iterable<ResourceCache> {
     return this.byGr.values();
   }

@@ -31,6 +31,15 @@ export class StorageObjectCounts {
     this.timer = undefined;
   }
 
+  /**
+   * One group-resource's last count: undefined when never counted; a count that failed is
+   * taken as a huge one (kube's work estimator charges a stale count the most).
+   */
+  countOf(gr: string): number | undefined {
+    const n = this.last.get(gr);
+    return n === undefined ? undefined : n < 0 ? 1e9 : n;
+  }
+
   /** The last counts, by group-resource. */
   counts(): Array<[string, number]> {
     return [...this.last];

@@ -440,6 +440,11 @@ export class WatcherGroup {
     }
   }
 
+  /** Watchers a change in namespace ns reaches: the cluster-wide ones and that namespace's (kube's WatchTracker count). */
+  interested(ns: string): number {
+    return ns === '' ? this.size : this.all.size + (this.byNs.get(ns)?.size ?? 0);
+  }
+
   /** Fans a committed batch (of this type, in rv order) out to the watchers. */
   dispatch(events: WatchEvent[]): void {
     if (this.size === 0) return;
