@@ -237,15 +237,30 @@ export class PriorityAndFairness {
         const seats = est.initialSeats >= est.finalSeats ? est.initialSeats : est.finalSeats;
         h.stats.estimatedSeats.observe(seats);
         if (c.level.exempt) {
-          st.slot.take(seats);
-          this.run(req, res, h, { queue: -1, gen: 0, seats, initialSeats: est.initialSeats, latencyMs: 0, started: performance.now() }, mutating, 0, true);
+          // counted for the borrowing loop's demand, never limited; not timed (kept cheap:
+          // the exempt level is where the server's own and admin traffic goes)
+          const slot = st.slot;
+          slot.take(seats);
+          h.stats.executing++;
+          h.stats.executingSeats += seats;
+          h.stats.dispatched++;
+          let held = true;
+          const release = () => {
+            if (!held) return;
+            held = false;
+            h.stats.executing--;
+            h.stats.executingSeats -= seats;
+            slot.untake(seats);
+          };
+          req.delegated = release;
+          res.onDone(release);
           return;
         }
         const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs));
         if (exe !== null) {
           exe.initialSeats = est.initialSeats;
           exe.latencyMs = est.latencyMs;
-          this.run(req, res, h, exe, mutating, 0, false);
+          this.run(req, res, h, exe, mutating, 0);
           return;
         }
         if (c.level.limitResponse === 'Reject' || st.queues.length === 0) throw this.refusal(h, 'concurrency-limit', 0);
@@ -258,27 +273,24 @@ export class PriorityAndFairness {
    * The request holds its seats: counted, and given back once (at its end, when it is
    * delegated, or for a watch once it is set up).
    */
-  private run(req: ApiRequest, res: ResponseSink, h: FlowHandle, exe: Execution, mutating: boolean, waited: number, exempt: boolean): void {
+  private run(req: ApiRequest, res: ResponseSink, h: FlowHandle, exe: Execution, mutating: boolean, waited: number): void {
     const stats = h.stats;
     stats.executing++;
     stats.executingSeats += exe.seats;
     stats.dispatched++;
-    // (exempt requests stay out of apiserver_current_inflight_requests, as before borrowing counted their seats)
-    if (!exempt) {
-      stats.waitExecuted.observe(waited);
-      this.seats.addInflight(mutating, 1);
-    }
+    stats.waitExecuted.observe(waited);
+    this.seats.addInflight(mutating, 1);
     const watch = req.requestInfo!.verb === 'watch';
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
-      if (!exempt) this.seats.addInflight(mutating, -1);
+      this.seats.addInflight(mutating, -1);
       stats.executing--;
       stats.executingSeats -= exe.seats;
-      (watch ? stats.execWatch : stats.execRegular).observe((performance.now() - exe.started) / 1000);
-      if (exempt) h.state.slot.release(exe.seats);
-      else h.state.finish(exe);
+      const now = performance.now();
+      (watch ? stats.execWatch : stats.execRegular).observe((now - exe.started) / 1000);
+      h.state.finish(exe, now);
     };
     req.delegated = release;
     res.onDone(release);
@@ -318,7 +330,7 @@ export class PriorityAndFairness {
           if (granted) {
             // the level counted the seats and charged the queue; the rest of the accounting is this outcome's
             exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: performance.now() };
-            this.run(req, res, h, exe, mutating, waited, false);
+            this.run(req, res, h, exe, mutating, waited);
             resolve();
             return;
           }

@@ -330,8 +330,7 @@ export class LevelState {
    * use of their estimate (or charged what they used beyond it), and its seats are given
    * back, after its additional latency when it has one (kube's finishRequestLocked).
    */
-  finish(e: Execution): void {
-    const now = performance.now();
+  finish(e: Execution, now = performance.now()): void {
     const q = e.queue >= 0 && e.gen === this.gen ? this.queues[e.queue] : undefined;
     if (q !== undefined) {
       this.syncTime(now);
@@ -339,13 +338,13 @@ export class LevelState {
       q.nextDispatchR -= e.initialSeats * (ESTIMATED_SERVICE_SECONDS - (now - e.started) / 1000);
       this.boundNextDispatch(q);
     }
-    if (e.latencyMs > 0) setTimeout(() => this.releaseSeats(q, e.seats), e.latencyMs).unref();
-    else this.releaseSeats(q, e.seats);
+    if (e.latencyMs > 0) setTimeout(() => this.releaseSeats(q, e.seats, performance.now()), e.latencyMs).unref();
+    else this.releaseSeats(q, e.seats, now);
   }
 
-  private releaseSeats(q: FairQueue | undefined, seats: number): void {
+  private releaseSeats(q: FairQueue | undefined, seats: number, now: number): void {
     if (q !== undefined) {
-      this.syncTime(performance.now());
+      this.syncTime(now);
       q.seatsInUse -= seats;
       this.seatsRequested -= seats;
       if (!active(q)) this.activeQueues--;

@@ -150,6 +150,12 @@ export class SeatSlot {
     this.addShare(seats, 0);
   }
 
+  /** Gives back seats taken with take(): nobody queues for an exempt level, so nobody is woken. */
+  untake(seats: number): void {
+    Atomics.sub(this.words, this.base + EXECUTING, seats);
+    this.addShare(-seats, 0);
+  }
+
   /**
    * A waiter is dispatched: it takes its seats when they fit (the others waiting do not stop
    * it: it is one of them) and its seats leave the waiting count. Between the two steps the
