@@ -347,4 +347,44 @@ describe('metrics', () => {
     expect((await queued).status).toBe(200);
     await Promise.all(slow);
   });
+
+  it('seats, limits, work estimates, execution times and the borrowing figures, with kube names and labels', async () => {
+    const slow = [slowList(s, 'queue-token'), slowList(s, 'queue-token'), slowList(s, 'queue-token')];
+    await sleep(500);
+    const queued = request(s, 'GET', '/api/v1/namespaces/default/configmaps', undefined, as('queue-token'));
+    await sleep(200);
+    const want = { priority_level: 'tiny-queue', flow_schema: 'tiny-queue' };
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_executing_seats'), want)).toBe(3);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_inqueue_seats'), want)).toBe(1);
+    await queued;
+    await Promise.all(slow);
+    // a level of one share and no borrowing: 3 seats, its bounds too
+    for (const m of ['nominal', 'lower', 'upper', 'current']) expect(value(await scrape(s, `apiserver_flowcontrol_${m}_limit_seats`), { priority_level: 'tiny-queue' })).toBe(3);
+    // workload-low lends 90% of its nominal seats and may borrow the whole server's 600
+    const wl = value(await scrape(s, 'apiserver_flowcontrol_nominal_limit_seats'), { priority_level: 'workload-low' })!;
+    expect(value(await scrape(s, 'apiserver_flowcontrol_lower_limit_seats'), { priority_level: 'workload-low' })).toBe(wl - Math.round(wl * 0.9));
+    expect(value(await scrape(s, 'apiserver_flowcontrol_upper_limit_seats'), { priority_level: 'workload-low' })).toBe(wl + 600);
+    const est = await scrape(s, 'apiserver_flowcontrol_work_estimated_seats_bucket');
+    expect(value(est, { ...want, le: '1' })).toBeGreaterThan(0);
+    const exec = await scrape(s, 'apiserver_flowcontrol_request_execution_seconds_count');
+    expect(value(exec, { ...want, type: 'regular' })).toBeGreaterThan(0);
+    // a watch holds its seat until it is set up, then shows as type="watch"
+    const w = await request(s, 'GET', '/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1', undefined, as('queue-token'));
+    expect(w.status).toBe(200);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_request_execution_seconds_count'), { ...want, type: 'watch' })).toBe(1);
+    expect(value(await scrape(s, 'apiserver_flowcontrol_current_executing_requests'), want)).toBe(0);
+    // the borrowing loop's figures, per level, and the fair fraction
+    for (const m of ['demand_seats_high_watermark', 'demand_seats_average', 'demand_seats_stdev', 'demand_seats_smoothed', 'target_seats']) {
+      expect((await scrape(s, `apiserver_flowcontrol_${m}`)).map((x) => x.labels.priority_level)).toContain('workload-low');
+    }
+    expect((await scrape(s, 'apiserver_flowcontrol_seat_fair_frac')).length).toBe(1);
+    const util = await scrape(s, 'apiserver_flowcontrol_priority_level_seat_utilization_count');
+    expect(util.find((x) => x.labels.priority_level === 'tiny-queue')?.labels.phase).toBe('executing');
+    const rw = await scrape(s, 'apiserver_flowcontrol_read_vs_write_current_requests_count');
+    expect(rw.map((x) => `${x.labels.phase}/${x.labels.request_kind}`).sort()).toEqual(['executing/mutating', 'executing/readOnly', 'waiting/mutating', 'waiting/readOnly']);
+    const text = (await request(s, 'GET', '/metrics')).body;
+    expect(text).toContain('# TYPE apiserver_flowcontrol_current_executing_seats gauge');
+    expect(text).toMatch(/# HELP apiserver_flowcontrol_current_executing_seats \[BETA\]/);
+    expect(text).toMatch(/# HELP apiserver_flowcontrol_current_limit_seats \[ALPHA\]/);
+  });
 });
