@@ -131,6 +131,7 @@ export class Borrowing {
   fairFrac = 0;
   private sampler: NodeJS.Timeout | undefined;
   private adjuster: NodeJS.Timeout | undefined;
+  private adjusting = false;
 
   constructor(
     /** the levels now (the main thread's configuration) */
@@ -175,7 +176,17 @@ export class Borrowing {
 
   /** One adjustment (kube's updateBorrowingLocked): every level's current limit set in its slot. */
   adjust(): void {
-    const levels = this.levels();
+    // (reading the levels may rebuild the configuration, which adjusts: once is enough)
+    if (this.adjusting) return;
+    this.adjusting = true;
+    try {
+      this.adjustNow(this.levels());
+    } finally {
+      this.adjusting = false;
+    }
+  }
+
+  private adjustNow(levels: BorrowingLevel[]): void {
     const items: AllocItem[] = [];
     for (const l of levels) {
       const a = this.state(l.name);
