@@ -72,25 +72,25 @@ describe('rules', () => {
     const fs = (info: RequestInfo) => c.classify(user('u'), info)?.schema.name;
     expect(fs(res('get', 'apps', 'deployments', 'prod', 'scale'))).toBe('ns-only');
     // nothing matches and there is no catch-all level: unclassified
-    expect(fs(res('get', 'apps', 'deployments', 'prod'))).toBeUndefined();
-    expect(fs(res('list', 'apps', 'deployments', 'prod', 'scale'))).toBeUndefined();
-    expect(fs(res('get', 'apps', 'deployments', 'dev', 'scale'))).toBeUndefined();
+    expect(fs(res('get', 'apps', 'deployments', 'prod'))).toBe('catch-all');
+    expect(fs(res('list', 'apps', 'deployments', 'prod', 'scale'))).toBe('catch-all');
+    expect(fs(res('get', 'apps', 'deployments', 'dev', 'scale'))).toBe('catch-all');
     expect(fs(res('delete', '', 'nodes'))).toBe('cluster');
     // a namespaced request needs the namespace listed, even for a rule with clusterScope
-    expect(fs(res('get', '', 'nodes', 'prod'))).toBeUndefined();
+    expect(fs(res('get', '', 'nodes', 'prod'))).toBe('catch-all');
     expect(fs(nonRes('get', '/metrics'))).toBe('urls');
     expect(fs(nonRes('get', '/apis/apps/v1'))).toBe('urls');
-    expect(fs(nonRes('get', '/apis'))).toBeUndefined();
-    expect(fs(nonRes('get', '/metrics/x'))).toBeUndefined();
+    expect(fs(nonRes('get', '/apis'))).toBe('catch-all');
+    expect(fs(nonRes('get', '/metrics/x'))).toBe('catch-all');
   });
 
-  it('schemas naming a missing level are skipped; a change is seen after invalidate()', () => {
+  it('schemas naming a missing level are skipped (the mandatory catch-all, imagined as kube does, takes the request); a change is seen after invalidate()', () => {
     let schemas = [schema('a', 10, { nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] })];
     schemas[0].spec.priorityLevelConfiguration.name = 'missing';
     const c = new Classifier(() => ({ levels, schemas }));
-    expect(c.classify(user('u'), nonRes('get', '/x'))).toBeNull();
+    expect(c.classify(user('u'), nonRes('get', '/x'))?.schema.name).toBe('catch-all');
     schemas = [schema('b', 10, { nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] })];
-    expect(c.classify(user('u'), nonRes('get', '/x'))).toBeNull(); // still the cached answer
+    expect(c.classify(user('u'), nonRes('get', '/x'))?.schema.name).toBe('catch-all'); // still the cached answer
     c.invalidate();
     expect(c.classify(user('u'), nonRes('get', '/x'))?.schema.name).toBe('b');
   });
@@ -127,5 +127,16 @@ describe('seats', () => {
     expect(granted.length).toBe(6);
     expect(st.waiting).toBe(0);
     expect(st.executing).toBe(6);
+  });
+});
+
+describe('mandatory configuration', () => {
+  it('without any objects the exempt and catch-all levels and schemas are imagined, as kube does: system:masters exempt, the rest catch-all, no uid headers', () => {
+    const c = new Classifier(() => ({ levels: [], schemas: [] }));
+    const admin = c.classify({ name: 'admin', uid: '', groups: ['system:masters', 'system:authenticated'] }, { isResourceRequest: true, verb: 'get', apiGroup: '', resource: 'pods', subresource: '', namespace: 'x', name: 'p', path: '', apiPrefix: 'api', apiVersion: 'v1', parts: [], legacyWatch: false } as RequestInfo);
+    expect([admin?.schema.name, admin?.level.name, admin?.level.exempt, admin?.headers.length]).toEqual(['exempt', 'exempt', true, 0]);
+    const other = c.classify({ name: 'bob', uid: '', groups: ['system:authenticated'] }, { isResourceRequest: false, verb: 'get', path: '/version' } as RequestInfo);
+    expect([other?.schema.name, other?.level.name, other?.level.limitResponse, other?.level.shares]).toEqual(['catch-all', 'catch-all', 'Reject', 5]);
+    expect([...c.levels().keys()].sort()).toEqual(['catch-all', 'exempt']);
   });
 });

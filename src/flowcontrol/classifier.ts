@@ -12,6 +12,7 @@ import type { UserInfo } from '../auth/user.js';
 import type { RequestInfo } from '../request/request-info.js';
 import type { HeaderList } from '../http/types.js';
 import type { LevelState } from './priority-levels.js';
+import { mandatoryFlowSchemas, mandatoryPriorityLevels } from './bootstrap-objects.js';
 
 /** Response headers naming the matched objects by uid (Go's canonical spelling, as kube's replies carry them). */
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-Pf-Flowschema-Uid';
@@ -224,11 +225,18 @@ export class Classifier {
     const { schemas, levels } = this.read();
     const byName = new Map<string, LevelConfig>();
     for (const o of levels) if (o?.metadata?.name) byName.set(o.metadata.name, levelFromObject(o));
+    // The mandatory levels and schemas are there even while their objects are not (deleted,
+    // not created yet): kube's controller imagines them from its bootstrap copies (imaginePL,
+    // digestFlowSchemasLocked); they carry no uid, so no PF header names them.
+    for (const o of mandatoryPriorityLevels()) if (!byName.has(o.metadata.name)) byName.set(o.metadata.name, levelFromObject(o));
     const out: SchemaConfig[] = [];
+    const seen = new Set<string>();
     for (const o of schemas) {
       const s = o?.metadata?.name ? schemaFromObject(o, byName) : null;
       if (s) out.push(s);
+      if (s) seen.add(s.name);
     }
+    for (const o of mandatoryFlowSchemas()) if (!seen.has(o.metadata.name)) out.push(schemaFromObject(o, byName)!);
     out.sort((a, b) => a.precedence - b.precedence || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.schemas = out;
     this.levelsByName = byName;
@@ -238,8 +246,8 @@ export class Classifier {
   }
 
   /**
-   * The request's FlowSchema and priority level, or null when nothing matches and no
-   * catch-all level exists (the request then goes unlimited, as there is nothing to limit it by).
+   * The request's FlowSchema and priority level (null only when a user-made level named
+   * catch-all is broken: the request then goes unlimited, as there is nothing to limit it by).
    */
   classify(u: UserInfo, info: RequestInfo): Classification | null {
     if (this.stale) this.rebuild();
@@ -272,10 +280,11 @@ export class Classifier {
 
   private compute(u: UserInfo, info: RequestInfo): Classification | null {
     for (const s of this.schemas) if (matches(s, u, info)) return outcome(s);
-    // Nothing matched (the catch-all schema deleted meanwhile): kube falls back to catch-all.
+    // Nothing matched (a user in neither system:authenticated nor system:unauthenticated):
+    // kube falls back to the catch-all schema all the same.
     const level = this.levelsByName.get('catch-all');
     if (!level) return null;
-    return outcome({ name: 'catch-all', uid: '', precedence: 10000, distinguisher: 'ByUser', level, rules: [] });
+    return outcome(this.schemas.find((s) => s.name === 'catch-all') ?? { name: 'catch-all', uid: '', precedence: 10000, distinguisher: 'ByUser', level, rules: [] });
   }
 }
 
