@@ -232,7 +232,7 @@ export class PriorityAndFairness {
         const st = h.state;
         const mutating = MUTATING.has(info.verb);
         this.lastWatchCount = -1;
-        const est = estimateWork(info, () => req.query, this.work, st.maxSeats);
+        const est = estimateWork(info, req, this.work, st.maxSeats);
         if (this.lastWatchCount >= 0) h.stats.watchCounts.observe(this.lastWatchCount);
         const seats = est.initialSeats >= est.finalSeats ? est.initialSeats : est.finalSeats;
         h.stats.estimatedSeats.observe(seats);

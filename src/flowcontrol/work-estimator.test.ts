@@ -6,7 +6,7 @@ const info = (verb: string, over: Partial<RequestInfo> = {}): RequestInfo =>
   ({ isResourceRequest: true, path: '/api/v1/pods', verb, apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', namespace: 'ns', resource: 'pods', subresource: '', name: '', parts: [], legacyWatch: false, ...over }) as RequestInfo;
 
 const sources = (objects: Record<string, number>, watchers = 0): WorkSources => ({ objectCount: (gr) => objects[gr], watchCount: () => watchers });
-const seats = (verb: string, query: string, src: WorkSources, max = 10, over: Partial<RequestInfo> = {}) => estimateWork(info(verb, over), () => new URLSearchParams(query), src, max);
+const seats = (verb: string, query: string, src: WorkSources, max = 10, over: Partial<RequestInfo> = {}) => estimateWork(info(verb, over), { query: new URLSearchParams(query) }, src, max);
 
 describe('work estimation', () => {
   it("a list from the cache costs a seat per 100 of the resource's objects, between 1 and the level's maximum", () => {

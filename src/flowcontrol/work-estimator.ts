@@ -50,13 +50,13 @@ export const ONE_SEAT: WorkEstimate = Object.freeze({ initialSeats: 1, finalSeat
 
 const seatsOnly = (n: number): WorkEstimate => (n === 1 ? ONE_SEAT : { initialSeats: n, finalSeats: 0, latencyMs: 0 });
 
-/** `query`: read only for lists and watches (most requests never parse theirs). */
-export function estimateWork(info: RequestInfo, query: () => URLSearchParams, src: WorkSources, levelMaxSeats: number): WorkEstimate {
+/** `req.query` is read only for lists and watches (most requests never parse theirs). */
+export function estimateWork(info: RequestInfo, req: { readonly query: URLSearchParams }, src: WorkSources, levelMaxSeats: number): WorkEstimate {
   if (!info.isResourceRequest) return ONE_SEAT;
   switch (info.verb) {
     case 'list':
     case 'watch':
-      return estimateList(info, query(), src, levelMaxSeats);
+      return estimateList(info, req.query, src, levelMaxSeats);
     case 'create':
     case 'update':
     case 'patch':
