@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
-import { request, startServer, until, useServer, type TestServer } from './helpers/server.js';
+import { openWatch, request, startServer, until, useServer, type TestServer } from './helpers/server.js';
 import { scrape } from './helpers/metrics.js';
 import { kubectl } from './helpers/kubectl.js';
 
@@ -386,5 +386,22 @@ describe('metrics', () => {
     expect(text).toContain('# TYPE apiserver_flowcontrol_current_executing_seats gauge');
     expect(text).toMatch(/# HELP apiserver_flowcontrol_current_executing_seats \[BETA\]/);
     expect(text).toMatch(/# HELP apiserver_flowcontrol_current_limit_seats \[ALPHA\]/);
+  });
+
+  // (the watcher count is each front thread's: with several, the watches may sit on another)
+  it.skipIf(process.env.KUBESHARD_TEST_FRONT_THREADS)('a write that 25 watchers will hear of is estimated at ceil(25 / 10) seats, and its watcher count sampled', async () => {
+    const watches = Array.from({ length: 25 }, () => openWatch(s, '/api/v1/namespaces/default/secrets?watch=true'));
+    await Promise.all(watches.map((w) => w.status));
+    const want = { priority_level: 'global-default', flow_schema: 'global-default' };
+    const before = await scrape(s, 'apiserver_flowcontrol_work_estimated_seats_bucket');
+    const r = await request(s, 'POST', '/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'heard' } }, as('alice-token'));
+    expect(r.status).toBe(201);
+    const after = await scrape(s, 'apiserver_flowcontrol_work_estimated_seats_bucket');
+    // one more request between 2 and 4 seats (the level's most per request is 8)
+    const in4 = (x: typeof after) => (value(x, { ...want, le: '4' }) ?? 0) - (value(x, { ...want, le: '2' }) ?? 0);
+    expect(in4(after) - in4(before)).toBe(1);
+    const counts = await scrape(s, 'apiserver_flowcontrol_watch_count_samples_bucket');
+    expect((value(counts, { ...want, le: '100' }) ?? 0) - (value(counts, { ...want, le: '10' }) ?? 0)).toBeGreaterThanOrEqual(1);
+    for (const w of watches) w.close();
   });
 });
