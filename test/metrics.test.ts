@@ -25,8 +25,8 @@ describe('/metrics', () => {
 
     const total = await scrape(s, 'apiserver_request_total');
     const cm = { component: 'apiserver', group: '', version: 'v1', resource: 'configmaps', subresource: '' };
-    expect(value(total, { ...cm, verb: 'POST', scope: 'namespace', dry_run: '', code: '201' })).toBe(1);
-    expect(value(total, { ...cm, verb: 'POST', scope: 'namespace', dry_run: 'All', code: '201' })).toBe(1);
+    expect(value(total, { ...cm, verb: 'POST', scope: 'resource', dry_run: '', code: '201' })).toBe(1);
+    expect(value(total, { ...cm, verb: 'POST', scope: 'resource', dry_run: 'All', code: '201' })).toBe(1);
     expect(value(total, { ...cm, verb: 'GET', scope: 'resource', code: '200' })).toBe(1);
     expect(value(total, { ...cm, verb: 'GET', scope: 'resource', code: '404' })).toBe(1);
     expect(value(total, { ...cm, verb: 'LIST', scope: 'cluster', code: '200' })).toBe(1);
