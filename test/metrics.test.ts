@@ -102,6 +102,16 @@ describe('/metrics', () => {
     expect(value(await scrape(s, 'etcd_requests_total'), { operation: 'create', type: 'configmaps' })).toBeGreaterThanOrEqual(1);
     if (!onEtcd) expect(value(await scrape(s, 'apiserver_storage_size_bytes'), { storage_cluster_id: 'lmdb' })).toBeGreaterThan(0);
 
+    // LISTs: from the watch cache, under kube's resource prefix; from storage at an exact older version
+    expect((await request(s, 'GET', ns)).status).toBe(200);
+    expect(value(await scrape(s, 'apiserver_cache_list_total'), { resource_prefix: '/configmaps', index: '' })).toBeGreaterThanOrEqual(1);
+    expect(value(await scrape(s, 'apiserver_cache_list_returned_objects_total'), { resource_prefix: '/configmaps' })).toBeGreaterThanOrEqual(1);
+    const rv = (await request(s, 'GET', `${ns}/fam1`)).json().metadata.resourceVersion;
+    expect((await request(s, 'POST', ns, { metadata: { name: 'fam2' } })).status).toBe(201);
+    expect((await request(s, 'GET', `${ns}?resourceVersion=${rv}&resourceVersionMatch=Exact`)).status).toBe(200);
+    expect(value(await scrape(s, 'apiserver_storage_list_total'), { resource: 'configmaps' })).toBeGreaterThanOrEqual(1);
+    expect(value(await scrape(s, 'apiserver_storage_list_returned_objects_total'), { resource: 'configmaps' })).toBeGreaterThanOrEqual(1);
+
     // counters without labels are written from start, at zero
     expect((await scrape(s, 'apiserver_tls_handshake_errors_total'))[0].value).toBe(0);
     expect((await scrape(s, 'apiserver_audit_event_total'))[0].value).toBe(0);

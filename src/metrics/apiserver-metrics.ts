@@ -13,6 +13,7 @@
 // Thread ownership: the front thread that records into it (module state per thread: each front
 // thread has its own, added up by the metrics endpoint's merge, src/metrics/merge-text.ts).
 import { Histogram, escapeValue, histogramText, labelText } from './request-metrics.js';
+import { resourcePrefix } from '../storage/etcd/keys.js';
 
 /** kube's ExponentialBuckets(0.001, 2, 15): authentication_duration_seconds and authorization_duration_seconds */
 const AUTH_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
@@ -84,6 +85,10 @@ export class ApiserverMetrics {
   private tlsHandshakeErrors = 0;
   private readonly watchEvents = new Map<string, WatchEventCounter>();
   private readonly storage = new Map<string, StorageRequestSeries>();
+  /** LISTs served from the watch cache, by group-resource: count, objects read, objects returned */
+  private readonly cacheLists = new Map<string, { prefix: string; n: number; fetched: number; returned: number }>();
+  /** LISTs read from storage, by group-resource */
+  private readonly storageLists = new Map<string, { n: number; fetched: number; evaluated: number; returned: number }>();
   private gauges: ApiserverGauges = {};
 
   /** The gauges read on a scrape (set once the caches and the storage exist). */
@@ -143,6 +148,25 @@ export class ApiserverMetrics {
     let s = this.storage.get(key);
     if (!s) this.storage.set(key, (s = new StorageRequestSeries(operation, type)));
     return s;
+  }
+
+  /** A LIST served from the watch cache (kube's RecordListCacheMetrics; gr as "deployments.apps"). */
+  cacheList(gr: string, fetched: number, returned: number): void {
+    let e = this.cacheLists.get(gr);
+    if (!e) this.cacheLists.set(gr, (e = { prefix: '/' + resourcePrefixOf(gr), n: 0, fetched: 0, returned: 0 }));
+    e.n++;
+    e.fetched += fetched;
+    e.returned += returned;
+  }
+
+  /** A LIST read from storage (kube's RecordStorageListMetrics). */
+  storageList(gr: string, fetched: number, evaluated: number, returned: number): void {
+    let e = this.storageLists.get(gr);
+    if (!e) this.storageLists.set(gr, (e = { n: 0, fetched: 0, evaluated: 0, returned: 0 }));
+    e.n++;
+    e.fetched += fetched;
+    e.evaluated += evaluated;
+    e.returned += returned;
   }
 
   /** The families in Prometheus' text format (a family with no series is left out, as client_golang does for a vector). */
@@ -213,11 +237,34 @@ export class ApiserverMetrics {
     metric('etcd_request_errors_total', 'counter', '[ALPHA] Storage requests that failed, by operation and resource type.', () => {
       for (const s of storage) if (s.errors > 0) out.push(`etcd_request_errors_total${labelText({ operation: s.operation, type: s.type })} ${s.errors}`);
     });
+    const cacheLists = [...this.cacheLists.values()].sort((a, b) => (a.prefix < b.prefix ? -1 : 1));
+    const cl = (name: string, help: string, v: (e: (typeof cacheLists)[number]) => number, index: boolean) =>
+      metric(name, 'counter', help, () => {
+        for (const e of cacheLists) out.push(`${name}${labelText(index ? { index: '', resource_prefix: e.prefix } : { resource_prefix: e.prefix })} ${v(e)}`);
+      });
+    cl('apiserver_cache_list_total', '[ALPHA] LIST requests served from the watch cache, by resource prefix and index.', (e) => e.n, true);
+    cl('apiserver_cache_list_fetched_objects_total', '[ALPHA] Objects the watch cache read to serve LIST requests, by resource prefix and index.', (e) => e.fetched, true);
+    cl('apiserver_cache_list_returned_objects_total', '[ALPHA] Objects LIST requests served from the watch cache returned, by resource prefix.', (e) => e.returned, false);
+    const storageLists = [...this.storageLists].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    const sl = (name: string, help: string, v: (e: { n: number; fetched: number; evaluated: number; returned: number }) => number) =>
+      metric(name, 'counter', help, () => {
+        for (const [gr, e] of storageLists) out.push(`${name}{resource="${escapeValue(gr)}"} ${v(e)}`);
+      });
+    sl('apiserver_storage_list_total', '[ALPHA] LIST requests read from storage, by resource.', (e) => e.n);
+    sl('apiserver_storage_list_fetched_objects_total', '[ALPHA] Objects read from storage to serve LIST requests, by resource.', (e) => e.fetched);
+    sl('apiserver_storage_list_evaluated_objects_total', '[ALPHA] Objects tested against the selectors of LIST requests read from storage, by resource.', (e) => e.evaluated);
+    sl('apiserver_storage_list_returned_objects_total', '[ALPHA] Objects LIST requests read from storage returned, by resource.', (e) => e.returned);
     metric('apiserver_storage_size_bytes', 'gauge', '[STABLE] Size of the storage\'s database files on disk, in bytes, by storage cluster.', () => {
       for (const [id, n] of this.gauges.storageSize?.() ?? []) out.push(`apiserver_storage_size_bytes{storage_cluster_id="${escapeValue(id)}"} ${n}`);
     });
     return out.length ? out.join('\n') + '\n' : '';
   }
+}
+
+/** kube's resource prefix of a cache key ("deployments.apps" -> "deployments", "widgets.example.com" -> "example.com/widgets"). */
+function resourcePrefixOf(gr: string): string {
+  const dot = gr.indexOf('.');
+  return dot < 0 ? resourcePrefix('', gr) : resourcePrefix(gr.slice(dot + 1), gr.slice(0, dot));
 }
 
 /** This thread's metrics. */
