@@ -1,6 +1,7 @@
 // /metrics as a Prometheus scrape and kubectl see it: kube-apiserver's stable request,
 // inflight, long-running, deprecated-API and storage-object metrics, and the process's own.
 import { describe, it, expect } from 'vitest';
+import { connect } from 'node:net';
 import { onEtcd, openWatch, request, startServer, until, useServer, type TestServer } from './helpers/server.js';
 import { scrape } from './helpers/metrics.js';
 import { kubectlOk } from './helpers/kubectl.js';
@@ -123,6 +124,22 @@ describe('/metrics', () => {
     expect(text).not.toContain('apiserver_response_sizes');
     expect(text).not.toContain('nodejs_eventloop_lag_seconds ');
     expect(text).toContain('nodejs_heap_size_used_bytes');
+  });
+
+  it('apiserver_tls_handshake_errors_total counts failed handshakes on the node:http2 front end', async () => {
+    const h2 = await startServer({ args: ['--front-end', 'http2'] });
+    try {
+      // plain text where a TLS ClientHello belongs
+      await new Promise<void>((done) => {
+        const sock = connect(h2.port, '127.0.0.1', () => sock.end('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+        sock.on('close', () => done());
+        sock.on('error', () => {});
+      });
+      await until(async () => ((await scrape(h2, 'apiserver_tls_handshake_errors_total'))[0]?.value ?? 0) >= 1 || undefined);
+    } finally {
+      await h2.stop();
+      h2.cleanup();
+    }
   });
 
   it('--show-hidden-metrics-for-version takes only the previous minor release', async () => {
