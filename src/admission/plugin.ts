@@ -57,6 +57,12 @@ export interface Attributes {
   /** audit annotations that admission adds (key → value), copied into the request's audit event */
   auditAnnotations?: Record<string, string>;
   /**
+   * The request's latency tracker (kube's LatencyTrackers): webhook calls add their time,
+   * which apiserver_request_sli_duration_seconds leaves out. Filled by the seam; absent for
+   * the server's own writes.
+   */
+  latency?: WebhookLatency;
+  /**
    * Set by a mutating step that changed the object in a way earlier steps may want to see
    * (kube's ReinvocationContext.SetShouldReinvoke, set by MutatingAdmissionWebhook): the chain
    * then runs its mutating steps once more.
@@ -64,6 +70,11 @@ export interface Attributes {
   reinvoke?: boolean;
   /** true during that second mutating pass (kube's IsReinvoke) */
   reinvocationRound?: boolean;
+}
+
+/** Where a request's webhook time is told (src/metrics/request-metrics.ts reads the total on the request). */
+export interface WebhookLatency {
+  sliExcludedSeconds?: number;
 }
 
 /** Observes one plugin's step (kube's apiserver_admission_controller_admission_duration_seconds). */
