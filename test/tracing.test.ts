@@ -118,8 +118,12 @@ describe('--tracing-config-file: spans over OTLP/HTTP', () => {
       'net.host.port': s.port,
     });
     expect(server.resource['service.name']).toBe('apiserver');
+    // the handler's span under the request's, the storage write under the handler's
+    const handler = await spanNamed((sp) => sp.traceId === TRACE_ID && sp.name === 'Create', '"Create" in the client trace');
+    expect(handler.parentSpanId).toBe(server.spanId);
+    expect(handler.attributes).toMatchObject({ client: 'trace-test/1.0' });
     const write = await spanNamed((sp) => sp.traceId === TRACE_ID && sp.name === 'Create etcd3', '"Create etcd3" in the client trace');
-    expect(write.parentSpanId).toBe(server.spanId);
+    expect(write.parentSpanId).toBe(handler.spanId);
     expect(write.attributes).toMatchObject({ key: 'default/traced', resource: 'configmaps' });
     expect(c.contentTypes[0]).toMatch(/^application\/json/);
   });

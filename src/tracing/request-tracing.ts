@@ -30,7 +30,10 @@ import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { TracingConfig } from './tracing-config.js';
 
 interface Holder {
+  /** the request's server span */
   span: Span | undefined;
+  /** the handler's span while the handler runs: what storage and webhook spans hang under */
+  current?: Span;
 }
 
 const PRIVILEGED = new Set(['system:masters', 'system:monitoring']);
@@ -129,11 +132,27 @@ export class RequestTracing {
     );
   }
 
-  /** A span under the current request's (undefined outside one). */
+  /** A span under the current request's (its handler's while that runs; undefined outside a request). */
   child(name: string, attributes: Attributes): Span | undefined {
-    const parent = this.als.getStore()?.span;
+    const h = this.als.getStore();
+    const parent = h?.current ?? h?.span;
     if (!parent) return undefined;
     return this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+  }
+
+  /** The handler's span: a child of the request's, and the parent of what the handler does until end() is called. */
+  handler(name: string, attributes: Attributes): { span: Span; end: (err?: unknown) => void } | undefined {
+    const h = this.als.getStore();
+    const span = this.child(name, attributes);
+    if (!h || !span) return undefined;
+    h.current = span;
+    return {
+      span,
+      end: (err) => {
+        if (h.current === span) h.current = undefined;
+        endSpan(span, err);
+      },
+    };
   }
 
   /** Sends what is buffered and stops. */
@@ -152,6 +171,41 @@ export function setTracing(t: RequestTracing | null): void {
 /** A child span of the current request, or undefined (tracing off, or outside a request). */
 export function childSpan(name: string, attributes: Attributes): Span | undefined {
   return active === null ? undefined : active.child(name, attributes);
+}
+
+/** kube's handler spans (handlers/create.go, get.go, ...): one per verb that has one. */
+const HANDLER_SPANS: Record<string, string> = { create: 'Create', get: 'Get', list: 'List', update: 'Update', patch: 'Patch', delete: 'Delete', deletecollection: 'Delete' };
+
+/**
+ * Runs a verb's handler under kube's handler span ("Create", "Get", ...) with its attributes
+ * (kube's traceFields: audit-id, client, accept); with tracing off, just runs it.
+ */
+export function inHandlerSpan<T>(verb: string, req: ApiRequest, run: () => T): T {
+  if (active === null) return run();
+  const name = HANDLER_SPANS[verb];
+  const h = name ? active.handler(name, { 'audit-id': (req.headers['audit-id'] ?? '').slice(0, 64), client: req.headers['user-agent'] ?? '', accept: req.headers['accept'] ?? '' }) : undefined;
+  if (!h) return run();
+  let r: T;
+  try {
+    r = run();
+  } catch (err) {
+    h.end(err);
+    throw err;
+  }
+  if (r instanceof Promise) {
+    return r.then(
+      (v) => {
+        h.end();
+        return v;
+      },
+      (err) => {
+        h.end(err);
+        throw err;
+      },
+    ) as T;
+  }
+  h.end();
+  return r;
 }
 
 /** Ends a child span, marking a failure. */
