@@ -36,7 +36,7 @@ import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
 import { handleLog } from '../handlers/log.js';
 import type { AuthContext } from '../handlers/context.js';
 import type { Aggregator } from '../aggregator/aggregator.js';
-import { inHandlerSpan } from '../tracing/request-tracing.js';
+import { inHandlerSpan, tracingOn } from '../tracing/request-tracing.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -222,7 +222,7 @@ export class Router implements Filter {
       throw errors.resourceNotFound();
     }
     // (under kube's handler span when tracing is on)
-    return inHandlerSpan(verb, req, () => handler(ctx()));
+    return tracingOn() ? inHandlerSpan(verb, req, () => handler(ctx())) : handler(ctx());
   }
 
   private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {

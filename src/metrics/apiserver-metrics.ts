@@ -84,7 +84,8 @@ export class ApiserverMetrics {
   private auditRejected = 0;
   private tlsHandshakeErrors = 0;
   private readonly watchEvents = new Map<string, WatchEventCounter>();
-  private readonly storage = new Map<string, StorageRequestSeries>();
+  /** type -> operation -> series */
+  private readonly storage = new Map<string, Map<string, StorageRequestSeries>>();
   /** LISTs served from the watch cache, by group-resource: count, objects read, objects returned */
   private readonly cacheLists = new Map<string, { prefix: string; n: number; fetched: number; returned: number }>();
   /** LISTs read from storage, by group-resource */
@@ -142,11 +143,12 @@ export class ApiserverMetrics {
     return c;
   }
 
-  /** The series of a storage operation on a resource type (found per call: storage calls are not the cache's hot path). */
+  /** The series of a storage operation on a resource type (found by the type's string, then the operation: no key made per call). */
   storageSeries(operation: string, type: string): StorageRequestSeries {
-    const key = `${operation}\0${type}`;
-    let s = this.storage.get(key);
-    if (!s) this.storage.set(key, (s = new StorageRequestSeries(operation, type)));
+    let byOp = this.storage.get(type);
+    if (!byOp) this.storage.set(type, (byOp = new Map()));
+    let s = byOp.get(operation);
+    if (!s) byOp.set(operation, (s = new StorageRequestSeries(operation, type)));
     return s;
   }
 
@@ -227,7 +229,7 @@ export class ApiserverMetrics {
     perCache('apiserver_watch_cache_initializations_total', 'counter', '[ALPHA] Watch cache initializations, by resource.', () => 1);
     perCache('apiserver_watch_cache_resource_version', 'gauge', '[ALPHA] The watch cache\'s current resource version, by resource.', (c) => c.resourceVersion);
     perCache('watch_cache_capacity', 'gauge', '[ALPHA] Events the watch cache keeps for resuming watches, by resource.', (c) => c.capacity);
-    const storage = [...this.storage.values()].sort((a, b) => (a.operation + '\0' + a.type < b.operation + '\0' + b.type ? -1 : 1));
+    const storage = [...this.storage.values()].flatMap((m) => [...m.values()]).sort((a, b) => (a.operation + '\0' + a.type < b.operation + '\0' + b.type ? -1 : 1));
     metric('etcd_request_duration_seconds', 'histogram', '[ALPHA] Time storage requests took, in seconds, by operation and resource type.', () => {
       for (const s of storage) histogramText('etcd_request_duration_seconds', { operation: s.operation, type: s.type }, s.duration, out);
     });

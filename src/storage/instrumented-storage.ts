@@ -9,7 +9,7 @@
 // Thread ownership: the thread whose storage instance it is.
 import { WriteRejected, type Storage, type StorageWrite } from './interface.js';
 import type { ApiserverMetrics, StorageRequestSeries } from '../metrics/apiserver-metrics.js';
-import { childSpan, endSpan } from '../tracing/request-tracing.js';
+import { childSpan, endSpan, tracingOn } from '../tracing/request-tracing.js';
 
 /** kube's operation label and span name of a conditional write. */
 function writeOp(op: StorageWrite): { operation: string; span: string } {
@@ -18,9 +18,10 @@ function writeOp(op: StorageWrite): { operation: string; span: string } {
   return { operation: 'update', span: 'GuaranteedUpdate etcd3' };
 }
 
-function measured<T>(series: StorageRequestSeries, spanName: string, attrs: Record<string, string>, call: () => T | Promise<T>): T | Promise<T> {
+function measured<T>(series: StorageRequestSeries, spanName: string, key: string, gr: string, call: () => T | Promise<T>): T | Promise<T> {
   const start = performance.now();
-  const span = childSpan(spanName, attrs);
+  // (the attributes are only built when spans are made)
+  const span = tracingOn() ? childSpan(spanName, key ? { key, resource: gr } : { resource: gr }) : undefined;
   const done = (err?: unknown) => {
     series.duration.observe((performance.now() - start) / 1000);
     // (a refused precondition is an answer, not a failed request: a transaction whose compare
@@ -56,15 +57,15 @@ export function instrumentStorage(storage: Storage, m: ApiserverMetrics): Storag
   const write = storage.write.bind(storage);
   storage.write = (op, obj) => {
     const w = writeOp(op);
-    return measured(m.storageSeries(w.operation, op.gr), w.span, { key: op.key, resource: op.gr }, () => write(op, obj)) as ReturnType<Storage['write']>;
+    return measured(m.storageSeries(w.operation, op.gr), w.span, op.key, op.gr, () => write(op, obj)) as ReturnType<Storage['write']>;
   };
   const getAt = storage.getAt.bind(storage);
-  storage.getAt = (gr, key, rv) => measured(m.storageSeries('get', gr), 'Get etcd3', { key, resource: gr }, () => getAt(gr, key, rv));
+  storage.getAt = (gr, key, rv) => measured(m.storageSeries('get', gr), 'Get etcd3', key, gr, () => getAt(gr, key, rv));
   const rangeAt = storage.rangeAt.bind(storage);
-  storage.rangeAt = (gr, rv, ns, from) => measured(m.storageSeries('list', gr), 'List(recursive=true) etcd3', { key: ns, resource: gr }, () => rangeAt(gr, rv, ns, from));
+  storage.rangeAt = (gr, rv, ns, from) => measured(m.storageSeries('list', gr), 'List(recursive=true) etcd3', ns, gr, () => rangeAt(gr, rv, ns, from));
   if (storage.count) {
     const count = storage.count.bind(storage);
-    storage.count = (gr) => measured(m.storageSeries('count', gr), 'Count etcd3', { resource: gr }, () => count(gr)) as Promise<number>;
+    storage.count = (gr) => measured(m.storageSeries('count', gr), 'Count etcd3', '', gr, () => count(gr)) as Promise<number>;
   }
   return storage;
 }

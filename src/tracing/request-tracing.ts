@@ -168,6 +168,11 @@ export function setTracing(t: RequestTracing | null): void {
   active = t;
 }
 
+/** Whether spans are made at all (callers skip building span attributes when not). */
+export function tracingOn(): boolean {
+  return active !== null;
+}
+
 /** A child span of the current request, or undefined (tracing off, or outside a request). */
 export function childSpan(name: string, attributes: Attributes): Span | undefined {
   return active === null ? undefined : active.child(name, attributes);

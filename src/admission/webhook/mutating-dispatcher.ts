@@ -8,7 +8,7 @@
 //
 // Thread ownership: the front thread; per-request state lives in a WeakMap keyed by the
 // request's Attributes.
-import { childSpan, endSpan } from '../../tracing/request-tracing.js';
+import { childSpan, endSpan, tracingOn } from '../../tracing/request-tracing.js';
 import { performance } from 'node:perf_hooks';
 import { errors, goQuote } from '../../errors.js';
 import { deepEqual } from '../../registry/managed-fields.js';
@@ -83,7 +83,7 @@ export class MutatingDispatcher {
   private async invoke(hook: Hook, index: number, inv: Invocation, a: Attributes, v: VersionedObjects, st: ReinvokeState, round: number): Promise<void> {
     const t0 = performance.now();
     // (kube's span for each webhook call; nothing made with tracing off)
-    const span = childSpan('Call mutating webhook', spanAttributes(hook, a));
+    const span = tracingOn() ? childSpan('Call mutating webhook', spanAttributes(hook, a)) : undefined;
     let changed = false;
     let err: unknown;
     try {

@@ -4,7 +4,7 @@
 // returns the first error off its channel. A failure is judged by each hook's failurePolicy.
 //
 // Thread ownership: the front thread.
-import { childSpan, endSpan } from '../../tracing/request-tracing.js';
+import { childSpan, endSpan, tracingOn } from '../../tracing/request-tracing.js';
 import { performance } from 'node:perf_hooks';
 import { errors } from '../../errors.js';
 import type { Attributes, ObjectSource } from '../plugin.js';
@@ -54,7 +54,7 @@ export class ValidatingDispatcher {
     const ignore = hook.failurePolicy === 'Ignore';
     const t0 = performance.now();
     // (kube's span for each webhook call; nothing made with tracing off)
-    const span = childSpan('Call validating webhook', spanAttributes(hook, a));
+    const span = tracingOn() ? childSpan('Call validating webhook', spanAttributes(hook, a)) : undefined;
     let err: unknown;
     try {
       const objs = v.get(inv.kind, inv.resource);
