@@ -89,7 +89,7 @@ import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
 import { apiserverMetrics } from './metrics/apiserver-metrics.js';
-import { timedAuthentication, timedAuthorization } from './metrics/auth-metrics.js';
+import { countedFlowControl, timedAuthentication, timedAuthorization } from './metrics/auth-metrics.js';
 import { instrumentStorage } from './storage/instrumented-storage.js';
 import { storageSizeOf } from './storage/storage-size.js';
 import { RequestTracing, setTracing } from './tracing/request-tracing.js';
@@ -555,7 +555,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     // Only when auditing is on: otherwise requests never meet the filter.
     ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter(authorizer),
-    flowControl,
+    // (its 429s counted in apiserver_request_terminations_total)
+    countedFlowControl(flowControl, (req, code) => metrics.terminated(req, code)),
     timedAuthorization(authorizationFilter(authorizer), apiserverMetrics),
     // Only now is the body read: a request refused above never has its body buffered.
     requestBodyFilter,

@@ -63,3 +63,33 @@ export function timedAuthentication(filter: Filter, m: ApiserverMetrics): Filter
 export function timedAuthorization(filter: Filter, m: ApiserverMetrics): Filter {
   return timed(filter, (_req, outcome, s) => m.authorization(outcome === 'ok' ? 'allowed' : outcome === 'refused' ? 'denied' : 'error', s), 403, false);
 }
+
+/**
+ * The flow-control filter (inflight limits or priority and fairness), its refusals counted in
+ * apiserver_request_terminations_total (kube's RecordRequestTermination in WithMaxInFlightLimit
+ * and WithPriorityAndFairness). No clock read: only a refusal costs anything.
+ */
+export function countedFlowControl(filter: Filter, terminated: (req: ApiRequest, code: number) => void): Filter {
+  const note = (req: ApiRequest, err: unknown) => {
+    if (err instanceof StatusError && err.code === 429) terminated(req, 429);
+  };
+  return {
+    name: filter.name,
+    run(req, res): FilterResult {
+      let r: FilterResult;
+      try {
+        r = filter.run(req, res);
+      } catch (err) {
+        note(req, err);
+        throw err;
+      }
+      if (r && typeof (r as Promise<unknown>).then === 'function') {
+        return (r as Promise<void | boolean>).catch((err) => {
+          note(req, err);
+          throw err;
+        });
+      }
+      return r;
+    },
+  };
+}

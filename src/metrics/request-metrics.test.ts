@@ -31,4 +31,11 @@ describe('RequestMetrics', () => {
     expect(text).toContain('apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="log",verb="CONNECT",version="v1"} 1');
     expect(text).toContain('apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 1');
   });
+
+  it('apiserver_request_terminations_total counts what the server ended in self-defense, once it has', () => {
+    const m = new RequestMetrics(gauges);
+    expect(m.render()).not.toContain('apiserver_request_terminations_total');
+    m.terminated(req('list'), 429);
+    expect(m.render()).toContain('apiserver_request_terminations_total{code="429",component="apiserver",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 1');
+  });
 });

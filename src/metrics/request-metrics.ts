@@ -137,6 +137,8 @@ export class RequestMetrics implements RequestObserver {
   private fast = new Map<string, Map<string, Map<string, Series>>>();
   /** open long-running requests (watches, connects), by label key */
   private longRunning = new Map<string, { labels: Labels; n: number }>();
+  /** requests ended in self-defense, by label key and code */
+  private terminations = new Map<string, { labels: Labels; code: number; n: number }>();
   /** deprecated group-version-resources requested since start */
   private deprecated = new Map<string, Record<string, string>>();
   /** metrics other modules of this thread keep (e.g. PodSecurity's), appended to each render */
@@ -205,6 +207,20 @@ export class RequestMetrics implements RequestObserver {
     };
   }
 
+  /**
+   * A request the server ended in self-defense (kube's RecordRequestTermination: refused by the
+   * inflight limits or priority and fairness, timed out), with the status it got: the
+   * apiserver_request_terminations_total counter, which the mixin's KubeAPITerminatedRequests
+   * alert reads. Rare, so the label key is made per call.
+   */
+  terminated(req: ApiRequest, code: number): void {
+    const labels = labelsOf(req);
+    const key = `${keyOf(labels)}\0${code}`;
+    let e = this.terminations.get(key);
+    if (!e) this.terminations.set(key, (e = { labels, code, n: 0 }));
+    e.n++;
+  }
+
   /** A deprecated API was requested (the apiserver_requested_deprecated_apis gauge). */
   deprecatedRequested(group: string, version: string, resource: string, subresource: string, removedRelease: string): void {
     const key = `${group}\0${version}\0${resource}\0${subresource}`;
@@ -236,6 +252,10 @@ export class RequestMetrics implements RequestObserver {
     metric('apiserver_response_sizes', 'histogram', '[STABLE] Size of response bodies in bytes, by verb, group, version, resource, subresource, scope and component.', () => {
       for (const s of this.series.values()) if (s.sizes.count > 0) histogramText('apiserver_response_sizes', base(s.labels, false), s.sizes, out);
     });
+    if (this.terminations.size > 0)
+      metric('apiserver_request_terminations_total', 'counter', '[ALPHA] Requests the server ended in self-defense (rejected by its concurrency limits, timed out), by verb, group, version, resource, subresource, scope, component and code.', () => {
+        for (const e of this.terminations.values()) out.push(`apiserver_request_terminations_total${labelText({ ...base(e.labels, false), code: String(e.code) })} ${e.n}`);
+      });
     metric('apiserver_current_inflight_requests', 'gauge', '[STABLE] Requests holding a seat of the inflight limits at the last second, by kind (readOnly or mutating).', () => {
       const n = this.gauges.inflight();
       out.push(`apiserver_current_inflight_requests{request_kind="mutating"} ${n.mutating}`, `apiserver_current_inflight_requests{request_kind="readOnly"} ${n.readOnly}`);
