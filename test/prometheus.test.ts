@@ -218,12 +218,19 @@ describe.skipIf(!available)('Prometheus scraping kubeshard, with the kubernetes-
     expect(r.status).toBe(200);
     return ((await r.json()) as { data: unknown }).data;
   };
+  // (Prometheus answers 503 until its storage is ready: a failed look is looked at again)
   const until = async <T>(what: string, f: () => Promise<T | undefined>, ms = 60_000): Promise<T> => {
     const deadline = Date.now() + ms;
     for (;;) {
-      const v = await f();
+      let v: T | undefined;
+      let failure: unknown;
+      try {
+        v = await f();
+      } catch (err) {
+        failure = err;
+      }
       if (v !== undefined) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\nprometheus said:\n${promOut.slice(-3000)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${failure ? ` (last: ${(failure as Error).message})` : ''}\nprometheus said:\n${promOut.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 500));
     }
   };
