@@ -107,6 +107,8 @@ export interface ServerOptions {
   maxObjectSizeBytes: number;
   /** --encryption-provider-config: an EncryptionConfiguration file ('' for none: nothing encrypted) */
   encryptionProviderConfig: string;
+  /** --tracing-config-file: a TracingConfiguration file ('' for none: no spans made) */
+  tracingConfigFile: string;
   /** --encryption-provider-config-automatic-reload: re-read that file when it changes */
   encryptionProviderConfigAutomaticReload: boolean;
   serviceClusterIpRange: string;
@@ -446,6 +448,11 @@ const FLAGS: Record<string, FlagSpec> = {
       o.maxObjectSizeBytes = v;
     },
   },
+  'tracing-config-file': {
+    kind: 'string',
+    help: 'The file of an apiserver.config.k8s.io TracingConfiguration (v1, v1beta1 or v1alpha1): endpoint and samplingRatePerMillion. Requests, their storage operations and admission webhook calls become OpenTelemetry spans, exported over OTLP/HTTP (JSON) to http://<endpoint>/v1/traces (default endpoint localhost:4318; kube-apiserver speaks OTLP/gRPC to localhost:4317). A client\'s W3C traceparent is the parent for users in system:masters or system:monitoring, a link for others. Without the flag no span is made.',
+    set: (o, v) => (o.tracingConfigFile = v),
+  },
   'encryption-provider-config': {
     kind: 'string',
     help: 'The file (YAML or JSON) of an apiserver.config.k8s.io/v1 EncryptionConfiguration: which resources are encrypted at rest, on either storage backend, and how (identity, aescbc, aesgcm, secretbox, kms with apiVersion v2). The first provider of a resource encrypts, every provider listed can decrypt; the stored prefixes are kube-apiserver\'s (k8s:enc:aescbc:v1:<key>:), so either server reads what the other wrote to a shared etcd.',
@@ -589,6 +596,7 @@ export function defaultOptions(): ServerOptions {
     storageBatchIntervalSeconds: 0.1,
     maxObjectSizeBytes: 1_572_864,
     encryptionProviderConfig: '',
+    tracingConfigFile: '',
     encryptionProviderConfigAutomaticReload: false,
     serviceClusterIpRange: '10.96.0.0/12',
     serviceNodePortRange: { min: 30000, max: 32767 },

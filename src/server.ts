@@ -88,6 +88,12 @@ import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
 import { metricsHandler } from './metrics/metrics-endpoint.js';
+import { apiserverMetrics } from './metrics/apiserver-metrics.js';
+import { countedFlowControl, timedAuthentication, timedAuthorization } from './metrics/auth-metrics.js';
+import { instrumentStorage } from './storage/instrumented-storage.js';
+import { storageSizeOf } from './storage/storage-size.js';
+import { RequestTracing, setTracing } from './tracing/request-tracing.js';
+import { readTracingConfig } from './tracing/tracing-config.js';
 import { randomUUID } from 'node:crypto';
 import { StatusError } from './errors.js';
 import { LeaderElector } from './controllers/leader-election.js';
@@ -169,7 +175,11 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const dataDir = resolve(o.dataDir);
   // The backend is chosen before anything is written: one that cannot be built stops start-up here.
   // (the main thread's backend readied what another thread's starts from: Storage.connectFront)
-  const storage = createStorage(o, dataDir, thread && { index: thread.index, data: thread.storage });
+  // (its requests timed for etcd_request_duration_seconds, and traced when tracing is on)
+  const storage = instrumentStorage(createStorage(o, dataDir, thread && { index: thread.index, data: thread.storage }), apiserverMetrics);
+  // --tracing-config-file: a bad file stops start-up; without it nothing is traced
+  const tracing = o.tracingConfigFile ? new RequestTracing(readTracingConfig(o.tracingConfigFile), { host: o.bindAddress, port: o.securePort }, apiserverId(hostname())) : null;
+  setTracing(tracing);
   mkdirSync(dataDir, { recursive: true });
   // What earlier versions left readable (0755 directories, 0644 shards, keys, kubeconfig):
   // the data dir's entries are the LMDB backend's layout file and shard directories, the
@@ -501,6 +511,10 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   );
   // PodSecurity's counts (src/admission/pod-security/metrics.ts), this thread's
   metrics.addSection(() => podSecurityMetrics.render());
+  // authentication, authorization, audit, watch, watch cache and storage families (apiserver-metrics.ts)
+  apiserverMetrics.setGauges({ watchCache: () => cacher.watchCacheStats(), storageSize: main ? () => storageSizeOf(o, dataDir) : undefined });
+  const disabledMetrics = new Set(o.disabledMetrics);
+  metrics.addSection(() => apiserverMetrics.render(disabledMetrics));
   // (another front thread hands a scrape to the main thread, which adds up every thread's)
   extraPaths.set('/metrics', thread ? (req, res) => toMain!.forward(req, res) : metricsHandler(metrics, () => others.renderMetrics(), async () => (await encryption.metrics.text()) + (availability?.metricsText() ?? '') + (await admissionMetrics.text())));
   // API aggregation (kube-aggregator): every front thread proxies and merges discovery from
@@ -551,12 +565,15 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes, storedBytes });
   const chain = new FilterChain([
     requestInfoFilter,
-    auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts),
+    timedAuthentication(auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts), apiserverMetrics),
+    // (the request's span opens once its user is known: whether the client's trace context is trusted depends on it)
+    ...(tracing ? [tracing.filter()] : []),
     // Only when auditing is on: otherwise requests never meet the filter.
     ...(auditor ? [auditFilter(auditor)] : []),
     impersonationFilter(authorizer),
-    flowControl,
-    authorizationFilter(authorizer),
+    // (its 429s counted in apiserver_request_terminations_total)
+    countedFlowControl(flowControl, (req, code) => metrics.terminated(req, code)),
+    timedAuthorization(authorizationFilter(authorizer), apiserverMetrics),
     // Only now is the body read: a request refused above never has its body buffered.
     requestBodyFilter,
     handoff,
@@ -589,7 +606,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     // Room for 64 bodies of the largest size (192 MiB by default), far more of smaller ones.
     maxBodyBytesInFlight: 64 * o.maxRequestBodyBytes,
     bodyBudget: thread?.bodyBudget ?? BodyBudget.sharedBuffer(),
-    handle: (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
+    // (with tracing on, each request's chain runs in its own async context: tracing.run)
+    handle: tracing ? (req: ApiRequest, res: ResponseSink) => tracing.run(() => chain.handle(req, res)) : (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
   };
   // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve,
@@ -640,6 +658,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           await auditor?.backend.shutdown();
           await cacher.close();
           encryption.close();
+          await tracing?.shutdown();
           listener?.closeConnections?.();
         })();
         return stopping;
@@ -716,6 +735,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         storageCounts?.stop();
         await cacher.close();
         encryption.close();
+        await tracing?.shutdown();
       })();
       return stopping;
     },

@@ -55,6 +55,8 @@ export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {
   const chain = buildAdmissionChain(objects, o);
   // apiserver_admission_step_admission_duration_seconds
   chain.observeStep = (s, rejected, op, type) => admissionMetrics.observeStep(s, rejected, op, type);
+  // apiserver_admission_controller_admission_duration_seconds
+  chain.observePlugin = (name, s, rejected, op, type) => admissionMetrics.observeController(name, s, rejected, op, type);
   return chain;
 }
 

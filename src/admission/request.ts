@@ -6,7 +6,7 @@
 // admission.MutationInterface / rest.ValidateObjectFunc closures to the registry).
 //
 // Thread ownership: the front thread; a RequestAdmission belongs to one request.
-import type { AdmissionChain, Attributes, GroupVersionKind, GroupVersionResource, Operation } from './plugin.js';
+import type { AdmissionChain, Attributes, GroupVersionKind, GroupVersionResource, Operation, WebhookLatency } from './plugin.js';
 import type { GroupResource } from '../errors.js';
 import type { ResourceInfo } from '../api/catalog-types.js';
 import type { UserInfo } from '../auth/user.js';
@@ -43,6 +43,8 @@ export interface RequestFacts {
   warnings?: string[];
   /** the request's audit record: admission's audit annotations land in its event */
   audit?: AuditHook;
+  /** the request, whose SLI duration leaves out the webhooks' time (Attributes.latency) */
+  latency?: WebhookLatency;
 }
 
 /** kube's metav1 options objects as admission and webhooks see them. */
@@ -113,6 +115,7 @@ export class RequestAdmission implements AdmissionHooks {
         options: f.options,
         kind: f.kind,
         resource: f.resource,
+        latency: f.latency,
       };
     } else {
       a.obj = obj;

@@ -36,6 +36,7 @@ import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
 import { handleLog } from '../handlers/log.js';
 import type { AuthContext } from '../handlers/context.js';
 import type { Aggregator } from '../aggregator/aggregator.js';
+import { inHandlerSpan, tracingOn } from '../tracing/request-tracing.js';
 
 type VerbHandler = (c: HandlerContext) => void | Promise<void>;
 
@@ -220,7 +221,8 @@ export class Router implements Filter {
     if (target.info.namespaced && !info.namespace && verb !== 'list' && verb !== 'watch' && verb !== 'create') {
       throw errors.resourceNotFound();
     }
-    return handler(ctx());
+    // (under kube's handler span when tracing is on)
+    return tracingOn() ? inHandlerSpan(verb, req, () => handler(ctx())) : handler(ctx());
   }
 
   private nonResource(req: ApiRequest, res: ResponseSink): void | Promise<void> {

@@ -7,6 +7,8 @@ import { loadPolicyFile, type Policy } from './policy.js';
 import { loadWebhookConfig, WebhookWriter } from './webhook-backend.js';
 import { RemoteBackend } from './remote-backend.js';
 import type { MessagePort } from 'node:worker_threads';
+import { countedBackend } from './backend-metrics.js';
+import { apiserverMetrics } from '../metrics/apiserver-metrics.js';
 
 export interface Auditor {
   policy: Policy;
@@ -37,12 +39,12 @@ export function createAuditor(o: AuditOptions, mainThread?: MessagePort): Audito
     } catch (e) {
       throw new Error(`failed to open audit log file "${o.log.path}": ${(e as Error).message}`);
     }
-    backends.push(backendOf(w, o.log.mode, o.log.batch, o.log.truncate));
+    backends.push(countedBackend(backendOf(w, o.log.mode, o.log.batch, o.log.truncate), apiserverMetrics, 'log'));
     strict ||= o.log.mode === 'blocking-strict';
   }
   if (o.webhook.configFile) {
     const w = new WebhookWriter(loadWebhookConfig(o.webhook.configFile), o.webhook.initialBackoff, o.webhook.version);
-    backends.push(backendOf(w, o.webhook.mode, o.webhook.batch, o.webhook.truncate));
+    backends.push(countedBackend(backendOf(w, o.webhook.mode, o.webhook.batch, o.webhook.truncate), apiserverMetrics, 'webhook'));
     strict ||= o.webhook.mode === 'blocking-strict';
   }
   if (!policy) {
@@ -51,5 +53,5 @@ export function createAuditor(o: AuditOptions, mainThread?: MessagePort): Audito
     return null;
   }
   if (!backends.length) return null;
-  return { policy, backend: backends.length === 1 ? backends[0] : new UnionBackend(backends), strict };
+  return { policy, backend: countedBackend(backends.length === 1 ? backends[0] : new UnionBackend(backends), apiserverMetrics, null), strict };
 }

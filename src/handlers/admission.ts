@@ -40,6 +40,7 @@ export function requestAdmission(c: HandlerContext, operation: Operation, option
     resource: resourceOf(info),
     warnings: (c.req.warnings ??= []),
     audit: c.req.audit,
+    latency: c.req,
   });
 }
 

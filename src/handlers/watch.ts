@@ -24,6 +24,7 @@
 // Everything between choosing the start version and registering the watcher runs without
 // an await (with a backend that reads history from memory, as LMDB does), so no committed
 // event can slip between the replay and the live stream.
+import { apiserverMetrics } from '../metrics/apiserver-metrics.js';
 import { randomInt } from 'node:crypto';
 import { listOptions, timeoutSecondsParam } from '../request/query.js';
 import { exactField } from '../request/selectors.js';
@@ -139,6 +140,8 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     prepare: target.conv?.webhook ? webhookPrepare(target.conv) : undefined,
     // ...and its field selector reads the request version's fields on the converted objects
     ...(target.conv?.webhook && fields ? webhookFields(target.conv, target.selectorGr!) : {}),
+    // (the kind's counter is found once per watch, not per event)
+    counter: apiserverMetrics.watchEventCounter(target.info.group, target.info.version, target.info.kind),
   });
   if (initial) {
     const at = storage.freshRv(gr);

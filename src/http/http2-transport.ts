@@ -14,6 +14,7 @@
 //
 // Thread ownership: the server, its sessions and every sink made here belong to the thread
 // that called startHttp2Server (the main thread).
+import { apiserverMetrics } from '../metrics/apiserver-metrics.js';
 import http2 from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate, DetailedPeerCertificate, TlsOptions } from 'node:tls';
@@ -317,6 +318,9 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     }
     socket.end(`HTTP/1.1 ${answer[0]}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${answer[1]}`);
   });
+  // A failed TLS handshake: kube counts Go's "TLS handshake error from" log lines
+  // (apiserver_tls_handshake_errors_total); node tells it as an event.
+  server.on('tlsClientError', () => apiserverMetrics.tlsHandshakeError());
   // Idle keep-alive connections stay open as long as the client wants (watches are long).
   server.setTimeout(0);
   server.on('request', (r: Req, w: Res | http2.Http2ServerResponse) => {

@@ -16,6 +16,7 @@ export abstract class RequestBase implements Partial<ApiRequest> {
   warnings?: string[];
   responseHeaders?: HeaderList;
   audit?: ApiRequest['audit'];
+  sliExcludedSeconds?: number;
   clientCert?: ApiRequest['clientCert'];
   clientCertError?: string;
   /** the body still to be read, when the request has one (set by the transport) */
@@ -86,6 +87,16 @@ export abstract class SinkBase {
   /** A long-running response begins (the observer counts it until its end). */
   protected streamStarting(): void {
     if (this.observer) this.streamEnd = this.observer.streamStarted(this.req!);
+  }
+
+  /** The status sent (0 before the head went out): for the request's trace span. */
+  get statusSent(): number {
+    return this.status;
+  }
+
+  /** The body's size once sent (-1 for a stream): for the request's trace span. */
+  get bytesSent(): number {
+    return this.bytes;
   }
 
   /** The response has ended, been closed, or the client went away. */

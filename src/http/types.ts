@@ -56,6 +56,12 @@ export interface ApiRequest {
    * server, which limits it itself; and a watch's initialization signal, once it is set up.
    */
   delegated?: () => void;
+  /**
+   * Seconds of the request's time that apiserver_request_sli_duration_seconds leaves out (kube's
+   * latency trackers): time waited in a priority-and-fairness queue and for admission webhooks.
+   * Whoever makes the request wait adds to it.
+   */
+  sliExcludedSeconds?: number;
 }
 
 /** What the rest of the chain tells the audit record of a request. */

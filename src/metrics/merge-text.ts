@@ -16,6 +16,13 @@ export const PROCESS_WIDE: ReadonlySet<string> = new Set([
   'apiserver_flowcontrol_lower_limit_seats',
   'apiserver_flowcontrol_upper_limit_seats',
   'apiserver_flowcontrol_current_limit_seats',
+  // every thread's cache is fed every event of the process: the process received each once
+  'apiserver_watch_cache_events_received_total',
+  'apiserver_watch_cache_events_dispatched_total',
+  'apiserver_watch_cache_initializations_total',
+  'apiserver_watch_cache_resource_version',
+  'watch_cache_capacity',
+  'apiserver_storage_size_bytes',
   // every thread reloads the encryption configuration from the one file: the process reloaded it once
   'apiserver_encryption_config_controller_automatic_reloads_total',
   'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',

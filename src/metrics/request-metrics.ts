@@ -10,6 +10,10 @@ import { renderFlowControl, type FlowControlSnapshot } from './flowcontrol-metri
 
 /** apiserver_request_duration_seconds' buckets, as kube's */
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+/** apiserver_request_sli_duration_seconds' buckets, as kube's */
+const SLI_BUCKETS = [0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+/** subresources kube reports as CONNECT whatever the HTTP verb (its validConnectRequests) */
+const CONNECT_SUBRESOURCES = new Set(['log', 'exec', 'portforward', 'attach', 'proxy']);
 /** apiserver_response_sizes' buckets: 1 KB to 1 GB, ×10 */
 const SIZE_BUCKETS = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 
@@ -59,7 +63,14 @@ interface Series {
   labels: Labels;
   byCode: Map<number, number>;
   duration: Histogram;
+  /** the duration less what kube's SLI leaves out (priority-and-fairness queueing, webhooks) */
+  sli: Histogram;
   sizes: Histogram;
+}
+
+/** kube's CleanScope: a create names one object (its body does), like a request with a name. */
+function scopeOf(info: { name: string; namespace: string; verb: string }): 'resource' | 'namespace' | 'cluster' {
+  return info.name || info.verb === 'create' ? 'resource' : info.namespace ? 'namespace' : 'cluster';
 }
 
 /** The series' labels of a request; key is them joined, for the maps. */
@@ -73,7 +84,8 @@ function labelsOf(req: ApiRequest): Labels {
   }
   let verb = REPORTED_VERB[info.verb] ?? info.verb.toUpperCase();
   if (verb === 'PATCH' && (req.headers['content-type'] ?? '').startsWith('application/apply-patch')) verb = 'APPLY';
-  const scope = info.name ? 'resource' : info.namespace ? 'namespace' : 'cluster';
+  if (info.subresource && CONNECT_SUBRESOURCES.has(info.subresource)) verb = 'CONNECT';
+  const scope = scopeOf(info);
   return { verb, dry_run, group: info.apiGroup, version: info.apiVersion, resource: info.resource, subresource: info.subresource, scope };
 }
 
@@ -125,6 +137,8 @@ export class RequestMetrics implements RequestObserver {
   private fast = new Map<string, Map<string, Map<string, Series>>>();
   /** open long-running requests (watches, connects), by label key */
   private longRunning = new Map<string, { labels: Labels; n: number }>();
+  /** requests ended in self-defense, by label key and code */
+  private terminations = new Map<string, { labels: Labels; code: number; n: number }>();
   /** deprecated group-version-resources requested since start */
   private deprecated = new Map<string, Record<string, string>>();
   /** metrics other modules of this thread keep (e.g. PodSecurity's), appended to each render */
@@ -146,6 +160,8 @@ export class RequestMetrics implements RequestObserver {
     const s = this.seriesOf(req);
     s.byCode.set(code, (s.byCode.get(code) ?? 0) + 1);
     s.duration.observe(seconds);
+    const excluded = req.sliExcludedSeconds;
+    s.sli.observe(excluded === undefined ? seconds : Math.max(0, seconds - excluded));
     if (bytes >= 0) s.sizes.observe(bytes);
   }
 
@@ -157,7 +173,7 @@ export class RequestMetrics implements RequestObserver {
   private seriesOf(req: ApiRequest): Series {
     const info = req.requestInfo;
     if (info && info.isResourceRequest && info.verb !== 'patch' && !req.rawQuery.includes('dryRun')) {
-      const scope = info.name ? 2 : info.namespace ? 1 : 0;
+      const scope = info.name || info.verb === 'create' ? 2 : info.namespace ? 1 : 0;
       let byVerb = this.fast.get(info.resource);
       if (!byVerb) this.fast.set(info.resource, (byVerb = new Map()));
       let rest = byVerb.get(info.verb);
@@ -174,7 +190,7 @@ export class RequestMetrics implements RequestObserver {
     const labels = labelsOf(req);
     const key = keyOf(labels);
     let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels, byCode: new Map(), duration: new Histogram(DURATION_BUCKETS), sizes: new Histogram(SIZE_BUCKETS) }));
+    if (!s) this.series.set(key, (s = { labels, byCode: new Map(), duration: new Histogram(DURATION_BUCKETS), sli: new Histogram(SLI_BUCKETS), sizes: new Histogram(SIZE_BUCKETS) }));
     return s;
   }
 
@@ -189,6 +205,20 @@ export class RequestMetrics implements RequestObserver {
     return () => {
       entry.n--;
     };
+  }
+
+  /**
+   * A request the server ended in self-defense (kube's RecordRequestTermination: refused by the
+   * inflight limits or priority and fairness, timed out), with the status it got: the
+   * apiserver_request_terminations_total counter, which the mixin's KubeAPITerminatedRequests
+   * alert reads. Rare, so the label key is made per call.
+   */
+  terminated(req: ApiRequest, code: number): void {
+    const labels = labelsOf(req);
+    const key = `${keyOf(labels)}\0${code}`;
+    let e = this.terminations.get(key);
+    if (!e) this.terminations.set(key, (e = { labels, code, n: 0 }));
+    e.n++;
   }
 
   /** A deprecated API was requested (the apiserver_requested_deprecated_apis gauge). */
@@ -216,9 +246,16 @@ export class RequestMetrics implements RequestObserver {
     metric('apiserver_request_duration_seconds', 'histogram', '[STABLE] Time from receiving a request to finishing its response, in seconds, by verb, dry run, group, version, resource, subresource, scope and component.', () => {
       for (const s of this.series.values()) histogramText('apiserver_request_duration_seconds', base(s.labels, true), s.duration, out);
     });
+    metric('apiserver_request_sli_duration_seconds', 'histogram', '[ALPHA] Time from receiving a request to finishing its response, less the time it waited in priority and fairness queues and for admission webhooks, in seconds, by verb, group, version, resource, subresource, scope and component.', () => {
+      for (const s of this.series.values()) histogramText('apiserver_request_sli_duration_seconds', base(s.labels, false), s.sli, out);
+    });
     metric('apiserver_response_sizes', 'histogram', '[STABLE] Size of response bodies in bytes, by verb, group, version, resource, subresource, scope and component.', () => {
       for (const s of this.series.values()) if (s.sizes.count > 0) histogramText('apiserver_response_sizes', base(s.labels, false), s.sizes, out);
     });
+    if (this.terminations.size > 0)
+      metric('apiserver_request_terminations_total', 'counter', '[ALPHA] Requests the server ended in self-defense (rejected by its concurrency limits, timed out), by verb, group, version, resource, subresource, scope, component and code.', () => {
+        for (const e of this.terminations.values()) out.push(`apiserver_request_terminations_total${labelText({ ...base(e.labels, false), code: String(e.code) })} ${e.n}`);
+      });
     metric('apiserver_current_inflight_requests', 'gauge', '[STABLE] Requests holding a seat of the inflight limits at the last second, by kind (readOnly or mutating).', () => {
       const n = this.gauges.inflight();
       out.push(`apiserver_current_inflight_requests{request_kind="mutating"} ${n.mutating}`, `apiserver_current_inflight_requests{request_kind="readOnly"} ${n.readOnly}`);

@@ -7,6 +7,7 @@
 // defaulted and validated here, and the shard is asked only to "put if the version is
 // still R" (kube-apiserver's GuaranteedUpdate). A lost race retries with the fresh object;
 // a stale version the client itself sent is a 409.
+import { apiserverMetrics } from '../metrics/apiserver-metrics.js';
 import { podSubresourceView, validatePodSubresourceUpdate } from './pod-subresources.js';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { errors, isObjectTooLarge, StatusError, type GroupResource } from '../errors.js';
@@ -422,6 +423,7 @@ export class Store {
       if (fromCache && !hasSelector && !t.conv) res.joined = cache.joined(ns, base, i, itemPrefix(t));
       more = i < entries.length;
       remaining = entries.length - i;
+      apiserverMetrics.cacheList(t.gr, i - base, items.length + chosen.length);
     } else {
       // One pass over the history read: the objects of the chunk are checked and taken, the
       // rest of the range only counted (etcd counts it from its keys alone).
@@ -435,6 +437,7 @@ export class Store {
         if (o.continueToken) throw errors.continueExpired(encodeContinue(-1, start));
         throw errors.expired('The resourceVersion for the provided list is too old.');
       }
+      let evaluated = 0;
       for (let r = stored.next(); !r.done; r = stored.next()) {
         if (o.limit > 0 && items.length + chosen.length >= o.limit) {
           more = true;
@@ -444,8 +447,10 @@ export class Store {
           }
           break;
         }
+        evaluated++;
         accept(this.storedEntry(t, r.value));
       }
+      apiserverMetrics.storageList(t.gr, evaluated, evaluated, items.length + chosen.length);
     }
     if (webhook && chosen.length) {
       await readyViews(webhook, chosen, true);

@@ -73,6 +73,7 @@ export class Cacher implements ChangeSink, CacheAccess {
       bytes = prev.json;
     }
     const ev = cache.apply(type, key, rv, bytes, obj);
+    cache.eventsReceived++;
     // a commit supersedes a stored version kept aside as corrupt (an unsafe delete of it,
     // made on any front thread, or a new object under its name)
     if (this.corrupt.size > 0) this.corrupt.get(gr)?.delete(key);
@@ -135,7 +136,10 @@ export class Cacher implements ChangeSink, CacheAccess {
     const byType = this.batch;
     if (byType.size === 0) return;
     this.batch = new Map();
-    for (const [cache, evs] of byType) cache.watchers.dispatch(evs);
+    for (const [cache, evs] of byType) {
+      cache.eventsDispatched += evs.length;
+      cache.watchers.dispatch(evs);
+    }
     // In-process controllers (garbage collector, grace sweeper) see the same events.
     for (const [cache, evs] of byType) for (const o of this.observers) o(cache, evs);
     // The writer's parsed object served the watchers' selectors and the observers above; the
@@ -181,6 +185,13 @@ export class Cacher implements ChangeSink, CacheAccess {
   /** Resource types that have a cache (all types with objects, and every type touched since start). */
   resourceTypes(): string[] {
     return [...this.byGr.keys()];
+  }
+
+  /** The apiserver_watch_cache_* figures of each cached resource type. */
+  watchCacheStats(): Array<{ resource: string; received: number; dispatched: number; resourceVersion: number; capacity: number }> {
+    const out = [];
+    for (const [gr, c] of this.byGr) out.push({ resource: gr, received: c.eventsReceived, dispatched: c.eventsDispatched, resourceVersion: this.storage.freshRv(gr), capacity: c.capacity });
+    return out;
   }
 
   /** Objects in the caches, by group-resource (apiserver_storage_objects). */

@@ -372,6 +372,9 @@ export class ResourceCache {
   startRv: number;
   /** the newest version of any object of this type, live or deleted, that the cache has seen */
   private newestRv = 0;
+  /** events the feed brought and events handed to the watchers (the apiserver_watch_cache_* counters) */
+  eventsReceived = 0;
+  eventsDispatched = 0;
 
   constructor(
     readonly gr: string,

@@ -45,6 +45,8 @@ export interface WatcherOptions {
    */
   fieldsOf?: (e: CacheEntry) => Record<string, string>;
   prepareMatch?: (ev: WatchEvent) => Promise<void> | undefined;
+  /** apiserver_watch_events_total and _sizes of the watched kind (src/metrics/apiserver-metrics.ts) */
+  counter?: { sent(bytes: number): void };
 }
 
 export class Watcher {
@@ -75,6 +77,12 @@ export class Watcher {
     return matchFieldMap(this.opts.fields, this.opts.fieldsOf ? this.opts.fieldsOf(e) : sel.fields);
   }
 
+  /** An event's frame joins the outbox (and the watch event metrics). */
+  private push(frame: Buffer): void {
+    this.outbox.push(frame);
+    this.opts.counter?.sent(frame.byteLength);
+  }
+
   /** The type this watcher sees an event as, or null: selector transitions become ADDED / DELETED. */
   viewOf(ev: WatchEvent): EventType | null {
     // without selectors, an event's key alone decides (its previous state has the same key)
@@ -100,7 +108,7 @@ export class Watcher {
           const as = this.viewOf(ev);
           if (!as) return;
           await this.opts.prepare?.(ev, as);
-          this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+          this.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
           this.sentRv = ev.rv;
         });
         this.rv = ev.rv;
@@ -113,11 +121,11 @@ export class Watcher {
       if (this.pending || wait) {
         this.later(async () => {
           await (wait ?? this.opts.prepare?.(ev, as));
-          this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+          this.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
           this.sentRv = ev.rv;
         });
       } else {
-        this.outbox.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
+        this.push(this.opts.frame ? this.opts.frame(ev, as) : frameOf(ev, as));
         this.sentRv = ev.rv;
       }
     }

@@ -29,6 +29,8 @@ export class AdmissionMetrics {
   readonly registry = new client.Registry();
   /** the step metric runs on every write: plain histograms by label key (no label hashing), written out by text() */
   private readonly step: Array<Histogram | undefined> = new Array(16);
+  /** the controller metric: the same 16 slots per plugin name (found by name, no key string made) */
+  private readonly controller = new Map<string, Array<Histogram | undefined>>();
   private readonly webhook: client.Histogram<string>;
   private readonly rejection: client.Counter<string>;
   private readonly failOpen: client.Counter<string>;
@@ -77,14 +79,36 @@ export class AdmissionMetrics {
     (this.step[i] ??= new Histogram(STEP_BUCKETS)).observe(seconds);
   }
 
+  /** kube's ObserveAdmissionController: one plugin's admit or validate step. */
+  observeController(plugin: string, seconds: number, rejected: boolean, operation: Operation, type: 'admit' | 'validate'): void {
+    let slots = this.controller.get(plugin);
+    if (!slots) this.controller.set(plugin, (slots = new Array(16)));
+    const i = (type === 'admit' ? 0 : 8) + OPERATION_SLOT[operation] * 2 + (rejected ? 1 : 0);
+    (slots[i] ??= new Histogram(STEP_BUCKETS)).observe(seconds);
+  }
+
+  private controllerText(): string {
+    if (this.controller.size === 0) return '';
+    const name = 'apiserver_admission_controller_admission_duration_seconds';
+    let out = `# HELP ${name} [STABLE] Time each admission plugin took, in seconds, by plugin name, operation, step type (validate or admit) and whether it refused.\n# TYPE ${name} histogram\n`;
+    for (const plugin of [...this.controller.keys()].sort()) out += this.slotsText(name, this.controller.get(plugin)!, `name="${plugin}",`);
+    return out;
+  }
+
   private stepText(): string {
     if (!this.step.some(Boolean)) return '';
     const name = 'apiserver_admission_step_admission_duration_seconds';
-    let out = `# HELP ${name} [STABLE] Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit).\n# TYPE ${name} histogram\n`;
-    const slots = this.step.flatMap((h, i) => (h ? [{ h, type: i < 8 ? 'admit' : 'validate', operation: OPERATIONS[(i % 8) >> 1], rejected: String((i & 1) === 1) }] : []));
+    const out = `# HELP ${name} [STABLE] Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit).\n# TYPE ${name} histogram\n`;
+    return out + this.slotsText(name, this.step, '');
+  }
+
+  /** The series of 16 slots (type, operation, rejected), each label set prefixed by `first`. */
+  private slotsText(name: string, step: Array<Histogram | undefined>, first: string): string {
+    let out = '';
+    const slots = step.flatMap((h, i) => (h ? [{ h, type: i < 8 ? 'admit' : 'validate', operation: OPERATIONS[(i % 8) >> 1], rejected: String((i & 1) === 1) }] : []));
     slots.sort((a, b) => (a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : a.rejected < b.rejected ? -1 : a.rejected > b.rejected ? 1 : a.type < b.type ? -1 : 1));
     for (const { h, type, operation, rejected } of slots) {
-      const labels = `operation="${operation}",rejected="${rejected}",type="${type}"`;
+      const labels = `${first}operation="${operation}",rejected="${rejected}",type="${type}"`;
       let cum = 0;
       h.bounds.forEach((b, i) => {
         cum += h.counts[i];
@@ -114,7 +138,7 @@ export class AdmissionMetrics {
   }
 
   async text(): Promise<string> {
-    return this.stepText() + (await this.registry.metrics());
+    return this.controllerText() + this.stepText() + (await this.registry.metrics());
   }
 }
 

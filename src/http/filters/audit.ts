@@ -15,6 +15,7 @@
 // that are not audited pay nothing beyond the policy's answer.
 //
 // Thread ownership: the front thread; the record belongs to its request.
+import { apiserverMetrics } from '../../metrics/apiserver-metrics.js';
 import { randomUUID } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import type { Filter } from '../filter-chain.js';
@@ -335,6 +336,7 @@ export function auditFilter(a: Auditor): Filter {
       const r = rec.emit('RequestReceived');
       if (r === true) return;
       const fail = () => {
+        apiserverMetrics.auditRequestRejected();
         const se = new StatusError(500, 'InternalError', FAILED_TO_STORE);
         se.plainText = `Internal Server Error: ${JSON.stringify(req.path)}: ${FAILED_TO_STORE}\n`;
         return se;
