@@ -8,12 +8,17 @@
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import { selectableFields } from '../request/field-labels.js';
 
-/** The pod's spec.nodeName, without keeping a parse of the object on the entry. */
-export function podNodeName(e: CacheEntry): string {
-  if (e.sel) return e.sel.fields['spec.nodeName'] ?? '';
+/** The pod's selectable fields (spec.nodeName, status.phase, ...), without keeping a parse of the object on the entry. */
+export function podFields(e: CacheEntry): Record<string, string> {
+  if (e.sel) return e.sel.fields;
   const obj = e.obj ?? JSON.parse(e.json.toString('utf8'));
   e.sel = { labels: obj?.metadata?.labels, fields: selectableFields('pods', obj) };
-  return e.sel.fields['spec.nodeName'] ?? '';
+  return e.sel.fields;
+}
+
+/** The pod's spec.nodeName ('' when unbound). */
+export function podNodeName(e: CacheEntry): string {
+  return podFields(e)['spec.nodeName'] ?? '';
 }
 
 /** The entry's object: the cache's memoized parse when there is one, else a parse not kept. */

@@ -122,6 +122,8 @@ export class TaintEvictionController {
 
   /** kube's processPodOnNode. */
   private processPod(key: string, pod: any, taints: Taint[], t: number): void {
+    // (a pod being deleted already needs no eviction; kube would delete it again)
+    if (pod?.metadata?.deletionTimestamp && !this.work.has(key)) return;
     const { all, used } = matchingTolerations(taints, tolerationsOf(pod));
     if (!all) {
       const had = this.work.get(key);

@@ -22,7 +22,7 @@ import type { Targets } from '../api/targets.js';
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import { EventRecorder } from '../controllers/event-recorder.js';
-import { peekObject } from '../controllers/pods-by-node.js';
+import { peekObject, podFields } from '../controllers/pods-by-node.js';
 import { updateIfChanged } from '../controllers/update-if-changed.js';
 import { bindPod } from '../handlers/binding.js';
 import { taintsOf, tolerationsOf } from './taints.js';
@@ -159,9 +159,10 @@ export class Scheduler {
       if (this.unassign(key)) this.moveUnschedulable();
       return;
     }
-    const pod = peekObject(e);
-    const nodeName: string = pod.spec?.nodeName ?? '';
-    const phase = pod.status?.phase;
+    // (a bound pod's event costs no parse unless it is new to its node)
+    const fields = podFields(e);
+    const nodeName = fields['spec.nodeName'] ?? '';
+    const phase = fields['status.phase'];
     const terminal = phase === 'Succeeded' || phase === 'Failed';
     if (nodeName) {
       this.forgetPending(key);
@@ -175,9 +176,11 @@ export class Scheduler {
         return;
       }
       if (a) this.unassign(key);
-      this.assign(key, nodeName, podRequests(pod), podRequests(pod, true), false);
+      const bound = peekObject(e);
+      this.assign(key, nodeName, podRequests(bound), podRequests(bound, true), false);
       return;
     }
+    const pod = peekObject(e);
     if (this.unassign(key)) this.moveUnschedulable();
     const mine = (pod.spec?.schedulerName || DEFAULT_SCHEDULER_NAME) === this.schedulerName;
     const gated = Array.isArray(pod.spec?.schedulingGates) && pod.spec.schedulingGates.length > 0;
