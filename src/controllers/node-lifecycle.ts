@@ -24,7 +24,7 @@ import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js'
 import type { ResourceTarget, Store } from '../registry/store.js';
 import { RateLimitedTimedQueue, type TryResult } from './node-eviction-queue.js';
 import { EventRecorder } from './event-recorder.js';
-import { PodsByNode, peekObject } from './pods-by-node.js';
+import { PodsByNode, inSlices, peekObject } from './pods-by-node.js';
 import { updateIfChanged } from './update-if-changed.js';
 import {
   sameTaint,
@@ -175,7 +175,6 @@ export class NodeLifecycleController {
   start(): void {
     for (const e of this.store.cacheOf(this.leasesT).list(NODE_LEASE_NAMESPACE)) this.onLease(e, false);
     for (const e of this.store.cacheOf(this.nodesT).items.values()) this.onNode(e, false);
-    this.pods.load(this.store.cacheOf(this.podsT).items.values());
     this.cacher.observe((cache, evs) => {
       if (this.stopped) return;
       if (cache.gr === this.nodesT.gr) for (const ev of evs) this.onNode(ev.entry, ev.type === 'DELETED');
@@ -188,6 +187,8 @@ export class NodeLifecycleController {
     tainting.unref?.();
     this.timers.push(monitor, tainting);
     this.monitor();
+    // the pods (for MarkPodsNotReady) indexed in slices; the events meanwhile are seen at once
+    inSlices(this.store.cacheOf(this.podsT).items.values(), (e) => this.pods.add(e), () => this.stopped, () => undefined);
   }
 
   stop(): void {

@@ -30,8 +30,9 @@ export class PodsByNode {
   private byNode = new Map<string, Set<string>>();
   private nodeOf = new Map<string, string>();
 
-  load(entries: Iterable<CacheEntry>): void {
-    for (const e of entries) this.set(e.key, podNodeName(e));
+  /** Indexes one pod as it is in the cache (a start-up load). */
+  add(e: CacheEntry): void {
+    this.set(e.key, podNodeName(e));
   }
 
   /** Applies one event; answers the pod's node before and after (either may be ''). */
@@ -64,4 +65,32 @@ export class PodsByNode {
     if (!s) this.byNode.set(node, (s = new Set()));
     s.add(key);
   }
+}
+
+/** How long one slice of a start-up load holds the thread. */
+const SLICE_MS = 5;
+
+/**
+ * Runs fn over a cache's entries in slices of a few ms, one per turn of the event loop (as
+ * the garbage collector's start-up does), then done(): a leader's start does not hold the
+ * thread for the whole of a large cache. The iterator is live: an entry changed meanwhile
+ * is read as it is when its turn comes (and the change was seen by the observer already).
+ */
+export function inSlices(it: Iterator<CacheEntry>, fn: (e: CacheEntry) => void, stopped: () => boolean, done: () => void): void {
+  const slice = () => {
+    if (stopped()) return;
+    const until = performance.now() + SLICE_MS;
+    let n = 0;
+    for (;;) {
+      if ((++n & 255) === 0 && performance.now() >= until) {
+        setImmediate(slice);
+        return;
+      }
+      const r = it.next();
+      if (r.done) break;
+      fn(r.value);
+    }
+    done();
+  };
+  slice();
 }

@@ -20,7 +20,7 @@ import type { Targets } from '../api/targets.js';
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import { EventRecorder } from './event-recorder.js';
-import { PodsByNode, peekObject } from './pods-by-node.js';
+import { PodsByNode, inSlices, peekObject } from './pods-by-node.js';
 import { updateIfChanged } from './update-if-changed.js';
 import { matchingTolerations, minTolerationMs, taintsOf, tolerationsOf, type Taint } from '../scheduler/taints.js';
 
@@ -51,6 +51,7 @@ export class TaintEvictionController {
   private work = new Map<string, Work>();
   private recorder: EventRecorder;
   private stopped = false;
+  private loading = true;
 
   constructor(
     private readonly store: Store,
@@ -65,13 +66,23 @@ export class TaintEvictionController {
   }
 
   start(): void {
-    this.pods.load(this.store.cacheOf(this.podsT).items.values());
-    for (const e of this.store.cacheOf(this.nodesT).items.values()) this.onNode(e, false);
     this.cacher.observe((cache, evs) => {
       if (this.stopped) return;
-      if (cache.gr === this.nodesT.gr) for (const ev of evs) this.onNode(ev.entry, ev.type === 'DELETED');
-      else if (cache.gr === this.podsT.gr) for (const ev of evs) this.onPod(ev);
+      if (cache.gr === this.nodesT.gr) {
+        // (while the pods load, the nodes wait for the pass at the end, which reads them as they are then)
+        if (!this.loading) for (const ev of evs) this.onNode(ev.entry, ev.type === 'DELETED');
+      } else if (cache.gr === this.podsT.gr) for (const ev of evs) this.onPod(ev);
     });
+    // the pods indexed in slices, then every node's NoExecute taints judged (kube waits for its informers' sync)
+    inSlices(
+      this.store.cacheOf(this.podsT).items.values(),
+      (e) => this.pods.add(e),
+      () => this.stopped,
+      () => {
+        this.loading = false;
+        for (const e of this.store.cacheOf(this.nodesT).items.values()) this.onNode(e, false);
+      },
+    );
   }
 
   stop(): void {

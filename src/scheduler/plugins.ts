@@ -20,11 +20,22 @@ export const PODS = 'pods';
 const DEFAULT_MILLI_CPU = 100;
 const DEFAULT_MEMORY = 200 * 1024 * 1024;
 
+/** parsed quantities by their text: a cluster's pods repeat a few ("100m", "128Mi") */
+const parsed = new Map<string, number>();
+const MAX_PARSED = 10_000;
+
 function amount(name: string, v: unknown): number {
+  const key = typeof v === 'string' ? (name === CPU ? 'c' : 'u') + v : undefined;
+  const known = key === undefined ? undefined : parsed.get(key);
+  if (known !== undefined) return known;
   const q = parseQuantity(v);
-  if (!q) return 0;
-  const m = milliValue(q);
-  return name === CPU ? Number(m) : Math.ceil(Number(m) / 1000);
+  const m = q ? milliValue(q) : 0n;
+  const out = name === CPU ? Number(m) : Math.ceil(Number(m) / 1000);
+  if (key !== undefined) {
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    parsed.set(key, out);
+  }
+  return out;
 }
 
 /** A ResourceList read into amounts. */

@@ -22,7 +22,7 @@ import type { Targets } from '../api/targets.js';
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
 import { EventRecorder } from '../controllers/event-recorder.js';
-import { peekObject, podFields } from '../controllers/pods-by-node.js';
+import { inSlices, peekObject, podFields } from '../controllers/pods-by-node.js';
 import { updateIfChanged } from '../controllers/update-if-changed.js';
 import { bindPod } from '../handlers/binding.js';
 import { taintsOf, tolerationsOf } from './taints.js';
@@ -83,6 +83,7 @@ export class Scheduler {
   private timer: NodeJS.Timeout | undefined;
   private lastFlush = 0;
   private stopped = false;
+  private loading = true;
   private recorder: EventRecorder;
 
   constructor(
@@ -99,16 +100,25 @@ export class Scheduler {
   }
 
   start(): void {
-    for (const e of this.store.cacheOf(this.nodesT).items.values()) this.onNode(e, false);
-    for (const e of this.store.cacheOf(this.podsT).items.values()) this.onPod(e, false);
     this.cacher.observe((cache, evs: WatchEvent[]) => {
       if (this.stopped) return;
       if (cache.gr === this.nodesT.gr) for (const ev of evs) this.onNode(ev.entry, ev.type === 'DELETED');
       else if (cache.gr === this.podsT.gr) for (const ev of evs) this.onPod(ev.entry, ev.type === 'DELETED');
     });
-    this.timer = setInterval(() => this.tick(), 1_000);
-    this.timer.unref?.();
-    this.kick();
+    for (const e of this.store.cacheOf(this.nodesT).items.values()) this.onNode(e, false);
+    // the pods read in slices; nothing is scheduled before they all are (kube waits for its
+    // informers' sync), so that no node's bound pods are missed when it is judged
+    inSlices(
+      this.store.cacheOf(this.podsT).items.values(),
+      (e) => this.onPod(e, false),
+      () => this.stopped,
+      () => {
+        this.loading = false;
+        this.timer = setInterval(() => this.tick(), 1_000);
+        this.timer.unref?.();
+        this.kick();
+      },
+    );
   }
 
   stop(): void {
@@ -285,7 +295,7 @@ export class Scheduler {
   }
 
   private kick(): void {
-    if (this.draining || this.stopped) return;
+    if (this.draining || this.stopped || this.loading) return;
     this.draining = true;
     setImmediate(() => this.drain());
   }
