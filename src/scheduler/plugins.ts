@@ -123,6 +123,21 @@ export interface PodFacts {
   tolerations: Toleration[];
   requests: Resources;
   nonZero: Resources;
+  /** the resources NodeResourcesFit checks, in kube's order (cpu, memory, ephemeral-storage, the others) */
+  checked?: Array<[string, number]>;
+}
+
+/** The facts of a pod the filters read, computed once per scheduling attempt. */
+export function podFacts(pod: any, tolerations: Toleration[]): PodFacts {
+  const requests = podRequests(pod);
+  const head = [CPU, MEMORY, 'ephemeral-storage'];
+  const rest = [...requests.keys()].filter((k) => !head.includes(k) && k !== PODS).sort();
+  const checked: Array<[string, number]> = [];
+  for (const r of [...head, ...rest]) {
+    const want = requests.get(r) ?? 0;
+    if (want > 0) checked.push([r, want]);
+  }
+  return { pod, tolerations, requests, nonZero: podRequests(pod, true), checked };
 }
 
 /** NodeUnschedulable: spec.unschedulable, unless the pod tolerates the unschedulable taint. */
@@ -184,15 +199,13 @@ function nodeAffinity(n: NodeInfo, p: PodFacts): Refusal | undefined {
 
 /** NodeResourcesFit: the pod count, then each requested resource against what is left. */
 function nodeResourcesFit(n: NodeInfo, p: PodFacts): Refusal | undefined {
-  const reasons: string[] = [];
-  if (n.podCount + 1 > (n.allocatable.get(PODS) ?? 0)) reasons.push('Too many pods');
-  const order = [CPU, MEMORY, 'ephemeral-storage', ...[...p.requests.keys()].filter((k) => k !== CPU && k !== MEMORY && k !== 'ephemeral-storage' && k !== PODS).sort()];
-  for (const r of order) {
-    const want = p.requests.get(r) ?? 0;
-    if (want <= 0) continue;
-    if (want > (n.allocatable.get(r) ?? 0) - (n.requested.get(r) ?? 0)) reasons.push(`Insufficient ${r}`);
+  let reasons: string[] | undefined;
+  if (n.podCount + 1 > (n.allocatable.get(PODS) ?? 0)) (reasons ??= []).push('Too many pods');
+  const checked = p.checked ?? podFacts(p.pod, p.tolerations).checked!;
+  for (const [r, want] of checked) {
+    if (want > (n.allocatable.get(r) ?? 0) - (n.requested.get(r) ?? 0)) (reasons ??= []).push(`Insufficient ${r}`);
   }
-  return reasons.length ? { reasons, resolvable: true } : undefined;
+  return reasons ? { reasons, resolvable: true } : undefined;
 }
 
 /** The filters in kube-scheduler's order; the first refusal is the node's. */

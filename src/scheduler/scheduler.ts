@@ -26,7 +26,7 @@ import { inSlices, peekObject, podFields } from '../controllers/pods-by-node.js'
 import { updateIfChanged } from '../controllers/update-if-changed.js';
 import { bindPod } from '../handlers/binding.js';
 import { taintsOf, tolerationsOf } from './taints.js';
-import { feasibleNodesToFind, filterNode, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts, type Refusal, type Resources } from './plugins.js';
+import { feasibleNodesToFind, filterNode, podFacts, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts, type Refusal, type Resources } from './plugins.js';
 import { ActiveQueue } from './queue.js';
 
 export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
@@ -34,8 +34,8 @@ const INITIAL_BACKOFF_MS = 1_000;
 const MAX_BACKOFF_MS = 10_000;
 /** kube's podMaxInUnschedulablePodsDuration */
 const MAX_UNSCHEDULABLE_MS = 5 * 60_000;
-/** pods looked at per turn of the event loop */
-const PER_TURN = 100;
+/** how long one turn of scheduling holds the thread */
+const TURN_MS = 10;
 
 interface Pending {
   priority: number;
@@ -303,7 +303,8 @@ export class Scheduler {
   private drain(): void {
     this.draining = false;
     if (this.stopped) return;
-    for (let i = 0; i < PER_TURN; i++) {
+    const until = performance.now() + TURN_MS;
+    while (performance.now() < until) {
       const q = this.active.popLive();
       if (!q) return;
       const p = this.pending.get(q.key);
@@ -337,7 +338,7 @@ export class Scheduler {
       this.unschedulableNow(key, p, pod, 'no nodes available to schedule pods');
       return;
     }
-    const facts: PodFacts = { pod, tolerations: tolerationsOf(pod), requests: podRequests(pod), nonZero: podRequests(pod, true) };
+    const facts: PodFacts = podFacts(pod, tolerationsOf(pod));
     const want = feasibleNodesToFind(names.length);
     const feasible: NodeInfo[] = [];
     const refusals: Refusal[] = [];
