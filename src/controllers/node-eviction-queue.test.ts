@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitedTimedQueue, TokenBucket } from './node-eviction-queue.js';
-import { computeZoneState, zoneKey } from './node-lifecycle.js';
+import { computeZoneState, zoneKey } from './node-zones.js';
 
 function clock(start = 1_000_000) {
   let t = start;

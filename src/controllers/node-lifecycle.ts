@@ -13,8 +13,8 @@
 // records of every node, and writes only what changes a node's state.
 //
 // Mirrors kube's monitorNodeHealth, tryUpdateNodeHealth, processTaintBaseEviction,
-// doNoScheduleTaintingPass, doNoExecuteTaintingPass, handleDisruption, ComputeZoneState,
-// markNodeForTainting, markNodeAsReachable and MarkPodsNotReady.
+// doNoScheduleTaintingPass, doNoExecuteTaintingPass, markNodeForTainting,
+// markNodeAsReachable and MarkPodsNotReady; the zones and their rates are node-zones.ts.
 //
 // Thread ownership: the main thread (leader controllers), driven by the nodes, leases and
 // pods caches (Cacher.observe) and by its two timers.
@@ -22,7 +22,8 @@ import type { Cacher } from '../storage/cacher.js';
 import type { Targets } from '../api/targets.js';
 import type { CacheEntry, WatchEvent } from '../../workers/watch/watch-cache.js';
 import type { ResourceTarget, Store } from '../registry/store.js';
-import { RateLimitedTimedQueue, type TryResult } from './node-eviction-queue.js';
+import { type TryResult } from './node-eviction-queue.js';
+import { ZoneEvictors, zoneKey, type ZoneState } from './node-zones.js';
 import { EventRecorder } from './event-recorder.js';
 import { PodsByNode, inSlices, peekObject } from './pods-by-node.js';
 import { updateIfChanged } from './update-if-changed.js';
@@ -84,25 +85,6 @@ const CONDITION_TAINTS: Record<string, Record<string, string>> = {
 };
 const CONDITION_TAINT_KEYS = new Set([TAINT_NOT_READY, TAINT_UNREACHABLE, TAINT_MEMORY_PRESSURE, TAINT_DISK_PRESSURE, TAINT_NETWORK_UNAVAILABLE, TAINT_PID_PRESSURE]);
 
-export type ZoneState = 'Initial' | 'Normal' | 'FullDisruption' | 'PartialDisruption';
-
-/** kube's ComputeZoneState over the Ready statuses of a zone's nodes. */
-export function computeZoneState(statuses: string[], unhealthyThreshold: number): { notReady: number; state: ZoneState } {
-  let ready = 0;
-  for (const s of statuses) if (s === 'True') ready++;
-  const notReady = statuses.length - ready;
-  if (ready === 0 && notReady > 0) return { notReady, state: 'FullDisruption' };
-  if (notReady > 2 && notReady / statuses.length >= unhealthyThreshold) return { notReady, state: 'PartialDisruption' };
-  return { notReady, state: 'Normal' };
-}
-
-/** kube's topology GetZoneKey: region and zone labels, '' when neither is set. */
-export function zoneKey(labels: Record<string, string> | undefined): string {
-  const region = labels?.['topology.kubernetes.io/region'] ?? labels?.['failure-domain.beta.kubernetes.io/region'] ?? '';
-  const zone = labels?.['topology.kubernetes.io/zone'] ?? labels?.['failure-domain.beta.kubernetes.io/zone'] ?? '';
-  return region === '' && zone === '' ? '' : `${region}:\u0000:${zone}`;
-}
-
 interface Health {
   name: string;
   uid: string;
@@ -148,8 +130,7 @@ export class NodeLifecycleController {
   private readonly leasesT: ResourceTarget;
   private readonly podsT: ResourceTarget;
   private health = new Map<string, Health>();
-  private zoneQueues = new Map<string, RateLimitedTimedQueue>();
-  private zoneStates = new Map<string, ZoneState>();
+  private zones: ZoneEvictors;
   private pods = new PodsByNode();
   private recorder: EventRecorder;
   private timers: NodeJS.Timeout[] = [];
@@ -170,6 +151,7 @@ export class NodeLifecycleController {
     this.podsT = targets.resolve('', 'v1', 'pods')!;
     this.recorder = new EventRecorder(store, targets.resolve('', 'v1', 'events')!, { component: 'node-controller' });
     this.now = now;
+    this.zones = new ZoneEvictors(this.opts, now, this.log);
   }
 
   start(): void {
@@ -197,8 +179,6 @@ export class NodeLifecycleController {
     this.timers = [];
     this.recorder.stop();
   }
-
-  // ------------------------------------------------------------ what the caches say
 
   /** A node came, changed or went: its record updated in O(1); the NoSchedule taints checked. */
   private onNode(e: CacheEntry, gone: boolean): void {
@@ -287,8 +267,6 @@ export class NodeLifecycleController {
     void this.markPodsNotReady(after, [ev.entry.key]).catch(() => undefined);
   }
 
-  // ------------------------------------------------------------ the monitor pass
-
   /** kube's monitorNodeHealth, over the in-memory records. */
   private monitor(): void {
     if (this.stopped) return;
@@ -298,10 +276,10 @@ export class NodeLifecycleController {
       if (!h.known) {
         h.known = true;
         this.recorder.event({ kind: 'Node', name: h.name, uid: h.name }, 'Normal', 'RegisteredNode', `Registered Node ${h.name} in Controller`);
-        this.zoneQueue(h.zone);
+        this.zones.queue(h.zone);
         this.markNodeAsReachable(h);
       }
-      this.zoneQueue(h.zone);
+      this.zones.queue(h.zone);
       const grace = h.savedHasReady ? this.opts.monitorGraceMs : this.opts.startupGraceMs;
       // what the node says now (kube: a node that never posted Ready counts as Unknown)
       const observed = h.ready || 'Unknown';
@@ -326,7 +304,17 @@ export class NodeLifecycleController {
         h.retry = false;
       }
     }
-    this.handleDisruption(zoneStatuses);
+    this.zones.handleDisruption(zoneStatuses, {
+      // every zone fully disrupted: no node loses its pods
+      enterFull: () => {
+        for (const h of this.health.values()) this.markNodeAsReachable(h);
+      },
+      // leaving it: every node starts a fresh grace period
+      leaveFull: () => {
+        const t = this.now();
+        for (const h of this.health.values()) h.probeMs = t;
+      },
+    });
   }
 
   /** kube's tryUpdateNodeHealth past the grace period: the four conditions Unknown, unless the node spoke meanwhile. */
@@ -383,7 +371,7 @@ export class NodeLifecycleController {
   }
 
   private markNodeForTainting(h: Health, status: 'False' | 'Unknown'): boolean {
-    const q = this.zoneQueue(h.zone);
+    const q = this.zones.queue(h.zone);
     if (status === 'False' && !h.notReadyNoExecute) q.remove(h.name);
     if (status === 'Unknown' && !h.unreachableNoExecute) q.remove(h.name);
     return q.add(h.name, h.uid);
@@ -392,13 +380,13 @@ export class NodeLifecycleController {
   /** kube's markNodeAsReachable: both NoExecute taints off (a write only when one is there), out of the queue. */
   private markNodeAsReachable(h: Health): boolean {
     if (h.unreachableNoExecute || h.notReadyNoExecute) void this.swapTaints(h.name, [], [UNREACHABLE_NO_EXECUTE, NOT_READY_NO_EXECUTE]);
-    return this.zoneQueue(h.zone).remove(h.name);
+    return this.zones.queue(h.zone).remove(h.name);
   }
 
   /** kube's doNoExecuteTaintingPass: each zone's queue, as far as its limiter lets it. */
   private taintingPass(): void {
     if (this.stopped) return;
-    for (const q of this.zoneQueues.values()) {
+    for (const q of this.zones.queues()) {
       if (q.length === 0) continue;
       q.try((name): TryResult => {
         const h = this.health.get(name);
@@ -509,79 +497,9 @@ export class NodeLifecycleController {
     if (h) h.retry = failed;
   }
 
-  // ------------------------------------------------------------ zones and their rates
-
-  private zoneQueue(zone: string): RateLimitedTimedQueue {
-    let q = this.zoneQueues.get(zone);
-    if (!q) {
-      q = new RateLimitedTimedQueue(this.opts.evictionRate, this.now);
-      this.zoneQueues.set(zone, q);
-      this.zoneStates.set(zone, 'Initial');
-    } else if (!this.zoneStates.has(zone)) {
-      this.zoneStates.set(zone, 'Initial');
-    }
-    return q;
-  }
-
-  /** kube's handleDisruption: each zone's eviction rate from its state; every zone fully disrupted stops evictions. */
-  private handleDisruption(zoneStatuses: Map<string, string[]>): void {
-    const next = new Map<string, ZoneState>();
-    let allAreFully = true;
-    for (const [zone, statuses] of zoneStatuses) {
-      const { state } = computeZoneState(statuses, this.opts.unhealthyZoneThreshold);
-      if (state !== 'FullDisruption') allAreFully = false;
-      next.set(zone, state);
-      if (!this.zoneStates.has(zone)) this.zoneStates.set(zone, 'Initial');
-    }
-    let allWereFully = true;
-    for (const [zone, state] of [...this.zoneStates]) {
-      if (!zoneStatuses.has(zone)) {
-        this.zoneStates.delete(zone);
-        continue;
-      }
-      if (state !== 'FullDisruption') {
-        allWereFully = false;
-        break;
-      }
-    }
-    if (allAreFully && allWereFully) return;
-    if (allAreFully) {
-      this.log('every zone is fully disrupted (no node is Ready): evictions stopped and the NoExecute taints removed');
-      for (const h of this.health.values()) this.markNodeAsReachable(h);
-      for (const zone of this.zoneStates.keys()) {
-        this.zoneQueue(zone).swapLimiter(0);
-        this.zoneStates.set(zone, 'FullDisruption');
-      }
-      return;
-    }
-    if (allWereFully) {
-      // leaving full disruption: every node starts a fresh grace period
-      const t = this.now();
-      for (const h of this.health.values()) h.probeMs = t;
-      for (const zone of [...this.zoneStates.keys()]) {
-        const state = next.get(zone) ?? 'Normal';
-        this.setLimiter(zone, zoneStatuses.get(zone)?.length ?? 0, state);
-        this.zoneStates.set(zone, state);
-      }
-      return;
-    }
-    for (const [zone, was] of [...this.zoneStates]) {
-      const state = next.get(zone);
-      if (!state || state === was) continue;
-      this.setLimiter(zone, zoneStatuses.get(zone)?.length ?? 0, state);
-      this.zoneStates.set(zone, state);
-    }
-  }
-
-  private setLimiter(zone: string, size: number, state: ZoneState): void {
-    const q = this.zoneQueue(zone);
-    if (state === 'Normal' || state === 'FullDisruption') q.swapLimiter(this.opts.evictionRate);
-    else if (state === 'PartialDisruption') q.swapLimiter(size > this.opts.largeClusterThreshold ? this.opts.secondaryEvictionRate : 0);
-  }
-
   /** (for tests) the zone's current rate and state */
   zoneInfo(zone = ''): { qps: number; state: ZoneState | undefined } {
-    return { qps: this.zoneQueues.get(zone)?.qps ?? NaN, state: this.zoneStates.get(zone) };
+    return this.zones.info(zone);
   }
 }
 
