@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { feasibleNodesToFind, filterNode, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts } from './plugins.js';
+import { FILTERS, feasibleNodesToFind, filterNode, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts } from './plugins.js';
 import { matchingTolerations, minTolerationMs, toleratesTaint } from './taints.js';
 
 function node(name: string, o: Partial<NodeInfo> = {}): NodeInfo {
@@ -44,6 +44,16 @@ describe('filters', () => {
     const big = facts({ containers: [{ resources: { requests: { cpu: '3', memory: '8Gi', 'example.com/gpu': '1' } } }] });
     expect(filterNode(node('a'), big)).toEqual({ reasons: ['Insufficient cpu', 'Insufficient memory', 'Insufficient example.com/gpu'], resolvable: true });
     expect(filterNode(node('a', { podCount: 110 }), facts({}))?.reasons).toEqual(['Too many pods']);
+  });
+
+  it("run in kube's order, the first refusal being the node's", () => {
+    expect(FILTERS.map(([name]) => name)).toEqual(['NodeUnschedulable', 'TaintToleration', 'NodeAffinity', 'NodeResourcesFit']);
+    const everything = node('a', { unschedulable: true, taints: [{ key: 'k', effect: 'NoExecute' }], labels: {}, podCount: 110 });
+    const p = facts({ nodeSelector: { x: 'y' } });
+    expect(filterNode(everything, p)?.reasons).toEqual(['node(s) were unschedulable']);
+    expect(filterNode({ ...everything, unschedulable: false }, p)?.reasons).toEqual(['node(s) had untolerated taint {k: }']);
+    expect(filterNode({ ...everything, unschedulable: false, taints: [] }, p)?.reasons).toEqual(["node(s) didn't match Pod's node affinity/selector"]);
+    expect(filterNode({ ...everything, unschedulable: false, taints: [], labels: { x: 'y' } }, p)?.reasons).toEqual(['Too many pods']);
   });
 
   it("kube's FitError message", () => {

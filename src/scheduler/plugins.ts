@@ -208,11 +208,16 @@ function nodeResourcesFit(n: NodeInfo, p: PodFacts): Refusal | undefined {
   return reasons ? { reasons, resolvable: true } : undefined;
 }
 
-/** The filters in kube-scheduler's order; the first refusal is the node's. */
-const FILTERS = [nodeUnschedulable, taintToleration, nodeAffinity, nodeResourcesFit];
+/** The filters in kube-scheduler's order (its default plugins' Filter list); the first refusal is the node's. */
+export const FILTERS: ReadonlyArray<readonly [string, (n: NodeInfo, p: PodFacts) => Refusal | undefined]> = [
+  ['NodeUnschedulable', nodeUnschedulable],
+  ['TaintToleration', taintToleration],
+  ['NodeAffinity', nodeAffinity],
+  ['NodeResourcesFit', nodeResourcesFit],
+];
 
 export function filterNode(n: NodeInfo, p: PodFacts): Refusal | undefined {
-  for (const f of FILTERS) {
+  for (const [, f] of FILTERS) {
     const r = f(n, p);
     if (r) return r;
   }
