@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitedTimedQueue, TokenBucket } from './node-eviction-queue.js';
 import { computeZoneState, zoneKey } from './node-zones.js';
+import { labelsToReconcile } from './node-lifecycle.js';
 
 function clock(start = 1_000_000) {
   let t = start;
@@ -104,5 +105,14 @@ describe('zones (kube ComputeZoneState, GetZoneKey)', () => {
     expect(zoneKey(undefined)).toBe('');
     expect(zoneKey({ 'topology.kubernetes.io/zone': 'a' })).toBe(':\u0000:a');
     expect(zoneKey({ 'failure-domain.beta.kubernetes.io/region': 'r', 'topology.kubernetes.io/zone': 'a' })).toBe('r:\u0000:a');
+  });
+});
+
+describe('node labels (kube reconcileNodeLabels)', () => {
+  it('sets the beta os and arch labels from the stable ones', () => {
+    expect(labelsToReconcile({ 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' })).toEqual({ 'beta.kubernetes.io/os': 'linux', 'beta.kubernetes.io/arch': 'amd64' });
+    expect(labelsToReconcile({ 'kubernetes.io/os': 'linux', 'beta.kubernetes.io/os': 'windows' })).toEqual({ 'beta.kubernetes.io/os': 'linux' });
+    expect(labelsToReconcile({ 'kubernetes.io/os': 'linux', 'beta.kubernetes.io/os': 'linux' })).toBeUndefined();
+    expect(labelsToReconcile({ 'beta.kubernetes.io/os': 'linux' })).toBeUndefined();
   });
 });

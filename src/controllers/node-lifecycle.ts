@@ -14,7 +14,8 @@
 //
 // Mirrors kube's monitorNodeHealth, tryUpdateNodeHealth, processTaintBaseEviction,
 // doNoScheduleTaintingPass, doNoExecuteTaintingPass, markNodeForTainting,
-// markNodeAsReachable and MarkPodsNotReady; the zones and their rates are node-zones.ts.
+// markNodeAsReachable, MarkPodsNotReady and reconcileNodeLabels; the zones and their rates
+// are node-zones.ts.
 //
 // Thread ownership: the main thread (leader controllers), driven by the nodes, leases and
 // pods caches (Cacher.observe) and by its two timers.
@@ -84,6 +85,23 @@ const CONDITION_TAINTS: Record<string, Record<string, string>> = {
   PIDPressure: { True: TAINT_PID_PRESSURE },
 };
 const CONDITION_TAINT_KEYS = new Set([TAINT_NOT_READY, TAINT_UNREACHABLE, TAINT_MEMORY_PRESSURE, TAINT_DISK_PRESSURE, TAINT_NETWORK_UNAVAILABLE, TAINT_PID_PRESSURE]);
+
+/** kube's labelReconcileInfo: (stable label, beta label it sets) */
+const RECONCILED_LABELS: Array<[string, string]> = [
+  ['kubernetes.io/os', 'beta.kubernetes.io/os'],
+  ['kubernetes.io/arch', 'beta.kubernetes.io/arch'],
+];
+
+/** The beta labels to set so that they match the stable ones (undefined: none). */
+export function labelsToReconcile(labels: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!labels) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const [stable, beta] of RECONCILED_LABELS) {
+    const v = labels[stable];
+    if (v !== undefined && labels[beta] !== v) (out ??= {})[beta] = v;
+  }
+  return out;
+}
 
 interface Health {
   name: string;
@@ -236,6 +254,21 @@ export class NodeLifecycleController {
     h.unreachableNoExecute = taints.some((x) => sameTaint(x, UNREACHABLE_NO_EXECUTE));
     h.notReadyNoExecute = taints.some((x) => sameTaint(x, NOT_READY_NO_EXECUTE));
     if (!this.sameNoScheduleTaints(node)) void this.noScheduleTaintingPass(name);
+    if (labelsToReconcile(node.metadata?.labels)) void this.reconcileLabels(name);
+  }
+
+  /** kube's reconcileNodeLabels: the beta os and arch labels follow the stable ones. */
+  private async reconcileLabels(name: string): Promise<void> {
+    try {
+      await updateIfChanged(this.store, this.nodesT, '', name, (node) => {
+        const want = labelsToReconcile(node.metadata?.labels);
+        if (!want) return false;
+        node.metadata.labels = { ...node.metadata.labels, ...want };
+        return true;
+      });
+    } catch (err) {
+      this.log(`reconciling the labels of node ${name}: ${(err as Error).message}`);
+    }
   }
 
   private leaseRenews = new Map<string, string>();
