@@ -148,6 +148,8 @@ export class NodeLifecycleController {
   private readonly leasesT: ResourceTarget;
   private readonly podsT: ResourceTarget;
   private health = new Map<string, Health>();
+  /** node name -> its Lease's renewTime (a Lease may come before its Node) */
+  private leaseRenews = new Map<string, string>();
   private zones: ZoneEvictors;
   private pods = new PodsByNode();
   private recorder: EventRecorder;
@@ -203,7 +205,8 @@ export class NodeLifecycleController {
     const name = e.name;
     if (gone) {
       const h = this.health.get(name);
-      if (h?.known) this.recorder.event({ kind: 'Node', name, uid: name }, 'Normal', 'RemovingNode', `Removing Node ${name} from Controller`);
+      if (h?.known) this.recorder.event({ kind: 'Node', name, uid: h.uid }, 'Normal', 'RemovingNode', `Removing Node ${name} from Controller`);
+      if (h) this.zones.queue(h.zone).remove(name);
       this.health.delete(name);
       return;
     }
@@ -271,8 +274,6 @@ export class NodeLifecycleController {
     }
   }
 
-  private leaseRenews = new Map<string, string>();
-
   /** A node's Lease renewed: a heartbeat when its renewTime moved on (kube compares renewTime). */
   private onLease(e: CacheEntry, gone: boolean): void {
     if (e.ns !== NODE_LEASE_NAMESPACE) return;
@@ -308,7 +309,7 @@ export class NodeLifecycleController {
     for (const h of this.health.values()) {
       if (!h.known) {
         h.known = true;
-        this.recorder.event({ kind: 'Node', name: h.name, uid: h.name }, 'Normal', 'RegisteredNode', `Registered Node ${h.name} in Controller`);
+        this.recorder.event({ kind: 'Node', name: h.name, uid: h.uid }, 'Normal', 'RegisteredNode', `Registered Node ${h.name} in Controller`);
         this.zones.queue(h.zone);
         this.markNodeAsReachable(h);
       }
@@ -329,7 +330,7 @@ export class NodeLifecycleController {
       if (!h.savedHasReady && !h.ready) continue;
       this.processTaintBasedEviction(h, observed);
       if (current !== 'True' && observed === 'True') {
-        this.recorder.event({ kind: 'Node', name: h.name, uid: h.name }, 'Normal', 'NodeNotReady', `Node ${h.name} status is now: NodeNotReady`);
+        this.recorder.event({ kind: 'Node', name: h.name, uid: h.uid }, 'Normal', 'NodeNotReady', `Node ${h.name} status is now: NodeNotReady`);
         void this.markPodsNotReady(h.name);
       } else if (h.retry && observed !== 'True') {
         void this.markPodsNotReady(h.name);
