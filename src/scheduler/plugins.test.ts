@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FILTERS, feasibleNodesToFind, filterNode, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts } from './plugins.js';
+import { FILTERS, scoreNodes, feasibleNodesToFind, filterNode, fitErrorMessage, leastAllocatedScore, podRequests, readResources, type NodeInfo, type PodFacts } from './plugins.js';
 import { matchingTolerations, minTolerationMs, toleratesTaint } from './taints.js';
 
 function node(name: string, o: Partial<NodeInfo> = {}): NodeInfo {
@@ -65,6 +65,19 @@ describe('filters', () => {
     expect(msg).toBe(
       '0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {node.kubernetes.io/unreachable: }. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.',
     );
+  });
+
+  it('scores: PreferNoSchedule taints not tolerated and preferred node affinity weigh as in kube', () => {
+    const plain = node('plain');
+    const soft = node('soft', { taints: [{ key: 'k', effect: 'PreferNoSchedule' }] });
+    const [a, b] = scoreNodes([plain, soft], facts({}));
+    expect(a).toBeGreaterThan(b);
+    const [c, d] = scoreNodes([plain, soft], facts({ tolerations: [{ key: 'k', operator: 'Exists' }] }));
+    expect(c).toBe(d);
+    const ssd = node('ssd', { labels: { disk: 'ssd' } });
+    const pref = { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 50, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } }] } };
+    const [e, f] = scoreNodes([plain, ssd], facts({ affinity: pref }));
+    expect(f).toBeGreaterThan(e);
   });
 
   it('least allocated prefers the emptier node; nodes to score as kube adapts them', () => {

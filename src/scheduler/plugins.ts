@@ -236,6 +236,44 @@ export function leastAllocatedScore(n: NodeInfo, p: PodFacts): number {
   return Math.floor(total / 2);
 }
 
+/** TaintToleration's raw score: the PreferNoSchedule taints the pod does not tolerate (fewer is better). */
+export function intolerablePreferNoSchedule(n: NodeInfo, p: PodFacts): number {
+  let count = 0;
+  for (const t of n.taints) if (t.effect === 'PreferNoSchedule' && !taintTolerated(t, p.tolerations)) count++;
+  return count;
+}
+
+/** NodeAffinity's raw score: the weights of the preferred terms the node matches. */
+export function preferredAffinityWeight(n: NodeInfo, p: PodFacts): number {
+  const prefs = p.pod?.spec?.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution;
+  if (!Array.isArray(prefs)) return 0;
+  let sum = 0;
+  for (const pref of prefs) if (typeof pref?.weight === 'number' && pref.weight !== 0 && termMatches(pref.preference, n)) sum += pref.weight;
+  return sum;
+}
+
+/** kube's default score weights of the plugins scored here */
+const WEIGHT_RESOURCES = 1;
+const WEIGHT_TAINTS = 3;
+const WEIGHT_AFFINITY = 2;
+
+/**
+ * The feasible nodes' scores, as kube's framework sums them: NodeResourcesFit
+ * (LeastAllocated), TaintToleration (PreferNoSchedule, normalized and reversed) and
+ * NodeAffinity (preferred terms, normalized), each by its default weight.
+ */
+export function scoreNodes(nodes: NodeInfo[], p: PodFacts): number[] {
+  const taints = nodes.map((n) => intolerablePreferNoSchedule(n, p));
+  const affinity = nodes.map((n) => preferredAffinityWeight(n, p));
+  const maxTaints = Math.max(0, ...taints);
+  const maxAffinity = Math.max(0, ...affinity);
+  return nodes.map((n, i) => {
+    const t = maxTaints === 0 ? 100 : 100 - Math.floor((taints[i] * 100) / maxTaints);
+    const a = maxAffinity <= 0 ? 0 : Math.floor((affinity[i] * 100) / maxAffinity);
+    return WEIGHT_RESOURCES * leastAllocatedScore(n, p) + WEIGHT_TAINTS * t + WEIGHT_AFFINITY * a;
+  });
+}
+
 /** kube's numFeasibleNodesToFind with the adaptive percentageOfNodesToScore. */
 export function feasibleNodesToFind(all: number): number {
   if (all < 100) return all;

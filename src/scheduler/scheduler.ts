@@ -3,7 +3,8 @@
 // spec.nodeName whose spec.schedulerName is default-scheduler are bound, through the
 // pods/binding write, to a node that passes kube-scheduler's basic filters
 // (NodeUnschedulable, TaintToleration, NodeAffinity with nodeSelector, NodeResourcesFit;
-// plugins.ts), the least allocated of those looked at (kube's adaptive
+// plugins.ts), the best scored of those looked at (least allocated, fewest untolerated
+// PreferNoSchedule taints, preferred node affinity; kube's adaptive
 // percentageOfNodesToScore, from a start that rotates). A pod no node takes gets
 // PodScheduled=False (Unschedulable) and a FailedScheduling event with kube's
 // "0/N nodes are available: ..." message, and waits until a node or a bound pod changes
@@ -13,7 +14,7 @@
 // watch confirms it.
 //
 // Not done: preemption, pod (anti-)affinity, topology spread, host ports, volumes,
-// PreferNoSchedule and preferred affinity in the score, in-place resizes of bound pods.
+// the other score plugins (balanced allocation, image locality), in-place resizes of bound pods.
 //
 // Thread ownership: the main thread (leader controllers), driven by the nodes and pods
 // caches (Cacher.observe), its drain turns (setImmediate) and a one-second timer.
@@ -26,7 +27,7 @@ import { inSlices, peekObject, podFields } from '../controllers/pods-by-node.js'
 import { updateIfChanged } from '../controllers/update-if-changed.js';
 import { bindPod } from '../handlers/binding.js';
 import { tolerationsOf } from './taints.js';
-import { feasibleNodesToFind, filterNode, podFacts, fitErrorMessage, leastAllocatedScore, podRequests, type NodeInfo, type PodFacts, type Refusal } from './plugins.js';
+import { feasibleNodesToFind, filterNode, podFacts, fitErrorMessage, scoreNodes, podRequests, type NodeInfo, type PodFacts, type Refusal } from './plugins.js';
 import { SchedulingQueue, type Pending } from './queue.js';
 import { SchedulerCache } from './cache.js';
 
@@ -184,11 +185,13 @@ export class Scheduler {
       return;
     }
     // the highest score; among equals, each as likely (kube's selectHost)
+    const scores = scoreNodes(feasible, facts);
     let best = feasible[0];
     let bestScore = -1;
     let ties = 0;
-    for (const n of feasible) {
-      const s = leastAllocatedScore(n, facts);
+    for (let i = 0; i < feasible.length; i++) {
+      const n = feasible[i];
+      const s = scores[i];
       if (s > bestScore) {
         best = n;
         bestScore = s;
