@@ -9,6 +9,13 @@ describe('parseArgs', () => {
     expect(o.dataDir).toBe('./data');
     expect(o.maxRequestsInflight).toBe(400);
   });
+  it("the node lifecycle flags: kube-controller-manager's names and defaults", () => {
+    const d = parseArgs([]) as any;
+    expect([d.nodeMonitorPeriodSeconds, d.nodeMonitorGracePeriodSeconds, d.nodeStartupGracePeriodSeconds, d.nodeEvictionRate, d.secondaryNodeEvictionRate, d.largeClusterSizeThreshold, d.unhealthyZoneThreshold]).toEqual([5, 50, 60, 0.1, 0.01, 50, 0.55]);
+    const o = parseArgs(['--node-monitor-period=500ms', '--node-monitor-grace-period=4s', '--node-startup-grace-period=1m', '--node-eviction-rate=1', '--secondary-node-eviction-rate=0', '--large-cluster-size-threshold=10', '--unhealthy-zone-threshold=0.4']) as any;
+    expect([o.nodeMonitorPeriodSeconds, o.nodeMonitorGracePeriodSeconds, o.nodeStartupGracePeriodSeconds, o.nodeEvictionRate, o.secondaryNodeEvictionRate, o.largeClusterSizeThreshold, o.unhealthyZoneThreshold]).toEqual([0.5, 4, 60, 1, 0, 10, 0.4]);
+    expect(() => parseArgs(['--node-monitor-period=0s'])).toThrowError(/node-monitor-period/);
+  });
   it('--goaway-chance between 0 and 0.02; --client-ca-file must exist', () => {
     expect((parseArgs(['--goaway-chance', '0.02']) as any).goawayChance).toBe(0.02);
     expect(() => parseArgs(['--goaway-chance', '0.03'])).toThrowError(/can not be less than 0 or greater than 0.02/);

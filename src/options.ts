@@ -159,6 +159,14 @@ export interface ServerOptions {
   admissionControlConfigFile: string;
   /** --controllers: kube-controller-manager's list of the in-process controllers ('*', 'name', '-name') */
   controllers: string[];
+  /** kube-controller-manager's node lifecycle flags (src/controllers/node-lifecycle.ts), durations in seconds */
+  nodeMonitorPeriodSeconds: number;
+  nodeMonitorGracePeriodSeconds: number;
+  nodeStartupGracePeriodSeconds: number;
+  nodeEvictionRate: number;
+  secondaryNodeEvictionRate: number;
+  largeClusterSizeThreshold: number;
+  unhealthyZoneThreshold: number;
   /** the --audit-* flags */
   audit: AuditOptions;
 }
@@ -431,8 +439,43 @@ const FLAGS: Record<string, FlagSpec> = {
   'admission-control-config-file': { kind: 'string', help: 'File with admission control configuration.', set: (o, v) => (o.admissionControlConfigFile = v) },
   controllers: {
     kind: 'list',
-    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller). (default *)",
+    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller, node-lifecycle-controller, taint-eviction-controller, and scheduler: kubeshard's minimal in-process scheduler, off with -scheduler where a real kube-scheduler runs). (default *)",
     set: (o, v) => (o.controllers = v),
+  },
+  'node-monitor-period': {
+    kind: 'duration',
+    help: "kube-controller-manager's: how often the node lifecycle controller checks the nodes' heartbeats (Leases in kube-node-lease and the Ready condition's lastHeartbeatTime). (default 5s)",
+    set: (o, v) => (o.nodeMonitorPeriodSeconds = v),
+  },
+  'node-monitor-grace-period': {
+    kind: 'duration',
+    help: "kube-controller-manager's: how long a running node may go without a heartbeat before its Ready condition becomes Unknown and it is tainted node.kubernetes.io/unreachable. Must be N times more than the node agent's status update frequency, where N is the retries allowed. (default 50s)",
+    set: (o, v) => (o.nodeMonitorGracePeriodSeconds = v),
+  },
+  'node-startup-grace-period': {
+    kind: 'duration',
+    help: "kube-controller-manager's: how long a node that never posted a Ready condition may stay silent before it is marked unhealthy. (default 1m0s)",
+    set: (o, v) => (o.nodeStartupGracePeriodSeconds = v),
+  },
+  'node-eviction-rate': {
+    kind: 'float',
+    help: "kube-controller-manager's: nodes per second that get the NoExecute taint (so that their pods are evicted) when a zone is healthy (see --unhealthy-zone-threshold). Zone refers to the entire cluster in a cluster without zone labels. (default 0.1)",
+    set: (o, v) => (o.nodeEvictionRate = v),
+  },
+  'secondary-node-eviction-rate': {
+    kind: 'float',
+    help: "kube-controller-manager's: nodes per second that get the NoExecute taint when a zone is unhealthy; implicitly 0 for zones of --large-cluster-size-threshold nodes or fewer. (default 0.01)",
+    set: (o, v) => (o.secondaryNodeEvictionRate = v),
+  },
+  'large-cluster-size-threshold': {
+    kind: 'int',
+    help: "kube-controller-manager's: the number of nodes above which a zone is large for the eviction logic (--secondary-node-eviction-rate applies; 0 otherwise). (default 50)",
+    set: (o, v) => (o.largeClusterSizeThreshold = v),
+  },
+  'unhealthy-zone-threshold': {
+    kind: 'float',
+    help: "kube-controller-manager's: the fraction of a zone's nodes (at least 3) that must be not Ready for the zone to be unhealthy. (default 0.55)",
+    set: (o, v) => (o.unhealthyZoneThreshold = v),
   },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
   'storage-batch-interval': {
@@ -610,6 +653,13 @@ export function defaultOptions(): ServerOptions {
     disableAdmissionPlugins: [],
     admissionControlConfigFile: '',
     controllers: ['*'],
+    nodeMonitorPeriodSeconds: 5,
+    nodeMonitorGracePeriodSeconds: 50,
+    nodeStartupGracePeriodSeconds: 60,
+    nodeEvictionRate: 0.1,
+    secondaryNodeEvictionRate: 0.01,
+    largeClusterSizeThreshold: 50,
+    unhealthyZoneThreshold: 0.55,
     defaultNotReadyTolerationSeconds: 300,
     defaultUnreachableTolerationSeconds: 300,
     serviceAccountIssuers: DEFAULT_ISSUERS,
@@ -724,6 +774,8 @@ function validate(o: ServerOptions): void {
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
   if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);
+  if (!(o.nodeMonitorPeriodSeconds > 0)) throw new FlagError(`--node-monitor-period ${o.nodeMonitorPeriodSeconds}s must be greater than 0`);
+  if (o.nodeEvictionRate < 0 || o.secondaryNodeEvictionRate < 0) throw new FlagError('--node-eviction-rate and --secondary-node-eviction-rate must not be negative');
   if (o.shards < 1 || o.shards > 64) throw new FlagError(`--shards ${o.shards} must be between 1 and 64`);
   for (const [gr, n] of Object.entries(o.shardMap)) if (n >= o.shards) throw new FlagError(`--shard-map ${gr}=${n}: there are only ${o.shards} shards`);
   const seen = new Set<string>();

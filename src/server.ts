@@ -98,6 +98,9 @@ import { randomUUID } from 'node:crypto';
 import { StatusError } from './errors.js';
 import { LeaderElector } from './controllers/leader-election.js';
 import { LeaderControllers, type ControllerSpec } from './controllers/leader-controllers.js';
+import { NodeLifecycleController } from './controllers/node-lifecycle.js';
+import { TaintEvictionController } from './controllers/taint-eviction.js';
+import { Scheduler } from './scheduler/scheduler.js';
 import { ApiserverIdentity, serverHostname } from './controllers/apiserver-identity.js';
 import { EndpointReconciler, LocalMasterLeases } from './controllers/endpoint-reconciler.js';
 import { storeClient } from './controllers/object-client.js';
@@ -366,6 +369,27 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
   controllerSpecs.push({ name: 'garbagecollector', make: (c) => new GarbageCollector(store, c, catalog, targets) });
   controllerSpecs.push({ name: 'grace-sweeper', make: (c) => new GraceSweeper(store, c, [targets.resolve('', 'v1', 'pods')!]) });
+  // Nodes (spec 3.4): heartbeats watched, Ready=Unknown and the unreachable/not-ready taints
+  // (kube's node-lifecycle-controller), pods evicted from NoExecute taints they do not
+  // tolerate (taint-eviction-controller), and a minimal scheduler binding pending pods
+  // ('scheduler': off with --controllers=*,-scheduler where a real kube-scheduler runs).
+  controllerSpecs.push({
+    name: 'node-lifecycle-controller',
+    make: (c) =>
+      controllerEnabled(o.controllers, 'node-lifecycle-controller')
+        ? new NodeLifecycleController(store, c, targets, {
+            monitorPeriodMs: o.nodeMonitorPeriodSeconds * 1000,
+            monitorGraceMs: o.nodeMonitorGracePeriodSeconds * 1000,
+            startupGraceMs: o.nodeStartupGracePeriodSeconds * 1000,
+            evictionRate: o.nodeEvictionRate,
+            secondaryEvictionRate: o.secondaryNodeEvictionRate,
+            largeClusterThreshold: o.largeClusterSizeThreshold,
+            unhealthyZoneThreshold: o.unhealthyZoneThreshold,
+          })
+        : undefined,
+  });
+  controllerSpecs.push({ name: 'taint-eviction-controller', make: (c) => (controllerEnabled(o.controllers, 'taint-eviction-controller') ? new TaintEvictionController(store, c, targets) : undefined) });
+  controllerSpecs.push({ name: 'scheduler', make: (c) => (controllerEnabled(o.controllers, 'scheduler') ? new Scheduler(store, c, targets, serverHostname()) : undefined) });
 
   // Leader election (kube-controller-manager's, over the Lease kube-system/kube-controller-manager):
   // the controllers above run while this replica holds it. On the embedded LMDB this process
