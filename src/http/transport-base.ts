@@ -96,6 +96,16 @@ export abstract class SinkBase {
   /** The connection closes right after this response (a request refused for its framing). */
   closeAfter = false;
 
+  /** ResponseSink.closeAfterResponse: the connection closes once this response has left. */
+  closeAfterResponse(): void {
+    this.closeAfter = true;
+  }
+
+  /** ResponseSink.statusSent */
+  statusSent(): boolean {
+    return this.status !== 0;
+  }
+
   /**
    * The response goes out before the request's body was all read (a refusal from the
    * headers). The transport reads the rest of the body only to drop it: as its framing is

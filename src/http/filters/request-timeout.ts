@@ -1,0 +1,84 @@
+// --request-timeout: every request that is not long-running has a deadline, and is answered
+// 504 when it passes (kube's WithRequestDeadline, endpoints/filters/request_deadline.go, and
+// WithTimeoutForNonLongRunningRequests, server/filters/timeout.go).
+//
+// The deadline is --request-timeout (1m) from the request's arrival, or the request's own
+// ?timeout= (a Go duration) when that is shorter and above 0. A ?timeout= Go cannot parse
+// is refused with kube's 400, before authentication, as kube's filter sits outside it.
+//
+// At the deadline, as kube's timeout writer:
+// - no status sent yet: 504 with the Status kube's timeout filter writes, encoded as that
+//   filter encodes it (no kind or apiVersion, and Go's sniffed text/plain Content-Type: so
+//   client-go shows its own "the server was unable to return a response in the time
+//   allotted, but may still be processing the request");
+// - the response already under way (a large body to a slow reader): the connection is
+//   closed (kube panics with http.ErrAbortHandler, which does that).
+// The handler is not stopped: a write it was doing may still be committed after the 504 (so
+// may kube's), and whatever it answers later is dropped by the sink, which has ended.
+//
+// Thread ownership: stateless; each request's timer lives on the thread that serves it.
+import type { Filter } from '../filter-chain.js';
+import type { ApiRequest, ResponseSink } from '../types.js';
+import { errors } from '../../errors.js';
+import { isLongRunning } from '../lifecycle.js';
+import { DurationError, parseGoDuration } from '../../request/go-duration.js';
+
+/** kube's NewTimeoutError("request did not complete within the allotted timeout", 0), as json.Encoder writes its ErrStatus. */
+const TIMEOUT_BODY =
+  JSON.stringify({
+    metadata: {},
+    status: 'Failure',
+    message: 'Timeout: request did not complete within the allotted timeout',
+    reason: 'Timeout',
+    details: {},
+    code: 504,
+  }) + '\n';
+
+/** kube's invalidTimeoutInURL */
+const INVALID_TIMEOUT = 'invalid timeout specified in the request URL';
+
+/** The request's deadline in ms from now: --request-timeout, or a shorter positive ?timeout=. */
+export function requestTimeoutMs(req: ApiRequest, defaultSeconds: number): number {
+  let seconds = defaultSeconds;
+  // (the query is parsed only when it may hold the parameter)
+  if (req.rawQuery.includes('timeout')) {
+    const v = req.query.get('timeout');
+    if (v) {
+      let asked: number;
+      try {
+        asked = parseGoDuration(v);
+      } catch (e) {
+        if (e instanceof DurationError) throw errors.badRequest(`${INVALID_TIMEOUT} - ${e.message}`);
+        throw e;
+      }
+      if (asked > 0 && asked < defaultSeconds) seconds = asked;
+    }
+  }
+  return seconds * 1000;
+}
+
+export function requestTimeoutFilter(defaultSeconds: number): Filter {
+  return {
+    name: 'request-timeout',
+    run: (req, res) => {
+      if (isLongRunning(req.requestInfo!)) return;
+      const ms = requestTimeoutMs(req, defaultSeconds);
+      // (a timeout of 0 from the flag: kube then has a deadline of now, every request times out;
+      // no operator means that, and setTimeout(0) would do it: kept as kube)
+      const timer = setTimeout(() => timedOut(req, res), ms);
+      res.onDone(() => clearTimeout(timer));
+    },
+  };
+}
+
+function timedOut(req: ApiRequest, res: ResponseSink): void {
+  if (res.aborted) return;
+  if (res.statusSent?.()) {
+    res.close();
+    return;
+  }
+  // (the headers the handler's filters set, the priority-and-fairness ones, were for the
+  // handler's answer: kube's timeout writer drops them with it)
+  req.responseHeaders = undefined;
+  res.send(504, [['Cache-Control', 'no-cache, private'], ['Content-Type', 'text/plain; charset=utf-8']], TIMEOUT_BODY);
+}
