@@ -180,7 +180,10 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
     const first = () => {
       this.writeHead(status, headers);
       if (closing) {
-        // uWS adds Connection: close, and closes the connection once the response has left.
+        // uWS adds Connection: close, and closes the connection once the response has left;
+        // but it leaves the header out when the request said Connection: close itself, where
+        // Go's server still says it: added here then.
+        if (/\bclose\b/i.test(this.req?.headers['connection'] ?? '')) res.writeHeader('Connection', 'close');
         res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), true);
         this.finish();
         return;
