@@ -13,6 +13,11 @@
 //   allotted, but may still be processing the request");
 // - the response already under way (a large body to a slow reader): the connection is
 //   closed (kube panics with http.ErrAbortHandler, which does that).
+// Writes (create, update, patch, delete, deletecollection) have a deadline of their own too,
+// 34 s at most (kube's requestTimeoutUpperBound in endpoints/handlers/rest.go): past it, when
+// that comes before the request's deadline (the default 1m), the write is answered as kube's
+// finisher answers it, with a negotiated 504 "Timeout: request did not complete within
+// requested timeout - context deadline exceeded".
 // The handler is not stopped: a write it was doing may still be committed after the 504 (so
 // may kube's), and whatever it answers later is dropped by the sink, which has ended.
 //
@@ -20,6 +25,7 @@
 import type { Filter } from '../filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../types.js';
 import { errors } from '../../errors.js';
+import { sendError } from '../respond.js';
 import { isLongRunning } from '../lifecycle.js';
 import { DurationError, parseGoDuration } from '../../request/go-duration.js';
 
@@ -33,6 +39,10 @@ const TIMEOUT_BODY =
     details: {},
     code: 504,
   }) + '\n';
+
+/** kube's requestTimeoutUpperBound, the deadline of a write's storage work */
+const WRITE_TIMEOUT_MS = 34_000;
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 /** kube's invalidTimeoutInURL */
 const INVALID_TIMEOUT = 'invalid timeout specified in the request URL';
@@ -65,7 +75,9 @@ export function requestTimeoutFilter(defaultSeconds: number): Filter {
       const ms = requestTimeoutMs(req, defaultSeconds);
       // (a timeout of 0 from the flag: kube then has a deadline of now, every request times out;
       // no operator means that, and setTimeout(0) would do it: kept as kube)
-      const timer = setTimeout(() => timedOut(req, res), ms);
+      const info = req.requestInfo!;
+      const write = info.isResourceRequest && WRITE_VERBS.has(info.verb) && WRITE_TIMEOUT_MS < ms;
+      const timer = write ? setTimeout(() => writeTimedOut(req, res), WRITE_TIMEOUT_MS) : setTimeout(() => timedOut(req, res), ms);
       res.onDone(() => clearTimeout(timer));
     },
   };
@@ -81,4 +93,14 @@ function timedOut(req: ApiRequest, res: ResponseSink): void {
   // handler's answer: kube's timeout writer drops them with it)
   req.responseHeaders = undefined;
   res.send(504, [['Cache-Control', 'no-cache, private'], ['Content-Type', 'text/plain; charset=utf-8']], TIMEOUT_BODY);
+}
+
+/** kube's finisher (finishRequest) past the write's own deadline: a Status in the negotiated type. */
+function writeTimedOut(req: ApiRequest, res: ResponseSink): void {
+  if (res.aborted) return;
+  if (res.statusSent?.()) {
+    res.close();
+    return;
+  }
+  sendError(req, res, errors.patchTimeout());
 }
