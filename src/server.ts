@@ -818,7 +818,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           listener.stopListening();
           event('HTTPServerStoppedListening');
         }
-        await Promise.all([lifecycle.stopAccepting(), others.lifecycleSignal('not-accepting')]);
+        // (a thread's drain is bounded by the request timeout and the watches' grace period)
+        const drainLimitMs = (o.requestTimeoutSeconds + o.shutdownWatchTerminationGraceSeconds) * 1000 + 10_000;
+        await Promise.all([lifecycle.stopAccepting(), others.lifecycleSignal('not-accepting', drainLimitMs)]);
         event('InFlightRequestsDrained');
         if (o.shutdownSendRetryAfter) {
           listener.stopListening();
