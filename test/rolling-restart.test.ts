@@ -23,9 +23,16 @@ interface Outcome {
   code?: string;
 }
 
-describe('rolling restart of one server behind its clients', () => {
+const FRONTS: Array<[string, string[]]> = [
+  ['uWS', ['--front-end=uws', '--front-threads=1']],
+  ['uWS with two front threads', ['--front-end=uws', '--front-threads=2']],
+  ['node:http2', ['--front-end=http2']],
+];
+
+describe.each(FRONTS)('rolling restart of one server behind its clients (%s)', (_name, frontArgs) => {
   it('refuses no connection during the delay, 429s during the drain, and loses no acknowledged write', async () => {
-    s = await startServer({ args: ['--shutdown-delay-duration=3s', '--shutdown-send-retry-after'] });
+    s?.cleanup();
+    s = await startServer({ args: [...frontArgs, '--shutdown-delay-duration=3s', '--shutdown-send-retry-after'] });
     const srv = s;
     let sigtermAt = Infinity;
     const since = () => Date.now() - sigtermAt;
@@ -114,7 +121,7 @@ describe('rolling restart of one server behind its clients', () => {
     // every acknowledged write is in the second server
     await expectAllStored(srv, acked);
     console.log(
-      `rolling restart: ${acked.size} writes acknowledged, ${inDelay.length} requests in the delay all served, ` +
+      `rolling restart (${_name}): ${acked.size} writes acknowledged, ${inDelay.length} requests in the delay all served, ` +
         `${refusals.length} answered 429 in the drain, ${refused.length} connections refused between the first server's exit and the second's start ` +
         `(drain began ${first429} ms after SIGTERM, exit at ${exitedAt} ms)`,
     );
