@@ -18,12 +18,15 @@
 // cannot write is not working, though reads are still served.
 //
 // The other checks, named and ordered as kube-apiserver's: ping and log; informer-sync
-// (readyz: the caches loaded); poststarthook/<step> for each start-up step this server has
+// (readyz: the caches loaded, on the main thread those of every front thread: each thread
+// has caches of its own, as kube's informers); poststarthook/<step> for each start-up step this server has
 // that matches one of kube's post-start hooks (StartupSteps, marked done by server.ts as each
 // finishes), failing "not finished" until then, and on livez passing anyway for
 // --livez-grace-period after start (kube's delayedHealthCheck on its boot-sequence checks);
 // shutdown (readyz: fails from SIGTERM on, src/http/lifecycle.ts). An unknown check's own
 // path is not found (404), as kube's mux has no handler for it.
+//
+// Thread ownership: each front thread has its own HealthState and StartupSteps (server.ts).
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import { sendText } from '../http/respond.js';
 
