@@ -718,10 +718,12 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         health.shuttingDown = true;
         lifecycle.initiate();
         if (signal !== 'not-accepting') return;
-        // as the main thread's listener (see shutdown() there): closed now, or once drained
+        // as the main thread's listener (see shutdown() there): closed now, or (with
+        // --shutdown-send-retry-after) at the stop that follows every thread's drain, so that
+        // no thread's listener closes while the others still answer 429 (the kernel resets
+        // the connections queued on a SO_REUSEPORT listener that closes)
         if (!o.shutdownSendRetryAfter) listener?.stopListening();
         await lifecycle.stopAccepting();
-        listener?.stopListening();
       },
       shutdown() {
         stopping ??= (async () => {
@@ -822,17 +824,15 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         const drainLimitMs = (o.requestTimeoutSeconds + o.shutdownWatchTerminationGraceSeconds) * 1000 + 10_000;
         await Promise.all([lifecycle.stopAccepting(), others.lifecycleSignal('not-accepting', drainLimitMs)]);
         event('InFlightRequestsDrained');
-        if (o.shutdownSendRetryAfter) {
-          listener.stopListening();
-          event('HTTPServerStoppedListening');
-        }
+        if (o.shutdownSendRetryAfter) listener.stopListening();
+        // the other front threads: their listeners first, then their watchers, caches and connections
+        await others.stop();
+        if (o.shutdownSendRetryAfter) event('HTTPServerStoppedListening');
         // What the audit backends buffered is written (or sent) before the process exits.
         if (auditor) {
           await auditor.backend.shutdown();
           log('[graceful-termination] audit backend shutdown completed');
         }
-        // the other front threads: their watchers, caches and connections
-        await others.stop();
         // the controller Lease is released, so that another replica takes over at once
         identity?.stop();
         await elector?.stop();
