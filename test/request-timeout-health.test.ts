@@ -3,6 +3,7 @@
 // checks in /readyz?verbose, an unknown check's 404, and --delete-collection-workers.
 import { describe, it, expect } from 'vitest';
 import { openWatch, request, useServer, type TestServer } from './helpers/server.js';
+import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 useServer((x) => (s = x), { args: ['--request-timeout=2s', '--delete-collection-workers=3'] });
@@ -35,6 +36,14 @@ describe('--request-timeout', () => {
     // 0 and values past the server's own are the server's timeout
     expect((await request(s, 'GET', '/api/v1/namespaces?timeout=0s')).status).toBe(200);
     expect((await request(s, 'GET', '/api/v1/namespaces?timeout=1h')).status).toBe(200);
+  });
+
+  it("reads in kubectl as kube-apiserver's timeout does", async () => {
+    const r = await kubectl(s, ['get', '--raw', SLOW_LIST]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Error from server (Timeout): the server was unable to return a response in the time allotted, but may still be processing the request');
+    const bad = await kubectl(s, ['get', '--raw', '/api/v1/namespaces?timeout=bad']);
+    expect(bad.stderr).toContain('Error from server (BadRequest): invalid timeout specified in the request URL - time: invalid duration "bad"');
   });
 
   it('leaves long-running requests alone: a watch outlives it', async () => {
