@@ -537,6 +537,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const lifecycle = new ServerLifecycle({
     sendRetryAfter: o.shutdownSendRetryAfter,
     watchGraceMs: o.shutdownWatchTerminationGraceSeconds * 1000,
+    // (the requests' own deadline, and a little for their answers to leave)
+    drainLimitMs: o.requestTimeoutSeconds * 1000 + 5000,
     log: main ? (m) => console.warn(`I ${m}`) : undefined,
   });
   // Priority and fairness (kube's default): the two inflight limits together are its

@@ -56,6 +56,11 @@ const WAIT_GROUP_STATUS = JSON.stringify({
 
 export interface LifecycleOptions {
   sendRetryAfter: boolean;
+  /**
+   * The longest the drain waits for the non-long-running requests (each is answered by
+   * --request-timeout, so this is a backstop for a response that never reports its end).
+   */
+  drainLimitMs?: number;
   /** --shutdown-watch-termination-grace-period in ms; 0: watches are neither ended nor waited for */
   watchGraceMs: number;
   log?: (m: string) => void;
@@ -141,10 +146,22 @@ export class ServerLifecycle {
     this.shutdownInitiated = true;
     this.notAccepting = true;
     const log = this.opts.log ?? (() => {});
-    const requests = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => this.drainWaiters.push(r));
+    let gaveUp = false;
+    const requests =
+      this.inFlight === 0
+        ? Promise.resolve()
+        : new Promise<void>((r) => {
+            const limit = this.opts.drainLimitMs;
+            const t = limit === undefined ? undefined : setTimeout(() => ((gaveUp = true), r()), limit);
+            this.drainWaiters.push(() => {
+              if (t !== undefined) clearTimeout(t);
+              r();
+            });
+          });
     const watches = this.endWatches();
     await requests;
-    log('[graceful-termination] in-flight non long-running request(s) have drained');
+    if (gaveUp) log(`[graceful-termination] ${this.inFlight} in-flight non long-running request(s) did not drain within ${this.opts.drainLimitMs! / 1000}s`);
+    else log('[graceful-termination] in-flight non long-running request(s) have drained');
     await watches;
   }
 
