@@ -3,8 +3,9 @@
 // FrontThreadContext): its own uWS listener on the shared port, its own caches fed by every
 // shard's commits, its own watchers. The shard workers, the controllers and the start-up
 // writes stay on the main thread; this class starts the threads once the main thread is
-// ready, passes them shard restarts, and stops them first at shutdown (a uWS listen socket
-// must be closed before its thread ends, or the process aborts).
+// ready, passes them shard restarts and the graceful shutdown's signals (each thread drains
+// its own requests, src/http/lifecycle.ts), and stops them before storage closes (a uWS
+// listen socket must be closed before its thread ends, or the process aborts).
 //
 // Thread ownership: a FrontThreads lives on the main thread.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
