@@ -58,12 +58,21 @@ class FakeRequest extends RequestBase implements ApiRequest {
 
 class FakeSink implements ResponseSink {
   aborted = false;
+  private doneFns: Array<() => void> | null = null;
   constructor(private done: (status: number) => void) {}
   send(status: number, _h: HeaderList, _body: string | Uint8Array): void {
+    this.ended();
     this.done(status);
   }
   sendParts(status: number, _h: HeaderList, _parts: Uint8Array[]): void {
+    this.ended();
     this.done(status);
+  }
+  /** the response is over: what waits for it (the request timeout's timer, the graceful shutdown's count) is told */
+  private ended(): void {
+    const fns = this.doneFns;
+    this.doneFns = null;
+    if (fns) for (const f of fns) f();
   }
   startStream(): void {}
   write(): boolean {
@@ -74,7 +83,9 @@ class FakeSink implements ResponseSink {
     fn();
   }
   onAborted(): void {}
-  onDone(): void {}
+  onDone(fn: () => void): void {
+    (this.doneFns ??= []).push(fn);
+  }
   onDrain(): void {}
   bufferedBytes(): number {
     return 0;

@@ -42,7 +42,11 @@ async function main(): Promise<void> {
   console.log(`Try: kubectl --kubeconfig ${server.kubeconfigPath} get namespaces`);
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    // as kube's signal handler: a second signal ends the process at once, exit code 1
+    if (stopping) {
+      console.error(`Received ${signal} again, exiting without a graceful shutdown`);
+      process.exit(1);
+    }
     stopping = true;
     console.log(`Received ${signal}, shutting down`);
     server.shutdown().then(

@@ -56,6 +56,22 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--storage-batch-interval=100 ms'])).toThrowError(/invalid duration "100 ms"/);
     expect(() => parseArgs(['--history-retention=5x'])).toThrowError(/invalid duration/);
   });
+  it("the graceful shutdown, request and health flags, with kube's defaults", () => {
+    expect(parseArgs([]) as ServerOptions).toMatchObject({
+      requestTimeoutSeconds: 60,
+      shutdownDelaySeconds: 0,
+      shutdownSendRetryAfter: false,
+      shutdownWatchTerminationGraceSeconds: 0,
+      livezGraceSeconds: 0,
+      deleteCollectionWorkers: 1,
+      maxConnectionBytesPerSec: 0,
+    });
+    expect(
+      parseArgs(['--shutdown-delay-duration=10s', '--shutdown-send-retry-after', '--shutdown-watch-termination-grace-period=1m', '--livez-grace-period=30s', '--delete-collection-workers=4', '--max-connection-bytes-per-sec=65536']) as ServerOptions,
+    ).toMatchObject({ shutdownDelaySeconds: 10, shutdownSendRetryAfter: true, shutdownWatchTerminationGraceSeconds: 60, livezGraceSeconds: 30, deleteCollectionWorkers: 4, maxConnectionBytesPerSec: 65536 });
+    expect(() => parseArgs(['--delete-collection-workers=0'])).toThrowError(/--delete-collection-workers must be at least 1/);
+    expect(() => parseArgs(['--max-connection-bytes-per-sec=-1'])).toThrowError(/can not be negative/);
+  });
   it('--encryption-provider-config and its automatic reload (which needs the file)', () => {
     expect(parseArgs([]) as ServerOptions).toMatchObject({ encryptionProviderConfig: '', encryptionProviderConfigAutomaticReload: false });
     expect(parseArgs(['--encryption-provider-config=/etc/enc.yaml', '--encryption-provider-config-automatic-reload']) as ServerOptions).toMatchObject({

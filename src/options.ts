@@ -75,7 +75,20 @@ export interface ServerOptions {
   maxMutatingRequestsInflight: number;
   enablePriorityAndFairness: boolean;
   minRequestTimeout: number;
+  /** --request-timeout: a non-long-running request is answered 504 past it (src/http/filters/request-timeout.ts) */
   requestTimeoutSeconds: number;
+  /** --shutdown-delay-duration, seconds: /readyz fails while everything is still served (src/http/lifecycle.ts) */
+  shutdownDelaySeconds: number;
+  /** --shutdown-send-retry-after: during the drain new requests get 429 with Retry-After, the listener stays open */
+  shutdownSendRetryAfter: boolean;
+  /** --shutdown-watch-termination-grace-period, seconds: how long the drain waits for watches to end (0: not at all) */
+  shutdownWatchTerminationGraceSeconds: number;
+  /** --livez-grace-period, seconds: unfinished start-up steps pass /livez for this long after start */
+  livezGraceSeconds: number;
+  /** --delete-collection-workers: deletes a deletecollection runs at once */
+  deleteCollectionWorkers: number;
+  /** --max-connection-bytes-per-sec: a streamed (long-running) response's byte rate, 0 for none */
+  maxConnectionBytesPerSec: number;
   runtimeConfig: string;
   /** --storage-backend: lmdb (the shard workers), or etcd3 (an etcd cluster, src/storage/etcd) */
   storageBackend: 'lmdb' | 'etcd3';
@@ -363,7 +376,37 @@ const FLAGS: Record<string, FlagSpec> = {
   'max-mutating-requests-inflight': { kind: 'int', help: 'Maximum mutating requests in flight. (default 200)', set: (o, v) => (o.maxMutatingRequestsInflight = v) },
   'enable-priority-and-fairness': { kind: 'bool', help: 'Priority and fairness (FlowSchemas, priority levels, queues) instead of the plain inflight limits; the two limits together are its concurrency. (default true)', set: (o, v) => (o.enablePriorityAndFairness = v) },
   'min-request-timeout': { kind: 'int', help: 'Minimum watch timeout in seconds; the server picks one between it and twice it. (default 1800)', set: (o, v) => (o.minRequestTimeout = v) },
-  'request-timeout': { kind: 'duration', help: 'Default request timeout. (default 1m0s)', set: (o, v) => (o.requestTimeoutSeconds = v) },
+  'request-timeout': {
+    kind: 'duration',
+    help: 'How long a request that is not long-running (not a watch, exec, attach, port-forward, proxy or log) may take before it is answered 504 Timeout; a request\'s ?timeout= may shorten it. (default 1m0s)',
+    set: (o, v) => (o.requestTimeoutSeconds = v),
+  },
+  'shutdown-delay-duration': {
+    kind: 'duration',
+    help: 'On SIGTERM, how long the server goes on serving every request as before while /readyz already fails (its shutdown check), so that load balancers take it out first; the graceful shutdown begins after it. (default 0s)',
+    set: (o, v) => (o.shutdownDelaySeconds = v),
+  },
+  'shutdown-send-retry-after': {
+    kind: 'bool',
+    help: 'During the graceful shutdown, keep listening until the requests in flight (watches aside) have drained, answering every new request but health checks and /metrics with 429, Retry-After: 5 and Connection: close. False closes the listener when the delay ends. (default false)',
+    set: (o, v) => (o.shutdownSendRetryAfter = v),
+  },
+  'shutdown-watch-termination-grace-period': {
+    kind: 'duration',
+    help: 'During the graceful shutdown, the longest the server waits for open watches, which it ends then (at least 200 a second), before it stops; 0 does not wait for them. (default 0s)',
+    set: (o, v) => (o.shutdownWatchTerminationGraceSeconds = v),
+  },
+  'livez-grace-period': {
+    kind: 'duration',
+    help: 'For this long after start, /livez counts start-up steps (poststarthook/*) that have not finished as passing, so that a slow start does not get the server restarted; /readyz has no such grace. (default 0s)',
+    set: (o, v) => (o.livezGraceSeconds = v),
+  },
+  'delete-collection-workers': { kind: 'int', help: 'How many deletes a deletecollection runs at once. (default 1)', set: (o, v) => (o.deleteCollectionWorkers = v) },
+  'max-connection-bytes-per-sec': {
+    kind: 'int',
+    help: 'When not 0, the bytes per second each streamed (long-running) response may send: watches, logs. Other responses are not held back. (default 0)',
+    set: (o, v) => (o.maxConnectionBytesPerSec = v),
+  },
   'runtime-config': { kind: 'string', help: 'Comma-separated key[=value] switching group-versions or resources on or off: api/all, api/ga, api/beta, api/alpha, group/version, group/version/resource (core: v1, v1/pods).', set: (o, v) => (o.runtimeConfig = v) },
   'front-threads': {
     kind: 'int',
@@ -619,6 +662,12 @@ export function defaultOptions(): ServerOptions {
     enablePriorityAndFairness: true,
     minRequestTimeout: 1800,
     requestTimeoutSeconds: 60,
+    shutdownDelaySeconds: 0,
+    shutdownSendRetryAfter: false,
+    shutdownWatchTerminationGraceSeconds: 0,
+    livezGraceSeconds: 0,
+    deleteCollectionWorkers: 1,
+    maxConnectionBytesPerSec: 0,
     runtimeConfig: '',
     storageBackend: 'lmdb',
     etcdServers: [],
@@ -803,6 +852,13 @@ function validate(o: ServerOptions): void {
   if (o.authenticationTokenWebhookVersion !== 'v1' && o.authenticationTokenWebhookVersion !== 'v1beta1') throw new FlagError(`--authentication-token-webhook-version: unsupported version ${JSON.stringify(o.authenticationTokenWebhookVersion)}, expected v1 or v1beta1`);
   if (o.maxRequestsInflight < 0 || o.maxMutatingRequestsInflight < 0) throw new FlagError('inflight limits cannot be negative');
   if (o.minRequestTimeout < 1) throw new FlagError('--min-request-timeout must be positive');
+  // kube's ServerRunOptions.Validate
+  if (o.requestTimeoutSeconds < 0) throw new FlagError('--request-timeout can not be negative value');
+  if (o.shutdownDelaySeconds < 0) throw new FlagError('--shutdown-delay-duration can not be negative value');
+  if (o.shutdownWatchTerminationGraceSeconds < 0) throw new FlagError('shutdown-watch-termination-grace-period, if provided, can not be a negative value');
+  if (o.livezGraceSeconds < 0) throw new FlagError('--livez-grace-period can not be a negative value');
+  if (o.deleteCollectionWorkers < 1) throw new FlagError('--delete-collection-workers must be at least 1');
+  if (o.maxConnectionBytesPerSec < 0) throw new FlagError('--max-connection-bytes-per-sec can not be negative value');
   if (!/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(o.serviceClusterIpRange)) throw new FlagError(`invalid --service-cluster-ip-range "${o.serviceClusterIpRange}"`);
   // as kube-apiserver: without the watch cache, no type has one, whatever the sizes say
   if (!o.watchCache) {

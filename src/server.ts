@@ -82,7 +82,9 @@ import type { MessagePort } from 'node:worker_threads';
 import { ensureServingCert, GENERATED_CERT_FILES } from './auth/certs.js';
 import { ensureAdminToken, writeKubeconfig } from './auth/admin-credentials.js';
 import { loadTokenFile } from './auth/token-file.js';
-import type { HealthState } from './handlers/health.js';
+import { StartupSteps, type HealthState } from './handlers/health.js';
+import { ServerLifecycle } from './http/lifecycle.js';
+import { requestTimeoutFilter } from './http/filters/request-timeout.js';
 import { setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
 import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
@@ -135,8 +137,62 @@ export interface StartedServer {
   control(m: unknown): Promise<void>;
   /** stops accepting connections (the first step of shutdown; a front thread's before it ends) */
   stopListening(): void;
+  /**
+   * (another front thread) a signal of the graceful shutdown the main thread runs: resolves
+   * once this thread has acted on it (for not-accepting: once its requests have drained).
+   */
+  lifecycleSignal(signal: LifecycleSignal): Promise<void>;
   shutdown(): Promise<void>;
 }
+
+/** The graceful shutdown's signals the main thread passes to the other front threads (src/http/lifecycle.ts). */
+export type LifecycleSignal = 'initiated' | 'not-accepting';
+
+/**
+ * The start-up steps reported as kube's post-start hooks (/readyz's poststarthook/* checks),
+ * in kube's order; server.ts finishes each at the step of ours that does that hook's work.
+ */
+function startupStepNames(o: ServerOptions): string[] {
+  return [
+    'start-apiserver-admission-initializer',
+    'generic-apiserver-start-informers',
+    ...(o.enablePriorityAndFairness ? ['priority-and-fairness-config-consumer', 'priority-and-fairness-filter'] : []),
+    'storage-object-count-tracker-hook',
+    'start-apiextensions-informers',
+    'start-apiextensions-controllers',
+    'crd-informer-synced',
+    'start-system-namespaces-controller',
+    'start-cluster-authentication-info-controller',
+    'start-kube-apiserver-identity-lease-controller',
+    'start-service-ip-repair-controllers',
+    'rbac/bootstrap-roles',
+    'scheduling/bootstrap-system-priority-classes',
+    'priority-and-fairness-config-producer',
+    'bootstrap-controller',
+    'aggregator-reload-proxy-client-cert',
+    'start-kube-aggregator-informers',
+    'apiservice-status-local-available-controller',
+    'apiservice-status-remote-available-controller',
+    'apiservice-registration-controller',
+    'apiservice-discovery-controller',
+  ];
+}
+
+/** The steps only the main thread runs (the start-up writes, its controllers): done before another thread starts. */
+const MAIN_THREAD_STEPS = new Set([
+  'storage-object-count-tracker-hook',
+  'start-apiextensions-controllers',
+  'start-system-namespaces-controller',
+  'start-cluster-authentication-info-controller',
+  'start-kube-apiserver-identity-lease-controller',
+  'start-service-ip-repair-controllers',
+  'rbac/bootstrap-roles',
+  'scheduling/bootstrap-system-priority-classes',
+  'priority-and-fairness-config-producer',
+  'bootstrap-controller',
+  'apiservice-status-local-available-controller',
+  'apiservice-status-remote-available-controller',
+]);
 
 /**
  * One of the writes every replica makes at start (kube-apiserver's post-start hooks). Replicas
@@ -176,6 +232,11 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The audit policy and backends first: a bad policy or webhook config stops start-up at once.
   const auditor = createAuditor(o.audit, thread?.audit);
   const dataDir = resolve(o.dataDir);
+  // The post-start hooks' checks: each fails until its step is done (handlers/health.ts).
+  const steps = new StartupSteps(startupStepNames(o));
+  if (!main) for (const n of MAIN_THREAD_STEPS) steps.finish(n);
+  // (--livez-grace-period counts from here, as kube's from its hooks' registration at start)
+  const livezGraceUntil = o.livezGraceSeconds > 0 ? performance.now() + o.livezGraceSeconds * 1000 : undefined;
   // The backend is chosen before anything is written: one that cannot be built stops start-up here.
   // (the main thread's backend readied what another thread's starts from: Storage.connectFront)
   // (its requests timed for etcd_request_duration_seconds, and traced when tracing is on)
@@ -223,6 +284,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   for (const name of o.disabledMetrics) admissionMetrics.registry.removeSingleMetric(name);
   try {
     await cacher.start();
+    steps.finish('generic-apiserver-start-informers');
   } catch (err) {
     encryption.close();
     throw err;
@@ -235,6 +297,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   const targets = new Targets(catalog, strategies);
   const store = new Store(cacher);
+  store.deleteCollectionWorkers = o.deleteCollectionWorkers;
   // The built-in admission plugins read other objects from the front thread's caches.
   const cachedObjects = {
     get: (gr: string, ns: string, name: string) => {
@@ -267,12 +330,17 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // CustomResourceDefinitions: the stored, established ones are served before the listener opens.
   // (another front thread only serves them: the main thread's controller writes their status)
   const crds = new CrdController(store, cacher, targets, new CustomResources(catalog));
+  steps.finish('start-apiserver-admission-initializer');
+  steps.finish('start-apiextensions-informers');
   await (main ? startupWrite('CustomResourceDefinitions', () => crds.start()) : crds.follow());
+  if (main) steps.finish('start-apiextensions-controllers');
+  steps.finish('crd-informer-synced');
   // What every replica writes at start (kube-apiserver's post-start hooks) tolerates another
   // replica having written it; the controllers that kube runs in kube-controller-manager run
   // only on the replica that holds the controller Lease (leaderControllers below).
   const namespaces = new NamespaceLifecycle(store, catalog, targets);
   if (main) await startupWrite('namespaces', () => namespaces.bootstrap());
+  if (main) steps.finish('start-system-namespaces-controller');
   /** the kube-controller-manager side, started when this replica leads (leader-controllers.ts) */
   const controllerSpecs: ControllerSpec[] = [];
   // The default ServiceAccount of every namespace (kube's serviceaccount controller).
@@ -283,17 +351,21 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // The mandatory and suggested priority-and-fairness configuration, and FlowSchema status.
   const apfBootstrap = new FlowControlBootstrap(store, cacher, targets);
   if (main) await startupWrite('flowcontrol bootstrap', () => apfBootstrap.start());
+  if (main) steps.finish('priority-and-fairness-config-producer');
   // RBAC: the default roles and bindings (kube's bootstrap-roles hook), the aggregated
   // roles' rules, and the resolver the authorizer and the escalation checks read. The
   // resolver's index follows the caches: any committed RBAC change marks it stale.
   // The system PriorityClasses (kube's scheduling/bootstrap-system-priority-classes hook).
   if (main) await startupWrite('system priority classes', () => new PriorityClassBootstrap(store, targets).start());
+  if (main) steps.finish('scheduling/bootstrap-system-priority-classes');
   // kube-system/extension-apiserver-authentication: how this server authenticates, for
   // aggregated API servers (kube's cluster authentication trust controller)
   const authTrust = main ? new ClusterAuthenticationTrustController(store, cacher, targets, authenticationTrustFromFiles(o.clientCaFile, requestHeaderConfig(o))) : undefined;
   if (authTrust) await startupWrite('extension-apiserver-authentication', () => authTrust.start());
+  if (main) steps.finish('start-cluster-authentication-info-controller');
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
+  if (main) steps.finish('rbac/bootstrap-roles');
   controllerSpecs.push({ name: 'clusterrole-aggregation', make: (c) => new ClusterRoleAggregation(store, c, rbacBootstrap.clusterRolesT) });
   const rbacTargets = Object.fromEntries(['clusterroles', 'roles', 'clusterrolebindings', 'rolebindings'].map((r) => [r, targets.resolve(RBAC_GROUP, 'v1', r)!]));
   const rbacGrs = new Set(Object.values(rbacTargets).map((t) => t.gr));
@@ -360,6 +432,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     // a storage other replicas write too: claims in storage, and a view that follows theirs
     if (storage.name !== 'lmdb') strategies.serviceAllocator.shared = { nodePorts: storage.nodePortClaims?.(strategies.serviceAllocator.ports.min, strategies.serviceAllocator.ports.max) };
     strategies.serviceAllocator.follow(cacher);
+    steps.finish('start-service-ip-repair-controllers');
     await startupWrite('kubernetes Service', () => ensureKubernetesService(store, targets, strategies.serviceAllocator, o.securePort));
   }
   // kube's allocator repair loops: what a crash left (an address without its IPAddress, an
@@ -417,6 +490,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     ? new ApiserverIdentity(storeClient(store, leasesT), { log: (m) => console.warn(`W ${m}`) })
     : undefined;
   identity?.start();
+  if (main) steps.finish('start-kube-apiserver-identity-lease-controller');
   // The kubernetes Service's endpoints: kube's lease endpoint reconciler, each replica
   // keeping a master lease for its advertised address in storage (etcd: beside kube-apiserver's).
   const endpointIp = main ? endpointAddress(o.advertiseAddress, o.bindAddress) : undefined;
@@ -435,6 +509,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     await endpoints.reconcile().catch((e) => console.warn(`W kubernetes endpoints: ${(e as Error).message}`));
     endpoints.start();
   }
+  // (kube's bootstrap-controller: the kubernetes Service and its endpoints)
+  if (main) steps.finish('bootstrap-controller');
 
   // Service-account tokens: a signing key generated in the data dir at first start unless
   // --service-account-signing-key-file names one; audiences default to the issuers.
@@ -490,7 +566,15 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     extraPaths.set('/openid/v1/jwks', (req, res) => sendBody(req, res, 200, 'application/jwk-set+json', jwks, cache));
   }
 
-  const health: HealthState = { ready: false, shuttingDown: false, storage: () => storage.storageProblem(), more: kmsHealth(encryption) };
+  const health: HealthState = { ready: false, shuttingDown: false, storage: () => storage.storageProblem(), more: kmsHealth(encryption), steps, livezGraceUntil };
+  // The graceful shutdown's state on this thread (--shutdown-* flags; the sequence is in shutdown() below).
+  const lifecycle = new ServerLifecycle({
+    sendRetryAfter: o.shutdownSendRetryAfter,
+    watchGraceMs: o.shutdownWatchTerminationGraceSeconds * 1000,
+    // (the requests' own deadline, and a little for their answers to leave)
+    drainLimitMs: o.requestTimeoutSeconds * 1000 + 5000,
+    log: main ? (m) => console.warn(`I ${m}`) : undefined,
+  });
   // Priority and fairness (kube's default): the two inflight limits together are its
   // concurrency; with it off, they limit read-only and mutating requests apart, as before.
   // Either way the seats are the server's: every front thread counts them in one table,
@@ -525,6 +609,11 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     : null;
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
   const flowControl = apf ? apf.filter() : limiter.filter();
+  if (apf) {
+    steps.finish('priority-and-fairness-config-consumer');
+    steps.finish('priority-and-fairness-filter');
+  }
+  if (main) steps.finish('storage-object-count-tracker-hook');
   const metrics = new RequestMetrics(
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
@@ -549,11 +638,19 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     proxyClientCert: loadProxyClientCert(o.proxyClientCertFile, o.proxyClientKeyFile),
     refreshMs: Number(process.env.KUBESHARD_AGGREGATOR_REFRESH_MS) || undefined,
   });
+  steps.finish('aggregator-reload-proxy-client-cert');
   aggregator.start();
+  steps.finish('start-kube-aggregator-informers');
+  steps.finish('apiservice-registration-controller');
+  steps.finish('apiservice-discovery-controller');
   const availability = main
     ? new AvailableConditionController(store, cacher, targets.resolve('apiregistration.k8s.io', 'v1', 'apiservices')!, cachedObjects, aggregator.resolver, aggregator.client, Number(process.env.KUBESHARD_AGGREGATOR_RESYNC_MS) || undefined)
     : undefined;
   availability?.start();
+  if (main) {
+    steps.finish('apiservice-status-local-available-controller');
+    steps.finish('apiservice-status-remote-available-controller');
+  }
   const router = new Router({
     aggregator,
     metrics,
@@ -589,6 +686,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const handoff = handoffFilter({ toMain, toBulk: thread?.bulk ? undefined : toBulk, largeBytes: o.largeRequestOffloadBytes, storedBytes });
   const chain = new FilterChain([
     requestInfoFilter,
+    // (kube's WithRetryAfter, WithWaitGroup and the request deadline sit outside authentication)
+    lifecycle.filter(),
+    requestTimeoutFilter(o.requestTimeoutSeconds),
     timedAuthentication(auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts), apiserverMetrics),
     // (the request's span opens once its user is known: whether the client's trace context is trusted depends on it)
     ...(tracing ? [tracing.filter()] : []),
@@ -633,6 +733,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     // (with tracing on, each request's chain runs in its own async context: tracing.run)
     handle: tracing ? (req: ApiRequest, res: ResponseSink) => tracing.run(() => chain.handle(req, res)) : (req: ApiRequest, res: ResponseSink) => chain.handle(req, res),
     observer: metrics,
+    maxBytesPerSec: o.maxConnectionBytesPerSec,
   };
   // (node:http2 also for a TLS minimum other than 1.2, which uWS's BoringSSL cannot serve,
   // and when the operator asks for it: its header limits are kube's, uWS's compiled-in ones are not)
@@ -673,6 +774,17 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       serve,
       renderMetrics: async () => metrics.render() + (await encryption.metrics.text()) + (await admissionMetrics.text()),
       stopListening: () => listener?.stopListening(),
+      async lifecycleSignal(signal) {
+        health.shuttingDown = true;
+        lifecycle.initiate();
+        if (signal !== 'not-accepting') return;
+        // as the main thread's listener (see shutdown() there): closed now, or (with
+        // --shutdown-send-retry-after) at the stop that follows every thread's drain, so that
+        // no thread's listener closes while the others still answer 429 (the kernel resets
+        // the connections queued on a SO_REUSEPORT listener that closes)
+        if (!o.shutdownSendRetryAfter) listener?.stopListening();
+        await lifecycle.stopAccepting();
+      },
       shutdown() {
         stopping ??= (async () => {
           health.shuttingDown = true;
@@ -733,14 +845,56 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     serve,
     renderMetrics: async () => metrics.render() + (await encryption.metrics.text()) + (await admissionMetrics.text()),
     stopListening: () => listener.stopListening(),
+    lifecycleSignal: () => Promise.resolve(),
+    /**
+     * The graceful shutdown, in the order of kube's preparedGenericAPIServer.RunWithContext
+     * (its signals are logged by their names, as kube logs them):
+     *   ShutdownInitiated: /readyz fails; the pre-shutdown hooks run (this replica's
+     *     address leaves the kubernetes endpoints); everything is still served
+     *   AfterShutdownDelayDuration, once --shutdown-delay-duration has passed
+     *   NotAcceptingNewRequest, once the hooks are done too: without
+     *     --shutdown-send-retry-after the listeners close now; with it they stay open and new
+     *     requests get 429
+     *   InFlightRequestsDrained: every thread's non-long-running requests have ended (each is
+     *     bounded by --request-timeout), and its watches within their grace period
+     *   HTTPServerStoppedListening (with --shutdown-send-retry-after, only now)
+     *   the audit backends flush; then the controllers stop, the other threads end, and
+     *     storage closes last, after every write that was acknowledged
+     */
     shutdown() {
       stopping ??= (async () => {
+        const log = (m: string) => console.warn(`I ${m}`);
+        const event = (name: string) => log(`[graceful-termination] shutdown event name="${name}"`);
         health.shuttingDown = true;
-        // the other front threads first: their listeners, watchers and writes in flight
+        lifecycle.initiate();
+        event('ShutdownInitiated');
+        const threadsInitiated = others.lifecycleSignal('initiated');
+        const hooks = (async () => {
+          await endpoints?.stop();
+          log('[graceful-termination] pre-shutdown hooks completed name="PreShutdownHooksStopped"');
+        })();
+        if (o.shutdownDelaySeconds > 0) await new Promise((r) => setTimeout(r, o.shutdownDelaySeconds * 1000));
+        event('AfterShutdownDelayDuration');
+        await Promise.all([hooks, threadsInitiated]);
+        event('NotAcceptingNewRequest');
+        if (!o.shutdownSendRetryAfter) {
+          listener.stopListening();
+          event('HTTPServerStoppedListening');
+        }
+        // (a thread's drain is bounded by the request timeout and the watches' grace period)
+        const drainLimitMs = (o.requestTimeoutSeconds + o.shutdownWatchTerminationGraceSeconds) * 1000 + 10_000;
+        await Promise.all([lifecycle.stopAccepting(), others.lifecycleSignal('not-accepting', drainLimitMs)]);
+        event('InFlightRequestsDrained');
+        if (o.shutdownSendRetryAfter) listener.stopListening();
+        // the other front threads: their listeners first, then their watchers, caches and connections
         await others.stop();
-        // this replica's address leaves the kubernetes endpoints; the controller Lease is
-        // released, so that another replica takes over at once
-        await endpoints?.stop();
+        if (o.shutdownSendRetryAfter) event('HTTPServerStoppedListening');
+        // What the audit backends buffered is written (or sent) before the process exits.
+        if (auditor) {
+          await auditor.backend.shutdown();
+          log('[graceful-termination] audit backend shutdown completed');
+        }
+        // the controller Lease is released, so that another replica takes over at once
         identity?.stop();
         await elector?.stop();
         leaderControllers.stop();
@@ -751,15 +905,14 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         availability?.stop();
         authTrust?.stop();
         aggregator.stop();
-        // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
-        listener.stopListening();
-        // What the audit backends buffered is written (or sent) before the process exits.
-        await auditor?.backend.shutdown();
         await snapshots?.close();
         storageCounts?.stop();
+        // storage last: every write acknowledged is committed, and what is in flight ends first
         await cacher.close();
         encryption.close();
         await tracing?.shutdown();
+        listener.closeConnections?.();
+        log('[graceful-termination] apiserver is exiting');
       })();
       return stopping;
     },

@@ -39,6 +39,8 @@ try {
       const w = bulkWaiters.shift();
       if (m.port) w?.resolve(m.port);
       else w?.reject(new Error('the bulk thread could not start'));
+    } else if (m.t === 'lifecycle') {
+      void server.lifecycleSignal(m.signal).finally(() => port.postMessage({ t: 'lifecycle-done', signal: m.signal } satisfies FromFrontThread));
     } else if (m.t === 'stop') {
       server.stopListening();
       server.shutdown().finally(() => port.postMessage({ t: 'stopped' } satisfies FromFrontThread));

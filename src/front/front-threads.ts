@@ -3,8 +3,9 @@
 // FrontThreadContext): its own uWS listener on the shared port, its own caches fed by every
 // shard's commits, its own watchers. The shard workers, the controllers and the start-up
 // writes stay on the main thread; this class starts the threads once the main thread is
-// ready, passes them shard restarts, and stops them first at shutdown (a uWS listen socket
-// must be closed before its thread ends, or the process aborts).
+// ready, passes them shard restarts and the graceful shutdown's signals (each thread drains
+// its own requests, src/http/lifecycle.ts), and stops them before storage closes (a uWS
+// listen socket must be closed before its thread ends, or the process aborts).
 //
 // Thread ownership: a FrontThreads lives on the main thread.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
@@ -26,6 +27,8 @@ export type ToFrontThread =
   /** news from the main thread's storage for this thread's (Storage.connectFront, control) */
   | { t: 'control'; id: number; m: unknown }
   | { t: 'stop' }
+  /** a signal of the graceful shutdown (server.ts LifecycleSignal); answered with lifecycle-done */
+  | { t: 'lifecycle'; signal: 'initiated' | 'not-accepting' }
   /** (to the bulk thread) serve the requests forwarded over this port */
   | { t: 'serve'; port: MessagePort }
   /** the answer to bulk-port: a port whose requests the bulk thread serves */
@@ -36,6 +39,7 @@ export type ToFrontThread =
 export type FromFrontThread =
   | { t: 'ready' }
   | { t: 'stopped' }
+  | { t: 'lifecycle-done'; signal: 'initiated' | 'not-accepting' }
   | { t: 'failed'; message: string }
   | { t: 'controlled'; id: number }
   /** the thread has a large write for the bulk thread, and no port to it yet */
@@ -230,6 +234,41 @@ export class FrontThreads {
         }
       });
     });
+  }
+
+  /**
+   * Tells every running thread of a graceful shutdown signal and resolves once each has
+   * acted on it (not-accepting: once its requests have drained). A thread that does not
+   * answer within `limitMs` is not waited for longer (its requests are bounded by
+   * --request-timeout, its watches by their grace period).
+   */
+  lifecycleSignal(signal: 'initiated' | 'not-accepting', limitMs = 10 * 60_000): Promise<void> {
+    const live = this.workers.filter((w) => this.ready.has(w));
+    return Promise.all(
+      live.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            const done = () => {
+              clearTimeout(timer);
+              w.off('message', onMessage);
+              w.off('exit', done);
+              resolve();
+            };
+            const onMessage = (m: FromFrontThread) => {
+              if (m.t === 'lifecycle-done' && m.signal === signal) done();
+            };
+            const timer = setTimeout(done, limitMs);
+            timer.unref();
+            w.on('message', onMessage);
+            w.once('exit', done);
+            try {
+              w.postMessage({ t: 'lifecycle', signal } satisfies ToFrontThread);
+            } catch {
+              done();
+            }
+          }),
+      ),
+    ).then(() => undefined);
   }
 
   get count(): number {

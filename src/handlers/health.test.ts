@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { healthHandler, type HealthState } from './health.js';
+import { healthHandler, StartupSteps, type HealthState } from './health.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 
 function get(state: HealthState, url: string): { handled: boolean; code: number; body: string } {
@@ -48,5 +48,43 @@ describe('health endpoints', () => {
     expect(get({ ...ok, shuttingDown: true }, '/readyz').body).toContain('[-]shutdown failed: reason withheld\n');
     expect(get({ ...ok, shuttingDown: true }, '/livez').code).toBe(200);
     expect(get({ ...ok, ready: false }, '/livez').code).toBe(500);
+  });
+});
+
+describe('health endpoints: start-up steps, grace period, exclusions (kube 1.33 healthz.go)', () => {
+  const steps = () => new StartupSteps(['rbac/bootstrap-roles', 'bootstrap-controller']);
+
+  it('list informer-sync and each start-up step as a poststarthook check, failing "not finished" until done', () => {
+    const s = steps();
+    s.finish('bootstrap-controller');
+    const state: HealthState = { ready: true, shuttingDown: false, storage: () => '', steps: s };
+    const r = get(state, '/readyz?verbose');
+    expect(r.code).toBe(500);
+    expect(r.body).toBe(
+      '[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\n[+]poststarthook/bootstrap-controller ok\n[+]shutdown ok\nreadyz check failed\n',
+    );
+    expect(get(state, '/readyz/poststarthook/rbac/bootstrap-roles')).toEqual({ handled: true, code: 500, body: 'internal server error: not finished\n' });
+    s.finish('rbac/bootstrap-roles');
+    expect(get(state, '/readyz/poststarthook/rbac/bootstrap-roles').body).toBe('ok');
+    expect(get(state, '/healthz?verbose').body).toBe('[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/bootstrap-controller ok\nhealthz check passed\n');
+  });
+
+  it('pass unfinished steps on livez within --livez-grace-period, never on readyz, and never a failing storage', () => {
+    const state: HealthState = { ready: false, shuttingDown: false, storage: () => '', steps: steps(), livezGraceUntil: performance.now() + 60_000 };
+    expect(get(state, '/livez').code).toBe(200);
+    expect(get(state, '/readyz').code).toBe(500);
+    expect(get(state, '/readyz/informer-sync').body).toBe('internal server error: informers not started yet\n');
+    expect(get({ ...state, livezGraceUntil: performance.now() - 1 }, '/livez').code).toBe(500);
+    expect(get({ ...state, storage: () => 'down' }, '/livez').code).toBe(500);
+  });
+
+  it('leave an unknown check to the router (404), and take each exclude value whole, warning of unknown ones sorted', () => {
+    const state: HealthState = { ready: true, shuttingDown: false, storage: () => '' };
+    expect(get(state, '/readyz/nope').handled).toBe(false);
+    expect(get(state, '/livez/shutdown').handled).toBe(false);
+    expect(get(state, '/livez/informer-sync').handled).toBe(false);
+    expect(get(state, '/livez?verbose&exclude=zz&exclude=ping,log&exclude=aa').body).toBe(
+      '[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]poststarthook/generic-apiserver-start-informers ok\nwarn: some health checks cannot be excluded: no matches for "aa","ping,log","zz"\nlivez check passed\n',
+    );
   });
 });

@@ -232,4 +232,10 @@ export async function handleWatch(c: HandlerContext): Promise<void> {
     cache.watchers.remove(watcher);
   };
   c.res.onAborted(() => watcher.close());
+  // The graceful shutdown ends the watch (src/http/lifecycle.ts), as kube's watch server
+  // returns on its ServerShutdownSignal: what is queued goes out, then the stream's end.
+  c.req.onServerShutdown?.(() => {
+    watcher.flush();
+    watcher.close();
+  });
 }

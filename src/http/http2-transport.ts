@@ -23,6 +23,7 @@ import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './ty
 import type { RunningServer } from './uws-transport.js';
 import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
 import { BodyBudget } from './body-budget.js';
+import { ThrottledSink } from './throttle.js';
 
 export interface Http2ServerOptions {
   host: string;
@@ -49,6 +50,8 @@ export interface Http2ServerOptions {
   goawayChance: number;
   handle: (req: ApiRequest, res: ResponseSink) => void;
   observer?: RequestObserver;
+  /** --max-connection-bytes-per-sec: a streamed response's byte rate (throttle.ts); 0 or absent for none */
+  maxBytesPerSec?: number;
 }
 
 type Req = IncomingMessage | http2.Http2ServerRequest;
@@ -193,6 +196,18 @@ class NodeSink extends SinkBase implements ResponseSink, BodySource {
     const more = this.req?.responseHeaders;
     if (more) for (const [k, v] of more) put(k, v);
     if (extra) Object.assign(out, extra);
+    if (this.closeAfter) {
+      // HTTP/1.1: node ends the connection after a response that says Connection: close.
+      // HTTP/2 has no such header: a GOAWAY once the response has left, as Go's server
+      // does for one (kube's WithRetryAfter relies on that).
+      if (!this.h2) out['connection'] = 'close';
+      else {
+        const session = (this.res as unknown as http2.Http2ServerResponse).stream.session;
+        this.res.once('finish', () => {
+          if (session && !session.closed) session.close();
+        });
+      }
+    }
     if (this.h2 && this.bodyUnread()) {
       // The rest of the body is not wanted: the stream is reset with NO_ERROR once the
       // response has left, as Go's server does. (HTTP/1.1: node reads the rest of an unread
@@ -323,6 +338,17 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
   server.on('tlsClientError', () => apiserverMetrics.tlsHandshakeError());
   // Idle keep-alive connections stay open as long as the client wants (watches are long).
   server.setTimeout(0);
+  // The connections and HTTP/2 sessions open, for the graceful shutdown's last step.
+  const sockets = new Set<import('node:tls').TLSSocket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('secureConnection', (sock: import('node:tls').TLSSocket) => {
+    sockets.add(sock);
+    sock.once('close', () => sockets.delete(sock));
+  });
+  server.on('session', (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+  });
   server.on('request', (r: Req, w: Res | http2.Http2ServerResponse) => {
     const h2 = r.httpVersionMajor === 2;
     const url = r.url ?? '/';
@@ -351,11 +377,12 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     // the cause inside node's HTTP/1 server was not found).
     const cl = req.headers['content-length'];
     const hasBody = h2 ? !(r as http2.Http2ServerRequest).stream.endAfterHeaders : (cl !== undefined && cl !== '0') || req.headers['transfer-encoding'] !== undefined;
+    const out = opts.maxBytesPerSec ? new ThrottledSink(sink, opts.maxBytesPerSec) : sink;
     if (hasBody) {
       new BodyReader(req, sink, limits, cl !== undefined ? Number(cl) : -1, sink);
-      opts.handle(req, sink);
+      opts.handle(req, out);
     } else {
-      r.on('end', () => opts.handle(req, sink));
+      r.on('end', () => opts.handle(req, out));
       // flowing, as before bodies were read on demand: left paused, its 'end' came late
       // under load, and the slow-watcher test's other watchers starved one run in two
       r.resume();
@@ -370,10 +397,16 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
       const addr = server.address();
       resolve({
         port: typeof addr === 'object' && addr ? addr.port : opts.port,
+        // As Go's Server.Shutdown begins: no new connections, idle HTTP/1.1 ones closed
+        // (node's close does that with allowHTTP1), a GOAWAY on each HTTP/2 session; the
+        // requests in flight go on.
         stopListening: () => {
-          server.close();
-          // open HTTP/2 sessions and keep-alive connections do not stop a close: end them
-          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          if (server.listening) server.close();
+          for (const s of sessions) if (!s.closed) s.close();
+        },
+        closeConnections: () => {
+          for (const s of sessions) if (!s.destroyed) s.destroy();
+          for (const sock of sockets) sock.destroy();
         },
       });
     });

@@ -90,7 +90,7 @@ export abstract class SinkBase {
   }
 
   /** The status sent (0 before the head went out): for the request's trace span. */
-  get statusSent(): number {
+  get sentStatus(): number {
     return this.status;
   }
 
@@ -106,6 +106,16 @@ export abstract class SinkBase {
 
   /** The connection closes right after this response (a request refused for its framing). */
   closeAfter = false;
+
+  /** ResponseSink.closeAfterResponse: the connection closes once this response has left. */
+  closeAfterResponse(): void {
+    this.closeAfter = true;
+  }
+
+  /** ResponseSink.statusSent */
+  statusSent(): boolean {
+    return this.status !== 0;
+  }
 
   /**
    * The response goes out before the request's body was all read (a refusal from the

@@ -62,6 +62,11 @@ export interface ApiRequest {
    * Whoever makes the request wait adds to it.
    */
   sliExcludedSeconds?: number;
+  /**
+   * Set on a watch while the server would end it at shutdown (src/http/lifecycle.ts): the
+   * watch handler gives the function that ends it cleanly (kube's ServerShutdownSignal).
+   */
+  onServerShutdown?: (terminate: () => void) => void;
 }
 
 /** What the rest of the chain tells the audit record of a request. */
@@ -115,6 +120,10 @@ export interface ResponseSink {
   readonly writeQuantum?: number;
   /** Closes the connection abruptly. */
   close(): void;
+  /** The connection closes once this response has left (HTTP/1.1 Connection: close; HTTP/2 GOAWAY). */
+  closeAfterResponse?(): void;
+  /** The status line has gone out (or is on its way): the response can no longer be replaced. */
+  statusSent?(): boolean;
 }
 
 export const STATUS_TEXT: Record<number, string> = {

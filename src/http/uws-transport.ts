@@ -27,6 +27,7 @@ import { statusLine } from './types.js';
 import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
 import { BodyBudget } from './body-budget.js';
 import { frameOf } from './body-framing.js';
+import { ThrottledSink } from './throttle.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -179,7 +180,10 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
     const first = () => {
       this.writeHead(status, headers);
       if (closing) {
-        // uWS adds Connection: close, and closes the connection once the response has left.
+        // uWS adds Connection: close, and closes the connection once the response has left;
+        // but it leaves the header out when the request said Connection: close itself, where
+        // Go's server still says it: added here then.
+        if (/\bclose\b/i.test(this.req?.headers['connection'] ?? '')) res.writeHeader('Connection', 'close');
         res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), true);
         this.finish();
         return;
@@ -198,7 +202,7 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
   }
 
   startStream(status: number, headers: HeaderList): void {
-    if (this.aborted) return;
+    if (this.aborted || this.done) return;
     this.streamStarting();
     this.res.cork(() => this.writeHead(status, headers));
   }
@@ -381,6 +385,8 @@ export interface UwsServerOptions {
    * process holds the port (front/front-threads.ts claimPort).
    */
   sharedPort?: boolean;
+  /** --max-connection-bytes-per-sec: a streamed response's byte rate (throttle.ts); 0 or absent for none */
+  maxBytesPerSec?: number;
 }
 
 export interface RunningServer {
@@ -472,7 +478,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     // Still inside uWS's request callback: uWS corks the socket itself, so a response
     // sent synchronously from here leaves without an extra cork.
     sink.inHandler = true;
-    opts.handle(req, sink);
+    opts.handle(req, opts.maxBytesPerSec ? new ThrottledSink(sink, opts.maxBytesPerSec) : sink);
     sink.inHandler = false;
   });
   return new Promise((resolve, reject) => {
@@ -486,9 +492,15 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
         reject(new Error(`failed to listen on ${opts.host}:${opts.port} (address already in use?)`));
         return;
       }
+      let listening = true;
       resolve({
         port: uws.us_socket_local_port(token),
-        stopListening: () => uws.us_listen_socket_close(token),
+        // (once: the graceful shutdown and a front thread's stop may both ask)
+        stopListening: () => {
+          if (!listening) return;
+          listening = false;
+          uws.us_listen_socket_close(token);
+        },
         // (uWS.js has close(); the bundled typings lack it)
         closeConnections: () => (app as unknown as { close(): void }).close(),
       });

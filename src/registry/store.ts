@@ -196,6 +196,9 @@ export class Store {
    */
   admission?: AdmissionChain;
 
+  /** --delete-collection-workers: the deletes a deletecollection runs at once */
+  deleteCollectionWorkers = 1;
+
   /** the storage backend under the caches: writes, and reads of the revision history */
   readonly storage: Storage;
 
@@ -1045,16 +1048,23 @@ export class Store {
     const listed = await this.list(t, ns, { ...o, limit: 0, continueToken: '' });
     const out: Buffer[] = [];
     const names = listed.items.map((b) => JSON.parse(b.toString('utf8')).metadata as { name: string; namespace?: string });
-    await Promise.all(
-      names.map(async (m) => {
+    // kube's Store.DeleteCollection: --delete-collection-workers deletes at a time, each
+    // worker taking the next item; the first failure (other than one already gone) ends it.
+    let next = 0;
+    let failed: unknown = null;
+    const worker = async (): Promise<void> => {
+      while (failed === null && next < names.length) {
+        const m = names[next++];
         try {
           const r = await this.delete(t, m.namespace ?? '', m.name, d, admissionFor?.(m.namespace ?? '', m.name));
           out.push(r.json);
         } catch (e) {
-          if (!(e instanceof StatusError && e.code === 404)) throw e;
+          if (!(e instanceof StatusError && e.code === 404)) failed ??= e;
         }
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.deleteCollectionWorkers, names.length)) }, worker));
+    if (failed !== null) throw failed;
     return out;
   }
 

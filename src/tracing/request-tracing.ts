@@ -94,7 +94,7 @@ export class RequestTracing {
         const span = this.startServerSpan(req, res);
         holder.span = span;
         res.onDone(() => {
-          const status = (res as { statusSent?: number }).statusSent ?? 0;
+          const status = (res as { sentStatus?: number }).sentStatus ?? 0;
           if (status) span.setAttribute('http.status_code', status);
           const bytes = (res as { bytesSent?: number }).bytesSent ?? -1;
           if (bytes >= 0) span.setAttribute('http.response_content_length', bytes);
