@@ -67,6 +67,10 @@ export interface ContainerRuntimeStatus {
   restartCount: number;
   ready: boolean;
   containerID?: string;
+  /** why it is waiting or terminated, in words (optional: added for the process runtime) */
+  message?: string;
+  /** the previous instance's end, once restarted (kubelet's lastState.terminated; optional) */
+  lastTerminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string; containerID?: string };
 }
 
 export interface ContainerRuntime {

@@ -1,0 +1,777 @@
+// The default container runtime of the node agent: each container is a local process.
+//
+// What a container is here:
+//   - its process runs `command` + `args` (kube's rule without an image: command replaces
+//     the entrypoint, args the image's cmd; with neither, the runtime runs `sleep infinity`,
+//     so that a pod of any image "runs"). The image is a name only: it is reported back in
+//     the status and otherwise ignored; nothing is pulled.
+//   - its own directory, <root-dir>/pods/<uid>/containers/<name>/, is its working directory
+//     (spec.workingDir is not honoured: there is no image filesystem) and what a checkpoint
+//     archives; its environment is the container's env ($(VAR) references expanded; value,
+//     fieldRef, secretKeyRef and configMapKeyRef through the agent's lookups; envFrom), PATH
+//     and HOME from the agent, HOSTNAME the pod's name.
+//   - its stdout and stderr go to a log file per instance in the CRI log format
+//     (<root-dir>/pods/<uid>/logs/<name>/<restartCount>.log, "time stream F|P text" lines),
+//     which /containerLogs reads, previous=true reading the instance before.
+//   - restarts follow restartPolicy (Always; OnFailure on a non-zero exit; Never) with
+//     kubelet's CrashLoopBackOff: 10 s doubling to 5 min, reset after 10 min of running.
+//   - readiness probes (exec, httpGet, tcpSocket) against 127.0.0.1; no probe: ready once running.
+//     Liveness and startup probes are not run.
+//   - exec runs a command beside the main process (same directory and environment); with a
+//     tty it runs under util-linux `script` (a pseudo-terminal without resize: the window
+//     size cannot be changed from node); without `script`, a tty request runs without one.
+//   - attach joins the main process's stdin (when the container has stdin: true) and output.
+//   - portForward connects to 127.0.0.1:port (the pod's network is the host's).
+//   - checkpoint stops the process group (SIGSTOP), archives the container's directory, its
+//     log and a state file (checkpoint.json) into a tar written 0600, and resumes it.
+// Init containers and ephemeral containers are not run.
+//
+// Thread ownership: the agent's main thread; child processes are ours alone.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, createReadStream, createWriteStream, existsSync, mkdirSync, openSync, closeSync, readSync, readdirSync, readFileSync, lstatSync, rmSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import http from 'node:http';
+import https from 'node:https';
+import { join } from 'node:path';
+import { PassThrough, Readable, type Duplex } from 'node:stream';
+import { pack as tarPack } from 'tar-stream';
+import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type ContainerRuntimeStatus, type ExecSession, type LogOptions, type StreamOptions } from './runtime.js';
+
+export const PROCESS_RUNTIME_VERSION = 'process://0.1.0';
+const BACKOFF_INITIAL_MS = 10_000;
+const BACKOFF_MAX_MS = 300_000;
+/** a partial line longer than this is written as a "P" record (containerd's maxLen is 16 KiB) */
+const MAX_LINE = 16 * 1024;
+
+/** How the runtime reads the objects an env var names (the agent answers from the API server). */
+export interface EnvLookups {
+  secret(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+  configMap(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+}
+
+export interface ProcessRuntimeOptions {
+  rootDir: string;
+  nodeName: string;
+  nodeIP: string;
+  lookups?: EnvLookups;
+  log?: (m: string) => void;
+  /** first restart delay, for tests (kubelet's 10 s by default) */
+  backoffInitialMs?: number;
+}
+
+interface Instance {
+  name: string;
+  spec: any;
+  id: string;
+  restartCount: number;
+  state: 'waiting' | 'running' | 'terminated';
+  reason?: string;
+  message?: string;
+  exitCode?: number;
+  startedAt?: string;
+  finishedAt?: string;
+  proc?: ChildProcess;
+  exited?: Promise<void>;
+  logPath: string;
+  /** output listeners (attach sessions): stream -> chunk */
+  listeners: Set<(stream: 'stdout' | 'stderr', chunk: Buffer) => void>;
+  ready: boolean;
+  probeTimer?: NodeJS.Timeout;
+  restartTimer?: NodeJS.Timeout;
+  backoffMs: number;
+  lastTerminated?: ContainerRuntimeStatus['lastTerminated'];
+  env: Record<string, string>;
+  command: string[];
+  dir: string;
+}
+
+interface PodRecord {
+  uid: string;
+  pod: any;
+  dir: string;
+  containers: Map<string, Instance>;
+  stopping: boolean;
+}
+
+const haveScript = (() => {
+  let v: boolean | undefined;
+  return () => (v ??= spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0);
+})();
+
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** kubelet's $(VAR) expansion: a defined name is replaced, $$ escapes, anything else stays. */
+export function expandVars(s: string, env: Record<string, string>): string {
+  return s.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name) => (m === '$$' ? '$' : name in env ? env[name] : m));
+}
+
+/** The process to run for a container (see the header). */
+export function containerCommand(c: any, env: Record<string, string>): string[] {
+  const cmd: string[] = (c.command ?? []).map((s: string) => expandVars(s, env));
+  const args: string[] = (c.args ?? []).map((s: string) => expandVars(s, env));
+  if (cmd.length) return [...cmd, ...args];
+  if (args.length) return args;
+  return ['sleep', 'infinity'];
+}
+
+/** Appends a process's output to a CRI-format log file, line by line. */
+class CriLogWriter {
+  private fd: number;
+  private partial: Record<'stdout' | 'stderr', Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
+  constructor(path: string) {
+    this.fd = openSync(path, 'a', 0o600);
+  }
+  private line(stream: string, tag: 'F' | 'P', text: Buffer): void {
+    writeSync(this.fd, Buffer.concat([Buffer.from(`${new Date().toISOString().replace('Z', '000000Z')} ${stream} ${tag} `), text, Buffer.from('\n')]));
+  }
+  write(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    let buf = Buffer.concat([this.partial[stream], chunk]);
+    let i;
+    while ((i = buf.indexOf(10)) >= 0) {
+      this.line(stream, 'F', buf.subarray(0, i));
+      buf = buf.subarray(i + 1);
+    }
+    while (buf.length > MAX_LINE) {
+      this.line(stream, 'P', buf.subarray(0, MAX_LINE));
+      buf = buf.subarray(MAX_LINE);
+    }
+    this.partial[stream] = Buffer.from(buf);
+  }
+  close(): void {
+    for (const s of ['stdout', 'stderr'] as const) if (this.partial[s].length) this.line(s, 'P', this.partial[s]);
+    closeSync(this.fd);
+  }
+}
+
+interface LogRecord {
+  time: Date;
+  timeText: string;
+  stream: string;
+  text: Buffer; // with its newline when the record was a full line
+}
+
+function parseCriLine(line: Buffer): LogRecord | undefined {
+  const a = line.indexOf(32);
+  const b = line.indexOf(32, a + 1);
+  const c = line.indexOf(32, b + 1);
+  if (a < 0 || b < 0 || c < 0) return undefined;
+  const timeText = line.subarray(0, a).toString();
+  const tag = line.subarray(b + 1, c).toString();
+  const body = line.subarray(c + 1);
+  return { time: new Date(timeText), timeText, stream: line.subarray(a + 1, b).toString(), text: tag === 'P' ? Buffer.from(body) : Buffer.concat([body, Buffer.from('\n')]) };
+}
+
+function splitLines(buf: Buffer): { lines: Buffer[]; rest: Buffer } {
+  const lines: Buffer[] = [];
+  let i;
+  while ((i = buf.indexOf(10)) >= 0) {
+    lines.push(buf.subarray(0, i));
+    buf = buf.subarray(i + 1);
+  }
+  return { lines, rest: buf };
+}
+
+export class ProcessRuntime implements ContainerRuntime {
+  readonly version = PROCESS_RUNTIME_VERSION;
+  private readonly pods = new Map<string, PodRecord>();
+  private readonly log: (m: string) => void;
+  private closed = false;
+
+  constructor(private readonly opts: ProcessRuntimeOptions) {
+    this.log = opts.log ?? ((m) => console.error(m));
+  }
+
+  private podDir(uid: string): string {
+    return join(this.opts.rootDir, 'pods', uid);
+  }
+
+  async syncPod(pod: any): Promise<void> {
+    if (this.closed) return;
+    const uid = pod.metadata.uid;
+    let rec = this.pods.get(uid);
+    if (!rec) {
+      rec = { uid, pod, dir: this.podDir(uid), containers: new Map(), stopping: false };
+      this.pods.set(uid, rec);
+      mkdirSync(join(rec.dir, 'containers'), { recursive: true, mode: 0o700 });
+      mkdirSync(join(rec.dir, 'logs'), { recursive: true, mode: 0o700 });
+    }
+    rec.pod = pod;
+    if (rec.stopping) return;
+    for (const c of pod.spec?.containers ?? []) {
+      if (!rec.containers.has(c.name)) await this.start(rec, c, 0);
+    }
+  }
+
+  private async buildEnv(pod: any, c: any): Promise<Record<string, string>> {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: process.env.HOME ?? '/', HOSTNAME: pod.metadata.name };
+    const ns = pod.metadata.namespace;
+    const lookups = this.opts.lookups;
+    for (const from of c.envFrom ?? []) {
+      const ref = from.secretRef ?? from.configMapRef;
+      if (!ref || !lookups) continue;
+      const data = from.secretRef ? await lookups.secret(ns, ref.name) : await lookups.configMap(ns, ref.name);
+      if (!data) {
+        if (ref.optional) continue;
+        throw new Error(`${from.secretRef ? 'secret' : 'configmap'} "${ref.name}" not found`);
+      }
+      for (const [k, v] of Object.entries(data)) env[(from.prefix ?? '') + k] = v;
+    }
+    for (const e of c.env ?? []) {
+      if (e.value !== undefined) env[e.name] = expandVars(String(e.value), env);
+      else if (e.valueFrom?.fieldRef) env[e.name] = this.fieldValue(pod, e.valueFrom.fieldRef.fieldPath);
+      else if (e.valueFrom?.secretKeyRef || e.valueFrom?.configMapKeyRef) {
+        const ref = e.valueFrom.secretKeyRef ?? e.valueFrom.configMapKeyRef;
+        const data = lookups ? (e.valueFrom.secretKeyRef ? await lookups.secret(ns, ref.name) : await lookups.configMap(ns, ref.name)) : undefined;
+        const v = data?.[ref.key];
+        if (v === undefined) {
+          if (ref.optional) continue;
+          throw new Error(data ? `couldn't find key ${ref.key} in ${e.valueFrom.secretKeyRef ? 'Secret' : 'ConfigMap'} ${ns}/${ref.name}` : `${e.valueFrom.secretKeyRef ? 'secret' : 'configmap'} "${ref.name}" not found`);
+        }
+        env[e.name] = v;
+      } else env[e.name] = ''; // resourceFieldRef and the like: not supported, empty
+    }
+    return env;
+  }
+
+  private fieldValue(pod: any, path: string): string {
+    const m = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(path);
+    if (m) return pod.metadata?.[m[1]]?.[m[2]] ?? '';
+    switch (path) {
+      case 'metadata.name':
+        return pod.metadata.name;
+      case 'metadata.namespace':
+        return pod.metadata.namespace;
+      case 'metadata.uid':
+        return pod.metadata.uid;
+      case 'spec.nodeName':
+        return this.opts.nodeName;
+      case 'spec.serviceAccountName':
+        return pod.spec?.serviceAccountName ?? '';
+      case 'status.hostIP':
+      case 'status.podIP':
+      case 'status.hostIPs':
+      case 'status.podIPs':
+        return this.opts.nodeIP;
+      default:
+        return '';
+    }
+  }
+
+  private async start(rec: PodRecord, c: any, restartCount: number, prev?: Instance): Promise<void> {
+    const dir = join(rec.dir, 'containers', c.name);
+    const logDir = join(rec.dir, 'logs', c.name);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    mkdirSync(logDir, { recursive: true, mode: 0o700 });
+    const inst: Instance = {
+      name: c.name,
+      spec: c,
+      id: randomBytes(32).toString('hex'),
+      restartCount,
+      state: 'waiting',
+      reason: 'ContainerCreating',
+      logPath: join(logDir, `${restartCount}.log`),
+      listeners: new Set(),
+      ready: false,
+      backoffMs: prev?.backoffMs ?? 0,
+      lastTerminated: prev?.lastTerminated,
+      env: {},
+      command: [],
+      dir,
+    };
+    rec.containers.set(c.name, inst);
+    try {
+      inst.env = await this.buildEnv(rec.pod, c);
+    } catch (e) {
+      inst.reason = 'CreateContainerConfigError';
+      inst.message = (e as Error).message;
+      // kubelet retries a config error on its next sync: so do we, after the backoff
+      this.scheduleRestart(rec, inst, true);
+      return;
+    }
+    if (rec.stopping || this.closed) return;
+    inst.command = containerCommand(c, inst.env);
+    const tty = !!c.tty && haveScript();
+    const [file, args] = tty ? ['script', ['-qfec', inst.command.map(quote).join(' '), '/dev/null']] : [inst.command[0], inst.command.slice(1)];
+    const writer = new CriLogWriter(inst.logPath);
+    const startedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    let proc: ChildProcess;
+    try {
+      proc = spawn(file, args, { cwd: dir, env: inst.env, detached: true, stdio: [c.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      writer.close();
+      this.terminated(rec, inst, 128, 'StartError', (e as Error).message, startedAt);
+      return;
+    }
+    inst.proc = proc;
+    proc.stdin?.on('error', () => {});
+    const out = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      writer.write(stream, chunk);
+      for (const l of inst.listeners) l(stream, chunk);
+    };
+    proc.stdout!.on('data', out('stdout'));
+    proc.stderr!.on('data', out('stderr'));
+    inst.exited = new Promise<void>((res) => {
+      let spawnError: Error | undefined;
+      proc.on('error', (e) => (spawnError = e));
+      proc.on('close', (code, signal) => {
+        writer.close();
+        if (spawnError && proc.pid === undefined) this.terminated(rec, inst, 128, 'StartError', `failed to start "${inst.command[0]}": ${spawnError.message}`, startedAt);
+        else {
+          const exit = code ?? 128 + (signal ? (osSignals[signal] ?? 9) : 9);
+          this.terminated(rec, inst, exit, exit === 0 ? 'Completed' : 'Error', undefined, startedAt);
+        }
+        res();
+      });
+    });
+    proc.on('spawn', () => {
+      if (inst.state !== 'waiting') return;
+      inst.state = 'running';
+      inst.reason = undefined;
+      inst.message = undefined;
+      inst.startedAt = startedAt;
+      this.startProbes(rec, inst);
+    });
+  }
+
+  private terminated(rec: PodRecord, inst: Instance, exitCode: number, reason: string, message: string | undefined, startedAt: string): void {
+    if (inst.probeTimer) clearTimeout(inst.probeTimer);
+    inst.state = 'terminated';
+    inst.exitCode = exitCode;
+    inst.reason = reason;
+    inst.message = message;
+    inst.ready = false;
+    inst.startedAt ??= startedAt;
+    inst.finishedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    inst.proc = undefined;
+    const policy = rec.pod.spec?.restartPolicy ?? 'Always';
+    if (!rec.stopping && !this.closed && (policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0))) this.scheduleRestart(rec, inst, false);
+  }
+
+  /** kubelet's CrashLoopBackOff: the next start after a doubling delay, reset after a long run. */
+  private scheduleRestart(rec: PodRecord, inst: Instance, configError: boolean): void {
+    const ranMs = inst.startedAt && inst.finishedAt ? Date.parse(inst.finishedAt) - Date.parse(inst.startedAt) : 0;
+    const initial = this.opts.backoffInitialMs ?? BACKOFF_INITIAL_MS;
+    inst.backoffMs = ranMs > 2 * BACKOFF_MAX_MS || inst.backoffMs === 0 ? initial : Math.min(inst.backoffMs * 2, BACKOFF_MAX_MS);
+    const delay = inst.backoffMs;
+    if (!configError) {
+      const last = { exitCode: inst.exitCode ?? 0, reason: inst.reason, startedAt: inst.startedAt, finishedAt: inst.finishedAt, containerID: `process://${inst.id}` };
+      // while it waits, the status says CrashLoopBackOff with the last run as lastState
+      inst.lastTerminated = last;
+      inst.state = 'waiting';
+      inst.reason = 'CrashLoopBackOff';
+      inst.message = `back-off ${Math.round(delay / 1000)}s restarting failed container=${inst.name} pod=${rec.pod.metadata.name}_${rec.pod.metadata.namespace}(${rec.uid})`;
+    }
+    inst.restartTimer = setTimeout(() => {
+      if (rec.stopping || this.closed || rec.containers.get(inst.name) !== inst) return;
+      void this.start(rec, inst.spec, configError ? inst.restartCount : inst.restartCount + 1, inst).catch((e) => this.log(`start ${inst.name}: ${(e as Error).message}`));
+    }, delay);
+    inst.restartTimer.unref();
+  }
+
+  private startProbes(rec: PodRecord, inst: Instance): void {
+    const p = inst.spec.readinessProbe;
+    if (!p) {
+      inst.ready = true;
+      return;
+    }
+    const period = (p.periodSeconds ?? 10) * 1000;
+    const success = p.successThreshold ?? 1;
+    const failure = p.failureThreshold ?? 3;
+    let ok = 0;
+    let bad = 0;
+    const run = async () => {
+      if (inst.state !== 'running' || rec.stopping) return;
+      const passed = await this.probe(inst, p).catch(() => false);
+      if (passed) {
+        bad = 0;
+        if (++ok >= success) inst.ready = true;
+      } else {
+        ok = 0;
+        if (++bad >= failure) inst.ready = false;
+      }
+      if (inst.state === 'running' && !rec.stopping) {
+        inst.probeTimer = setTimeout(run, period);
+        inst.probeTimer.unref();
+      }
+    };
+    inst.probeTimer = setTimeout(run, (p.initialDelaySeconds ?? 0) * 1000);
+    inst.probeTimer.unref();
+  }
+
+  /** One probe (kubelet's prober): exec exit 0, an HTTP status 200-399, or a TCP connect, within timeoutSeconds. */
+  private probe(inst: Instance, p: any): Promise<boolean> {
+    const timeout = (p.timeoutSeconds ?? 1) * 1000;
+    const port = (v: any) => (typeof v === 'number' ? v : Number(v) || (inst.spec.ports ?? []).find((x: any) => x.name === v)?.containerPort);
+    if (p.exec) {
+      return new Promise((res) => {
+        const cmd: string[] = p.exec.command ?? [];
+        if (!cmd.length) return res(false);
+        const child = spawn(cmd[0], cmd.slice(1), { cwd: inst.dir, env: inst.env, stdio: 'ignore', timeout });
+        child.on('error', () => res(false));
+        child.on('close', (code) => res(code === 0));
+      });
+    }
+    if (p.httpGet) {
+      return new Promise((res) => {
+        const mod = (p.httpGet.scheme ?? 'HTTP').toUpperCase() === 'HTTPS' ? https : http;
+        const headers: Record<string, string> = { 'user-agent': 'kube-probe/1.33' };
+        for (const h of p.httpGet.httpHeaders ?? []) headers[h.name] = h.value;
+        const req = mod.request({ host: p.httpGet.host || '127.0.0.1', port: port(p.httpGet.port), path: p.httpGet.path ?? '/', method: 'GET', headers, timeout, rejectUnauthorized: false }, (r) => {
+          r.resume();
+          res((r.statusCode ?? 0) >= 200 && (r.statusCode ?? 0) < 400);
+        });
+        req.on('timeout', () => req.destroy());
+        req.on('error', () => res(false));
+        req.end();
+      });
+    }
+    if (p.tcpSocket) {
+      return new Promise((res) => {
+        const s = connect({ host: p.tcpSocket.host || '127.0.0.1', port: port(p.tcpSocket.port) });
+        s.setTimeout(timeout, () => (s.destroy(), res(false)));
+        s.on('connect', () => (s.destroy(), res(true)));
+        s.on('error', () => res(false));
+      });
+    }
+    return Promise.resolve(true); // grpc probes: not supported, counted as passing
+  }
+
+  async killPod(uid: string, gracePeriodSeconds = 30): Promise<void> {
+    const rec = this.pods.get(uid);
+    if (!rec) return;
+    rec.stopping = true;
+    await Promise.all([...rec.containers.values()].map((i) => this.stopInstance(i, gracePeriodSeconds)));
+    this.pods.delete(uid);
+    rmSync(rec.dir, { recursive: true, force: true });
+  }
+
+  /** SIGTERM to the container's process group, SIGKILL once the grace period is over. */
+  private async stopInstance(inst: Instance, graceSeconds: number): Promise<void> {
+    if (inst.restartTimer) clearTimeout(inst.restartTimer);
+    if (inst.probeTimer) clearTimeout(inst.probeTimer);
+    const proc = inst.proc;
+    if (!proc?.pid || !inst.exited) return;
+    const signal = (s: NodeJS.Signals) => {
+      try {
+        process.kill(-proc.pid!, s);
+      } catch {
+        /* already gone */
+      }
+    };
+    signal('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([inst.exited, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, graceSeconds) * 1000)))]);
+    clearTimeout(timer);
+    if (inst.proc) {
+      signal('SIGKILL');
+      await inst.exited;
+    }
+  }
+
+  podStatus(uid: string): ContainerRuntimeStatus[] | undefined {
+    const rec = this.pods.get(uid);
+    if (!rec) return undefined;
+    return [...rec.containers.values()].map((i) => ({
+      name: i.name,
+      state: i.state,
+      reason: i.reason,
+      message: i.message,
+      exitCode: i.exitCode,
+      startedAt: i.startedAt,
+      finishedAt: i.finishedAt,
+      restartCount: i.restartCount,
+      ready: i.state === 'running' && i.ready,
+      containerID: i.state === 'waiting' ? undefined : `process://${i.id}`,
+      lastTerminated: i.lastTerminated,
+    }));
+  }
+
+  /** The pod record of a ref (by uid, or by namespace and name when the uid is ''). */
+  private find(ref: Omit<ContainerRef, 'container'>): PodRecord {
+    if (ref.uid) {
+      const r = this.pods.get(ref.uid);
+      if (r && r.pod.metadata.name === ref.pod && r.pod.metadata.namespace === ref.namespace) return r;
+    } else {
+      for (const r of this.pods.values()) if (r.pod.metadata.name === ref.pod && r.pod.metadata.namespace === ref.namespace && !r.stopping) return r;
+    }
+    throw new RuntimeNotFoundError(`pod ${ref.namespace}/${ref.pod} not found`);
+  }
+
+  private instance(ref: ContainerRef): { rec: PodRecord; inst: Instance } {
+    const rec = this.find(ref);
+    const inst = rec.containers.get(ref.container);
+    if (!inst) throw new RuntimeNotFoundError(`container ${ref.container} not found in pod ${ref.namespace}/${ref.pod}`);
+    return { rec, inst };
+  }
+
+  async logs(ref: ContainerRef, opts: LogOptions, signal: AbortSignal): Promise<Readable> {
+    const { rec, inst } = this.instance(ref);
+    // kubelet's validateContainerLogStatus: "previous" is the run before the current one; a
+    // container waiting to restart (CrashLoopBackOff) shows its last run as both
+    let path = inst.logPath;
+    let live = inst.finishedAt === undefined;
+    if (opts.previous) {
+      if (inst.reason !== 'CrashLoopBackOff') {
+        if (inst.restartCount === 0) throw new RuntimeNotFoundError(`previous terminated container "${inst.name}" in pod "${rec.pod.metadata.name}" not found`);
+        path = join(rec.dir, 'logs', inst.name, `${inst.restartCount - 1}.log`);
+      }
+      live = false;
+    }
+    if (!existsSync(path)) return Readable.from([]);
+    const since = opts.sinceTime ?? (opts.sinceSeconds ? new Date(Date.now() - opts.sinceSeconds * 1000) : undefined);
+    const render = (r: LogRecord) => (opts.timestamps ? Buffer.concat([Buffer.from(r.timeText + ' '), r.text]) : r.text);
+    // what is in the file now
+    const content = readFileSync(path);
+    const { lines, rest } = splitLines(content);
+    let records = lines.map(parseCriLine).filter((r): r is LogRecord => !!r);
+    if (since) records = records.filter((r) => r.time >= since);
+    if (opts.tailLines !== undefined) {
+      // tailLines counts full lines: a run of P records is one line with its F
+      let n = 0;
+      let start = records.length;
+      while (start > 0 && n < opts.tailLines) {
+        start--;
+        if (records[start].text[records[start].text.length - 1] === 10) n++;
+        if (n === opts.tailLines) {
+          while (start > 0 && records[start - 1].text[records[start - 1].text.length - 1] !== 10) start--;
+          break;
+        }
+      }
+      records = records.slice(start);
+    }
+    const out = new PassThrough();
+    let remaining = opts.limitBytes ?? Infinity;
+    const push = (b: Buffer): boolean => {
+      if (remaining <= 0) return false;
+      const piece = b.length > remaining ? b.subarray(0, remaining) : b;
+      remaining -= piece.length;
+      out.write(piece);
+      return remaining > 0;
+    };
+    let more = true;
+    for (const r of records) if (!(more = push(render(r)))) break;
+    if (!opts.follow || !live || !more) {
+      out.end();
+      return out;
+    }
+    // follow: read what is appended until the instance ends or the caller goes
+    let offset = content.length - rest.length;
+    let pending = Buffer.alloc(0);
+    const tick = () => {
+      if (signal.aborted) return finish();
+      let size: number;
+      try {
+        size = statSync(path).size;
+      } catch {
+        return finish();
+      }
+      if (size > offset) {
+        const fd = openSync(path, 'r');
+        const buf = Buffer.alloc(size - offset);
+        readAt(fd, buf, offset);
+        closeSync(fd);
+        offset = size;
+        const split = splitLines(Buffer.concat([pending, buf]));
+        pending = Buffer.from(split.rest);
+        for (const l of split.lines) {
+          const r = parseCriLine(l);
+          if (r && !push(render(r))) return finish();
+        }
+      }
+      if (inst.finishedAt !== undefined || rec.containers.get(inst.name) !== inst) {
+        // one last read happened above; the instance is over
+        return finish();
+      }
+      timer = setTimeout(tick, 100);
+    };
+    let timer: NodeJS.Timeout | undefined = setTimeout(tick, 100);
+    const finish = () => {
+      clearTimeout(timer);
+      out.end();
+    };
+    signal.addEventListener('abort', finish, { once: true });
+    return out;
+  }
+
+  private runningInstance(ref: ContainerRef): { rec: PodRecord; inst: Instance } {
+    const found = this.instance(ref);
+    if (found.inst.state !== 'running') throw new Error(`container ${ref.container} is not running`);
+    return found;
+  }
+
+  async exec(ref: ContainerRef, command: string[], opts: StreamOptions): Promise<ExecSession> {
+    const { rec, inst } = this.runningInstance(ref);
+    if (!command.length) throw new Error('no command given');
+    const tty = opts.tty && haveScript();
+    const [file, args] = tty ? ['script', ['-qfec', command.map(quote).join(' '), '/dev/null']] : [command[0], command.slice(1)];
+    const child = spawn(file, args, { cwd: join(rec.dir, 'containers', inst.name), env: inst.env, stdio: [opts.stdin ? 'pipe' : 'ignore', opts.stdout || tty ? 'pipe' : 'ignore', opts.stderr && !tty ? 'pipe' : 'ignore'] });
+    child.stdin?.on('error', () => {});
+    const exit = new Promise<{ code: number } | { error: string }>((res) => {
+      let err: Error | undefined;
+      child.on('error', (e) => (err = e));
+      child.on('close', (code, sig) => {
+        if (err && child.pid === undefined) res({ error: `failed to exec "${command[0]}": ${err.message}` });
+        else res({ code: code ?? 128 + (sig ? (osSignals[sig] ?? 9) : 9) });
+      });
+    });
+    return {
+      stdin: child.stdin ?? undefined,
+      stdout: child.stdout ?? undefined,
+      stderr: tty ? undefined : (child.stderr ?? undefined),
+      resize: () => {}, // not possible without a pty ioctl (see the header)
+      exit,
+      close: () => {
+        try {
+          child.kill('SIGKILL');
+        } catch {
+          /* gone */
+        }
+      },
+    };
+  }
+
+  async attach(ref: ContainerRef, opts: StreamOptions): Promise<ExecSession> {
+    const { inst } = this.runningInstance(ref);
+    const tty = !!inst.spec.tty;
+    const stdout = opts.stdout ? new PassThrough() : undefined;
+    const stderr = opts.stderr && !tty ? new PassThrough() : undefined;
+    const listener = (stream: 'stdout' | 'stderr', chunk: Buffer) => {
+      if (stream === 'stdout' || tty) stdout?.write(chunk);
+      else stderr?.write(chunk);
+    };
+    inst.listeners.add(listener);
+    let stdin: PassThrough | undefined;
+    const procStdin = inst.proc?.stdin;
+    if (opts.stdin && procStdin) {
+      stdin = new PassThrough();
+      stdin.on('data', (d) => procStdin.write(d));
+      // stdinOnce: the container's stdin closes when the first attached client's does
+      stdin.on('end', () => {
+        if (inst.spec.stdinOnce) procStdin.end();
+      });
+    }
+    const done = () => {
+      inst.listeners.delete(listener);
+      stdout?.end();
+      stderr?.end();
+    };
+    const exit = (inst.exited ?? Promise.resolve()).then(() => {
+      done();
+      return { code: inst.exitCode ?? 0 };
+    });
+    return { stdin, stdout, stderr, resize: () => {}, exit, close: done };
+  }
+
+  async portForward(ref: Omit<ContainerRef, 'container'>, port: number): Promise<Duplex> {
+    this.find(ref);
+    return new Promise<Socket>((res, rej) => {
+      const s = connect({ host: '127.0.0.1', port });
+      s.once('connect', () => res(s));
+      s.once('error', (e) => rej(new Error(`failed to connect to localhost:${port} inside namespace "${ref.pod}": ${e.message}`)));
+    });
+  }
+
+  async checkpoint(ref: ContainerRef, archivePath: string, timeoutSeconds?: number): Promise<void> {
+    const { rec, inst } = this.instance(ref);
+    const proc = inst.proc;
+    if (inst.state !== 'running' || !proc?.pid) throw new Error(`container ${ref.container} is not running`);
+    const dir = join(rec.dir, 'containers', inst.name);
+    const pk = tarPack();
+    const file = createWriteStream(archivePath, { mode: 0o600, flags: 'wx' });
+    const written = new Promise<void>((res, rej) => {
+      file.on('finish', res);
+      file.on('error', rej);
+      pk.on('error', rej);
+    });
+    pk.pipe(file);
+    const signal = (s: NodeJS.Signals) => {
+      try {
+        process.kill(-proc.pid!, s);
+      } catch {
+        /* gone */
+      }
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const work = (async () => {
+      // the process group holds still while its files are read (as CRIU stops the task)
+      signal('SIGSTOP');
+      try {
+        const state = {
+          version: 1,
+          runtime: PROCESS_RUNTIME_VERSION,
+          pod: { namespace: rec.pod.metadata.namespace, name: rec.pod.metadata.name, uid: rec.uid },
+          container: { name: inst.name, id: `process://${inst.id}`, image: inst.spec.image, command: inst.command, env: inst.env, pid: proc.pid, startedAt: inst.startedAt, restartCount: inst.restartCount },
+          checkpointedAt: new Date().toISOString(),
+        };
+        await entry(pk, { name: 'checkpoint.json', mode: 0o600 }, Buffer.from(JSON.stringify(state, null, 2) + '\n'));
+        if (existsSync(inst.logPath)) await entry(pk, { name: 'container.log', mode: 0o600 }, readFileSync(inst.logPath));
+        await addTree(pk, dir, 'rootfs');
+      } finally {
+        signal('SIGCONT');
+      }
+      pk.finalize();
+      await written;
+    })();
+    try {
+      if (timeoutSeconds && timeoutSeconds > 0) {
+        await Promise.race([work, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`checkpoint timed out after ${timeoutSeconds}s`)), timeoutSeconds * 1000)))]);
+      } else await work;
+      chmodSync(archivePath, 0o600);
+    } catch (e) {
+      pk.destroy();
+      file.destroy();
+      try {
+        unlinkSync(archivePath);
+      } catch {
+        /* not written */
+      }
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.pods.keys()].map((uid) => this.killPod(uid, 2)));
+  }
+}
+
+function readAt(fd: number, buf: Buffer, position: number): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = readSync(fd, buf, done, buf.length - done, position + done);
+    if (n <= 0) break;
+    done += n;
+  }
+}
+
+function entry(pk: ReturnType<typeof tarPack>, header: { name: string; mode: number; type?: 'file' | 'directory'; mtime?: Date }, body?: Buffer): Promise<void> {
+  return new Promise((res, rej) => pk.entry(header as any, body as any, (e?: Error | null) => (e ? rej(e) : res())));
+}
+
+/** Adds a directory's tree under prefix: directories and regular files (links and devices skipped). */
+async function addTree(pk: ReturnType<typeof tarPack>, dir: string, prefix: string): Promise<void> {
+  let st: Stats;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    return;
+  }
+  await entry(pk, { name: prefix + '/', mode: st.mode & 0o7777, type: 'directory', mtime: st.mtime });
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    const s = lstatSync(p);
+    if (s.isDirectory()) await addTree(pk, p, `${prefix}/${name}`);
+    else if (s.isFile()) {
+      await new Promise<void>((res, rej) => {
+        const w = pk.entry({ name: `${prefix}/${name}`, size: s.size, mode: s.mode & 0o7777, mtime: s.mtime }, (e?: Error | null) => (e ? rej(e) : res()));
+        createReadStream(p).on('error', rej).pipe(w);
+      });
+    }
+  }
+}
+
+/** signal numbers of Linux, for a killed process's exit code (128 + n) */
+const osSignals: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15, SIGUSR1: 10, SIGUSR2: 12 };
