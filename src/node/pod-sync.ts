@@ -1,0 +1,188 @@
+// The pods bound to this node: watched by spec.nodeName, run and stopped through the
+// runtime, their status written to pods/status (kubelet's config source, pod workers and
+// status manager, reduced to one loop).
+//   - A pod seen (listed or watched) and not terminal is synced: the runtime starts what is
+//     missing. A terminal pod (Succeeded, Failed) is left as it is.
+//   - A pod with a deletionTimestamp is stopped with its deletionGracePeriodSeconds, then
+//     deleted with grace period 0 and its uid as precondition, as kubelet does once its
+//     containers are gone. A pod removed from the API is stopped at once.
+//   - Every status tick (and after each sync), a pod's status is computed from the runtime
+//     and written when it differs from the last one written.
+// The watch is resumed from the last resourceVersion; a 410 Gone lists again.
+//
+// Thread ownership: the agent's main thread.
+import type { ApiClient, WatchEvent } from './api-client.js';
+import { ApiError } from './api-client.js';
+import type { ContainerRuntime } from './runtime.js';
+import { isTerminal, podStatus, podStatusFingerprint } from './pod-status.js';
+
+export interface PodSyncOptions {
+  nodeName: string;
+  nodeIP: string;
+  log: (m: string) => void;
+  statusTickMs?: number;
+}
+
+export class PodSync {
+  /** the pods bound to this node, by uid, as last seen from the API (status as last written) */
+  readonly pods = new Map<string, any>();
+  private readonly written = new Map<string, string>();
+  private readonly stopping = new Set<string>();
+  private readonly startTimes = new Map<string, string>();
+  private readonly ac = new AbortController();
+  private rv = '';
+  private tick: NodeJS.Timeout | undefined;
+  /** set once the first list has been read */
+  synced = false;
+
+  constructor(
+    private readonly api: ApiClient,
+    private readonly runtime: ContainerRuntime,
+    private readonly opts: PodSyncOptions,
+  ) {}
+
+  private get selector(): string {
+    return `fieldSelector=${encodeURIComponent(`spec.nodeName=${this.opts.nodeName}`)}`;
+  }
+
+  /** The pod of this node by namespace and name (the HTTPS API's lookups). */
+  byName(namespace: string, name: string): any | undefined {
+    for (const p of this.pods.values()) if (p.metadata.namespace === namespace && p.metadata.name === name) return p;
+    return undefined;
+  }
+
+  start(): void {
+    void this.loop();
+    const every = this.opts.statusTickMs ?? 1000;
+    const t = () => {
+      void this.writeStatuses().finally(() => {
+        if (!this.ac.signal.aborted) this.tick = setTimeout(t, every);
+      });
+    };
+    this.tick = setTimeout(t, every);
+  }
+
+  private async list(): Promise<void> {
+    const list = await this.api.get(`/api/v1/pods?${this.selector}`);
+    this.rv = list.metadata?.resourceVersion ?? '';
+    const seen = new Set<string>();
+    for (const p of list.items ?? []) {
+      seen.add(p.metadata.uid);
+      this.observe(p);
+    }
+    for (const uid of [...this.pods.keys()]) if (!seen.has(uid)) this.gone(uid);
+    this.synced = true;
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 200;
+    let needList = true;
+    while (!this.ac.signal.aborted) {
+      try {
+        if (needList) {
+          await this.list();
+          needList = false;
+        }
+        await this.api.watch(`/api/v1/pods?${this.selector}&resourceVersion=${encodeURIComponent(this.rv)}&allowWatchBookmarks=true&timeoutSeconds=${300 + Math.floor(Math.random() * 300)}`, (e) => this.event(e), this.ac.signal);
+        backoff = 200;
+      } catch (e) {
+        if (this.ac.signal.aborted) return;
+        if (e instanceof ApiError && e.code === 410) needList = true;
+        else {
+          this.opts.log(`pods watch: ${(e as Error).message}; retrying in ${backoff}ms`);
+          await new Promise((r) => setTimeout(r, backoff));
+          backoff = Math.min(backoff * 2, 7000);
+        }
+      }
+    }
+  }
+
+  private event(e: WatchEvent): void {
+    if (e.type === 'ERROR') {
+      const err = new ApiError(e.object?.code ?? 500, e.object);
+      throw err;
+    }
+    if (e.object?.metadata?.resourceVersion) this.rv = e.object.metadata.resourceVersion;
+    if (e.type === 'BOOKMARK') return;
+    if (e.type === 'DELETED') this.gone(e.object.metadata.uid);
+    else this.observe(e.object);
+  }
+
+  private observe(pod: any): void {
+    const uid = pod.metadata.uid;
+    this.pods.set(uid, pod);
+    if (!this.startTimes.has(uid)) this.startTimes.set(uid, new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
+    void this.sync(pod);
+  }
+
+  private gone(uid: string): void {
+    this.pods.delete(uid);
+    this.written.delete(uid);
+    this.startTimes.delete(uid);
+    void this.runtime.killPod(uid, 0).catch((e) => this.opts.log(`kill pod ${uid}: ${(e as Error).message}`));
+  }
+
+  private async sync(pod: any): Promise<void> {
+    const uid = pod.metadata.uid;
+    try {
+      if (pod.metadata.deletionTimestamp) {
+        if (this.stopping.has(uid)) return;
+        this.stopping.add(uid);
+        try {
+          await this.runtime.killPod(uid, pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+          await this.api.delete(`/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}`, {
+            apiVersion: 'v1',
+            kind: 'DeleteOptions',
+            gracePeriodSeconds: 0,
+            preconditions: { uid },
+          });
+        } catch (e) {
+          if (!(e instanceof ApiError && (e.code === 404 || e.code === 409))) this.opts.log(`delete pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
+        } finally {
+          this.stopping.delete(uid);
+        }
+        return;
+      }
+      if (isTerminal(pod)) return;
+      await this.runtime.syncPod(pod);
+      await this.writeStatus(uid);
+    } catch (e) {
+      this.opts.log(`sync pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
+    }
+  }
+
+  private async writeStatus(uid: string): Promise<void> {
+    const pod = this.pods.get(uid);
+    if (!pod || pod.metadata.deletionTimestamp || isTerminal(pod) || this.stopping.has(uid)) return;
+    const status = podStatus(pod, this.runtime.podStatus(uid), this.opts.nodeIP, this.startTimes.get(uid));
+    const fp = podStatusFingerprint(status);
+    if (this.written.get(uid) === fp) return;
+    try {
+      const updated = await this.api.patch(`/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}/status`, {
+        metadata: { uid },
+        status,
+      });
+      this.written.set(uid, fp);
+      // keep the newer of what the watch brought and what we wrote
+      const cur = this.pods.get(uid);
+      if (cur && Number(updated.metadata.resourceVersion) >= Number(cur.metadata.resourceVersion)) this.pods.set(uid, updated);
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 404) return;
+      this.opts.log(`update status of pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
+    }
+  }
+
+  private async writeStatuses(): Promise<void> {
+    for (const uid of [...this.pods.keys()]) await this.writeStatus(uid);
+  }
+
+  /** The pods with the status this agent computes (the /pods endpoint). */
+  podList(): any[] {
+    return [...this.pods.values()].map((p) => (isTerminal(p) || p.metadata.deletionTimestamp ? p : { ...p, status: podStatus(p, this.runtime.podStatus(p.metadata.uid), this.opts.nodeIP, this.startTimes.get(p.metadata.uid)) }));
+  }
+
+  stop(): void {
+    this.ac.abort();
+    clearTimeout(this.tick);
+  }
+}
