@@ -17,8 +17,9 @@ const microTime = (d = new Date()) => d.toISOString().replace(/(\.\d{3})Z$/, '$1
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((res) => {
     if (signal.aborted) return res();
-    const t = setTimeout(res, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), res()), { once: true });
+    const onAbort = () => (clearTimeout(t), res());
+    const t = setTimeout(() => (signal.removeEventListener('abort', onAbort), res()), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 export interface HeartbeatOptions {

@@ -74,15 +74,16 @@ export function podStatus(pod: any, rts: ContainerRuntimeStatus[] | undefined, n
   const prevConds: any[] | undefined = prev.conditions;
   let readyReason: string | undefined;
   let readyMessage: string | undefined;
-  if (terminal) readyReason = 'PodCompleted';
+  if (terminal) readyReason = phase === 'Succeeded' ? 'PodCompleted' : 'PodFailed';
   else if (unready.length) {
     readyReason = 'ContainersNotReady';
     readyMessage = `containers with unready status: [${unready.join(' ')}]`;
   }
   const ready = !terminal && unready.length === 0;
   const conditions = [
-    condition(prevConds, 'PodReadyToStartContainers', terminal && !rts ? 'False' : 'True', now),
-    condition(prevConds, 'Initialized', 'True', now, terminal ? 'PodCompleted' : undefined),
+    // a finished pod's sandbox is gone (kubelet kills it), so it is not ready to start containers
+    condition(prevConds, 'PodReadyToStartContainers', terminal ? 'False' : 'True', now),
+    condition(prevConds, 'Initialized', 'True', now, phase === 'Succeeded' ? 'PodCompleted' : undefined),
     condition(prevConds, 'Ready', ready ? 'True' : 'False', now, readyReason, readyMessage),
     condition(prevConds, 'ContainersReady', ready ? 'True' : 'False', now, readyReason, readyMessage),
     prevConds?.find((c) => c.type === 'PodScheduled') ?? condition(prevConds, 'PodScheduled', 'True', now),

@@ -677,8 +677,11 @@ export class ProcessRuntime implements ContainerRuntime {
     const proc = inst.proc;
     if (inst.state !== 'running' || !proc?.pid) throw new Error(`container ${ref.container} is not running`);
     const dir = join(rec.dir, 'containers', inst.name);
+    // created (0600, never over an existing archive) before anything is read, so that a
+    // name taken or a directory missing fails at once
+    const fd = openSync(archivePath, 'wx', 0o600);
     const pk = tarPack();
-    const file = createWriteStream(archivePath, { mode: 0o600, flags: 'wx' });
+    const file = createWriteStream('', { fd });
     const written = new Promise<void>((res, rej) => {
       file.on('finish', res);
       file.on('error', rej);
@@ -748,7 +751,10 @@ function readAt(fd: number, buf: Buffer, position: number): void {
 }
 
 function entry(pk: ReturnType<typeof tarPack>, header: { name: string; mode: number; type?: 'file' | 'directory'; mtime?: Date }, body?: Buffer): Promise<void> {
-  return new Promise((res, rej) => pk.entry(header as any, body as any, (e?: Error | null) => (e ? rej(e) : res())));
+  return new Promise((res, rej) => {
+    const w = pk.entry(header as any, body as any, (e?: Error | null) => (e ? rej(e) : res()));
+    w.on('error', rej);
+  });
 }
 
 /** Adds a directory's tree under prefix: directories and regular files (links and devices skipped). */
@@ -767,6 +773,7 @@ async function addTree(pk: ReturnType<typeof tarPack>, dir: string, prefix: stri
     else if (s.isFile()) {
       await new Promise<void>((res, rej) => {
         const w = pk.entry({ name: `${prefix}/${name}`, size: s.size, mode: s.mode & 0o7777, mtime: s.mtime }, (e?: Error | null) => (e ? rej(e) : res()));
+        w.on('error', rej);
         createReadStream(p).on('error', rej).pipe(w);
       });
     }
