@@ -11,7 +11,7 @@
 // Thread ownership: the agent's main thread.
 import type { ApiClient } from './api-client.js';
 import { ApiError } from './api-client.js';
-import { initialNode, measurePressure, nodeStatus, statusFingerprint, type NodeSettings } from './node-status.js';
+import { initialNode, measurePressure, nodeStatus, sameNodeStatus, type NodeSettings } from './node-status.js';
 
 const microTime = (d = new Date()) => d.toISOString().replace(/(\.\d{3})Z$/, '$1000Z');
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -32,7 +32,6 @@ export interface HeartbeatOptions {
 export class NodeHeartbeat {
   node: any;
   private lease: any;
-  private lastWritten = '';
   private lastWriteAt = 0;
   private readonly ac = new AbortController();
   /** whether the last status and lease writes went through (the watchdog's health) */
@@ -77,11 +76,24 @@ export class NodeHeartbeat {
 
   /** Computes the status and writes it when it changed or the report period has passed. */
   async writeStatus(force = false): Promise<void> {
+    // compared with the Node as the server has it now (kubelet's tryUpdateNodeStatus reads
+    // it each time): a change made by someone else (the node lifecycle controller's
+    // Ready=Unknown) is a change to write back at once
+    if (!force) {
+      try {
+        this.node = await this.api.get(`${this.path}?resourceVersion=0`);
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 404) {
+          // deleted under us: register again (kubelet re-registers a node that disappears)
+          await this.register();
+          return;
+        }
+        throw e;
+      }
+    }
     const status = nodeStatus(this.settings, measurePressure(this.settings), this.node?.status?.conditions, new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
-    const fp = statusFingerprint(status);
-    if (!force && fp === this.lastWritten && Date.now() - this.lastWriteAt < this.opts.statusReportMs) return;
+    if (!force && sameNodeStatus(status, this.node?.status) && Date.now() - this.lastWriteAt < this.opts.statusReportMs) return;
     this.node = await this.api.patch(`${this.path}/status`, { status });
-    this.lastWritten = fp;
     this.lastWriteAt = Date.now();
   }
 

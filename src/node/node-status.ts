@@ -229,7 +229,25 @@ export function nodeStatus(s: NodeSettings, pressure: Pressure, previousConditio
   };
 }
 
-/** The status without its heartbeat times: what "changed" compares (kubelet's nodeStatusHasChanged). */
-export function statusFingerprint(status: any): string {
-  return JSON.stringify({ ...status, conditions: (status.conditions ?? []).map((c: any) => ({ ...c, lastHeartbeatTime: undefined })) });
+/**
+ * Whether two statuses differ in more than heartbeat times (kubelet's nodeStatusHasChanged):
+ * conditions by type, status, reason and message; quantities by value (the server may
+ * write them in another form); the rest as JSON with sorted keys.
+ */
+export function sameNodeStatus(a: any, b: any): boolean {
+  const conds = (s: any) =>
+    JSON.stringify(
+      (s?.conditions ?? [])
+        .map((c: any) => [c.type, c.status, c.reason, c.message])
+        .sort((x: string[], y: string[]) => (x[0] < y[0] ? -1 : 1)),
+    );
+  const qty = (m: Record<string, string> | undefined) =>
+    JSON.stringify(
+      Object.entries(m ?? {})
+        .map(([k, v]) => [k, parseQuantity(v)])
+        .sort(),
+    );
+  const sorted = (v: any): any => (Array.isArray(v) ? v.map(sorted) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : v);
+  const rest = (s: any) => JSON.stringify(sorted({ addresses: s?.addresses, daemonEndpoints: s?.daemonEndpoints, nodeInfo: s?.nodeInfo }));
+  return conds(a) === conds(b) && qty(a?.capacity) === qty(b?.capacity) && qty(a?.allocatable) === qty(b?.allocatable) && rest(a) === rest(b);
 }

@@ -108,5 +108,7 @@ export function podStatus(pod: any, rts: ContainerRuntimeStatus[] | undefined, n
 
 /** The status without its clock-only parts, to tell whether a write is needed. */
 export function podStatusFingerprint(status: any): string {
-  return JSON.stringify({ ...status, conditions: (status?.conditions ?? []).map((c: any) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })) });
+  const sorted = (v: any): any => (Array.isArray(v) ? v.map(sorted) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => [k, sorted(v[k])])) : v);
+  const conditions = (status?.conditions ?? []).map((c: any) => [c.type, c.status, c.reason ?? '', c.message ?? '']).sort((a: string[], b: string[]) => (a[0] < b[0] ? -1 : 1));
+  return JSON.stringify(sorted({ ...status, conditions }));
 }

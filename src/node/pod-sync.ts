@@ -32,6 +32,8 @@ export class PodSync {
   private readonly ac = new AbortController();
   private rv = '';
   private tick: NodeJS.Timeout | undefined;
+  /** pod status writes so far (for tests and debugging) */
+  statusWrites = 0;
   /** set once the first list has been read */
   synced = false;
 
@@ -111,6 +113,13 @@ export class PodSync {
   private observe(pod: any): void {
     const uid = pod.metadata.uid;
     this.pods.set(uid, pod);
+    // someone else changed the status we wrote: compute and write it again (kubelet's
+    // status manager compares with the API's pod, not with its own last write)
+    const mine = this.written.get(uid);
+    if (mine !== undefined && mine !== podStatusFingerprint(pod.status)) {
+      if (process.env.KUBESHARD_NODE_DEBUG) this.opts.log(`pod ${pod.metadata.name}: status differs from ours:\n${podStatusFingerprint(pod.status)}\n${mine}`);
+      this.written.delete(uid);
+    }
     if (!this.startTimes.has(uid)) this.startTimes.set(uid, new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
     void this.sync(pod);
   }
@@ -163,6 +172,7 @@ export class PodSync {
         status,
       });
       this.written.set(uid, fp);
+      this.statusWrites++;
       // keep the newer of what the watch brought and what we wrote
       const cur = this.pods.get(uid);
       if (cur && Number(updated.metadata.resourceVersion) >= Number(cur.metadata.resourceVersion)) this.pods.set(uid, updated);
