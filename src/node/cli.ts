@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ApiClient, ApiError, loadKubeconfig } from './api-client.js';
 import { NodeAgent } from './agent.js';
+import { bootstrapClientCert, kubeconfigUsable } from './bootstrap.js';
 import { ConfigError, loadConfig, parseDuration, withDefaults, type KubeletConfiguration } from './config.js';
 import { defaultHostname, defaultNodeIP } from './node-status.js';
 import { ProcessRuntime } from './process-runtime.js';
@@ -24,7 +25,7 @@ interface Flag {
 
 const FLAGS: Record<string, Flag> = {
   kubeconfig: { help: 'kubeconfig file with the API server and the credentials to reach it' },
-  'bootstrap-kubeconfig': { help: 'not supported yet: give --kubeconfig' },
+  'bootstrap-kubeconfig': { help: 'kubeconfig with bootstrap credentials: when --kubeconfig is missing or expired, a client certificate is requested by a CSR and --kubeconfig written' },
   'hostname-override': { help: "the node's name and Hostname address (default: the host name)" },
   'node-ip': { help: "the node's InternalIP (default: the first non-loopback IPv4 address)" },
   'root-dir': { help: `where the agent keeps pods, logs and checkpoints (default ${DEFAULT_ROOT_DIR})` },
@@ -143,7 +144,7 @@ export async function nodeMain(argv: string[]): Promise<number> {
     }
     cfg = withDefaults(loadConfig(flags.config, flags['config-dir']));
     cfg = applyFlags(cfg, flags);
-    if (!flags.kubeconfig) throw new FlagError(flags['bootstrap-kubeconfig'] ? 'TLS bootstrap (--bootstrap-kubeconfig) is not supported yet: give --kubeconfig' : '--kubeconfig is required');
+    if (!flags.kubeconfig) throw new FlagError(flags['bootstrap-kubeconfig'] ? '--kubeconfig is required: the path where TLS bootstrap writes the kubeconfig it gets' : '--kubeconfig is required');
     if ((flags['container-runtime'] ?? 'process') !== 'process') throw new FlagError(`unknown --container-runtime "${flags['container-runtime']}" (only "process")`);
     const mode = cfg.authorization?.mode;
     if (mode !== 'AlwaysAllow' && mode !== 'Webhook') throw new FlagError(`unsupported authorization mode "${mode}" (AlwaysAllow or Webhook)`);
@@ -171,6 +172,14 @@ export async function nodeMain(argv: string[]): Promise<number> {
     return 1;
   }
 
+  if (flags['bootstrap-kubeconfig'] && !kubeconfigUsable(flags.kubeconfig)) {
+    try {
+      await bootstrapClientCert({ bootstrapKubeconfig: flags['bootstrap-kubeconfig'], kubeconfig: flags.kubeconfig, certDir: flags['cert-dir'] ?? join(rootDir, 'pki'), nodeName: hostname, log });
+    } catch (e) {
+      log(`failed to run Kubelet: unable to load bootstrap kubeconfig: ${(e as Error).message}`);
+      return 1;
+    }
+  }
   const api = new ApiClient(loadKubeconfig(flags.kubeconfig));
   const data = async (path: string, secret: boolean) => {
     try {
