@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { X509Certificate } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
 import { freePort, request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectlOk, kubectlPath } from './helpers/kubectl.js';
 
@@ -100,9 +101,28 @@ describe('node agent TLS bootstrap', () => {
 
     // restarted: the kubeconfig it wrote is used, no second CSR
     await stop(a.proc);
-    const b = startAgent(args);
+    const b = startAgent([...args, '--client-ca-file', join(dir, 'ca.crt')]);
     await until(() => b.output().includes('is running'), 30_000);
     const csrs = (await request(s, 'GET', '/apis/certificates.k8s.io/v1/certificatesigningrequests')).json().items;
     expect(csrs).toHaveLength(1);
+
+    // its HTTPS API takes client certificates of --client-ca-file (the server's
+    // --kubelet-client-certificate), authorized by SubjectAccessReview; another CA's is a 401
+    const ssl = (x: string[]) => execFileSync('openssl', x, { cwd: dir, stdio: 'ignore' });
+    ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/O=system:masters/CN=kube-apiserver-kubelet-client']);
+    writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
+    ssl(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '1', '-extfile', 'client.ext']);
+    ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '1', '-subj', '/O=system:masters/CN=intruder']);
+    const get = (cert: string, key: string) =>
+      new Promise<number>((res, rej) => {
+        const req = httpsRequest({ host: '127.0.0.1', port, path: '/pods', rejectUnauthorized: false, cert: readFileSync(join(dir, cert)), key: readFileSync(join(dir, key)) }, (r) => {
+          r.resume();
+          res(r.statusCode!);
+        });
+        req.on('error', rej);
+        req.end();
+      });
+    expect(await get('client.crt', 'client.key')).toBe(200);
+    expect(await get('other.crt', 'other.key')).toBe(401);
   }, 120_000);
 });
