@@ -51,6 +51,26 @@ describe('process runtime', () => {
     await expect(rt.logs({ namespace: 'default', pod: 'nope', uid: '', container: 'c' }, {}, new AbortController().signal)).rejects.toBeInstanceOf(RuntimeNotFoundError);
   });
 
+  it('follow streams new output until the container ends; limitBytes and sinceSeconds cut it', async () => {
+    const p = pod([{ name: 'c', command: ['sh', '-c', 'echo one; sleep 1; echo two; sleep 1; echo three'] }]);
+    await rt.syncPod(p);
+    await until(() => rt.podStatus(p.metadata.uid)?.[0].state === 'running');
+    const ref = { namespace: 'default', pod: p.metadata.name, uid: p.metadata.uid, container: 'c' };
+    const followed = await text(await rt.logs(ref, { follow: true }, new AbortController().signal));
+    expect(followed).toBe('one\ntwo\nthree\n');
+    expect(await text(await rt.logs(ref, { limitBytes: 6 }, new AbortController().signal))).toBe('one\ntw');
+    expect(await text(await rt.logs(ref, { sinceTime: new Date(Date.now() + 60_000) }, new AbortController().signal))).toBe('');
+    // an aborted follow ends at once
+    const p2 = pod([{ name: 'c', command: ['sh', '-c', 'echo a; exec sleep 100'] }]);
+    await rt.syncPod(p2);
+    await until(() => rt.podStatus(p2.metadata.uid)?.[0].state === 'running');
+    const ac = new AbortController();
+    const r = await rt.logs({ ...ref, pod: p2.metadata.name, uid: p2.metadata.uid }, { follow: true }, ac.signal);
+    setTimeout(() => ac.abort(), 300);
+    expect(await text(r)).toBe('a\n');
+    await rt.killPod(p2.metadata.uid, 0);
+  });
+
   it('a failing command under OnFailure restarts with backoff; previous shows the last run', async () => {
     const marker = join(root, 'runs');
     const p = pod([{ name: 'c', command: ['sh', '-c', `echo run >> ${marker}; echo "run $(wc -l < ${marker})"; [ $(wc -l < ${marker}) -ge 3 ]`] }], 'OnFailure');
