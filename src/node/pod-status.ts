@@ -13,10 +13,10 @@ export function isTerminal(pod: any): boolean {
 }
 
 /** One container's API status. */
-function containerStatus(spec: any, rt: ContainerRuntimeStatus | undefined): any {
+function containerStatus(spec: any, rt: ContainerRuntimeStatus | undefined, waitingReason = 'ContainerCreating'): any {
   const s: any = { name: spec.name, image: spec.image ?? '', imageID: '', ready: false, restartCount: rt?.restartCount ?? 0, started: false, state: {}, lastState: {} };
   if (!rt) {
-    s.state = { waiting: { reason: 'ContainerCreating' } };
+    s.state = { waiting: { reason: waitingReason } };
     return s;
   }
   if (rt.containerID) s.containerID = rt.containerID;
@@ -67,8 +67,15 @@ export function podStatus(pod: any, rts: ContainerRuntimeStatus[] | undefined, n
   const prev = pod.status ?? {};
   const now = rfc3339();
   const specs: any[] = pod.spec?.containers ?? [];
-  const statuses = specs.map((c) => containerStatus(c, rts?.find((r) => r.name === c.name)));
-  const phase = podPhase(pod, statuses);
+  const initSpecs: any[] = pod.spec?.initContainers ?? [];
+  const find = (name: string) => rts?.find((r) => r.name === name);
+  // init containers: done when exited 0 (a sidecar, restartPolicy Always: once started)
+  const initStatuses = initSpecs.map((c) => containerStatus(c, find(c.name), 'PodInitializing'));
+  const initDone = (c: any, st: any) => (c.restartPolicy === 'Always' ? st.started || !!st.state.running : st.state.terminated?.exitCode === 0);
+  const incomplete = initSpecs.filter((c, i) => !initDone(c, initStatuses[i])).map((c) => c.name);
+  const initFailedForGood = (pod.spec?.restartPolicy ?? 'Always') === 'Never' && initSpecs.some((c, i) => c.restartPolicy !== 'Always' && initStatuses[i].state.terminated && initStatuses[i].state.terminated.exitCode !== 0);
+  const statuses = specs.map((c) => containerStatus(c, find(c.name), incomplete.length ? 'PodInitializing' : 'ContainerCreating'));
+  const phase = initFailedForGood ? 'Failed' : incomplete.length ? 'Pending' : podPhase(pod, statuses);
   const terminal = phase === 'Succeeded' || phase === 'Failed';
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
   const prevConds: any[] | undefined = prev.conditions;
@@ -83,7 +90,9 @@ export function podStatus(pod: any, rts: ContainerRuntimeStatus[] | undefined, n
   const conditions = [
     // a finished pod's sandbox is gone (kubelet kills it), so it is not ready to start containers
     condition(prevConds, 'PodReadyToStartContainers', terminal ? 'False' : 'True', now),
-    condition(prevConds, 'Initialized', 'True', now, phase === 'Succeeded' ? 'PodCompleted' : undefined),
+    incomplete.length && !initFailedForGood
+      ? condition(prevConds, 'Initialized', 'False', now, 'ContainersNotInitialized', `containers with incomplete status: [${incomplete.join(' ')}]`)
+      : condition(prevConds, 'Initialized', 'True', now, phase === 'Succeeded' ? 'PodCompleted' : undefined),
     condition(prevConds, 'Ready', ready ? 'True' : 'False', now, readyReason, readyMessage),
     condition(prevConds, 'ContainersReady', ready ? 'True' : 'False', now, readyReason, readyMessage),
     prevConds?.find((c) => c.type === 'PodScheduled') ?? condition(prevConds, 'PodScheduled', 'True', now),
@@ -101,6 +110,7 @@ export function podStatus(pod: any, rts: ContainerRuntimeStatus[] | undefined, n
     startTime: prev.startTime ?? startTime ?? now,
     containerStatuses: statuses,
   };
+  if (initSpecs.length) status.initContainerStatuses = initStatuses;
   delete status.reason;
   delete status.message;
   return status;

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { extract } from 'tar-stream';
 import { ProcessRuntime, containerCommand, expandVars } from './process-runtime.js';
 import { RuntimeNotFoundError } from './runtime.js';
+import { podStatus } from './pod-status.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ks-process-runtime-'));
 const rt = new ProcessRuntime({ rootDir: root, nodeName: 'n1', nodeIP: '127.0.0.1', backoffInitialMs: 50, log: () => {} });
@@ -69,6 +70,39 @@ describe('process runtime', () => {
     setTimeout(() => ac.abort(), 300);
     expect(await text(r)).toBe('a\n');
     await rt.killPod(p2.metadata.uid, 0);
+  });
+
+  it('init containers run one at a time, in order, before the containers; the pod status says so', async () => {
+    const order = join(root, 'order');
+    const p = pod(
+      [{ name: 'main', command: ['sh', '-c', `echo main >> ${order}`] }],
+      'Never',
+    );
+    p.spec.initContainers = [
+      { name: 'init1', command: ['sh', '-c', `sleep 0.5; echo init1 >> ${order}`] },
+      { name: 'init2', command: ['sh', '-c', `echo init2 >> ${order}`] },
+    ];
+    await rt.syncPod(p);
+    await until(() => rt.podStatus(p.metadata.uid)?.find((c) => c.name === 'init1' && c.state === 'running'));
+    const early = podStatus(p, rt.podStatus(p.metadata.uid), '127.0.0.1', undefined);
+    expect(early.phase).toBe('Pending');
+    expect(early.initContainerStatuses.map((c: any) => c.name)).toEqual(['init1', 'init2']);
+    expect(early.containerStatuses[0].state).toEqual({ waiting: { reason: 'PodInitializing' } });
+    expect(early.conditions.find((c: any) => c.type === 'Initialized')).toMatchObject({ status: 'False', reason: 'ContainersNotInitialized', message: 'containers with incomplete status: [init1 init2]' });
+    await until(() => rt.podStatus(p.metadata.uid)?.find((c) => c.name === 'main' && c.state === 'terminated'));
+    expect(readFileSync(order, 'utf8')).toBe('init1\ninit2\nmain\n');
+    const done = podStatus(p, rt.podStatus(p.metadata.uid), '127.0.0.1', undefined);
+    expect(done.phase).toBe('Succeeded');
+    expect(done.conditions.find((c: any) => c.type === 'Initialized')).toMatchObject({ status: 'True' });
+
+    // a failed init container of a Never pod: the pod fails, its containers never run
+    const q = pod([{ name: 'main', command: ['true'] }], 'Never');
+    q.spec.initContainers = [{ name: 'init', command: ['false'] }];
+    await rt.syncPod(q);
+    await until(() => rt.podStatus(q.metadata.uid)?.find((c) => c.name === 'init' && c.state === 'terminated'));
+    const failed = podStatus(q, rt.podStatus(q.metadata.uid), '127.0.0.1', undefined);
+    expect(failed.phase).toBe('Failed');
+    expect(rt.podStatus(q.metadata.uid)?.map((c) => c.name)).toEqual(['init']);
   });
 
   it('a failing command under OnFailure restarts with backoff; previous shows the last run', async () => {

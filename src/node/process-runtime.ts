@@ -24,7 +24,8 @@
 //   - portForward connects to 127.0.0.1:port (the pod's network is the host's).
 //   - checkpoint stops the process group (SIGSTOP), archives the container's directory, its
 //     log and a state file (checkpoint.json) into a tar written 0600, and resumes it.
-// Init containers and ephemeral containers are not run.
+// Init containers run one at a time before the others (a restartable one, a sidecar, only
+// has to be running); ephemeral containers are not run.
 //
 // Thread ownership: the agent's main thread; child processes are ours alone.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -84,6 +85,8 @@ interface Instance {
   env: Record<string, string>;
   command: string[];
   dir: string;
+  /** an init container (run in order before the others; see advance) */
+  init: boolean;
 }
 
 interface PodRecord {
@@ -197,8 +200,23 @@ export class ProcessRuntime implements ContainerRuntime {
       mkdirSync(join(rec.dir, 'logs'), { recursive: true, mode: 0o700 });
     }
     rec.pod = pod;
-    if (rec.stopping) return;
-    for (const c of pod.spec?.containers ?? []) {
+    await this.advance(rec);
+  }
+
+  /**
+   * Starts what is due (kubelet's computePodActions, reduced): the init containers one at a
+   * time in order, each to a successful exit (a restartable one, restartPolicy Always, a
+   * sidecar: until it runs), then all the containers.
+   */
+  private async advance(rec: PodRecord): Promise<void> {
+    if (rec.stopping || this.closed) return;
+    for (const c of rec.pod.spec?.initContainers ?? []) {
+      const inst = rec.containers.get(c.name);
+      if (!inst) return this.start(rec, c, 0, undefined, true);
+      if (c.restartPolicy === 'Always' ? inst.startedAt !== undefined : inst.state === 'terminated' && inst.exitCode === 0) continue;
+      return; // running, waiting to restart, or failed for good
+    }
+    for (const c of rec.pod.spec?.containers ?? []) {
       if (!rec.containers.has(c.name)) await this.start(rec, c, 0);
     }
   }
@@ -258,7 +276,7 @@ export class ProcessRuntime implements ContainerRuntime {
     }
   }
 
-  private async start(rec: PodRecord, c: any, restartCount: number, prev?: Instance): Promise<void> {
+  private async start(rec: PodRecord, c: any, restartCount: number, prev?: Instance, init = prev?.init ?? false): Promise<void> {
     const dir = join(rec.dir, 'containers', c.name);
     const logDir = join(rec.dir, 'logs', c.name);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -278,6 +296,7 @@ export class ProcessRuntime implements ContainerRuntime {
       env: {},
       command: [],
       dir,
+      init,
     };
     rec.containers.set(c.name, inst);
     try {
@@ -331,6 +350,7 @@ export class ProcessRuntime implements ContainerRuntime {
       inst.message = undefined;
       inst.startedAt = startedAt;
       this.startProbes(rec, inst);
+      if (inst.init) void this.advance(rec).catch((e) => this.log(`start after ${inst.name}: ${(e as Error).message}`));
     });
   }
 
@@ -344,8 +364,11 @@ export class ProcessRuntime implements ContainerRuntime {
     inst.startedAt ??= startedAt;
     inst.finishedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     inst.proc = undefined;
-    const policy = rec.pod.spec?.restartPolicy ?? 'Always';
+    // an init container restarts on failure unless the pod never restarts; a sidecar always
+    const podPolicy = rec.pod.spec?.restartPolicy ?? 'Always';
+    const policy = inst.init ? (inst.spec.restartPolicy === 'Always' ? 'Always' : podPolicy === 'Never' ? 'Never' : 'OnFailure') : podPolicy;
     if (!rec.stopping && !this.closed && (policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0))) this.scheduleRestart(rec, inst, false);
+    else if (inst.init && exitCode === 0) void this.advance(rec).catch((e) => this.log(`start after ${inst.name}: ${(e as Error).message}`));
   }
 
   /** kubelet's CrashLoopBackOff: the next start after a doubling delay, reset after a long run. */
