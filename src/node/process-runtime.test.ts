@@ -105,6 +105,15 @@ describe('process runtime', () => {
     expect(rt.podStatus(q.metadata.uid)?.map((c) => c.name)).toEqual(['init']);
   });
 
+  it('a failing liveness probe kills the container, which restarts per the pod policy', async () => {
+    const p = pod([{ name: 'c', command: ['sleep', '1000'], livenessProbe: { exec: { command: ['test', '-f', 'alive'] }, periodSeconds: 1, failureThreshold: 1 } }], 'Always');
+    p.spec.terminationGracePeriodSeconds = 1;
+    await rt.syncPod(p);
+    const st = await until(() => rt.podStatus(p.metadata.uid)?.find((c) => c.restartCount >= 1 && c.state === 'running'), 15_000);
+    expect(st.lastTerminated).toMatchObject({ exitCode: 143, reason: 'Error' });
+    await rt.killPod(p.metadata.uid, 0);
+  });
+
   it('a failing command under OnFailure restarts with backoff; previous shows the last run', async () => {
     const marker = join(root, 'runs');
     const p = pod([{ name: 'c', command: ['sh', '-c', `echo run >> ${marker}; echo "run $(wc -l < ${marker})"; [ $(wc -l < ${marker}) -ge 3 ]`] }], 'OnFailure');

@@ -15,8 +15,9 @@
 //     which /containerLogs reads, previous=true reading the instance before.
 //   - restarts follow restartPolicy (Always; OnFailure on a non-zero exit; Never) with
 //     kubelet's CrashLoopBackOff: 10 s doubling to 5 min, reset after 10 min of running.
-//   - readiness probes (exec, httpGet, tcpSocket) against 127.0.0.1; no probe: ready once running.
-//     Liveness and startup probes are not run.
+//   - readiness and liveness probes (exec, httpGet, tcpSocket) against 127.0.0.1; no readiness
+//     probe: ready once running; a failed liveness probe kills the container (then restartPolicy).
+//     Startup probes are not run.
 //   - exec runs a command beside the main process (same directory and environment); with a
 //     tty it runs under util-linux `script` (a pseudo-terminal without resize: the window
 //     size cannot be changed from node); without `script`, a tty request runs without one.
@@ -78,7 +79,8 @@ interface Instance {
   /** output listeners (attach sessions): stream -> chunk */
   listeners: Set<(stream: 'stdout' | 'stderr', chunk: Buffer) => void>;
   ready: boolean;
-  probeTimer?: NodeJS.Timeout;
+  /** the readiness and liveness probes' next runs */
+  probeTimers: Array<NodeJS.Timeout | undefined>;
   restartTimer?: NodeJS.Timeout;
   backoffMs: number;
   lastTerminated?: ContainerRuntimeStatus['lastTerminated'];
@@ -291,6 +293,7 @@ export class ProcessRuntime implements ContainerRuntime {
       logPath: join(logDir, `${restartCount}.log`),
       listeners: new Set(),
       ready: false,
+      probeTimers: [],
       backoffMs: prev?.backoffMs ?? 0,
       lastTerminated: prev?.lastTerminated,
       env: {},
@@ -355,7 +358,7 @@ export class ProcessRuntime implements ContainerRuntime {
   }
 
   private terminated(rec: PodRecord, inst: Instance, exitCode: number, reason: string, message: string | undefined, startedAt: string): void {
-    if (inst.probeTimer) clearTimeout(inst.probeTimer);
+    for (const t of inst.probeTimers) clearTimeout(t);
     inst.state = 'terminated';
     inst.exitCode = exitCode;
     inst.reason = reason;
@@ -392,12 +395,31 @@ export class ProcessRuntime implements ContainerRuntime {
     inst.restartTimer.unref();
   }
 
+  /** Starts the container's probes: readiness (no probe: ready once running) and liveness. */
   private startProbes(rec: PodRecord, inst: Instance): void {
-    const p = inst.spec.readinessProbe;
-    if (!p) {
-      inst.ready = true;
-      return;
-    }
+    const readiness = inst.spec.readinessProbe;
+    if (!readiness) inst.ready = true;
+    else
+      this.probeLoop(rec, inst, readiness, 0, (ok) => {
+        inst.ready = ok;
+      });
+    const liveness = inst.spec.livenessProbe;
+    // a failed liveness probe kills the container (kubelet's "failed liveness probe, will be
+    // restarted"); the pod's restart policy then decides what follows
+    if (liveness)
+      this.probeLoop(rec, inst, liveness, 1, (ok) => {
+        if (ok || !inst.proc) return;
+        inst.message = `Container ${inst.name} failed liveness probe, will be restarted`;
+        void this.stopInstance(inst, liveness.terminationGracePeriodSeconds ?? rec.pod.spec?.terminationGracePeriodSeconds ?? 30, false);
+      });
+  }
+
+  /**
+   * One probe's loop (kubelet's prober worker): after initialDelaySeconds, every
+   * periodSeconds; the result flips after successThreshold successes or failureThreshold
+   * failures in a row.
+   */
+  private probeLoop(rec: PodRecord, inst: Instance, p: any, slot: 0 | 1, onResult: (ok: boolean) => void): void {
     const period = (p.periodSeconds ?? 10) * 1000;
     const success = p.successThreshold ?? 1;
     const failure = p.failureThreshold ?? 3;
@@ -406,20 +428,20 @@ export class ProcessRuntime implements ContainerRuntime {
     const run = async () => {
       if (inst.state !== 'running' || rec.stopping) return;
       const passed = await this.probe(inst, p).catch(() => false);
+      if (inst.state !== 'running' || rec.stopping) return;
       if (passed) {
         bad = 0;
-        if (++ok >= success) inst.ready = true;
+        if (++ok >= success) onResult(true);
       } else {
         ok = 0;
-        if (++bad >= failure) inst.ready = false;
+        if (++bad >= failure) {
+          bad = 0;
+          onResult(false);
+        }
       }
-      if (inst.state === 'running' && !rec.stopping) {
-        inst.probeTimer = setTimeout(run, period);
-        inst.probeTimer.unref();
-      }
+      if (inst.state === 'running' && !rec.stopping) inst.probeTimers[slot] = setTimeout(run, period).unref();
     };
-    inst.probeTimer = setTimeout(run, (p.initialDelaySeconds ?? 0) * 1000);
-    inst.probeTimer.unref();
+    inst.probeTimers[slot] = setTimeout(run, (p.initialDelaySeconds ?? 0) * 1000).unref();
   }
 
   /** One probe (kubelet's prober): exec exit 0, an HTTP status 200-399, or a TCP connect, within timeoutSeconds. */
@@ -470,9 +492,9 @@ export class ProcessRuntime implements ContainerRuntime {
   }
 
   /** SIGTERM to the container's process group, SIGKILL once the grace period is over. */
-  private async stopInstance(inst: Instance, graceSeconds: number): Promise<void> {
-    if (inst.restartTimer) clearTimeout(inst.restartTimer);
-    if (inst.probeTimer) clearTimeout(inst.probeTimer);
+  private async stopInstance(inst: Instance, graceSeconds: number, forGood = true): Promise<void> {
+    if (forGood && inst.restartTimer) clearTimeout(inst.restartTimer);
+    for (const t of inst.probeTimers) clearTimeout(t);
     const proc = inst.proc;
     if (!proc?.pid || !inst.exited) return;
     const signal = (s: NodeJS.Signals) => {
