@@ -114,6 +114,28 @@ describe('process runtime', () => {
     await rt.killPod(p.metadata.uid, 0);
   });
 
+  it('attach joins the main process: stdin in (stdinOnce closes it), stdout and stderr out; portForward reaches 127.0.0.1', async () => {
+    const p = pod([{ name: 'c', stdin: true, stdinOnce: true, command: ['sh', '-c', 'while read l; do echo "got $l"; echo "err $l" >&2; done; echo bye'] }]);
+    await rt.syncPod(p);
+    await until(() => rt.podStatus(p.metadata.uid)?.[0].state === 'running');
+    const ref = { namespace: 'default', pod: p.metadata.name, uid: '', container: 'c' };
+    const a = await rt.attach(ref, { stdin: true, stdout: true, stderr: true, tty: false });
+    const out = text(a.stdout!);
+    const err = text(a.stderr!);
+    a.stdin!.write('one\n');
+    a.stdin!.end('two\n');
+    expect(await a.exit).toEqual({ code: 0 });
+    expect(await out).toBe('got one\ngot two\nbye\n');
+    expect(await err).toBe('err one\nerr two\n');
+
+    const srv = createServer((c) => c.end('hello from the pod')).listen(0, '127.0.0.1');
+    await new Promise((r) => srv.once('listening', r));
+    const conn = await rt.portForward({ namespace: 'default', pod: p.metadata.name, uid: '' }, (srv.address() as any).port);
+    expect(await text(conn)).toBe('hello from the pod');
+    srv.close();
+    await expect(rt.portForward({ namespace: 'default', pod: 'nope', uid: '' }, 1)).rejects.toBeInstanceOf(RuntimeNotFoundError);
+  });
+
   it('a failing command under OnFailure restarts with backoff; previous shows the last run', async () => {
     const marker = join(root, 'runs');
     const p = pod([{ name: 'c', command: ['sh', '-c', `echo run >> ${marker}; echo "run $(wc -l < ${marker})"; [ $(wc -l < ${marker}) -ge 3 ]`] }], 'OnFailure');
