@@ -183,6 +183,13 @@ describe('node agent', () => {
     expect(p.status.phase).toBe('Succeeded');
     expect(p.status.podIP).toBe('127.0.0.1');
     expect(p.status.containerStatuses[0].state.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    // kubelet's Events for it, from the node
+    const events = await until(async () => {
+      const list = (await request(s, 'GET', `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent('involvedObject.name=short')}`)).json().items ?? [];
+      return list.some((e: any) => e.reason === 'Started') && list;
+    }, 10_000);
+    expect(events.map((e: any) => e.reason)).toEqual(expect.arrayContaining(['Pulled', 'Created', 'Started']));
+    expect(events.find((e: any) => e.reason === 'Created')).toMatchObject({ message: 'Created container: c', source: { component: 'kubelet', host: 'n1' }, involvedObject: { kind: 'Pod', name: 'short', fieldPath: 'spec.containers{c}' } });
   }, 40_000);
 
   it('the checkpoint endpoint: 200 writes the archive (name, place, mode); 401; 403; 404; 500', async () => {

@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiClient } from './api-client.js';
 import { AgentAuth } from './agent-auth.js';
+import type { EventRecorder } from './events.js';
 import { startAgentServer, type AgentServer, type TlsMaterial } from './agent-server.js';
 import { NodeHeartbeat } from './heartbeat.js';
 import type { NodeSettings } from './node-status.js';
@@ -42,6 +43,7 @@ export class NodeAgent {
     readonly runtime: ContainerRuntime,
     private readonly cfg: AgentConfig,
     private readonly log: (m: string) => void,
+    private readonly events?: EventRecorder,
   ) {
     this.heartbeat = new NodeHeartbeat(api, cfg.settings, { statusUpdateMs: cfg.statusUpdateMs, statusReportMs: cfg.statusReportMs, leaseDurationSeconds: cfg.leaseDurationSeconds, log });
     this.pods = new PodSync(api, runtime, { nodeName: cfg.settings.nodeName, nodeIP: cfg.settings.nodeIP, log });
@@ -71,7 +73,20 @@ export class NodeAgent {
       this.cfg.healthzPort,
     );
     this.log(`Starting to listen on ${this.cfg.address}:${settings.port}`);
+    // kubelet's node Events: the reference's uid is the node's name
+    const nodeRef = { kind: 'Node' as const, name: settings.nodeName, uid: settings.nodeName };
+    this.events?.record(nodeRef, 'Normal', 'Starting', 'Starting kubelet.');
     if (this.cfg.registerNode) await this.heartbeat.register();
+    for (const c of this.heartbeat.node?.status?.conditions ?? []) {
+      const on = c.status === 'True';
+      const why: Record<string, string> = {
+        MemoryPressure: on ? 'NodeHasInsufficientMemory' : 'NodeHasSufficientMemory',
+        DiskPressure: on ? 'NodeHasDiskPressure' : 'NodeHasNoDiskPressure',
+        PIDPressure: on ? 'NodeHasInsufficientPID' : 'NodeHasSufficientPID',
+        Ready: on ? 'NodeReady' : 'NodeNotReady',
+      };
+      if (why[c.type]) this.events?.record(nodeRef, 'Normal', why[c.type], `Node ${settings.nodeName} status is now: ${why[c.type]}`);
+    }
     this.notifier.ready();
     this.heartbeat.start();
     this.pods.start();

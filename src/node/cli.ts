@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { ApiClient, ApiError, loadKubeconfig } from './api-client.js';
 import { NodeAgent } from './agent.js';
 import { bootstrapClientCert, kubeconfigUsable } from './bootstrap.js';
+import { EventRecorder } from './events.js';
 import { ConfigError, loadConfig, parseDuration, withDefaults, type KubeletConfiguration } from './config.js';
 import { defaultHostname, defaultNodeIP } from './node-status.js';
 import { ProcessRuntime } from './process-runtime.js';
@@ -192,11 +193,13 @@ export async function nodeMain(argv: string[]): Promise<number> {
       throw e;
     }
   };
+  const events = new EventRecorder(api, hostname, log);
   const runtime = new ProcessRuntime({
     rootDir,
     nodeName: hostname,
     nodeIP,
     log,
+    onEvent: (pod, fieldPath, type, reason, message) => events.record({ kind: 'Pod', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid, fieldPath }, type, reason, message),
     lookups: {
       secret: (ns, name) => data(`/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(name)}`, true),
       configMap: (ns, name) => data(`/api/v1/namespaces/${encodeURIComponent(ns)}/configmaps/${encodeURIComponent(name)}`, false),
@@ -244,6 +247,7 @@ export async function nodeMain(argv: string[]): Promise<number> {
       registerNode: cfg.registerNode !== false,
     },
     log,
+    events,
   );
 
   let stopping: Promise<void> | undefined;

@@ -60,6 +60,8 @@ export interface ProcessRuntimeOptions {
   log?: (m: string) => void;
   /** first restart delay, for tests (kubelet's 10 s by default) */
   backoffInitialMs?: number;
+  /** what kubelet records as a pod's Events (Pulled, Created, Started, Killing, BackOff, Unhealthy, Failed) */
+  onEvent?: (pod: any, fieldPath: string, type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
 
 interface Instance {
@@ -187,6 +189,14 @@ export class ProcessRuntime implements ContainerRuntime {
     this.log = opts.log ?? ((m) => console.error(m));
   }
 
+  private event(rec: PodRecord, inst: Instance, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    try {
+      this.opts.onEvent?.(rec.pod, `spec.${inst.init ? 'initContainers' : 'containers'}{${inst.name}}`, type, reason, message);
+    } catch {
+      /* an observer's failure is not the container's */
+    }
+  }
+
   private podDir(uid: string): string {
     return join(this.opts.rootDir, 'pods', uid);
   }
@@ -307,12 +317,16 @@ export class ProcessRuntime implements ContainerRuntime {
     } catch (e) {
       inst.reason = 'CreateContainerConfigError';
       inst.message = (e as Error).message;
+      this.event(rec, inst, 'Warning', 'Failed', `Error: ${inst.message}`);
       // kubelet retries a config error on its next sync: so do we, after the backoff
       this.scheduleRestart(rec, inst, true);
       return;
     }
     if (rec.stopping || this.closed) return;
     inst.command = containerCommand(c, inst.env);
+    // images are names only: "present" by definition
+    if (c.image) this.event(rec, inst, 'Normal', 'Pulled', `Container image "${c.image}" already present on machine`);
+    this.event(rec, inst, 'Normal', 'Created', `Created container: ${c.name}`);
     const tty = !!c.tty && haveScript();
     const [file, args] = tty ? ['script', ['-qfec', inst.command.map(quote).join(' '), '/dev/null']] : [inst.command[0], inst.command.slice(1)];
     const writer = new CriLogWriter(inst.logPath);
@@ -338,7 +352,10 @@ export class ProcessRuntime implements ContainerRuntime {
       proc.on('error', (e) => (spawnError = e));
       proc.on('close', (code, signal) => {
         writer.close();
-        if (spawnError && proc.pid === undefined) this.terminated(rec, inst, 128, 'StartError', `failed to start "${inst.command[0]}": ${spawnError.message}`, startedAt);
+        if (spawnError && proc.pid === undefined) {
+          this.event(rec, inst, 'Warning', 'Failed', `Error: failed to start "${inst.command[0]}": ${spawnError.message}`);
+          this.terminated(rec, inst, 128, 'StartError', `failed to start "${inst.command[0]}": ${spawnError.message}`, startedAt);
+        }
         else {
           const exit = code ?? 128 + (signal ? (osSignals[signal] ?? 9) : 9);
           this.terminated(rec, inst, exit, exit === 0 ? 'Completed' : 'Error', undefined, startedAt);
@@ -352,6 +369,7 @@ export class ProcessRuntime implements ContainerRuntime {
       inst.reason = undefined;
       inst.message = undefined;
       inst.startedAt = startedAt;
+      this.event(rec, inst, 'Normal', 'Started', `Started container ${inst.name}`);
       this.startProbes(rec, inst);
       if (inst.init) void this.advance(rec).catch((e) => this.log(`start after ${inst.name}: ${(e as Error).message}`));
     });
@@ -387,6 +405,7 @@ export class ProcessRuntime implements ContainerRuntime {
       inst.state = 'waiting';
       inst.reason = 'CrashLoopBackOff';
       inst.message = `back-off ${Math.round(delay / 1000)}s restarting failed container=${inst.name} pod=${rec.pod.metadata.name}_${rec.pod.metadata.namespace}(${rec.uid})`;
+      this.event(rec, inst, 'Warning', 'BackOff', `Back-off restarting failed container ${inst.name} in pod ${rec.pod.metadata.name}_${rec.pod.metadata.namespace}(${rec.uid})`);
     }
     inst.restartTimer = setTimeout(() => {
       if (rec.stopping || this.closed || rec.containers.get(inst.name) !== inst) return;
@@ -401,6 +420,7 @@ export class ProcessRuntime implements ContainerRuntime {
     if (!readiness) inst.ready = true;
     else
       this.probeLoop(rec, inst, readiness, 0, (ok) => {
+        if (!ok) this.event(rec, inst, 'Warning', 'Unhealthy', 'Readiness probe failed');
         inst.ready = ok;
       });
     const liveness = inst.spec.livenessProbe;
@@ -409,6 +429,8 @@ export class ProcessRuntime implements ContainerRuntime {
     if (liveness)
       this.probeLoop(rec, inst, liveness, 1, (ok) => {
         if (ok || !inst.proc) return;
+        this.event(rec, inst, 'Warning', 'Unhealthy', 'Liveness probe failed');
+        this.event(rec, inst, 'Normal', 'Killing', `Container ${inst.name} failed liveness probe, will be restarted`);
         inst.message = `Container ${inst.name} failed liveness probe, will be restarted`;
         void this.stopInstance(inst, liveness.terminationGracePeriodSeconds ?? rec.pod.spec?.terminationGracePeriodSeconds ?? 30, false);
       });
@@ -486,6 +508,7 @@ export class ProcessRuntime implements ContainerRuntime {
     const rec = this.pods.get(uid);
     if (!rec) return;
     rec.stopping = true;
+    for (const i of rec.containers.values()) if (i.proc) this.event(rec, i, 'Normal', 'Killing', `Stopping container ${i.name}`);
     await Promise.all([...rec.containers.values()].map((i) => this.stopInstance(i, gracePeriodSeconds)));
     this.pods.delete(uid);
     rmSync(rec.dir, { recursive: true, force: true });
