@@ -111,6 +111,7 @@ function notifyReceiver(path: string): { got: string[]; proc: ChildProcess; boun
 }
 
 let n1: Agent;
+let n2: Agent;
 let notify: ReturnType<typeof notifyReceiver>;
 
 beforeAll(async () => {
@@ -236,10 +237,32 @@ describe('node agent', () => {
   }, 40_000);
 
   it('404 when the ContainerCheckpoint gate is off (--feature-gates), after authentication', async () => {
-    const n2 = await startAgent('n2', TOKENS.n2, ['--feature-gates', 'ContainerCheckpoint=false']);
+    n2 = await startAgent('n2', TOKENS.n2, ['--feature-gates', 'ContainerCheckpoint=false', '--max-pods', '1']);
     expect(await agentRequest(n2, 'POST', '/checkpoint/default/x/y', s.token)).toEqual({ status: 404, body: '404: Page Not Found' });
     expect((await agentRequest(n2, 'POST', '/checkpoint/default/x/y', 'not-a-token')).status).toBe(401);
   }, 40_000);
+
+  it("admission as kubelet's: a pod over the node's pod count or memory fails with OutOfpods or OutOfmemory", async () => {
+    const mk = (name: string, extra: any = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { nodeName: 'n2', containers: [{ name: 'c', image: 'pause', ...extra }] } });
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', mk('fits'))).status).toBe(201);
+    await until(async () => (await request(s, 'GET', podPath('fits'))).json().status?.phase === 'Running', 15_000);
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', mk('extra'))).status).toBe(201);
+    const extra = await until(async () => {
+      const p = (await request(s, 'GET', podPath('extra'))).json();
+      return p.status?.phase === 'Failed' && p;
+    }, 15_000);
+    expect(extra.status).toMatchObject({ reason: 'OutOfpods', message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1" });
+    // the pod count freed, a pod asking more memory than the node has
+    expect((await request(s, 'DELETE', podPath('fits'))).status).toBe(200);
+    await until(async () => (await request(s, 'GET', podPath('fits'))).status === 404, 20_000);
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', mk('huge', { resources: { requests: { memory: '100Ti' } } }))).status).toBe(201);
+    const huge = await until(async () => {
+      const p = (await request(s, 'GET', podPath('huge'))).json();
+      return p.status?.phase === 'Failed' && p;
+    }, 15_000);
+    expect(huge.status.reason).toBe('OutOfmemory');
+    expect(huge.status.message).toMatch(/^Pod was rejected: Node didn't have enough resource: memory, requested: 109951162777600, used: 0, capacity: \d+$/);
+  }, 60_000);
 
   it('/healthz and /pods through authn/authz; kubelet attributes (pods, then proxy)', async () => {
     expect(await agentRequest(n1, 'GET', '/healthz', s.token)).toEqual({ status: 200, body: 'ok' });

@@ -13,7 +13,7 @@ import { AgentAuth } from './agent-auth.js';
 import type { EventRecorder } from './events.js';
 import { startAgentServer, type AgentServer, type TlsMaterial } from './agent-server.js';
 import { NodeHeartbeat } from './heartbeat.js';
-import type { NodeSettings } from './node-status.js';
+import { parseQuantity, resources, type NodeSettings } from './node-status.js';
 import { PodSync } from './pod-sync.js';
 import type { ContainerRuntime } from './runtime.js';
 import { SystemdNotifier } from './systemd-notify.js';
@@ -46,7 +46,16 @@ export class NodeAgent {
     private readonly events?: EventRecorder,
   ) {
     this.heartbeat = new NodeHeartbeat(api, cfg.settings, { statusUpdateMs: cfg.statusUpdateMs, statusReportMs: cfg.statusReportMs, leaseDurationSeconds: cfg.leaseDurationSeconds, log });
-    this.pods = new PodSync(api, runtime, { nodeName: cfg.settings.nodeName, nodeIP: cfg.settings.nodeIP, log });
+    this.pods = new PodSync(api, runtime, {
+      nodeName: cfg.settings.nodeName,
+      nodeIP: cfg.settings.nodeIP,
+      log,
+      allocatable: () => {
+        const a = resources(cfg.settings).allocatable;
+        return { cpu: parseQuantity(a.cpu) ?? 0, memory: parseQuantity(a.memory) ?? 0, pods: Number(a.pods) };
+      },
+      onReject: (pod, reason, message) => events?.record({ kind: 'Pod', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid }, 'Warning', reason, message),
+    });
     this.notifier = new SystemdNotifier({ log });
   }
 

@@ -20,6 +20,10 @@ export interface PodSyncOptions {
   nodeName: string;
   nodeIP: string;
   log: (m: string) => void;
+  /** what pods may use on this node (allocatable cpu in cores, memory in bytes, pod count) */
+  allocatable?: () => { cpu: number; memory: number; pods: number };
+  /** a Warning Event on a pod (the admission rejections) */
+  onReject?: (pod: any, reason: string, message: string) => void;
   statusTickMs?: number;
 }
 
@@ -28,6 +32,8 @@ export class PodSync {
   readonly pods = new Map<string, any>();
   private readonly written = new Map<string, string>();
   private readonly stopping = new Set<string>();
+  /** the pods admitted to run here (kubelet's admitted pods) */
+  private readonly admitted = new Set<string>();
   private readonly startTimes = new Map<string, string>();
   private readonly ac = new AbortController();
   private rv = '';
@@ -68,7 +74,9 @@ export class PodSync {
     const list = await this.api.get(`/api/v1/pods?${this.selector}`);
     this.rv = list.metadata?.resourceVersion ?? '';
     const seen = new Set<string>();
-    for (const p of list.items ?? []) {
+    // admitted oldest first, as kubelet sorts its initial pods
+    const items = [...(list.items ?? [])].sort((a: any, b: any) => String(a.metadata.creationTimestamp ?? '').localeCompare(String(b.metadata.creationTimestamp ?? '')));
+    for (const p of items) {
       seen.add(p.metadata.uid);
       this.observe(p);
     }
@@ -126,6 +134,7 @@ export class PodSync {
 
   private gone(uid: string): void {
     this.pods.delete(uid);
+    this.admitted.delete(uid);
     this.written.delete(uid);
     this.startTimes.delete(uid);
     void this.runtime.killPod(uid, 0).catch((e) => this.opts.log(`kill pod ${uid}: ${(e as Error).message}`));
@@ -153,10 +162,52 @@ export class PodSync {
         return;
       }
       if (isTerminal(pod)) return;
+      if (!this.admitted.has(uid)) {
+        const refused = this.admit(pod);
+        if (refused) return await this.reject(pod, refused.reason, refused.message);
+        this.admitted.add(uid);
+      }
       await this.runtime.syncPod(pod);
       await this.writeStatus(uid);
     } catch (e) {
       this.opts.log(`sync pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * kubelet's admission of a new pod (canAdmitPod with the resource fit predicate, reduced):
+   * the pods already admitted and not finished, plus this one, must fit the node's pod count
+   * and allocatable cpu and memory (by requests).
+   */
+  private admit(pod: any): { reason: string; message: string } | undefined {
+    const alloc = this.opts.allocatable?.();
+    if (!alloc) return undefined;
+    const active = [...this.admitted].map((u) => this.pods.get(u)).filter((p) => p && !isTerminal(p) && !p.metadata.deletionTimestamp);
+    const tooMuch = (name: string, requested: number, used: number, capacity: number) => ({
+      reason: `OutOf${name}`,
+      message: `Node didn't have enough resource: ${name}, requested: ${requested}, used: ${used}, capacity: ${capacity}`,
+    });
+    if (active.length + 1 > alloc.pods) return tooMuch('pods', 1, active.length, alloc.pods);
+    const req = (p: any) => podRequests(p);
+    const used = active.reduce((a, p) => ({ cpu: a.cpu + req(p).cpu, memory: a.memory + req(p).memory }), { cpu: 0, memory: 0 });
+    const want = req(pod);
+    // kube prints cpu in millicores and memory in bytes
+    if (want.cpu > 0 && used.cpu + want.cpu > alloc.cpu) return tooMuch('cpu', Math.round(want.cpu * 1000), Math.round(used.cpu * 1000), Math.round(alloc.cpu * 1000));
+    if (want.memory > 0 && used.memory + want.memory > alloc.memory) return tooMuch('memory', want.memory, used.memory, alloc.memory);
+    return undefined;
+  }
+
+  /** kubelet's rejectPod: the pod fails with the reason, "Pod was rejected: <message>". */
+  private async reject(pod: any, reason: string, message: string): Promise<void> {
+    this.opts.log(`pod ${pod.metadata.namespace}/${pod.metadata.name} rejected: ${reason}: ${message}`);
+    this.opts.onReject?.(pod, reason, `Pod was rejected: ${message}`);
+    try {
+      await this.api.patch(`/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}/status`, {
+        metadata: { uid: pod.metadata.uid },
+        status: { phase: 'Failed', reason, message: `Pod was rejected: ${message}` },
+      });
+    } catch (e) {
+      this.opts.log(`reject pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
     }
   }
 
@@ -195,4 +246,29 @@ export class PodSync {
     this.ac.abort();
     clearTimeout(this.tick);
   }
+}
+
+/** A resource quantity in base units (cores, bytes); 0 when absent or unreadable. */
+function quantity(q: unknown): number {
+  if (typeof q === 'number') return q;
+  const m = /^([+-]?\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/.exec(String(q ?? '').trim());
+  if (!m) return 0;
+  const mult: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60, n: 1e-9, u: 1e-6, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+  return parseFloat(m[1]) * (m[2] ? mult[m[2]] : 1);
+}
+
+/** A pod's requests (kube's PodRequests: the containers' sum, or the largest init container's if more, plus overhead). */
+export function podRequests(pod: any): { cpu: number; memory: number } {
+  const sum = { cpu: 0, memory: 0 };
+  for (const c of pod.spec?.containers ?? []) {
+    sum.cpu += quantity(c.resources?.requests?.cpu);
+    sum.memory += quantity(c.resources?.requests?.memory);
+  }
+  for (const c of pod.spec?.initContainers ?? []) {
+    sum.cpu = Math.max(sum.cpu, quantity(c.resources?.requests?.cpu));
+    sum.memory = Math.max(sum.memory, quantity(c.resources?.requests?.memory));
+  }
+  sum.cpu += quantity(pod.spec?.overhead?.cpu);
+  sum.memory += quantity(pod.spec?.overhead?.memory);
+  return sum;
 }
