@@ -278,6 +278,24 @@ describe('node agent', () => {
     await until(async () => (await agentRequest(n1, 'GET', '/pods', TOKENS.bob)).status === 200, 15_000);
   }, 30_000);
 
+  it('activeDeadlineSeconds: the pod is stopped and fails with DeadlineExceeded; preStop runs before a stop', async () => {
+    const marker = join(dir, 'prestop-ran');
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'deadline', namespace: 'default' },
+      spec: { nodeName: 'n1', activeDeadlineSeconds: 2, terminationGracePeriodSeconds: 5, containers: [{ name: 'c', image: 'busybox', command: ['sleep', '1000'], lifecycle: { preStop: { exec: { command: ['sh', '-c', `echo ran > ${marker}`] } } } }] },
+    };
+    expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', pod)).status).toBe(201);
+    const failed = await until(async () => {
+      const p = (await request(s, 'GET', podPath('deadline'))).json();
+      return p.status?.phase === 'Failed' && p;
+    }, 20_000);
+    expect(failed.status).toMatchObject({ reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' });
+    expect(failed.status.containerStatuses[0].state.terminated).toMatchObject({ exitCode: 137 });
+    expect(statSync(marker).isFile()).toBe(true);
+  }, 30_000);
+
   it('a deleted pod is stopped, then removed by the agent (grace period 0)', async () => {
     expect((await request(s, 'DELETE', podPath('long'))).status).toBe(200);
     await until(async () => (await request(s, 'GET', podPath('long'))).status === 404, 20_000);

@@ -6,6 +6,7 @@
 //   - A pod with a deletionTimestamp is stopped with its deletionGracePeriodSeconds, then
 //     deleted with grace period 0 and its uid as precondition, as kubelet does once its
 //     containers are gone. A pod removed from the API is stopped at once.
+//   - A pod past its spec.activeDeadlineSeconds is stopped and fails with DeadlineExceeded.
 //   - Every status tick (and after each sync), a pod's status is computed from the runtime
 //     and written when it differs from the last one written.
 // The watch is resumed from the last resourceVersion; a 410 Gone lists again.
@@ -32,6 +33,8 @@ export class PodSync {
   readonly pods = new Map<string, any>();
   private readonly written = new Map<string, string>();
   private readonly stopping = new Set<string>();
+  /** pods stopped for their activeDeadlineSeconds (not to be started again) */
+  private readonly expiring = new Set<string>();
   /** the pods admitted to run here (kubelet's admitted pods) */
   private readonly admitted = new Set<string>();
   private readonly startTimes = new Map<string, string>();
@@ -135,6 +138,7 @@ export class PodSync {
   private gone(uid: string): void {
     this.pods.delete(uid);
     this.admitted.delete(uid);
+    this.expiring.delete(uid);
     this.written.delete(uid);
     this.startTimes.delete(uid);
     void this.runtime.killPod(uid, 0).catch((e) => this.opts.log(`kill pod ${uid}: ${(e as Error).message}`));
@@ -161,7 +165,7 @@ export class PodSync {
         }
         return;
       }
-      if (isTerminal(pod)) return;
+      if (isTerminal(pod) || this.expiring.has(uid)) return;
       if (!this.admitted.has(uid)) {
         const refused = this.admit(pod);
         if (refused) return await this.reject(pod, refused.reason, refused.message);
@@ -213,7 +217,7 @@ export class PodSync {
 
   private async writeStatus(uid: string): Promise<void> {
     const pod = this.pods.get(uid);
-    if (!pod || pod.metadata.deletionTimestamp || isTerminal(pod) || this.stopping.has(uid)) return;
+    if (!pod || pod.metadata.deletionTimestamp || isTerminal(pod) || this.stopping.has(uid) || this.expiring.has(uid)) return;
     const status = podStatus(pod, this.runtime.podStatus(uid), this.opts.nodeIP, this.startTimes.get(uid));
     const fp = podStatusFingerprint(status);
     if (this.written.get(uid) === fp) return;
@@ -234,7 +238,40 @@ export class PodSync {
   }
 
   private async writeStatuses(): Promise<void> {
-    for (const uid of [...this.pods.keys()]) await this.writeStatus(uid);
+    for (const uid of [...this.pods.keys()]) {
+      if (this.pastDeadline(uid)) await this.deadlineExceeded(uid);
+      else await this.writeStatus(uid);
+    }
+  }
+
+  /** kubelet's activeDeadlineHandler: running longer than spec.activeDeadlineSeconds since startTime. */
+  private pastDeadline(uid: string): boolean {
+    const pod = this.pods.get(uid);
+    const deadline = pod?.spec?.activeDeadlineSeconds;
+    if (!pod || deadline === undefined || isTerminal(pod) || pod.metadata.deletionTimestamp || this.stopping.has(uid) || this.expiring.has(uid)) return false;
+    const start = Date.parse(pod.status?.startTime ?? this.startTimes.get(uid) ?? '');
+    return Number.isFinite(start) && Date.now() - start >= deadline * 1000;
+  }
+
+  /** The pod is stopped and fails with DeadlineExceeded (its running containers end as killed). */
+  private async deadlineExceeded(uid: string): Promise<void> {
+    const pod = this.pods.get(uid)!;
+    this.expiring.add(uid);
+    try {
+      const before = this.runtime.podStatus(uid);
+      await this.runtime.killPod(uid, pod.spec?.terminationGracePeriodSeconds ?? 30);
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      const ended = before?.map((c) => (c.state === 'terminated' ? c : { ...c, state: 'terminated' as const, exitCode: 137, reason: 'Error', finishedAt: now, ready: false }));
+      const status = podStatus(pod, ended, this.opts.nodeIP, this.startTimes.get(uid));
+      status.phase = 'Failed';
+      status.reason = 'DeadlineExceeded';
+      status.message = 'Pod was active on the node longer than the specified deadline';
+      this.opts.onReject?.(pod, 'DeadlineExceeded', status.message);
+      await this.api.patch(`/api/v1/namespaces/${encodeURIComponent(pod.metadata.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}/status`, { metadata: { uid }, status });
+    } catch (e) {
+      this.opts.log(`deadline of pod ${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`);
+      this.expiring.delete(uid); // tried again at the next tick
+    }
   }
 
   /** The pods with the status this agent computes (the /pods endpoint). */

@@ -13,6 +13,8 @@
 //   - its stdout and stderr go to a log file per instance in the CRI log format
 //     (<root-dir>/pods/<uid>/logs/<name>/<restartCount>.log, "time stream F|P text" lines),
 //     which /containerLogs reads, previous=true reading the instance before.
+//   - stopping: the preStop hook (exec, httpGet, sleep), SIGTERM to the process group, SIGKILL
+//     when the grace period is over.
 //   - restarts follow restartPolicy (Always; OnFailure on a non-zero exit; Never) with
 //     kubelet's CrashLoopBackOff: 10 s doubling to 5 min, reset after 10 min of running.
 //   - readiness and liveness probes (exec, httpGet, tcpSocket) against 127.0.0.1; no readiness
@@ -466,6 +468,15 @@ export class ProcessRuntime implements ContainerRuntime {
     inst.probeTimers[slot] = setTimeout(run, (p.initialDelaySeconds ?? 0) * 1000).unref();
   }
 
+  /** A lifecycle hook (exec, httpGet, sleep), as a probe runs, bounded by timeoutSeconds. */
+  private async runHook(inst: Instance, hook: any, timeoutSeconds: number): Promise<void> {
+    if (hook.sleep) {
+      await new Promise((r) => setTimeout(r, Math.min(hook.sleep.seconds ?? 0, timeoutSeconds) * 1000));
+      return;
+    }
+    await this.probe(inst, { ...hook, timeoutSeconds });
+  }
+
   /** One probe (kubelet's prober): exec exit 0, an HTTP status 200-399, or a TCP connect, within timeoutSeconds. */
   private probe(inst: Instance, p: any): Promise<boolean> {
     const timeout = (p.timeoutSeconds ?? 1) * 1000;
@@ -527,9 +538,18 @@ export class ProcessRuntime implements ContainerRuntime {
         /* already gone */
       }
     };
+    const deadline = Date.now() + Math.max(0, graceSeconds) * 1000;
+    // kubelet's killContainer: the preStop hook first, within the grace period, then SIGTERM
+    // with what is left of it, then SIGKILL
+    const preStop = inst.spec.lifecycle?.preStop;
+    if (preStop && graceSeconds > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.runHook(inst, preStop, graceSeconds).catch(() => {}), inst.exited, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      clearTimeout(timer);
+    }
     signal('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([inst.exited, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, graceSeconds) * 1000)))]);
+    await Promise.race([inst.exited, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
     if (inst.proc) {
       signal('SIGKILL');
