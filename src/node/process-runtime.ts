@@ -29,24 +29,23 @@
 //     log and a state file (checkpoint.json) into a tar written 0600, and resumes it.
 // Init containers run one at a time before the others (a restartable one, a sidecar, only
 // has to be running); ephemeral containers are not run.
+// Beside it: cri-log.ts (the log files), probes.ts (probes and hooks), checkpoint-archive.ts.
 //
 // Thread ownership: the agent's main thread; child processes are ours alone.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, createReadStream, createWriteStream, existsSync, mkdirSync, openSync, closeSync, readSync, readdirSync, readFileSync, lstatSync, rmSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import http from 'node:http';
-import https from 'node:https';
 import { join } from 'node:path';
-import { PassThrough, Readable, type Duplex } from 'node:stream';
-import { pack as tarPack } from 'tar-stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
+import { writeCheckpointArchive } from './checkpoint-archive.js';
+import { CriLogWriter, readContainerLog } from './cri-log.js';
+import { runProbe } from './probes.js';
 import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type ContainerRuntimeStatus, type ExecSession, type LogOptions, type StreamOptions } from './runtime.js';
 
 export const PROCESS_RUNTIME_VERSION = 'process://0.1.0';
 const BACKOFF_INITIAL_MS = 10_000;
 const BACKOFF_MAX_MS = 300_000;
-/** a partial line longer than this is written as a "P" record (containerd's maxLen is 16 KiB) */
-const MAX_LINE = 16 * 1024;
 
 /** How the runtime reads the objects an env var names (the agent answers from the API server). */
 export interface EnvLookups {
@@ -122,63 +121,6 @@ export function containerCommand(c: any, env: Record<string, string>): string[] 
   if (cmd.length) return [...cmd, ...args];
   if (args.length) return args;
   return ['sleep', 'infinity'];
-}
-
-/** Appends a process's output to a CRI-format log file, line by line. */
-class CriLogWriter {
-  private fd: number;
-  private partial: Record<'stdout' | 'stderr', Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
-  constructor(path: string) {
-    this.fd = openSync(path, 'a', 0o600);
-  }
-  private line(stream: string, tag: 'F' | 'P', text: Buffer): void {
-    writeSync(this.fd, Buffer.concat([Buffer.from(`${new Date().toISOString().replace('Z', '000000Z')} ${stream} ${tag} `), text, Buffer.from('\n')]));
-  }
-  write(stream: 'stdout' | 'stderr', chunk: Buffer): void {
-    let buf = Buffer.concat([this.partial[stream], chunk]);
-    let i;
-    while ((i = buf.indexOf(10)) >= 0) {
-      this.line(stream, 'F', buf.subarray(0, i));
-      buf = buf.subarray(i + 1);
-    }
-    while (buf.length > MAX_LINE) {
-      this.line(stream, 'P', buf.subarray(0, MAX_LINE));
-      buf = buf.subarray(MAX_LINE);
-    }
-    this.partial[stream] = Buffer.from(buf);
-  }
-  close(): void {
-    for (const s of ['stdout', 'stderr'] as const) if (this.partial[s].length) this.line(s, 'P', this.partial[s]);
-    closeSync(this.fd);
-  }
-}
-
-interface LogRecord {
-  time: Date;
-  timeText: string;
-  stream: string;
-  text: Buffer; // with its newline when the record was a full line
-}
-
-function parseCriLine(line: Buffer): LogRecord | undefined {
-  const a = line.indexOf(32);
-  const b = line.indexOf(32, a + 1);
-  const c = line.indexOf(32, b + 1);
-  if (a < 0 || b < 0 || c < 0) return undefined;
-  const timeText = line.subarray(0, a).toString();
-  const tag = line.subarray(b + 1, c).toString();
-  const body = line.subarray(c + 1);
-  return { time: new Date(timeText), timeText, stream: line.subarray(a + 1, b).toString(), text: tag === 'P' ? Buffer.from(body) : Buffer.concat([body, Buffer.from('\n')]) };
-}
-
-function splitLines(buf: Buffer): { lines: Buffer[]; rest: Buffer } {
-  const lines: Buffer[] = [];
-  let i;
-  while ((i = buf.indexOf(10)) >= 0) {
-    lines.push(buf.subarray(0, i));
-    buf = buf.subarray(i + 1);
-  }
-  return { lines, rest: buf };
 }
 
 export class ProcessRuntime implements ContainerRuntime {
@@ -477,42 +419,8 @@ export class ProcessRuntime implements ContainerRuntime {
     await this.probe(inst, { ...hook, timeoutSeconds });
   }
 
-  /** One probe (kubelet's prober): exec exit 0, an HTTP status 200-399, or a TCP connect, within timeoutSeconds. */
   private probe(inst: Instance, p: any): Promise<boolean> {
-    const timeout = (p.timeoutSeconds ?? 1) * 1000;
-    const port = (v: any) => (typeof v === 'number' ? v : Number(v) || (inst.spec.ports ?? []).find((x: any) => x.name === v)?.containerPort);
-    if (p.exec) {
-      return new Promise((res) => {
-        const cmd: string[] = p.exec.command ?? [];
-        if (!cmd.length) return res(false);
-        const child = spawn(cmd[0], cmd.slice(1), { cwd: inst.dir, env: inst.env, stdio: 'ignore', timeout });
-        child.on('error', () => res(false));
-        child.on('close', (code) => res(code === 0));
-      });
-    }
-    if (p.httpGet) {
-      return new Promise((res) => {
-        const mod = (p.httpGet.scheme ?? 'HTTP').toUpperCase() === 'HTTPS' ? https : http;
-        const headers: Record<string, string> = { 'user-agent': 'kube-probe/1.33' };
-        for (const h of p.httpGet.httpHeaders ?? []) headers[h.name] = h.value;
-        const req = mod.request({ host: p.httpGet.host || '127.0.0.1', port: port(p.httpGet.port), path: p.httpGet.path ?? '/', method: 'GET', headers, timeout, rejectUnauthorized: false }, (r) => {
-          r.resume();
-          res((r.statusCode ?? 0) >= 200 && (r.statusCode ?? 0) < 400);
-        });
-        req.on('timeout', () => req.destroy());
-        req.on('error', () => res(false));
-        req.end();
-      });
-    }
-    if (p.tcpSocket) {
-      return new Promise((res) => {
-        const s = connect({ host: p.tcpSocket.host || '127.0.0.1', port: port(p.tcpSocket.port) });
-        s.setTimeout(timeout, () => (s.destroy(), res(false)));
-        s.on('connect', () => (s.destroy(), res(true)));
-        s.on('error', () => res(false));
-      });
-    }
-    return Promise.resolve(true); // grpc probes: not supported, counted as passing
+    return runProbe(p, { dir: inst.dir, env: inst.env, ports: inst.spec.ports ?? [] });
   }
 
   async killPod(uid: string, gracePeriodSeconds = 30): Promise<void> {
@@ -606,80 +514,7 @@ export class ProcessRuntime implements ContainerRuntime {
       }
       live = false;
     }
-    if (!existsSync(path)) return Readable.from([]);
-    const since = opts.sinceTime ?? (opts.sinceSeconds ? new Date(Date.now() - opts.sinceSeconds * 1000) : undefined);
-    const render = (r: LogRecord) => (opts.timestamps ? Buffer.concat([Buffer.from(r.timeText + ' '), r.text]) : r.text);
-    // what is in the file now
-    const content = readFileSync(path);
-    const { lines, rest } = splitLines(content);
-    let records = lines.map(parseCriLine).filter((r): r is LogRecord => !!r);
-    if (since) records = records.filter((r) => r.time >= since);
-    if (opts.tailLines !== undefined) {
-      // tailLines counts full lines: a run of P records is one line with its F
-      let n = 0;
-      let start = records.length;
-      while (start > 0 && n < opts.tailLines) {
-        start--;
-        if (records[start].text[records[start].text.length - 1] === 10) n++;
-        if (n === opts.tailLines) {
-          while (start > 0 && records[start - 1].text[records[start - 1].text.length - 1] !== 10) start--;
-          break;
-        }
-      }
-      records = records.slice(start);
-    }
-    const out = new PassThrough();
-    let remaining = opts.limitBytes ?? Infinity;
-    const push = (b: Buffer): boolean => {
-      if (remaining <= 0) return false;
-      const piece = b.length > remaining ? b.subarray(0, remaining) : b;
-      remaining -= piece.length;
-      out.write(piece);
-      return remaining > 0;
-    };
-    let more = true;
-    for (const r of records) if (!(more = push(render(r)))) break;
-    if (!opts.follow || !live || !more) {
-      out.end();
-      return out;
-    }
-    // follow: read what is appended until the instance ends or the caller goes
-    let offset = content.length - rest.length;
-    let pending = Buffer.alloc(0);
-    const tick = () => {
-      if (signal.aborted) return finish();
-      let size: number;
-      try {
-        size = statSync(path).size;
-      } catch {
-        return finish();
-      }
-      if (size > offset) {
-        const fd = openSync(path, 'r');
-        const buf = Buffer.alloc(size - offset);
-        readAt(fd, buf, offset);
-        closeSync(fd);
-        offset = size;
-        const split = splitLines(Buffer.concat([pending, buf]));
-        pending = Buffer.from(split.rest);
-        for (const l of split.lines) {
-          const r = parseCriLine(l);
-          if (r && !push(render(r))) return finish();
-        }
-      }
-      if (inst.finishedAt !== undefined || rec.containers.get(inst.name) !== inst) {
-        // one last read happened above; the instance is over
-        return finish();
-      }
-      timer = setTimeout(tick, 100);
-    };
-    let timer: NodeJS.Timeout | undefined = setTimeout(tick, 100);
-    const finish = () => {
-      clearTimeout(timer);
-      out.end();
-    };
-    signal.addEventListener('abort', finish, { once: true });
-    return out;
+    return readContainerLog(path, opts, signal, live, () => inst.finishedAt !== undefined || rec.containers.get(inst.name) !== inst);
   }
 
   private runningInstance(ref: ContainerRef): { rec: PodRecord; inst: Instance } {
@@ -764,107 +599,27 @@ export class ProcessRuntime implements ContainerRuntime {
     const { rec, inst } = this.instance(ref);
     const proc = inst.proc;
     if (inst.state !== 'running' || !proc?.pid) throw new Error(`container ${ref.container} is not running`);
-    const dir = join(rec.dir, 'containers', inst.name);
-    // created (0600, never over an existing archive) before anything is read, so that a
-    // name taken or a directory missing fails at once
-    const fd = openSync(archivePath, 'wx', 0o600);
-    const pk = tarPack();
-    const file = createWriteStream('', { fd });
-    const written = new Promise<void>((res, rej) => {
-      file.on('finish', res);
-      file.on('error', rej);
-      pk.on('error', rej);
-    });
-    pk.pipe(file);
-    const signal = (s: NodeJS.Signals) => {
+    const signal = (sig: NodeJS.Signals) => {
       try {
-        process.kill(-proc.pid!, s);
+        process.kill(-proc.pid!, sig);
       } catch {
         /* gone */
       }
     };
-    let timer: NodeJS.Timeout | undefined;
-    const work = (async () => {
-      // the process group holds still while its files are read (as CRIU stops the task)
-      signal('SIGSTOP');
-      try {
-        const state = {
-          version: 1,
-          runtime: PROCESS_RUNTIME_VERSION,
-          pod: { namespace: rec.pod.metadata.namespace, name: rec.pod.metadata.name, uid: rec.uid },
-          container: { name: inst.name, id: `process://${inst.id}`, image: inst.spec.image, command: inst.command, env: inst.env, pid: proc.pid, startedAt: inst.startedAt, restartCount: inst.restartCount },
-          checkpointedAt: new Date().toISOString(),
-        };
-        await entry(pk, { name: 'checkpoint.json', mode: 0o600 }, Buffer.from(JSON.stringify(state, null, 2) + '\n'));
-        if (existsSync(inst.logPath)) await entry(pk, { name: 'container.log', mode: 0o600 }, readFileSync(inst.logPath));
-        await addTree(pk, dir, 'rootfs');
-      } finally {
-        signal('SIGCONT');
-      }
-      pk.finalize();
-      await written;
-    })();
-    try {
-      if (timeoutSeconds && timeoutSeconds > 0) {
-        await Promise.race([work, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`checkpoint timed out after ${timeoutSeconds}s`)), timeoutSeconds * 1000)))]);
-      } else await work;
-      chmodSync(archivePath, 0o600);
-    } catch (e) {
-      pk.destroy();
-      file.destroy();
-      try {
-        unlinkSync(archivePath);
-      } catch {
-        /* not written */
-      }
-      throw e;
-    } finally {
-      clearTimeout(timer);
-    }
+    const state = {
+      version: 1,
+      runtime: PROCESS_RUNTIME_VERSION,
+      pod: { namespace: rec.pod.metadata.namespace, name: rec.pod.metadata.name, uid: rec.uid },
+      container: { name: inst.name, id: `process://${inst.id}`, image: inst.spec.image, command: inst.command, env: inst.env, pid: proc.pid, startedAt: inst.startedAt, restartCount: inst.restartCount },
+      checkpointedAt: new Date().toISOString(),
+    };
+    // the process group holds still while its files are read (as CRIU stops the task)
+    await writeCheckpointArchive(archivePath, { state, logPath: inst.logPath, dir: join(rec.dir, 'containers', inst.name) }, timeoutSeconds, () => signal('SIGSTOP'), () => signal('SIGCONT'));
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.pods.keys()].map((uid) => this.killPod(uid, 2)));
-  }
-}
-
-function readAt(fd: number, buf: Buffer, position: number): void {
-  let done = 0;
-  while (done < buf.length) {
-    const n = readSync(fd, buf, done, buf.length - done, position + done);
-    if (n <= 0) break;
-    done += n;
-  }
-}
-
-function entry(pk: ReturnType<typeof tarPack>, header: { name: string; mode: number; type?: 'file' | 'directory'; mtime?: Date }, body?: Buffer): Promise<void> {
-  return new Promise((res, rej) => {
-    const w = pk.entry(header as any, body as any, (e?: Error | null) => (e ? rej(e) : res()));
-    w.on('error', rej);
-  });
-}
-
-/** Adds a directory's tree under prefix: directories and regular files (links and devices skipped). */
-async function addTree(pk: ReturnType<typeof tarPack>, dir: string, prefix: string): Promise<void> {
-  let st: Stats;
-  try {
-    st = lstatSync(dir);
-  } catch {
-    return;
-  }
-  await entry(pk, { name: prefix + '/', mode: st.mode & 0o7777, type: 'directory', mtime: st.mtime });
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    const s = lstatSync(p);
-    if (s.isDirectory()) await addTree(pk, p, `${prefix}/${name}`);
-    else if (s.isFile()) {
-      await new Promise<void>((res, rej) => {
-        const w = pk.entry({ name: `${prefix}/${name}`, size: s.size, mode: s.mode & 0o7777, mtime: s.mtime }, (e?: Error | null) => (e ? rej(e) : res()));
-        w.on('error', rej);
-        createReadStream(p).on('error', rej).pipe(w);
-      });
-    }
   }
 }
 
