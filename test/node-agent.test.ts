@@ -10,7 +10,8 @@
 //     a 0700 directory; 401 without credentials; 403 for a user without nodes/checkpoint;
 //     404 for an unknown namespace, pod or container and with the gate off; 500 when the
 //     runtime fails (the container is not running);
-//   - the configuration in effect is the main file with the drop-ins merged over it;
+//   - the configuration in effect (/configz) is the main file with the drop-ins merged over
+//     it, row by row of spec 2.11;
 //   - READY=1 then WATCHDOG=1 pings reach a test NOTIFY_SOCKET.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -53,11 +54,11 @@ async function startAgent(name: string, token: string, extra: string[] = [], env
   const cfgFile = join(dir, `config-${name}.yaml`);
   writeFileSync(
     cfgFile,
-    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 1\nnodeStatusUpdateFrequency: 1s\nregisterWithTaints:\n- {key: from-main, effect: NoSchedule}\nfeatureGates:\n  KubeletFineGrainedAuthz: true\nauthentication:\n  webhook:\n    enabled: true\n    cacheTTL: 1s\n`,
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 1\nnodeStatusUpdateFrequency: 1s\nregisterWithTaints:\n- {key: from-main, effect: NoSchedule}\nfeatureGates:\n  KubeletFineGrainedAuthz: true\nauthentication:\n  webhook:\n    enabled: true\n    cacheTTL: 1s\nstaticPodURLHeader:\n  X-A: [a1, a2]\n  X-B: [b1]\n`,
   );
   writeFileSync(
     join(cfgDir, '10-agent.conf'),
-    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: ${port}\nregisterWithTaints:\n- {key: from-drop-in, value: x, effect: PreferNoSchedule}\nfeatureGates:\n  SomethingElse: true\nauthentication:\n  anonymous:\n    enabled: true\nauthorization:\n  webhook:\n    cacheAuthorizedTTL: 1s\n    cacheUnauthorizedTTL: 1s\n`,
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: ${port}\nregisterWithTaints:\n- {key: from-drop-in, value: x, effect: PreferNoSchedule}\nfeatureGates:\n  SomethingElse: true\nauthentication:\n  anonymous:\n    enabled: true\nauthorization:\n  webhook:\n    cacheAuthorizedTTL: 1s\n    cacheUnauthorizedTTL: 1s\nstaticPodURLHeader:\n  X-A: [a3]\n`,
   );
   const proc = spawn(
     process.execPath,
@@ -160,6 +161,27 @@ describe('node agent', () => {
     // the config-dir merge in effect: the drop-in's port (scalar), its taints (list replaced)
     expect(node.status.daemonEndpoints.kubeletEndpoint.Port).toBe(n1.port);
     expect(node.spec.taints).toEqual([{ key: 'from-drop-in', value: 'x', effect: 'PreferNoSchedule' }]);
+  });
+
+  it('the configuration in effect (/configz) is the main file with the drop-in merged, row by row (spec 2.11)', async () => {
+    const r = await agentRequest(n1, 'GET', '/configz', s.token);
+    expect(r.status).toBe(200);
+    const c = JSON.parse(r.body).kubeletconfig;
+    // scalar: the drop-in's port over the main file's 1; the main file's other scalars kept
+    expect(c.port).toBe(n1.port);
+    expect(c.nodeStatusUpdateFrequency).toBe('1s');
+    // nested structure: field by field (webhook from the main file, anonymous from the drop-in, x509 a default)
+    expect(c.authentication).toEqual({ x509: {}, webhook: { enabled: true, cacheTTL: '1s' }, anonymous: { enabled: true } });
+    expect(c.authorization).toEqual({ mode: 'Webhook', webhook: { cacheAuthorizedTTL: '1s', cacheUnauthorizedTTL: '1s' } });
+    // list: replaced whole
+    expect(c.registerWithTaints).toEqual([{ key: 'from-drop-in', value: 'x', effect: 'PreferNoSchedule' }]);
+    // map: keys added or overridden (ContainerCheckpoint: the default gate)
+    expect(c.featureGates).toEqual({ ContainerCheckpoint: true, KubeletFineGrainedAuthz: true, SomethingElse: true });
+    // map of string to list: an overridden key's list replaced, the other key kept
+    expect(c.staticPodURLHeader).toEqual({ 'X-A': ['a3'], 'X-B': ['b1'] });
+    // kubelet's attributes for /configz: configz, then proxy
+    const bob = await agentRequest(n1, 'GET', '/configz', TOKENS.bob);
+    expect(bob.body).toContain('subresource(s)=[configz proxy]');
   });
 
   it('renews its Lease in kube-node-lease', async () => {

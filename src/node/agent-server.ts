@@ -3,6 +3,7 @@
 // unknown path is a 401 before it is a 404), then routed:
 //   GET  /healthz[/ping|/log|/syncloop]     health (verbose lists the checks)
 //   GET  /pods                             the PodList of the pods bound here
+//   GET  /configz                          the configuration in effect (files, drop-ins, flags)
 //   POST /checkpoint/{ns}/{pod}/{container} a checkpoint archive (spec 4.10), when the
 //                                          ContainerCheckpoint gate is on (else no route: 404)
 //   /containerLogs, /exec, /attach, /portForward  the streaming endpoints (./streaming/),
@@ -31,6 +32,8 @@ export interface AgentServerDeps {
   podByName(namespace: string, name: string): any | undefined;
   /** the sync loop's health (kubelet's syncloop check) */
   syncLoopHealthy(): boolean;
+  /** the configuration in effect (kubelet's /configz) */
+  configz?: () => unknown;
 }
 
 export interface TlsMaterial {
@@ -105,6 +108,11 @@ async function route(req: IncomingMessage, res: ServerResponse, deps: AgentServe
   if (path === '/pods' || path === '/pods/') {
     if (method !== 'GET') return text(res, 405, '405: Method Not Allowed');
     return text(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.pods() }), 'application/json');
+  }
+  if (path === '/configz' && deps.configz) {
+    if (method !== 'GET') return text(res, 405, '405: Method Not Allowed');
+    // kubelet's configz: the configuration in effect under the component's key
+    return text(res, 200, JSON.stringify({ kubeletconfig: deps.configz() }), 'application/json');
   }
   if (deps.checkpointEnabled && path.startsWith('/checkpoint/')) {
     const parts = path.slice('/checkpoint/'.length).split('/').map(decodeURIComponent);

@@ -30,6 +30,8 @@ export interface AgentConfig {
   statusReportMs: number;
   leaseDurationSeconds: number;
   registerNode: boolean;
+  /** the KubeletConfiguration in effect, for /configz */
+  effective?: unknown;
 }
 
 export class NodeAgent {
@@ -74,6 +76,7 @@ export class NodeAgent {
         pods: () => this.pods.podList(),
         podByName: (ns, name) => this.pods.byName(ns, name),
         syncLoopHealthy: () => true,
+        configz: () => this.cfg.effective ?? {},
       },
       this.cfg.tls,
       this.cfg.address,

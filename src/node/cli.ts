@@ -245,6 +245,7 @@ export async function nodeMain(argv: string[]): Promise<number> {
       statusReportMs: parseDuration(cfg.nodeStatusReportFrequency, 300_000),
       leaseDurationSeconds: cfg.nodeLeaseDurationSeconds ?? 40,
       registerNode: cfg.registerNode !== false,
+      effective: { ...cfg, featureGates: gates },
     },
     log,
     events,
