@@ -101,6 +101,7 @@ export class NodeAgent {
     }
     this.notifier.ready();
     this.heartbeat.start();
+    this.runtime.cleanupOrphans?.();
     this.pods.start();
     this.notifier.startWatchdog(() => this.heartbeat.healthy);
     this.log(`Node ${settings.nodeName} is running`);

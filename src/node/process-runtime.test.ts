@@ -2,7 +2,8 @@
 // captured, restarts per restartPolicy keep the previous instance's log, exec beside the
 // container, env expansion, readiness by probe, checkpoint archives, kill.
 import { describe, expect, it, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -134,6 +135,21 @@ describe('process runtime', () => {
     expect(await text(conn)).toBe('hello from the pod');
     srv.close();
     await expect(rt.portForward({ namespace: 'default', pod: 'nope', uid: '' }, 1)).rejects.toBeInstanceOf(RuntimeNotFoundError);
+  });
+
+  it('cleanupOrphans kills what an earlier run left under <root-dir>/pods, by working directory', async () => {
+    const root2 = mkdtempSync(join(tmpdir(), 'ks-orphans-'));
+    const cdir = join(root2, 'pods', 'old-uid', 'containers', 'c');
+    mkdirSync(cdir, { recursive: true });
+    const orphan = spawn('sleep', ['1000'], { cwd: cdir, detached: true, stdio: 'ignore' });
+    const bystander = spawn('sleep', ['1000'], { cwd: root2, detached: true, stdio: 'ignore' });
+    await new Promise((r) => orphan.once('spawn', r));
+    const rt2 = new ProcessRuntime({ rootDir: root2, nodeName: 'n1', nodeIP: '127.0.0.1', log: () => {} });
+    expect(rt2.cleanupOrphans()).toBe(1);
+    await new Promise((r) => orphan.once('exit', r));
+    expect(bystander.exitCode).toBeNull();
+    expect(existsSync(join(root2, 'pods', 'old-uid'))).toBe(false);
+    bystander.kill('SIGKILL');
   });
 
   it('a failing command under OnFailure restarts with backoff; previous shows the last run', async () => {

@@ -34,7 +34,7 @@
 // Thread ownership: the agent's main thread; child processes are ours alone.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
@@ -143,6 +143,42 @@ export class ProcessRuntime implements ContainerRuntime {
 
   private podDir(uid: string): string {
     return join(this.opts.rootDir, 'pods', uid);
+  }
+
+  /**
+   * What an agent that died without stopping its containers left behind: every process
+   * whose working directory is under <root-dir>/pods (a container's, or an exec's beside
+   * it) is killed, and the old pods' directories removed, so that the pods start afresh and
+   * never twice. The working directory, not a recorded PID, says whose a process is: a PID
+   * may have been reused since. Call before the first syncPod.
+   */
+  cleanupOrphans(): number {
+    const podsDir = join(this.opts.rootDir, 'pods') + '/';
+    let killed = 0;
+    let pids: string[] = [];
+    try {
+      pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid);
+    } catch {
+      return 0; // no /proc: nothing to find
+    }
+    for (const pid of pids) {
+      let cwd: string;
+      try {
+        cwd = readlinkSync(`/proc/${pid}/cwd`);
+      } catch {
+        continue; // gone, or not ours to read
+      }
+      if (!(cwd + '/').startsWith(podsDir)) continue;
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+        killed++;
+      } catch {
+        /* gone */
+      }
+    }
+    for (const uid of existsSync(podsDir) ? readdirSync(podsDir) : []) if (!this.pods.has(uid)) rmSync(join(podsDir, uid), { recursive: true, force: true });
+    if (killed) this.log(`killed ${killed} processes left by an earlier run of the agent`);
+    return killed;
   }
 
   async syncPod(pod: any): Promise<void> {

@@ -92,4 +92,9 @@ export interface ContainerRuntime {
   checkpoint(ref: ContainerRef, archivePath: string, timeoutSeconds?: number): Promise<void>;
   /** stops everything (the agent's shutdown) */
   close(): Promise<void>;
+  /**
+   * optional (added with the process runtime): removes what an earlier run of the agent
+   * left running, before the first syncPod; the number of processes it stopped
+   */
+  cleanupOrphans?(): number;
 }
