@@ -67,6 +67,10 @@ export interface ContainerRuntimeStatus {
   restartCount: number;
   ready: boolean;
   containerID?: string;
+  /** why it is waiting or terminated, in words (optional: added for the process runtime) */
+  message?: string;
+  /** the previous instance's end, once restarted (kubelet's lastState.terminated; optional) */
+  lastTerminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string; containerID?: string };
 }
 
 export interface ContainerRuntime {
@@ -88,4 +92,9 @@ export interface ContainerRuntime {
   checkpoint(ref: ContainerRef, archivePath: string, timeoutSeconds?: number): Promise<void>;
   /** stops everything (the agent's shutdown) */
   close(): Promise<void>;
+  /**
+   * optional (added with the process runtime): removes what an earlier run of the agent
+   * left running, before the first syncPod; the number of processes it stopped
+   */
+  cleanupOrphans?(): number;
 }

@@ -1,0 +1,23 @@
+// kubelet's precedence: flags over the configuration files; the flag parser's forms.
+import { describe, expect, it } from 'vitest';
+import { applyFlags, FlagError, parseFlags } from './cli.js';
+import { withDefaults } from './config.js';
+
+describe('kubeshard node flags', () => {
+  it('parses --flag value, --flag=value and booleans; refuses unknown flags', () => {
+    expect(parseFlags(['--port', '1', '--max-pods=7', '--anonymous-auth'])).toEqual({ port: '1', 'max-pods': '7', 'anonymous-auth': 'true' });
+    expect(() => parseFlags(['--nope'])).toThrow(FlagError);
+    expect(() => parseFlags(['--port'])).toThrow(/needs an argument/);
+  });
+
+  it('flags override the files: scalars, gates by key, taints, nested auth fields', () => {
+    const cfg = withDefaults({ port: 11, featureGates: { ContainerCheckpoint: true, A: true }, authentication: { webhook: { enabled: true, cacheTTL: '1m' } } });
+    const c = applyFlags(cfg, parseFlags(['--port', '12', '--feature-gates', 'ContainerCheckpoint=false,B=true', '--register-with-taints', 'k=v:NoSchedule,k2:NoExecute', '--anonymous-auth=true', '--authorization-mode', 'AlwaysAllow']));
+    expect(c.port).toBe(12);
+    expect(c.featureGates).toEqual({ ContainerCheckpoint: false, A: true, B: true });
+    expect(c.registerWithTaints).toEqual([{ key: 'k', value: 'v', effect: 'NoSchedule' }, { key: 'k2', effect: 'NoExecute' }]);
+    expect(c.authentication).toMatchObject({ webhook: { enabled: true, cacheTTL: '1m' }, anonymous: { enabled: true } });
+    expect(c.authorization?.mode).toBe('AlwaysAllow');
+    expect(() => applyFlags(cfg, { 'register-with-taints': 'bad' })).toThrow(/invalid taint/);
+  });
+});
