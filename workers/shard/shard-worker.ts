@@ -187,9 +187,10 @@ const EXIT_AFTER_LOG_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_AFTER_LOG_KEY 
 /**
  * Fault injection for the history checker (test/fault/history.test.ts): each group commit
  * that logged something kills the whole process (SIGKILL) with this probability, after its
- * log append and before any of its writes is answered. Environment only, as the others.
+ * log append and before any of its writes is answered. Environment only, as the others
+ * (etcd-storage.ts reads it too: there, after a write's txn succeeded).
  */
-const KILL_AFTER_LOG = Number(process.env.KUBESHARD_FAULT_KILL_AFTER_LOG ?? 0);
+const KILL_AFTER_LOG = Number(process.env.KUBESHARD_FAULT_KILL_AFTER_COMMIT ?? 0);
 /** ... and with this key, in the middle of the B-tree transaction that takes it (its puts made, not committed) */
 const EXIT_IN_TREE = process.env.KUBESHARD_FAULT_SHARD_EXIT_IN_TREE_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */

@@ -86,6 +86,13 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
   ttlSeconds?: Record<string, number>;
 }
 
+/**
+ * Fault injection for the history checker (test/fault/history.test.ts): each successful
+ * write txn kills the whole process (SIGKILL) with this probability, before the write is
+ * answered. Environment only (as the LMDB shard worker's, which reads the same variable).
+ */
+const KILL_AFTER_COMMIT = Number(process.env.KUBESHARD_FAULT_KILL_AFTER_COMMIT ?? 0);
+
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
 const COMPACT_REV_KEY = 'compact_rev_key';
 const PAGE = 1000;
@@ -585,6 +592,8 @@ export class EtcdStorage implements Storage {
       throw new WriteRejected(cur ? 'conflict' : 'notfound');
     }
     const rv = res.revision;
+    // (the history checker, test/fault/: the process dies with the write committed in etcd and unanswered)
+    if (KILL_AFTER_COMMIT > 0 && Math.random() < KILL_AFTER_COMMIT) process.kill(process.pid, 'SIGKILL');
     if (target?.metadata) target.metadata.resourceVersion = String(rv);
     // the write is answered once its change has come back on the feed (the caches hold it)
     // (its own change moves the feed: no progress request needed)
