@@ -613,6 +613,8 @@ function flush(): void {
       message = spaceAlarm = `database space exceeded: ${message}`;
     }
     const failure = nospace ? ('nospace' as const) : ('storage' as const);
+    // the sweep's deletions of this batch are tried again later (nobody else would)
+    for (const op of ops) if (op.id < 0) ttl.retry({ gr: op.gr, key: op.key, rv: op.expect }, now + 1000);
     if (!nospace && !treeAlarm) {
       console.error(`shard ${data.index}: log append failed: ${message}`);
       if (++logFailures >= LOG_FAILURES_FOR_ALARM) logAlarm = `log append failed ${logFailures} times in a row: ${message}`;
