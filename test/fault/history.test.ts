@@ -18,7 +18,7 @@ import https from 'node:https';
 import { onEtcd, startServer, type TestServer } from '../helpers/server.js';
 import { History, type Op, type OpKind, type Outcome } from './history.js';
 import { checkHistory } from './linearizability.js';
-import { checkWatchers, observedVersions, type Segment, type WatcherRecord } from './watch-check.js';
+import { checkWatchers, observedVersions, type ListRec, type Segment, type WatcherRecord } from './watch-check.js';
 
 const SECONDS = Number(process.env.KUBESHARD_CHECKER_SECONDS ?? (onEtcd ? 30 : 60));
 const CLIENTS = 12;
@@ -94,10 +94,15 @@ function outcomeOf(a: Answer): Outcome | null | 'unexpected' {
   return 'unexpected';
 }
 
+/** every list's answer: the watch check compares each with a watcher's state at its version */
+const lists: ListRec[] = [];
+
 const figures = {
   requests: 0,
   notSent: 0,
   unexpected: [] as string[],
+  /** watches whose answer did not begin within 15 s */
+  watchHangs: [] as string[],
   sigkills: 0,
   commitPathKills: 0,
   restarts: 0,
@@ -158,6 +163,7 @@ async function runClient(c: number, s: TestServer, h: History, stop: () => boole
             known.set(it.metadata.name, rv);
           }
           h.completeList(c, callAt, KEYS, items);
+          lists.push({ rv: Number(a.body.metadata.resourceVersion), items });
         } else if (outcomeOf(a) === 'unexpected') figures.unexpected.push(`list: ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`);
       } catch (e) {
         if (e instanceof NotSent) figures.notSent++;
@@ -205,8 +211,12 @@ async function runClient(c: number, s: TestServer, h: History, stop: () => boole
 }
 
 /** One watcher: list, watch, resume from the last version seen after every break, list again after a 410. */
-function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: WatcherRecord; done: Promise<void>; last: () => number; close: () => void } {
+function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: WatcherRecord; done: Promise<void>; last: () => number; close: () => void; trace: string[] } {
   const record: WatcherRecord = { id, segments: [] };
+  /** what the watcher did, for a report of its anomalies */
+  const trace: string[] = [];
+  const T0 = Date.now();
+  const note = (m: string) => trace.push(`${Date.now() - T0}ms ${m}`);
   let last = 0;
   let relist = true;
   let current: ReturnType<typeof https.request> | null = null;
@@ -220,8 +230,10 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
         { host: '127.0.0.1', port: s.port, method: 'GET', path: `${CM}?watch=1&allowWatchBookmarks=true&resourceVersion=${seg.fromRv}`, agent, headers: { authorization: `Bearer ${s.token}` } },
         (res) => {
           opened = true;
+          note(`watch from ${seg.fromRv}: ${res.statusCode}`);
           if (res.statusCode === 410) relist = true;
           res.on('data', (c) => {
+            lastData = Date.now();
             buf += c;
             let i;
             while ((i = buf.indexOf('\n')) >= 0) {
@@ -230,6 +242,7 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
               if (!line) continue;
               const ev = JSON.parse(line);
               if (ev.type === 'ERROR') {
+                note(`ERROR ${ev.object?.code} ${ev.object?.message}`);
                 if (ev.object?.code === 410) relist = true;
                 continue;
               }
@@ -245,14 +258,28 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
               last = Math.max(last, rv);
             }
           });
-          res.on('end', () => resolve(true));
+          res.on('end', () => (note('end'), resolve(true)));
           res.on('close', () => resolve(true));
           res.on('error', () => resolve(true));
         },
       );
       let opened = false;
       current = req;
-      req.on('error', () => resolve(opened));
+      req.on('error', (e) => (note(`error ${e.message}`), resolve(opened)));
+      // a watch must be answered (its headers) promptly: one that is not is a hang, reported
+      // and then says something (an event or a bookmark) at least every few seconds
+      const t0 = Date.now();
+      let lastData = t0;
+      const hang = setInterval(() => {
+        if (closed) return;
+        const up = s.proc.exitCode === null && s.proc.signalCode === null;
+        if (!opened && Date.now() - t0 > 15_000) figures.watchHangs.push(`watcher ${id}: a watch from ${seg.fromRv} unanswered for ${Date.now() - t0} ms (server up: ${up})`);
+        else if (opened && Date.now() - lastData > 15_000) figures.watchHangs.push(`watcher ${id}: a watch from ${seg.fromRv} silent for ${Date.now() - lastData} ms after ${seg.events.length} events up to ${seg.upto} (server up: ${up})`);
+        else return;
+        clearInterval(hang);
+        req.destroy();
+      }, 1000);
+      req.on('close', () => clearInterval(hang));
       req.end();
     });
   const done = (async () => {
@@ -266,9 +293,11 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
           for (const it of a.body.items) if (KEYS.includes(it.metadata.name)) listed.set(it.metadata.name, { value: it.data?.v ?? null, rv: Number(it.metadata.resourceVersion) });
           const rv = Number(a.body.metadata.resourceVersion);
           seg = { start: 'list', fromRv: rv, listed, events: [], upto: rv };
+          note(`listed at ${rv}`);
           last = rv;
           relist = false;
-        } catch {
+        } catch (e) {
+          note(`list failed: ${e instanceof Error ? e.message : String(e)}`);
           await sleep(100);
           continue;
         }
@@ -282,6 +311,7 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
   })();
   return {
     record,
+    trace,
     done,
     last: () => last,
     close: () => {
@@ -366,6 +396,7 @@ describe('correctness under faults (history checker)', () => {
       for (const it of fl.body.items) if (KEYS.includes(it.metadata.name)) finalState.set(it.metadata.name, { value: it.data?.v ?? null, rv: Number(it.metadata.resourceVersion) });
       h.completeList(-1, finalCall, KEYS, finalState);
       const finalRv = Number(fl.body.metadata.resourceVersion);
+      const finalAt = Date.now();
       // every watcher catches up to it (bookmarks every second)
       const deadline = Date.now() + 30_000;
       while (watchers.some((w) => w.last() < finalRv) && Date.now() < deadline) await sleep(100);
@@ -376,7 +407,7 @@ describe('correctness under faults (history checker)', () => {
       const records = watchers.map((w) => w.record);
       const t0 = Date.now();
       const kv = checkHistory(h.ops, observedVersions(records));
-      const wv = checkWatchers(records, h.ops, { rv: finalRv, state: finalState });
+      const wv = checkWatchers(records, h.ops, { rv: finalRv, state: finalState }, [...lists, { rv: finalRv, items: finalState }]);
       const checkMs = Date.now() - t0;
       const byOutcome = (o: Outcome) => h.ops.filter((x: Op) => x.outcome === o).length;
       const report = {
@@ -388,18 +419,26 @@ describe('correctness under faults (history checker)', () => {
         operationsChecked: kv.ops,
         outcomes: { ok: byOutcome('ok'), refused: byOutcome('exists') + byOutcome('conflict') + byOutcome('notfound'), unknown: kv.unknown, notSent: figures.notSent },
         faults: { sigkill: figures.sigkills, commitPath: figures.commitPathKills, restarts: figures.restarts },
-        watch: { watchers: WATCHERS, eventsChecked: wv.events, resumes: wv.resumes, relistsAfter410: wv.relists },
+        watch: { watchers: WATCHERS, eventsChecked: wv.events, resumes: wv.resumes, relistsAfter410: wv.relists, listsMatchedToWatchers: wv.listsChecked },
         unexpectedAnswers: figures.unexpected.length,
+        watchHangs: figures.watchHangs.length,
         anomalies: kv.anomalies.length + wv.anomalies.length,
         checkMs,
       };
       console.log(`history checker: ${JSON.stringify(report)}`);
       for (const a of [...kv.anomalies, ...wv.anomalies].slice(0, 30)) console.log(`ANOMALY: ${a}`);
       for (const u of figures.unexpected.slice(0, 10)) console.log(`unexpected answer: ${u}`);
+      for (const u of figures.watchHangs) console.log(`watch hang: ${u}`);
+      if (wv.anomalies.length) {
+        for (const r of records) console.log(`watcher ${r.id} segments: ${r.segments.map((g) => `${g.start}@${g.fromRv}+${g.events.length}..${g.upto}`).join(' ')}`);
+        for (const w of watchers) console.log(`watcher ${w.record.id} trace (last 12): ${w.trace.slice(-12).join(' | ')}`);
+        console.log(`final list at ${finalRv}, ${Date.now() - finalAt} ms ago`);
+      }
       expect(figures.restarts).toBeGreaterThan(0);
       expect(kv.ops).toBeGreaterThan(500);
       expect([...kv.anomalies, ...wv.anomalies]).toEqual([]);
       expect(figures.unexpected).toEqual([]);
+      expect(figures.watchHangs).toEqual([]);
     } finally {
       await s.stop().catch(() => undefined);
       s.cleanup();

@@ -8,7 +8,9 @@
 //  - all watchers agree on what happened at each version;
 //  - no gaps: every acknowledged write whose version falls inside a segment's span was
 //    delivered in that segment;
-//  - each watcher's reconstruction, once it has seen the final version, is the final state.
+//  - each watcher's reconstruction, once it has seen the final version, is the final state;
+//  - every list answered at a version a watcher's segment spans is that watcher's state at
+//    that version (a list is one consistent snapshot, across keys).
 // A 410 (history compacted) is allowed: the watcher lists again, and that segment starts afresh.
 //
 // Thread ownership: pure functions of the test's main thread.
@@ -39,14 +41,43 @@ export interface WatcherRecord {
 
 export interface WatchVerdict {
   events: number;
+  /** list answers compared with a watcher's state at their version (one per watcher spanning it) */
+  listsChecked: number;
   resumes: number;
   relists: number;
   anomalies: string[];
 }
 
-export function checkWatchers(watchers: WatcherRecord[], ops: Op[], final: { rv: number; state: Map<string, { value: string | null; rv: number }> }): WatchVerdict {
+/** A list's answer: the state at its version. */
+export interface ListRec {
+  rv: number;
+  items: Map<string, { value: string | null; rv: number }>;
+}
+
+export function checkWatchers(
+  watchers: WatcherRecord[],
+  ops: Op[],
+  final: { rv: number; state: Map<string, { value: string | null; rv: number }> },
+  lists: ListRec[] = [],
+): WatchVerdict {
   const anomalies: string[] = [];
   let events = 0;
+  // lists in version order: each one inside a watcher's segment must be that watcher's state at its version
+  const byRv = [...lists].sort((a, b) => a.rv - b.rv);
+  const compareList = (w: number, l: ListRec, state: Map<string, { value: string | null; rv: number }>) => {
+    listsChecked++;
+    const keys = new Set([...state.keys(), ...l.items.keys()]);
+    for (const k of keys) {
+      const a = state.get(k);
+      const b = l.items.get(k);
+      if (a?.value !== b?.value || a?.rv !== b?.rv) {
+        anomalies.push(`list at ${l.rv}: ${k} = ${b ? `${b.value}@${b.rv}` : 'absent'}, watcher ${w} had ${a ? `${a.value}@${a.rv}` : 'absent'} at that version`);
+        return;
+      }
+    }
+    for (const [k, it] of l.items) if (it.rv > l.rv) anomalies.push(`list at ${l.rv}: ${k} at version ${it.rv}, newer than the list`);
+  };
+  let listsChecked = 0;
   let resumes = 0;
   let relists = 0;
   const at = new Map<number, { w: number; e: WatchEventRec }>();
@@ -67,7 +98,11 @@ export function checkWatchers(watchers: WatcherRecord[], ops: Op[], final: { rv:
       }
       first = false;
       const seen = new Set<number>();
+      // the lists this segment spans, from the first at or above its start
+      let li = 0;
+      while (li < byRv.length && byRv[li].rv < seg.fromRv) li++;
       for (const e of seg.events) {
+        while (li < byRv.length && byRv[li].rv < e.rv) compareList(w.id, byRv[li++], state);
         events++;
         seen.add(e.rv);
         if (e.rv <= last) anomalies.push(`watcher ${w.id}: event ${e.type} ${e.key} at ${e.rv} after version ${last} (repeated or out of order)`);
@@ -85,6 +120,7 @@ export function checkWatchers(watchers: WatcherRecord[], ops: Op[], final: { rv:
           anomalies.push(`version ${e.rv}: watcher ${other.w} saw ${other.e.type} ${other.e.key} ${other.e.value}, watcher ${w.id} saw ${e.type} ${e.key} ${e.value}`);
         }
       }
+      while (li < byRv.length && byRv[li].rv <= seg.upto) compareList(w.id, byRv[li++], state);
       last = Math.max(last, seg.upto);
       // no gaps: the acknowledged writes of this segment's span
       for (const o of acked) {
@@ -101,7 +137,7 @@ export function checkWatchers(watchers: WatcherRecord[], ops: Op[], final: { rv:
     }
     for (const [key, s] of state) if (!final.state.has(key)) anomalies.push(`watcher ${w.id}: ends with ${key} = ${s.value}@${s.rv}, absent from the final state`);
   }
-  return { events, resumes, relists, anomalies };
+  return { events, resumes, relists, listsChecked, anomalies };
 }
 
 /** value -> version of every ADDED or MODIFIED event, for the linearizability check's rvOf. */
