@@ -303,8 +303,9 @@ function runWatcher(id: number, s: TestServer, stop: () => boolean): { record: W
         }
       } else seg = { start: 'resume', fromRv: last, events: [], upto: last };
       const opened = await watchOnce(seg);
-      if (opened) record.segments.push(seg);
-      else if (seg.start === 'list') relist = true;
+      // a list counts whether or not its watch opened (the watcher's state is the list's); a
+      // resumed watch that was never answered is no segment
+      if (opened || seg.start === 'list') record.segments.push(seg);
       if (!closed) await sleep(stop() ? 20 : id === WATCHERS - 1 && opened ? LAG_MS : 100);
     }
     agent.destroy();
