@@ -100,7 +100,8 @@ export function checkWatchers(
       const seen = new Set<number>();
       // the lists this segment spans, from the first at or above its start
       let li = 0;
-      while (li < byRv.length && byRv[li].rv < seg.fromRv) li++;
+      // (a resumed segment's start was the end of the one before, which compared the lists there)
+      while (li < byRv.length && (byRv[li].rv < seg.fromRv || (seg.start === 'resume' && byRv[li].rv === seg.fromRv))) li++;
       for (const e of seg.events) {
         while (li < byRv.length && byRv[li].rv < e.rv) compareList(w.id, byRv[li++], state);
         events++;
