@@ -114,6 +114,8 @@ export interface ServerOptions {
   watchCacheSizes: Record<string, number>;
   defaultWatchCacheSize: number;
   historyRetentionSeconds: number;
+  /** --event-ttl in seconds: how long an Event is kept after its last write (kube's TTL on each write); 0: kept for ever */
+  eventTtlSeconds: number;
   /** --storage-batch-interval: how often each shard's B-tree takes the write-ahead log's records */
   storageBatchIntervalSeconds: number;
   /** --max-object-size-bytes: the largest object storage takes, in encoded bytes (etcd's --max-request-bytes) */
@@ -520,6 +522,7 @@ const FLAGS: Record<string, FlagSpec> = {
     help: "kube-controller-manager's: the fraction of a zone's nodes (at least 3) that must be not Ready for the zone to be unhealthy. (default 0.55)",
     set: (o, v) => (o.unhealthyZoneThreshold = v),
   },
+  'event-ttl': { kind: 'duration', help: 'Amount of time to retain events, counted from their last write. (default 1h0m0s)', set: (o, v) => (o.eventTtlSeconds = v) },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
   'storage-batch-interval': {
     kind: 'duration',
@@ -685,6 +688,7 @@ export function defaultOptions(): ServerOptions {
     watchCacheSizes: {},
     defaultWatchCacheSize: 10000,
     historyRetentionSeconds: 300,
+    eventTtlSeconds: 3600,
     storageBatchIntervalSeconds: 0.1,
     maxObjectSizeBytes: 1_572_864,
     encryptionProviderConfig: '',
@@ -883,6 +887,7 @@ function validate(o: ServerOptions): void {
   etcdServersOverrides(o.etcdServersOverrides);
   if (Boolean(o.etcdCertfile) !== Boolean(o.etcdKeyfile)) throw new FlagError('--etcd-certfile and --etcd-keyfile must be given together');
   if (o.etcdCompactionIntervalSeconds < 0) throw new FlagError('--etcd-compaction-interval must not be negative');
+  if (o.eventTtlSeconds < 0) throw new FlagError('--event-ttl must not be negative');
   if (o.etcdCountMetricPollPeriodSeconds < 0) throw new FlagError('--etcd-count-metric-poll-period must not be negative');
   if (o.encryptionProviderConfigAutomaticReload && !o.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   if (!(o.largeRequestOffloadBytes >= 0)) throw new FlagError('--large-request-offload-bytes must not be negative');

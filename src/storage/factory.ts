@@ -29,6 +29,7 @@ export function createStorage(o: ServerOptions, dataDir: string, front?: { index
           mediaType: o.storageMediaType,
           compactionIntervalMs: front ? 0 : o.etcdCompactionIntervalSeconds * 1000,
           maxObjectBytes: o.maxObjectSizeBytes,
+          ttlSeconds: eventTtl(o),
           owns,
         });
       const overrides = etcdServersOverrides(o.etcdServersOverrides);
@@ -57,9 +58,20 @@ export function createStorage(o: ServerOptions, dataDir: string, front?: { index
         compactIntervalMs: Math.max(1000, Math.min(60_000, (o.historyRetentionSeconds * 1000) / 5)),
         treeIntervalMs: o.storageBatchIntervalSeconds * 1000,
         maxObjectBytes: o.maxObjectSizeBytes,
+        ttlSeconds: eventTtl(o),
         front: front && { index: front.index, ...(front.data as LmdbFrontData) },
       });
   }
+}
+
+/**
+ * kube's Event registry (pkg/registry/core/event/storage) gives every write of an Event a
+ * TTL of --event-ttl, in whole seconds; events.k8s.io Events are the same objects, stored
+ * under the core "events" resource. 0: they never expire.
+ */
+function eventTtl(o: ServerOptions): Record<string, number> | undefined {
+  const s = Math.floor(o.eventTtlSeconds);
+  return s > 0 ? { events: s } : undefined;
 }
 
 /**

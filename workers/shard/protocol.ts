@@ -118,4 +118,9 @@ export interface ShardWorkerData {
   encryption?: { configFile: string; automaticReload: boolean };
   /** how many times this shard's worker has been started again after it ended (0: the first start) */
   restart: number;
+  /**
+   * (--event-ttl) group-resource -> ms after its last write that an object is deleted
+   * (ttl-index.ts); absent or empty: nothing expires.
+   */
+  ttlMs?: Record<string, number>;
 }

@@ -42,7 +42,8 @@ import { SpaceGuard, fileSystemBytes, reserveFor, RESERVE_BYTES, treeCost } from
 import { forEachIndexed, lastTxnId, openCacheIndex } from './cache-index.js';
 import { scanRecords } from './scan.js';
 import { KeyIndex } from './key-index.js';
-import { DELETED_TYPE, FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType } from './record.js';
+import { TtlIndex, type DueKey } from './ttl-index.js';
+import { DELETED_TYPE, FIXED, encodePayload, recordKey, recordPrev, recordTs, recordType, recordValue } from './record.js';
 import { encodeForCommit } from '../../src/codec/json.js';
 import { EncryptionTransformers } from '../../src/storage/encryption/encryption-transformers.js';
 import { ForwardedMetrics } from '../../src/storage/encryption/metrics.js';
@@ -72,6 +73,10 @@ const guard = new SpaceGuard(data.path, shared, data.index, fsBytes ? reserveFor
 /** "gr\nkey" -> resourceVersion of the live object. Absent means no live object. */
 let index = new KeyIndex();
 let maxRv = env.meta.get('maxRv') ?? 0;
+/** (--event-ttl) when each expiring object's TTL runs out; swept by sweepExpired */
+const ttl = new TtlIndex(new Map(Object.entries(data.ttlMs ?? {}).filter(([, ms]) => ms > 0)));
+/** the live keys of expiring group-resources found while the key index loads: their TTL entries are made after it */
+const ttlLoaded = new Map<string, [gr: string, key: string, rv: number]>();
 let compactedRv = env.meta.get('compactedRv') ?? 0;
 
 /**
@@ -113,25 +118,43 @@ function loadIndex(): string {
       let count = 0;
       forEachIndexed(persisted, () => count++);
       index.reserve(count, Math.ceil(persisted.body.length / Math.max(1, count)) + 16);
-      forEachIndexed(persisted, (_gr, grBytes, rv, _hints, keyStart, keyEnd) => index.load(grBytes, persisted.body, keyStart, keyEnd, rv));
+      forEachIndexed(persisted, (gr, grBytes, rv, _hints, keyStart, keyEnd) => {
+        index.load(grBytes, persisted.body, keyStart, keyEnd, rv);
+        if (ttl.expires(gr)) {
+          const key = persisted.body.toString('utf8', keyStart, keyEnd);
+          ttlLoaded.set(gr + '\n' + key, [gr, key, rv]);
+        }
+      });
       return 'index';
     } catch (err) {
       // (a body whose checksum matched and whose lengths do not add up: the store decides)
       console.error(`shard ${data.index}: cache index not used (${err instanceof Error ? err.message : String(err)})`);
       index = new KeyIndex();
+      ttlLoaded.clear();
     }
   }
   // hist is in version order: each key's last record decides (a deletion: no live object)
   index.reserve((env.hist.getStats() as { entryCount: number }).entryCount);
   let grBytes = Buffer.alloc(0);
+  /** the run's group-resource when its objects expire, else '' */
+  let grExpiring = '';
   scanRecords(env, (rv, rec, size) => {
     const grLen = rec[25] | (rec[26] << 8);
     const keyLen = rec[27] | (rec[28] << 8);
     if (FIXED + grLen + keyLen > size) throw new Error(`record ${rv} is torn`);
     // consecutive records are mostly of one type: its name is copied once per run
-    if (grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) grBytes = Buffer.from(rec.subarray(FIXED, FIXED + grLen));
+    if (grLen !== grBytes.length || rec.compare(grBytes, 0, grLen, FIXED, FIXED + grLen) !== 0) {
+      grBytes = Buffer.from(rec.subarray(FIXED, FIXED + grLen));
+      grExpiring = ttl.expires(grBytes.toString('utf8')) ? grBytes.toString('utf8') : '';
+    }
     index.load(grBytes, rec, FIXED + grLen, FIXED + grLen + keyLen, rec[24] === DELETED_TYPE ? 0 : rv);
     if (rv > maxRv) maxRv = rv;
+    if (grExpiring) {
+      const gr = grExpiring;
+      const key = rec.toString('utf8', FIXED + grLen, FIXED + grLen + keyLen);
+      if (rec[24] === DELETED_TYPE) ttlLoaded.delete(gr + '\n' + key);
+      else ttlLoaded.set(gr + '\n' + key, [gr, key, rv]);
+    }
   });
   return 'store';
 }
@@ -161,6 +184,13 @@ const FAIL_LOG = process.env.KUBESHARD_FAULT_FAIL_LOG_KEY ?? '';
  */
 const EXIT_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_KEY ?? '';
 const EXIT_AFTER_LOG_KEY = process.env.KUBESHARD_FAULT_SHARD_EXIT_AFTER_LOG_KEY ?? '';
+/**
+ * Fault injection for the history checker (test/fault/history.test.ts): each group commit
+ * that logged something kills the whole process (SIGKILL) with this probability, after its
+ * log append and before any of its writes is answered. Environment only, as the others
+ * (etcd-storage.ts reads it too: there, after a write's txn succeeded).
+ */
+const KILL_AFTER_LOG = Number(process.env.KUBESHARD_FAULT_KILL_AFTER_COMMIT ?? 0);
 /** ... and with this key, in the middle of the B-tree transaction that takes it (its puts made, not committed) */
 const EXIT_IN_TREE = process.env.KUBESHARD_FAULT_SHARD_EXIT_IN_TREE_KEY ?? '';
 /** records durable in the log and not yet handed to the B-tree: [rv, record bytes] */
@@ -481,9 +511,11 @@ function flush(): void {
   if (EXIT_KEY && ops.some((o) => o.key === EXIT_KEY)) throw new Error('injected shard failure before the log append');
   // Every version this batch takes is above the counter now: readers may treat versions up to here as settled.
   shared.setPendingFrom(data.index, shared.currentRv() + 1);
+  const now = Date.now();
+  /** the batch's writes of expiring objects: their TTL starts once the batch is durable */
+  const expiring: DueKey[] = [];
   try {
     if (treeAlarm) throw new Error(treeAlarm);
-    const now = Date.now();
     for (const op of ops) {
       const ik = op.gr + '\n' + op.key;
       const cur = index.get(ik);
@@ -547,6 +579,7 @@ function flush(): void {
       if (deleted) index.delete(ik);
       else index.set(ik, rv);
       events.push(plain ? { id: op.id, rv, rec, json: plain } : { id: op.id, rv, rec });
+      if (!deleted && ttl.expires(op.gr)) expiring.push({ gr: op.gr, key: op.key, rv });
       if (!first) first = rv;
       last = rv;
     }
@@ -580,6 +613,8 @@ function flush(): void {
       message = spaceAlarm = `database space exceeded: ${message}`;
     }
     const failure = nospace ? ('nospace' as const) : ('storage' as const);
+    // the sweep's deletions of this batch are tried again later (nobody else would)
+    for (const op of ops) if (op.id < 0) ttl.retry({ gr: op.gr, key: op.key, rv: op.expect }, now + 1000);
     if (!nospace && !treeAlarm) {
       console.error(`shard ${data.index}: log append failed: ${message}`);
       if (++logFailures >= LOG_FAILURES_FOR_ALARM) logAlarm = `log append failed ${logFailures} times in a row: ${message}`;
@@ -590,6 +625,9 @@ function flush(): void {
     return;
   }
   if (EXIT_AFTER_LOG_KEY && ops.some((o) => o.key === EXIT_AFTER_LOG_KEY)) throw new Error('injected shard failure after the log append');
+  // (the history checker, test/fault/): the whole process dies here, the batch durable and unanswered
+  if (KILL_AFTER_LOG > 0 && records.length && Math.random() < KILL_AFTER_LOG) process.kill(process.pid, 'SIGKILL');
+  for (let i = 0; i < expiring.length; i++) ttl.written(expiring[i].gr, expiring[i].key, expiring[i].rv, now);
   updateAlarm();
   if (last) {
     maxRv = last;
@@ -649,6 +687,67 @@ function compactNow(retentionMs: number): void {
     shared.setCompactedRv(data.index, to);
     if (slice.length < SLICE) break;
   }
+}
+
+/** at most this many expired objects are deleted by one sweep; the rest go in the next, at once */
+const SWEEP_LIMIT = 1000;
+/** the sweeps' deletions have ids of their own (negative): no front waits for them, each applies them from their records */
+let sweepSeq = 0;
+
+/**
+ * Deletes the objects whose TTL ran out (--event-ttl; ttl-index.ts), as ordinary deletions
+ * guarded on the version the TTL started from: a write that came in between wins, and its
+ * own TTL entry decides later. Their DELETED changes reach the fronts like any other (kube
+ * on etcd: the lease runs out, etcd deletes the key, and the watch reports a DELETE).
+ */
+function sweepExpired(): void {
+  if (closing || ttl.size === 0) return;
+  const now = Date.now();
+  if (ttl.nextAt() > now) return;
+  const due = ttl.due(now, (gr, key) => index.get(gr + '\n' + key), SWEEP_LIMIT);
+  for (const d of due) {
+    const rec = recordAt(d.rv);
+    // (the B-tree is taking it right now: a moment later it reads back)
+    if (!rec) {
+      ttl.retry(d, now + 100);
+      continue;
+    }
+    const stored = recordValue(rec).subarray(1);
+    const t = encryption?.t.transformerFor(d.gr);
+    if (t && !t.identity) {
+      let plain;
+      try {
+        plain = t.fromStorage(stored, storageKeyOf(d.gr, d.key));
+      } catch (err) {
+        console.error(`shard ${data.index}: expired ${d.gr} ${d.key} not deleted: ${err instanceof Error ? err.message : String(err)}`);
+        continue;
+      }
+      if (plain instanceof Promise) plain.then((p) => deleteExpired(d, p.data), (err) => console.error(`shard ${data.index}: expired ${d.gr} ${d.key} not deleted: ${err instanceof Error ? err.message : String(err)}`));
+      else deleteExpired(d, plain.data);
+    } else deleteExpired(d, stored);
+  }
+  if (due.length === SWEEP_LIMIT) setImmediate(sweepExpired);
+}
+
+function deleteExpired(d: DueKey, json: Buffer): void {
+  let obj: Record<string, unknown>;
+  try {
+    obj = JSON.parse(json.toString('utf8'));
+  } catch {
+    // (bytes that are not JSON: deleted with them as its last state, as kube's unsafe delete keeps them)
+    const text = json.toString('utf8');
+    pending.push({ id: -++sweepSeq, type: 'DELETED', gr: d.gr, key: d.key, expect: d.rv, head: text, tail: '' });
+    schedule();
+    return;
+  }
+  pending.push({ id: -++sweepSeq, type: 'DELETED', gr: d.gr, key: d.key, expect: d.rv, obj });
+  schedule();
+}
+
+/** The record at version rv: from the records the B-tree has not taken yet, else from the B-tree (undefined while in between). */
+function recordAt(rv: number): Buffer | undefined {
+  for (let i = treeQueue.length - 1; i >= 0; i--) if (treeQueue[i][0] === rv) return treeQueue[i][1];
+  return env.hist.get(rv) ?? undefined;
 }
 
 function onFrontMessage(msg: FrontToShard): void {
@@ -729,6 +828,17 @@ try {
   }
   compactTimer = setInterval(() => compact(), data.compactIntervalMs);
   compactTimer.unref();
+  // the expiring objects' TTLs, from their last writes' commit times (a TTL that ran out
+  // while the server was down is swept at once)
+  for (const [gr, key, rv] of ttlLoaded.values()) {
+    const rec = env.hist.get(rv);
+    ttl.written(gr, key, rv, rec ? recordTs(rec) : Date.now());
+  }
+  ttlLoaded.clear();
+  if (data.ttlMs && Object.keys(data.ttlMs).length) {
+    const least = Math.min(...Object.values(data.ttlMs).filter((ms) => ms > 0));
+    if (least < Infinity) setInterval(sweepExpired, Math.max(50, Math.min(1000, least / 4))).unref();
+  }
   // a start on a full disk raises the alarm at once, not at the first refused write: health
   // checks tell the truth from the start
   spaceAlarm = guard.admit(wal.fillStep, CLEAR_MARGIN);

@@ -33,6 +33,7 @@
 // thread with its own client); its state (versions, waiters, the pending writes) is that
 // thread's, and the EtcdClient's callbacks run on it.
 import { EtcdMasterLeases } from './master-leases.js';
+import { LeaseManager } from './lease-manager.js';
 import { EtcdNodePortClaims, type NodePortClaims } from './range-allocation.js';
 import type { MasterLeases } from '../../controllers/endpoint-reconciler.js';
 import { posix } from 'node:path';
@@ -77,7 +78,20 @@ export interface EtcdStorageOptions extends EtcdClientOptions {
    * are left out of its feed. Default: every group-resource.
    */
   owns?: (gr: string) => boolean;
+  /**
+   * (--event-ttl) group-resource -> seconds: every create or update of such an object is
+   * attached to a lease that runs out that long after (lease-manager.ts), as kube's Event
+   * registry asks of its etcd3 store; etcd then deletes the key itself.
+   */
+  ttlSeconds?: Record<string, number>;
 }
+
+/**
+ * Fault injection for the history checker (test/fault/history.test.ts): each successful
+ * write txn kills the whole process (SIGKILL) with this probability, before the write is
+ * answered. Environment only (as the LMDB shard worker's, which reads the same variable).
+ */
+const KILL_AFTER_COMMIT = Number(process.env.KUBESHARD_FAULT_KILL_AFTER_COMMIT ?? 0);
 
 /** kube's compactor coordination key (storage/etcd3/compact.go compactRevKey), outside any prefix. */
 const COMPACT_REV_KEY = 'compact_rev_key';
@@ -143,6 +157,9 @@ export class EtcdStorage implements Storage {
   private probeProblem = '';
   private compactTime = 0;
   private compactRev = 0;
+  private readonly ttlSeconds: Record<string, number> | undefined;
+  /** the leases expiring objects are written with (--event-ttl) */
+  private readonly leases: LeaseManager;
 
   constructor(opts: EtcdStorageOptions) {
     this.client = opts.client ?? new EtcdClient(opts);
@@ -152,6 +169,8 @@ export class EtcdStorage implements Storage {
     this.compactionIntervalMs = opts.compactionIntervalMs ?? 5 * 60_000;
     this.maxObjectBytes = opts.maxObjectBytes ?? 1_572_864;
     this.owns = opts.owns;
+    this.ttlSeconds = opts.ttlSeconds;
+    this.leases = new LeaseManager(this.client);
     const joined = posix.join(this.prefix || '/', '/');
     this.root = joined.endsWith('/') ? joined : `${joined}/`;
     for (const gv of catalogData) {
@@ -536,6 +555,16 @@ export class EtcdStorage implements Storage {
         : op.expect > 0
           ? { key: ek, target: 'modRevision' as const, result: '=' as const, value: op.expect }
           : { key: ek, target: 'createRevision' as const, result: '>' as const, value: 0 };
+    // kube's etcd3 store: a TTL from the registry means a lease for this very write
+    const ttl = op.type === 'DELETED' ? undefined : this.ttlSeconds?.[gr];
+    let lease: string | undefined;
+    if (ttl) {
+      try {
+        lease = await this.leases.leaseFor(ttl);
+      } catch (e) {
+        throw this.failure(e, 0);
+      }
+    }
     const pending: PendingWrite = { type: op.type, gr, key: op.key, value, obj: target, expect: op.expect, head, tail };
     const list = this.pending.get(ek) ?? [];
     list.push(pending);
@@ -544,7 +573,7 @@ export class EtcdStorage implements Storage {
     try {
       res = await this.client.txn({
         compare: [guard],
-        success: [op.type === 'DELETED' ? { deleteRange: { key: ek } } : { put: { key: ek, value: value! } }],
+        success: [op.type === 'DELETED' ? { deleteRange: { key: ek } } : { put: lease ? { key: ek, value: value!, lease } : { key: ek, value: value! } }],
         failure: [{ range: { key: ek, keysOnly: true } }],
       });
     } catch (e) {
@@ -563,6 +592,8 @@ export class EtcdStorage implements Storage {
       throw new WriteRejected(cur ? 'conflict' : 'notfound');
     }
     const rv = res.revision;
+    // (the history checker, test/fault/: the process dies with the write committed in etcd and unanswered)
+    if (KILL_AFTER_COMMIT > 0 && Math.random() < KILL_AFTER_COMMIT) process.kill(process.pid, 'SIGKILL');
     if (target?.metadata) target.metadata.resourceVersion = String(rv);
     // the write is answered once its change has come back on the feed (the caches hold it)
     // (its own change moves the feed: no progress request needed)

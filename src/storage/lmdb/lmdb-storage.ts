@@ -61,6 +61,11 @@ export interface LmdbStorageOptions {
   /** the largest object a write may store, in encoded bytes (default etcd's 1.5 MiB) */
   maxObjectBytes?: number;
   /**
+   * (--event-ttl) group-resource -> seconds after its last write that an object is deleted
+   * (the shard's TTL index, workers/shard/ttl-index.ts); absent: nothing expires.
+   */
+  ttlSeconds?: Record<string, number>;
+  /**
    * Set on another front thread than the main one (issue 18): this backend starts no
    * shard workers; it talks to the main thread's over the ports given (one per shard), and
    * hears of their restarts through control() (FrontControl).
@@ -242,6 +247,13 @@ export class LmdbStorage implements Storage {
   constructor(readonly opts: LmdbStorageOptions) {
     this.shared = opts.front ? new SharedState(opts.front.sab) : SharedState.create(opts.shardCount);
     this.frontIndex = opts.front?.index ?? 0;
+  }
+
+  /** The TTLs in ms for the shard workers (ShardWorkerData.ttlMs). */
+  private ttlMs(): Record<string, number> | undefined {
+    const t = this.opts.ttlSeconds;
+    if (!t) return undefined;
+    return Object.fromEntries(Object.entries(t).filter(([, s]) => s > 0).map(([gr, s]) => [gr, s * 1000]));
   }
 
   shardFor(gr: string): number {
@@ -586,7 +598,7 @@ export class LmdbStorage implements Storage {
   private spawn(handle: ShardHandle): Promise<{ maxRv: number }> {
     const i = handle.index;
     const worker = new Worker(SHARD_WORKER, {
-      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, encryption: this.encFile, restart: handle.restarts } satisfies ShardWorkerData,
+      workerData: { index: i, path: join(this.opts.dataDir, `shard-${i}`), shared: this.shared.sab, shardCount: this.opts.shardCount, retentionMs: this.opts.retentionMs, compactIntervalMs: this.opts.compactIntervalMs, treeIntervalMs: this.opts.treeIntervalMs, maxObjectBytes: this.opts.maxObjectBytes ?? 1_572_864, encryption: this.encFile, restart: handle.restarts, ttlMs: this.ttlMs() } satisfies ShardWorkerData,
     });
     handle.worker = worker;
     handle.link = worker;
