@@ -688,7 +688,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     requestInfoFilter,
     // (kube's WithRetryAfter, WithWaitGroup and the request deadline sit outside authentication)
     lifecycle.filter(),
-    requestTimeoutFilter(o.requestTimeoutSeconds),
+    requestTimeoutFilter(o.requestTimeoutSeconds, (req, code) => metrics.terminated(req, code)),
     timedAuthentication(auditor ? withFailedAuthenticationAudit(authenticationFilter(authOpts), auditor) : authenticationFilter(authOpts), apiserverMetrics),
     // (the request's span opens once its user is known: whether the client's trace context is trusted depends on it)
     ...(tracing ? [tracing.filter()] : []),

@@ -26,6 +26,7 @@
 // Thread ownership: the front thread owns all of it (the classifier's cache and config, the
 // levels' queues, the counters) except the seat counts, which every front thread shares;
 // the main thread's instance also owns the borrowing loop.
+import { requestTimeoutMs } from '../http/filters/request-timeout.js';
 import type { Filter } from '../http/filter-chain.js';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
 import type { Cacher } from '../storage/cacher.js';
@@ -81,6 +82,7 @@ export class PriorityAndFairness {
   /** live state of every configured level, by name */
   readonly levels = new Map<string, LevelState>();
   private readonly waitLimitMs: number;
+  private readonly requestTimeoutSeconds: number;
   private readonly borrowing: Borrowing | null;
   /** read_vs_write_current_requests, by phase and kind (sampled by the main thread) */
   private readonly rw = {
@@ -105,6 +107,7 @@ export class PriorityAndFairness {
     work: WorkSources = NO_COUNTS,
   ) {
     this.waitLimitMs = Math.min(60, opts.requestTimeoutSeconds / 4) * 1000;
+    this.requestTimeoutSeconds = opts.requestTimeoutSeconds;
     this.work = {
       objectCount: work.objectCount,
       watchCount: (gr, ns) => (this.lastWatchCount = work.watchCount(gr, ns)),
@@ -279,6 +282,8 @@ export class PriorityAndFairness {
     stats.executingSeats += exe.seats;
     stats.dispatched++;
     stats.waitExecuted.observe(waited);
+    // (apiserver_request_sli_duration_seconds leaves the queue's wait out, as kube's latency tracker)
+    if (waited > 0) req.sliExcludedSeconds = (req.sliExcludedSeconds ?? 0) + waited;
     this.seats.addInflight(mutating, 1);
     const watch = req.requestInfo!.verb === 'watch';
     let held = true;
@@ -294,6 +299,20 @@ export class PriorityAndFairness {
     };
     req.delegated = release;
     res.onDone(release);
+  }
+
+  /**
+   * How long the request may wait in its queue: a quarter of --request-timeout (kube's
+   * request wait limit), or less when the request's own ?timeout= ends it sooner (a request
+   * that could only wait past its own deadline would be answered 504 before it ran).
+   */
+  private waitFor(req: ApiRequest): number {
+    if (!req.rawQuery.includes('timeout') || req.requestInfo!.verb === 'watch') return this.waitLimitMs;
+    try {
+      return Math.min(this.waitLimitMs, requestTimeoutMs(req, this.requestTimeoutSeconds));
+    } catch {
+      return this.waitLimitMs;
+    }
   }
 
   /** Counts a refusal and gives the 429 for it. */
@@ -351,7 +370,7 @@ export class PriorityAndFairness {
         st.remove(w);
         w.state = 'gone';
         w.settle(false, 'time-out');
-      }, this.waitLimitMs);
+      }, this.waitFor(req));
       res.onDone(() => {
         if (w.state === 'queued') {
           // the client went away while waiting

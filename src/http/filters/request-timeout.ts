@@ -135,10 +135,22 @@ class Pending {
   readonly done = (): void => this.list?.remove(this);
 }
 
-export function requestTimeoutFilter(defaultSeconds: number): Filter {
+/**
+ * @param terminated counts a request the filter ended with its 504 (kube's
+ *   RecordRequestTermination: apiserver_request_terminations_total)
+ */
+export function requestTimeoutFilter(defaultSeconds: number, terminated?: (req: ApiRequest, code: number) => void): Filter {
   const defaultMs = defaultSeconds * 1000;
-  const byDefault = new DeadlineList(defaultMs, timedOut);
-  const writes = new DeadlineList(WRITE_TIMEOUT_MS, writeTimedOut);
+  const counted =
+    (end: (req: ApiRequest, res: ResponseSink) => void) =>
+    (req: ApiRequest, res: ResponseSink): void => {
+      const before = res.statusSent?.() ?? false;
+      end(req, res);
+      if (!before && terminated && !res.aborted) terminated(req, 504);
+    };
+  const onTimeout = counted(timedOut);
+  const byDefault = new DeadlineList(defaultMs, onTimeout);
+  const writes = new DeadlineList(WRITE_TIMEOUT_MS, counted(writeTimedOut));
   return {
     name: 'request-timeout',
     run: (req, res) => {
@@ -151,7 +163,7 @@ export function requestTimeoutFilter(defaultSeconds: number): Filter {
       else if (ms === defaultMs) byDefault.add(req, res);
       else {
         // a ?timeout= of its own: a timer of its own (rare)
-        const timer = setTimeout(() => timedOut(req, res), ms);
+        const timer = setTimeout(() => onTimeout(req, res), ms);
         res.onDone(() => clearTimeout(timer));
       }
     },
