@@ -140,6 +140,20 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   }
 }
 
+/**
+ * kube's authentication filter clears the standard front-proxy headers (X-Remote-User,
+ * -Uid, -Group, -Extra-*) of every authenticated request, front proxy configured or not
+ * (its standardRequestHeaderConfig): used when no request-header authenticator is, so that
+ * a client's own X-Remote-User never reaches a handler, audit or an aggregated server.
+ * Cheap when the headers are absent: names are checked before anything is deleted.
+ */
+export function stripStandardIdentityHeaders(h: Record<string, string | undefined>): void {
+  if (h['x-remote-user'] !== undefined) delete h['x-remote-user'];
+  if (h['x-remote-uid'] !== undefined) delete h['x-remote-uid'];
+  if (h['x-remote-group'] !== undefined) delete h['x-remote-group'];
+  for (const k in h) if (k.charCodeAt(0) === 120 /* x */ && k.startsWith('x-remote-extra-')) delete h[k];
+}
+
 registerRequestAuthenticator('requestheader', (ctx) => {
   const cfg = requestHeaderConfig(ctx.options);
   return cfg ? new RequestHeaderAuthenticator(cfg) : null;

@@ -11,6 +11,7 @@ import { errors } from '../../errors.js';
 import type { AuthRequest, AuthResult, RequestAuthenticatorMode } from '../../auth/authenticator.js';
 import type { TokenAuthenticatorUnion } from '../../auth/authenticator-union.js';
 import { X509Authenticator } from '../../auth/authenticators/x509.js';
+import { stripStandardIdentityHeaders } from '../../auth/authenticators/requestheader.js';
 import type { AnonymousConfig } from '../../auth/oidc/authentication-config.js';
 
 export interface AuthenticationOptions {
@@ -91,7 +92,18 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
       req.user = ANONYMOUS;
     },
   };
-  if (!before) return filter;
+  if (!before) {
+    // No front proxy configured: its standard headers still leave every request (kube's
+    // filter clears them whatever the configuration), before any later filter sees them.
+    const run = filter.run;
+    return {
+      name: 'authentication',
+      run(req, res) {
+        stripStandardIdentityHeaders(req.headers as Record<string, string | undefined>);
+        return run(req, res);
+      },
+    };
+  }
   // kube's request union: requestheader (and any other registered) before x509 and tokens.
   // Their headers leave the request whatever they decide (kube's ClearAuthenticationHeaders),
   // before any later filter, the aggregator's proxy or audit sees it.
