@@ -10,7 +10,7 @@ import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
 import type { AuthRequest, AuthResult, RequestAuthenticatorMode } from '../../auth/authenticator.js';
 import type { TokenAuthenticatorUnion } from '../../auth/authenticator-union.js';
-import { X509Authenticator } from '../../auth/authenticators/x509.js';
+import { X509Authenticator, type CaAnchors } from '../../auth/authenticators/x509.js';
 import { stripStandardIdentityHeaders } from '../../auth/authenticators/requestheader.js';
 import type { AnonymousConfig } from '../../auth/oidc/authentication-config.js';
 
@@ -24,9 +24,10 @@ export interface AuthenticationOptions {
    * --client-ca-file's certificates, when the transport also trusts another bundle (the front
    * proxy's): a chain must reach one of them to authenticate as x509. null: no
    * --client-ca-file, so no x509 authenticator (a certificate alone is nobody's).
-   * Undefined: the transport trusts only --client-ca-file.
+   * Undefined: the transport trusts only --client-ca-file. A followed file (DynamicCaFile)
+   * is read per request.
    */
-  clientCaAnchors?: Set<string> | null;
+  clientCaAnchors?: CaAnchors | null;
   /** the anonymous authenticator of --authentication-config, when the file configures it (read per request: it reloads) */
   anonymousConfig?: () => AnonymousConfig | undefined;
 }
