@@ -721,8 +721,6 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         authTrust?.stop();
         clientCa?.stop();
         requestheaderCa?.stop();
-    clientCa?.stop();
-    requestheaderCa?.stop();
         aggregator.stop();
         // Close the listen socket first: terminating a thread under an open uWS listener aborts the process.
         listener.stopListening();
