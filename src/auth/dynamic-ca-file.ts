@@ -29,7 +29,14 @@ export class DynamicCaFile {
     readonly path: string,
     private readonly intervalMs = 1000,
   ) {
-    const { pem, fingerprints } = this.load();
+    let loaded: { pem: string; fingerprints: Set<string> };
+    try {
+      loaded = this.load();
+    } catch (e) {
+      // (as the flag's own check words it, options.ts)
+      throw new Error(`${flag}: unable to load client CA file "${path}": ${(e as Error).message}`);
+    }
+    const { pem, fingerprints } = loaded;
     this.pem = pem;
     this.fingerprints = fingerprints;
   }
