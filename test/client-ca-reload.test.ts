@@ -115,6 +115,15 @@ describe('client CA files rewritten while serving', () => {
       expect((await whoami(s, 'front-1', { 'X-Remote-User': 'carol' })).status).toBe(401);
       // the connection alice opened before is judged by the bundle of now
       expect((await review(kept)).status).toBe(401);
+      // HTTP/2 (ALPN) still negotiated on the replaced context
+      const fresh = http2.connect(s.url, { ca: s.ca, cert: readFileSync(join(dir, 'bob.crt')), key: readFileSync(join(dir, 'bob.key')) });
+      fresh.on('error', () => {});
+      try {
+        expect(await review(fresh)).toEqual({ status: 201, user: 'bob' });
+        expect(fresh.alpnProtocol).toBe('h2');
+      } finally {
+        fresh.close();
+      }
     } finally {
       kept.close();
     }
