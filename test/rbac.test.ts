@@ -232,6 +232,13 @@ rules:
     const mine = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/system:controller:cloud-provider';
     expect((await request(s, 'PATCH', path, { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['watch'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
     expect((await request(s, 'PATCH', mine, { metadata: { annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'false' } }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+    // a binding made again to another role is made again to the policy's (roleRef cannot be updated)
+    const bsPath = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/rolebindings/system:controller:bootstrap-signer';
+    expect((await request(s, 'DELETE', bsPath)).status).toBe(200);
+    await kubectlOk(s, ['create', 'rolebinding', 'system:controller:bootstrap-signer', '-n', 'kube-public', '--clusterrole=view', '--user=mallory']);
+    // a Role whose annotation was taken away is not protected by that (only "false" protects)
+    const tcPath = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/system:controller:token-cleaner';
+    expect((await request(s, 'PATCH', tcPath, { metadata: { annotations: null }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
     await s.stop();
     await s.restart();
     expect((await request(s, 'GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/system:basic-user')).status).toBe(200);
@@ -243,5 +250,11 @@ rules:
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kube-scheduler'], verbs: ['update'] },
     ]);
     expect((await request(s, 'GET', mine)).json().rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }]);
+    const bs = (await request(s, 'GET', bsPath)).json();
+    expect(bs.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'system:controller:bootstrap-signer' });
+    expect(bs.subjects).toEqual([{ kind: 'ServiceAccount', name: 'bootstrap-signer', namespace: 'kube-system' }]);
+    const tc = (await request(s, 'GET', tcPath)).json();
+    expect(tc.metadata.annotations['rbac.authorization.kubernetes.io/autoupdate']).toBe('true');
+    expect(tc.rules.some((r: any) => r.verbs.includes('delete') && r.resources.includes('secrets'))).toBe(true);
   });
 });

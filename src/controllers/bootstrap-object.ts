@@ -15,6 +15,14 @@ export interface BootstrapUpkeep {
   reconcile(have: any): any | null;
   /** for warnings: who keeps the object */
   label: string;
+  /**
+   * RBAC's rule (kube's reconciliation Protected): only the annotation "false" keeps the
+   * object as it is; one without the annotation is reconciled and gets it back. Otherwise
+   * anything but "true" keeps it.
+   */
+  protectedOnlyByFalse?: boolean;
+  /** whether `have` cannot be brought back by an update (a binding's immutable roleRef): deleted and created anew, as kube's ReconcileRecreate */
+  recreate?(have: any): boolean;
 }
 
 /** Creates the object `want` (cluster-scoped, or in its metadata.namespace) when missing, else reconciles it as `how` says. */
@@ -28,7 +36,13 @@ export async function ensureBootstrapObject(store: Store, t: ResourceTarget, wan
       return;
     }
     const obj = entryObject(cur);
-    if (obj?.metadata?.annotations?.[how.annotation] !== 'true' || obj?.metadata?.deletionTimestamp) return;
+    const mark = obj?.metadata?.annotations?.[how.annotation];
+    if ((how.protectedOnlyByFalse ? mark === 'false' : mark !== 'true') || obj?.metadata?.deletionTimestamp) return;
+    if (how.recreate?.(obj)) {
+      await store.delete(t, ns, name, { dryRun: false, preconditions: { uid: obj.metadata.uid } });
+      await store.create(t, ns, structuredClone(want), { dryRun: false });
+      return;
+    }
     if (!how.reconcile(obj)) return;
     await store.guaranteedUpdate(t, ns, name, { dryRun: false, subresource: '' }, (o) => {
       delete o.metadata.resourceVersion;

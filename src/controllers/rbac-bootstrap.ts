@@ -2,8 +2,9 @@
 // start every default ClusterRole and ClusterRoleBinding, and the Roles and RoleBindings of
 // kube-system and kube-public (kube's namespace policy), is created when missing, and one
 // that still says rbac.authorization.kubernetes.io/autoupdate "true" is reconciled as kube
-// does: missing labels, annotations, rules and subjects are added, nothing is removed (a
-// user who set "false" keeps theirs). Runs whatever the authorization mode, as kube does.
+// does: missing labels, annotations, rules and subjects are added, nothing is removed, and a
+// binding whose roleRef is not the policy's is made anew (a user who set "false" keeps
+// theirs; one without the annotation gets it back). Runs whatever the authorization mode, as kube does.
 //
 // Thread ownership: the front thread. Writes go through the generic store without a field
 // manager hook, so they skip the escalation checks a client's write meets.
@@ -14,6 +15,7 @@ import { AUTOUPDATE_ANNOTATION, bootstrapClusterRoleBindings, bootstrapClusterRo
 import { RBAC_GROUP } from '../auth/rbac/resolver.js';
 import { ruleOf, uncovered } from '../auth/rbac/rules.js';
 
+const sameRoleRef = (a: any, b: any) => a?.apiGroup === b.apiGroup && a?.kind === b.kind && a?.name === b.name;
 const sameSubject = (a: any, b: any) => a?.kind === b?.kind && a?.name === b?.name && (a?.namespace ?? '') === (b?.namespace ?? '');
 
 /** The reconciled object (kube's computeReconciledRole / RoleBinding), or null when nothing is missing. */
@@ -77,7 +79,14 @@ export class RbacBootstrap {
   }
 
   private ensure(t: ResourceTarget, want: any): Promise<void> {
-    return ensureBootstrapObject(this.store, t, want, { annotation: AUTOUPDATE_ANNOTATION, reconcile: (have) => reconcile(have, want), label: 'rbac bootstrap' });
+    return ensureBootstrapObject(this.store, t, want, {
+      annotation: AUTOUPDATE_ANNOTATION,
+      reconcile: (have) => reconcile(have, want),
+      label: 'rbac bootstrap',
+      protectedOnlyByFalse: true,
+      // (a binding to another role than the policy's is made again: roleRef cannot be updated)
+      recreate: want.roleRef ? (have) => !sameRoleRef(have.roleRef, want.roleRef) : undefined,
+    });
   }
 
 }
