@@ -251,7 +251,8 @@ describe('API aggregation with a real aggregated server', () => {
     const seen = backend.seen.slice(before).filter((x) => x.path === '/apis/metrics.k8s.io/v1beta1/nodes/node-a');
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ user: 'jane', groups: ['dev', 'ops', 'system:authenticated'], extra: {}, clientCN: 'front-proxy-client' });
-    expect(seen[0].uid).not.toBe('admin-uid');
+    // (the uid is the authenticated one too: RemoteRequestHeaderUID is on by default in 1.33)
+    expect(seen[0].uid).toBe('jane-uid');
     // and kubeshard itself does not take them either: without a token the forged user is anonymous, refused by RBAC
     const anon = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, { authorization: '', 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' });
     expect(anon.status).toBe(403);
