@@ -281,6 +281,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // thread that serves keeps its own copy (the handshake, x509, the front proxy's check).
   const clientCa = o.clientCaFile ? new DynamicCaFile('--client-ca-file', o.clientCaFile) : undefined;
   const requestheaderCa = o.requestheaderClientCaFile ? new DynamicCaFile('--requestheader-client-ca-file', o.requestheaderClientCaFile) : undefined;
+  // (followed on every thread: a thread that only reads the fingerprints has no listener to start it)
+  clientCa?.start();
+  requestheaderCa?.start();
   const rhConfig = requestHeaderConfig(o);
   const trustNow = (): AuthenticationTrust => ({ clientCa: clientCa?.pem ?? '', requestHeader: rhConfig && requestheaderCa ? { ...rhConfig, caPem: requestheaderCa.pem } : null });
   const authTrust = main ? new ClusterAuthenticationTrustController(store, cacher, targets, trustNow()) : undefined;
