@@ -138,6 +138,8 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
     return rest(req, res);
   };
   const stripAll = (ar: AuthRequest) => {
+    // (the front proxy's authenticator strips the standard names with its own; without it they go all the same)
+    if (strip.length === 0) stripStandardIdentityHeaders(ar.headers);
     for (const a of strip) a.stripIdentityHeaders!(ar.headers);
   };
   const done = (req: ApiRequest, ar: AuthRequest, user: UserInfo) => {
