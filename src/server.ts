@@ -4,7 +4,7 @@
 // raised above everything stored before any write), then the initial namespaces, then
 // the listener, and only then is the server ready.
 import { join, resolve } from 'node:path';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { completeOptions, frontThreadsFor, type ServerOptions } from './options.js';
 import { availableParallelism, hostname } from 'node:os';
 import { restrictUmask, tightenOwnDir } from './file-modes.js';
@@ -33,14 +33,14 @@ import { requestInfoFilter } from './http/filters/request-info.js';
 import { authenticationFilter } from './http/filters/authentication.js';
 import { buildTokenAuthenticator } from './auth/authenticator-union.js';
 import { requestAuthenticatorFactories } from './auth/authenticator.js';
-import { bundleFingerprints } from './auth/authenticators/ca-bundle.js';
+import { DynamicCaFile, clientCaSource } from './auth/dynamic-ca-file.js';
 import { ensureSigningKey, ServiceAccountTokens } from './auth/service-account.js';
 import { BootstrapTokenAuthenticator } from './auth/bootstrap-token.js';
 import { buildJwtAuthenticators, serviceAccountKeyFiles } from './auth/oidc/start.js';
 import { TokenCleaner } from './controllers/token-cleaner.js';
 import { ServiceAccountsController } from './controllers/serviceaccounts.js';
 import { RootCaPublisher } from './controllers/root-ca-publisher.js';
-import { ClusterAuthenticationTrustController, authenticationTrustFromFiles } from './controllers/cluster-authentication-trust.js';
+import { ClusterAuthenticationTrustController, type AuthenticationTrust } from './controllers/cluster-authentication-trust.js';
 import { requestHeaderConfig } from './auth/authenticators/requestheader.js';
 import { CsrController, loadSigningCa } from './controllers/csr-signing.js';
 import { StorageProtectionController } from './controllers/storage-protection.js';
@@ -360,9 +360,19 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   if (main) steps.finish('scheduling/bootstrap-system-priority-classes');
   // kube-system/extension-apiserver-authentication: how this server authenticates, for
   // aggregated API servers (kube's cluster authentication trust controller)
-  const authTrust = main ? new ClusterAuthenticationTrustController(store, cacher, targets, authenticationTrustFromFiles(o.clientCaFile, requestHeaderConfig(o))) : undefined;
+  // The client CA files, followed while the server runs (kube's dynamic CA content): each
+  // thread that serves keeps its own copy (the handshake, x509, the front proxy's check).
+  const clientCa = o.clientCaFile ? new DynamicCaFile('--client-ca-file', o.clientCaFile) : undefined;
+  const requestheaderCa = o.requestheaderClientCaFile ? new DynamicCaFile('--requestheader-client-ca-file', o.requestheaderClientCaFile) : undefined;
+  // (followed on every thread: a thread that only reads the fingerprints has no listener to start it)
+  clientCa?.start();
+  requestheaderCa?.start();
+  const rhConfig = requestHeaderConfig(o);
+  const trustNow = (): AuthenticationTrust => ({ clientCa: clientCa?.pem ?? '', requestHeader: rhConfig && requestheaderCa ? { ...rhConfig, caPem: requestheaderCa.pem } : null });
+  const authTrust = main ? new ClusterAuthenticationTrustController(store, cacher, targets, trustNow()) : undefined;
   if (authTrust) await startupWrite('extension-apiserver-authentication', () => authTrust.start());
   if (main) steps.finish('start-cluster-authentication-info-controller');
+  if (authTrust) for (const f of [clientCa, requestheaderCa]) f?.onChange(() => void authTrust.update(trustNow()).catch((e) => console.warn(`W extension-apiserver-authentication: ${e}`)));
   const rbacBootstrap = new RbacBootstrap(store, targets);
   if (main) await startupWrite('rbac bootstrap', () => rbacBootstrap.start());
   if (main) steps.finish('rbac/bootstrap-roles');
@@ -541,7 +551,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         return e ? entryObject(e) : null;
       })
     : undefined;
-  const authnContext = { options: o, services: { store, cacher, targets, serviceAccounts, bootstrapTokens, jwtAuthenticators }, apiAudiences: serviceAccounts.opts.apiAudiences };
+  const authnContext = { options: o, services: { store, cacher, targets, serviceAccounts, bootstrapTokens, jwtAuthenticators, requestheaderCa }, apiAudiences: serviceAccounts.opts.apiAudiences };
   const tokenAuthenticator = buildTokenAuthenticator(authnContext, { tokens, serviceAccounts });
   const requestAuthenticators = requestAuthenticatorFactories()
     .map(([, f]) => f(authnContext))
@@ -551,8 +561,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     tokens: tokenAuthenticator,
     requestAuthenticators,
     // With the front proxy's CA the transport trusts two bundles: x509 checks its own
-    // (and without --client-ca-file there is no x509 authenticator at all).
-    clientCaAnchors: o.requestheaderClientCaFile ? (o.clientCaFile ? bundleFingerprints(readFileSync(o.clientCaFile)) : null) : undefined,
+    // (and without --client-ca-file there is no x509 authenticator at all). The followed
+    // file is checked per request, so that a chain of a replaced CA stops authenticating.
+    clientCaAnchors: clientCa ?? (o.requestheaderClientCaFile ? null : undefined),
     anonymousConfig: jwtAuthenticators ? () => jwtAuthenticators.anonymous : undefined,
   };
   const extraPaths = new Map<string, (req: any, res: any) => void | Promise<void>>();
@@ -739,7 +750,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // and when the operator asks for it: its header limits are kube's, uWS's compiled-in ones are not)
   // (the union of the client CA bundles, as kube's dynamic serving CA: the handshake asks for
   // a certificate and accepts either authority's; each authenticator checks its own)
-  const clientCaFiles = [o.clientCaFile, o.requestheaderClientCaFile].filter((f) => f !== '');
+  const clientCaBundles = clientCaSource([clientCa, requestheaderCa].filter((f): f is DynamicCaFile => f !== undefined));
   const nodeWhy = [
     ...(o.clientCaFile ? ['--client-ca-file'] : []),
     ...(o.requestheaderClientCaFile ? ['--requestheader-client-ca-file'] : []),
@@ -790,6 +801,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           health.shuttingDown = true;
           crds.stop();
           aggregator.stop();
+          clientCa?.stop();
+          requestheaderCa?.stop();
           listener?.stopListening();
           await auditor?.backend.shutdown();
           await cacher.close();
@@ -808,7 +821,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   });
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
-    ? await startHttp2Server({ ...front, clientCaFiles, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, clientCaFiles) })
+    ? await startHttp2Server({ ...front, clientCa: clientCaBundles, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, clientCaBundles) })
     : await startUwsServer({ ...front, sharedPort: frontThreads > 1, tls: uwsTls(tlsSettings, tlsWarnings) });
   for (const w of tlsWarnings) console.warn(`W ${w}`);
   // The other front threads, on the same port, once everything start-up writes is written.
@@ -819,6 +832,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     await others.stop();
     availability?.stop();
     authTrust?.stop();
+    clientCa?.stop();
+    requestheaderCa?.stop();
     jwtAuthenticators?.close();
     aggregator.stop();
     endpoints?.halt();
@@ -904,6 +919,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         crds.stop();
         availability?.stop();
         authTrust?.stop();
+        clientCa?.stop();
+        requestheaderCa?.stop();
         aggregator.stop();
         await snapshots?.close();
         storageCounts?.stop();

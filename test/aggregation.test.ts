@@ -242,6 +242,24 @@ describe('API aggregation with a real aggregated server', () => {
     expect(backend.seen[backend.seen.length - 1]).toMatchObject({ user: 'jane', groups: ['system:authenticated'] });
   });
 
+  it("a client's own X-Remote-* headers never reach the backend: it sees the user kubeshard authenticated", async () => {
+    // (this server has no --requestheader-client-ca-file: the headers are nobody's word)
+    const before = backend.seen.length;
+    const forged = { authorization: 'Bearer jane-token', 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters', 'X-Remote-Uid': 'admin-uid', 'X-Remote-Extra-Scopes': 'everything' };
+    const r = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes/node-a', undefined, forged);
+    expect(r.status, r.body).toBe(200);
+    const seen = backend.seen.slice(before).filter((x) => x.path === '/apis/metrics.k8s.io/v1beta1/nodes/node-a');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ user: 'jane', groups: ['dev', 'ops', 'system:authenticated'], extra: {}, clientCN: 'front-proxy-client' });
+    // (the uid is the authenticated one too: RemoteRequestHeaderUID is on by default in 1.33)
+    expect(seen[0].uid).toBe('jane-uid');
+    // and kubeshard itself does not take them either: without a token the forged user is anonymous, refused by RBAC
+    const anon = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, { authorization: '', 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' });
+    expect(anon.status).toBe(403);
+    expect(anon.json().message).toContain('User "system:anonymous" cannot list resource "nodes"');
+    expect(backend.seen.slice(before).some((x) => x.user === 'admin')).toBe(false);
+  });
+
   it('a request kubeshard does not authenticate never reaches the backend', async () => {
     const before = backend.seen.filter((r) => !r.user?.startsWith('system:')).length;
     const r = await request(s, 'GET', '/apis/metrics.k8s.io/v1beta1/nodes', undefined, { authorization: 'Bearer not-a-token' });

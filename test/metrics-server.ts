@@ -14,6 +14,7 @@ export interface SeenRequest {
   method: string;
   path: string;
   user?: string;
+  uid?: string;
   groups: string[];
   extra: Record<string, string[]>;
   authorization?: string;
@@ -126,7 +127,7 @@ export function startMetricsServer(o: MetricsServerOptions, port = 0): Promise<M
     const groups: string[] = [];
     for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'x-remote-group') groups.push(req.rawHeaders[i + 1]);
     const user = req.headers['x-remote-user'] as string | undefined;
-    seen.push({ method: req.method ?? '', path: url.pathname + url.search, user, groups, extra, authorization: req.headers['authorization'], clientCN: cn });
+    seen.push({ method: req.method ?? '', path: url.pathname + url.search, user, uid: req.headers['x-remote-uid'] as string | undefined, groups, extra, authorization: req.headers['authorization'], clientCN: cn });
     // The request-header authenticator: the headers count only over a trusted client certificate.
     if (!cn || !o.allowedNames.includes(cn) || !user) return status(res, 401, 'Unauthorized', 'Unauthorized');
     // A write to another group's "echoes": the body and its type, sent back (the proxy forwards bodies).

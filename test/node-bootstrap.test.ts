@@ -6,7 +6,10 @@
 // certificate the node reads the secret of a pod bound to it and is refused another pod's
 // secret with the Node authorizer's reason; NodeRestriction keeps it off another node's
 // labels. Also: kube's CSR validation, the signer refusing a wrong subject, the node client
-// auto-approver, and server-side apply needing create to create.
+// auto-approver, and the whole chain from a real bootstrap token (a bootstrap.kubernetes.io/token
+// Secret, --enable-bootstrap-token-auth): its CSR auto-approved and signed, the certificate then
+// used on the node:http2 front end and confined by the Node authorizer; and server-side apply
+// needing create to create.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +21,7 @@ import { kubectl, kubectlOk, kubectlPath, certKubeconfig } from './helpers/kubec
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeshard-node-bootstrap-'));
 const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-const TOKENS = { n1: 'n1-token', n2: 'n2-token', bob: 'bob-token', boot: 'boot-token' };
+const TOKENS = { n1: 'n1-token', n2: 'n2-token', bob: 'bob-token', boot: 'abcdef.0123456789abcdef' };
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 let s: TestServer;
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
@@ -44,7 +47,7 @@ const pod = (name: string, node: string, secret: string) => ({
 beforeAll(async () => {
   kubectlPath();
   ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=cluster-signer']);
-  writeFileSync(join(dir, 'tokens.csv'), `${TOKENS.n1},system:node:n1,uid-n1,"system:nodes"\n${TOKENS.n2},system:node:n2,uid-n2,"system:nodes"\n${TOKENS.bob},bob,uid-bob\n${TOKENS.boot},system:bootstrap:abcdef,uid-boot,"system:bootstrappers"\n`);
+  writeFileSync(join(dir, 'tokens.csv'), `${TOKENS.n1},system:node:n1,uid-n1,"system:nodes"\n${TOKENS.n2},system:node:n2,uid-n2,"system:nodes"\n${TOKENS.bob},bob,uid-bob\n`);
   s = await startServer({
     args: [
       '--authorization-mode', 'Node,RBAC',
@@ -53,6 +56,9 @@ beforeAll(async () => {
       '--cluster-signing-cert-file', join(dir, 'ca.crt'),
       '--cluster-signing-key-file', join(dir, 'ca.key'),
       '--enable-admission-plugins', 'NodeRestriction',
+      // a new node's first credential is a real bootstrap token (a Secret in kube-system)
+      '--enable-bootstrap-token-auth',
+      '--front-end', 'http2',
     ],
   });
 }, 60_000);
@@ -184,7 +190,7 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
     await until(async () => (await kubectl(s, ['--token', TOKENS.bob, 'certificate', 'approve', 'for-bob'])).code === 0);
   });
 
-  it('auto-approves a node\'s own client CSR when RBAC grants selfnodeclient (kube\'s csrapproving)', async () => {
+  it('auto-approves a node\'s own client CSR when RBAC grants selfnodeclient (kube\'s csrapproving); a real bootstrap token gets a new node its certificate, which the Node authorizer then confines', async () => {
     await kubectlOk(s, ['create', 'clusterrolebinding', 'auto-approve-renewals', '--clusterrole=system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', '--group=system:nodes']);
     const pem = makeCsr('n2', '/O=system:nodes/CN=system:node:n2');
     expect((await request(s, 'POST', CSRS, csrObject('node-csr-n2', pem), bearer(TOKENS.n2))).status).toBe(201);
@@ -195,8 +201,22 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
       throw new Error(`${e.message}\n${s.output().slice(-3000)}`);
     });
     expect(signed.status.conditions.find((x: any) => x.type === 'Approved')).toMatchObject({ reason: 'AutoApproved', message: 'Auto approving self kubelet client certificate after SubjectAccessReview.' });
-    // a bootstrap identity (the group a bootstrap token gives) asks for a new node's client
-    // certificate: approved through nodeclient once system:bootstrappers holds it, as kubeadm binds it
+    // a new node with a bootstrap token (kubeadm's: a Secret of type bootstrap.kubernetes.io/token
+    // in kube-system) asks for its client certificate: approved through nodeclient once
+    // system:bootstrappers holds it, as kubeadm binds it
+    const bootSecret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'bootstrap-token-abcdef', namespace: 'kube-system' },
+      type: 'bootstrap.kubernetes.io/token',
+      stringData: { 'token-id': 'abcdef', 'token-secret': '0123456789abcdef', 'usage-bootstrap-authentication': 'true', 'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token', expiration: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
+    };
+    expect((await request(s, 'POST', '/api/v1/namespaces/kube-system/secrets', bootSecret)).status).toBe(201);
+    const who = await until(async () => {
+      const r = await request(s, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, bearer(TOKENS.boot));
+      return r.status === 201 ? r.json().status.userInfo : undefined;
+    });
+    expect(who).toEqual({ username: 'system:bootstrap:abcdef', groups: ['system:bootstrappers', 'system:bootstrappers:kubeadm:default-node-token', 'system:authenticated'] });
     await kubectlOk(s, ['create', 'clusterrolebinding', 'auto-approve-csrs-for-group', '--clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient', '--group=system:bootstrappers']);
     await kubectlOk(s, ['create', 'clusterrolebinding', 'kubeadm:kubelet-bootstrap', '--clusterrole=system:node-bootstrapper', '--group=system:bootstrappers']);
     const pem4 = makeCsr('n3', '/O=system:nodes/CN=system:node:n3');
@@ -210,7 +230,26 @@ describe('node bootstrap: CSR, signing, Node authorizer, NodeRestriction', () =>
       return r.status?.certificate ? r : undefined;
     });
     expect(n3.status.conditions[0]).toMatchObject({ type: 'Approved', reason: 'AutoApproved', message: 'Auto approving kubelet client certificate after SubjectAccessReview.' });
-    expect(new X509Certificate(Buffer.from(n3.status.certificate, 'base64')).subject).toContain('CN=system:node:n3');
+    const n3Pem = Buffer.from(n3.status.certificate, 'base64').toString();
+    expect(new X509Certificate(n3Pem).subject).toContain('CN=system:node:n3');
+    // the new node then works with that certificate, the Node authorizer confining it to its pods
+    writeFileSync(join(dir, 'n3.crt'), n3Pem);
+    for (const [name, node] of [['s3', 'n3'], ['s4', 'n1']]) {
+      expect((await request(s, 'POST', '/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name }, stringData: { k: name } })).status).toBe(201);
+      expect((await request(s, 'POST', '/api/v1/namespaces/default/pods', pod(`p-${name}`, node, name))).status).toBe(201);
+    }
+    const asN3 = (args: string[]) => kubectl({ ...s, kubeconfigPath: certKubeconfig(s, dir, 'n3') }, args);
+    expect((await asN3(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).stdout).toBe('system:node:n3');
+    const mine = await until(async () => {
+      const r = await asN3(['get', 'secret', 's3', '-n', 'default', '-o', 'jsonpath={.data.k}']);
+      return r.code === 0 ? r : undefined;
+    });
+    expect(Buffer.from(mine.stdout, 'base64').toString()).toBe('s3');
+    const theirs = await asN3(['get', 'secret', 's4', '-n', 'default']);
+    expect(theirs.code).not.toBe(0);
+    expect(theirs.stderr).toContain(`secrets "s4" is forbidden: User "system:node:n3" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'n3' and this object`);
+    // the bootstrap token itself is no node: it reads no secret
+    expect((await request(s, 'GET', '/api/v1/namespaces/default/secrets/s3', undefined, bearer(TOKENS.boot))).status).toBe(403);
     // n2 asking for n1's name is not its own: selfnodeclient does not apply, nodeclient is not granted
     const pem3 = makeCsr('n1b', '/O=system:nodes/CN=system:node:n1');
     expect((await request(s, 'POST', CSRS, csrObject('n2-for-n1', pem3), bearer(TOKENS.n2))).status).toBe(201);

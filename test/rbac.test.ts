@@ -170,10 +170,91 @@ rules:
     expect(sar.json().status.reason).toBe('RBAC: allowed by RoleBinding "robot-reads/default" of Role "pod-reader" to ServiceAccount "robot/default"');
   });
 
-  it('recreates a deleted bootstrap role at the next start', async () => {
+  it("puts kube's namespaced bootstrap policy in place: kube-system's and kube-public's Roles and RoleBindings", async () => {
+    const roles = await kubectlOk(s, ['get', 'roles', '-A', '-l', 'kubernetes.io/bootstrapping=rbac-defaults', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}']);
+    expect(roles.trim().split('\n').sort()).toEqual([
+      'kube-public/system:controller:bootstrap-signer',
+      'kube-system/extension-apiserver-authentication-reader',
+      'kube-system/system::leader-locking-kube-controller-manager',
+      'kube-system/system::leader-locking-kube-scheduler',
+      'kube-system/system:controller:bootstrap-signer',
+      'kube-system/system:controller:cloud-provider',
+      'kube-system/system:controller:token-cleaner',
+    ]);
+    const bindings = await kubectlOk(s, ['get', 'rolebindings', '-A', '-l', 'kubernetes.io/bootstrapping=rbac-defaults', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}->{.roleRef.name}{"\\n"}{end}']);
+    expect(bindings.trim().split('\n').sort()).toEqual([
+      'kube-public/system:controller:bootstrap-signer->system:controller:bootstrap-signer',
+      'kube-system/system::extension-apiserver-authentication-reader->extension-apiserver-authentication-reader',
+      'kube-system/system::leader-locking-kube-controller-manager->system::leader-locking-kube-controller-manager',
+      'kube-system/system::leader-locking-kube-scheduler->system::leader-locking-kube-scheduler',
+      'kube-system/system:controller:bootstrap-signer->system:controller:bootstrap-signer',
+      'kube-system/system:controller:cloud-provider->system:controller:cloud-provider',
+      'kube-system/system:controller:token-cleaner->system:controller:token-cleaner',
+    ]);
+    const reader = (await request(s, 'GET', '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/system::extension-apiserver-authentication-reader')).json();
+    expect(reader.metadata.annotations['rbac.authorization.kubernetes.io/autoupdate']).toBe('true');
+    expect(reader.subjects).toEqual([
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:kube-controller-manager' },
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:kube-scheduler' },
+    ]);
+  });
+
+  it('kubectl auth can-i as the bound subjects answers as kube', async () => {
+    const canI = async (as: string, args: string[]) => {
+      const r = await kubectl(s, ['auth', 'can-i', `--as=${as}`, ...args]);
+      return r.stdout.trim();
+    };
+    const SA = (n: string) => `system:serviceaccount:kube-system:${n}`;
+    const cases: Array<[string, string[], string]> = [
+      ['system:kube-scheduler', ['get', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system'], 'yes'],
+      ['system:kube-scheduler', ['update', 'configmaps/kube-scheduler', '-n', 'kube-system'], 'yes'],
+      [SA('kube-scheduler'), ['update', 'configmaps/kube-controller-manager', '-n', 'kube-system'], 'no'],
+      [SA('kube-scheduler'), ['update', 'configmaps/kube-scheduler', '-n', 'kube-system'], 'yes'],
+      [SA('leader-election-controller'), ['create', 'leases.coordination.k8s.io', '-n', 'kube-system'], 'yes'],
+      [SA('leader-election-controller'), ['create', 'leases.coordination.k8s.io', '-n', 'default'], 'no'],
+      [SA('token-cleaner'), ['delete', 'secrets', '-n', 'kube-system'], 'yes'],
+      [SA('token-cleaner'), ['delete', 'secrets', '-n', 'default'], 'no'],
+      [SA('bootstrap-signer'), ['list', 'secrets', '-n', 'kube-system'], 'yes'],
+      [SA('bootstrap-signer'), ['update', 'configmaps/cluster-info', '-n', 'kube-public'], 'yes'],
+      [SA('bootstrap-signer'), ['update', 'configmaps/other', '-n', 'kube-public'], 'no'],
+      [SA('cloud-provider'), ['create', 'configmaps', '-n', 'kube-system'], 'yes'],
+      [SA('cloud-provider'), ['delete', 'configmaps', '-n', 'kube-system'], 'no'],
+      ['bob', ['get', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system'], 'no'],
+    ];
+    for (const [as, args, want] of cases) expect(await canI(as, args), `${as} ${args.join(' ')}`).toBe(want);
+  });
+
+  it('recreates a deleted bootstrap role at the next start, and restores what an autoupdated Role lost', async () => {
     await kubectlOk(s, ['delete', 'clusterrole', 'system:basic-user']);
+    await kubectlOk(s, ['delete', 'rolebinding', 'system:controller:token-cleaner', '-n', 'kube-system']);
+    const path = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/system::leader-locking-kube-scheduler';
+    // one Role loses a rule but keeps autoupdate; another says "false" and keeps its change
+    const mine = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/system:controller:cloud-provider';
+    expect((await request(s, 'PATCH', path, { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['watch'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+    expect((await request(s, 'PATCH', mine, { metadata: { annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'false' } }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
+    // a binding made again to another role is made again to the policy's (roleRef cannot be updated)
+    const bsPath = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/rolebindings/system:controller:bootstrap-signer';
+    expect((await request(s, 'DELETE', bsPath)).status).toBe(200);
+    await kubectlOk(s, ['create', 'rolebinding', 'system:controller:bootstrap-signer', '-n', 'kube-public', '--clusterrole=view', '--user=mallory']);
+    // a Role whose annotation was taken away is not protected by that (only "false" protects)
+    const tcPath = '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/system:controller:token-cleaner';
+    expect((await request(s, 'PATCH', tcPath, { metadata: { annotations: null }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }] }, { 'content-type': 'application/merge-patch+json' })).status).toBe(200);
     await s.stop();
     await s.restart();
     expect((await request(s, 'GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/system:basic-user')).status).toBe(200);
+    expect((await request(s, 'GET', '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/system:controller:token-cleaner')).status).toBe(200);
+    expect((await request(s, 'GET', path)).json().rules).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['watch'] },
+      // (what was missing comes back broken down, one verb a rule, as kube's Covers returns it)
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kube-scheduler'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kube-scheduler'], verbs: ['update'] },
+    ]);
+    expect((await request(s, 'GET', mine)).json().rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }]);
+    const bs = (await request(s, 'GET', bsPath)).json();
+    expect(bs.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'system:controller:bootstrap-signer' });
+    expect(bs.subjects).toEqual([{ kind: 'ServiceAccount', name: 'bootstrap-signer', namespace: 'kube-system' }]);
+    const tc = (await request(s, 'GET', tcPath)).json();
+    expect(tc.metadata.annotations['rbac.authorization.kubernetes.io/autoupdate']).toBe('true');
+    expect(tc.rules.some((r: any) => r.verbs.includes('delete') && r.resources.includes('secrets'))).toBe(true);
   });
 });

@@ -73,7 +73,7 @@ export function loadProxyClientCert(certFile: string, keyFile: string, checkMs =
  * Sets the identity headers on a request's headers (client-go SetAuthProxyHeaders): whatever
  * the client sent under these names is dropped first, so a caller cannot claim another
  * identity. The uid only when given (kube sends it behind the RemoteRequestHeaderUID gate,
- * alpha and off in 1.33).
+ * beta and on by default in 1.33).
  */
 export function setAuthProxyHeaders(h: OutgoingHttpHeaders, user: Pick<UserInfo, 'name' | 'groups' | 'extra'>, uid = ''): void {
   for (const k of Object.keys(h)) {

@@ -5,7 +5,8 @@
 // front proxy's CA, allowed names and identity headers (--requestheader-*). Each replica
 // merges its own values into what is there (lists joined without repeats, certificates
 // joined without repeats and without the expired ones), so several replicas with different
-// CAs all appear. Written at start, and again whenever the ConfigMap changes or goes.
+// CAs all appear. Written at start, again whenever the ConfigMap changes or goes, and when
+// a client CA file is rewritten (update).
 //
 // Thread ownership: the main thread (one writer per replica), driven by the cache layer's
 // committed batches.
@@ -108,7 +109,7 @@ export class ClusterAuthenticationTrustController {
     private readonly store: Store,
     private readonly cacher: Cacher,
     targets: Targets,
-    private readonly mine: AuthenticationTrust,
+    private mine: AuthenticationTrust,
   ) {
     this.t = targets.resolve('', 'v1', 'configmaps')!;
   }
@@ -120,6 +121,16 @@ export class ClusterAuthenticationTrustController {
       if (evs.some((e) => e.entry.ns === NAMESPACE && e.entry.name === NAME)) void this.sync().catch(() => {});
     });
     await this.sync();
+  }
+
+  /**
+   * This server's values changed (a client CA file was rewritten: kube's controller listens
+   * to its CA providers): merged in as at start, so the new authority joins the ConfigMap
+   * and the old one stays until it expires, as kube keeps it.
+   */
+  update(mine: AuthenticationTrust): Promise<void> {
+    this.mine = mine;
+    return this.sync();
   }
 
   stop(): void {

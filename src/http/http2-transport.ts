@@ -17,6 +17,7 @@
 import { apiserverMetrics } from '../metrics/apiserver-metrics.js';
 import http2 from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientCaSource } from '../auth/dynamic-ca-file.js';
 import type { TLSSocket, PeerCertificate, DetailedPeerCertificate, TlsOptions } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { ApiRequest, HeaderList, RequestObserver, ResponseSink } from './types.js';
@@ -31,12 +32,13 @@ export interface Http2ServerOptions {
   certFile: string;
   keyFile: string;
   /**
-   * PEM bundles of the authorities client certificates are verified against: --client-ca-file
-   * and --requestheader-client-ca-file together, as kube's dynamic serving CA bundle unions
-   * them (none asks for no certificate). Each authenticator then checks the chain reaches
-   * its own bundle (ApiRequest.clientCert.chainFingerprints).
+   * The authorities client certificates are verified against: --client-ca-file and
+   * --requestheader-client-ca-file together, as kube's dynamic serving CA bundle unions them
+   * (none asks for no certificate). Each authenticator then checks the chain reaches its
+   * own bundle (ApiRequest.clientCert.chainFingerprints). When a file changes, new
+   * connections are verified against its new bundle (the server's TLS context is replaced).
    */
-  clientCaFiles: string[];
+  clientCa?: ClientCaSource;
   /** minimum version, cipher suites, SNI (tls-config.ts nodeTls); node's defaults without it */
   tls?: TlsOptions;
   maxBodyBytes: number;
@@ -306,16 +308,19 @@ function headersOf(req: Req): Record<string, string> {
 }
 
 export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServer> {
+  const context = { cert: readFileSync(opts.certFile), key: readFileSync(opts.keyFile), ...opts.tls };
   const server = http2.createSecureServer({
-    cert: readFileSync(opts.certFile),
-    key: readFileSync(opts.keyFile),
-    ...opts.tls,
+    ...context,
     allowHTTP1: true,
-    ...(opts.clientCaFiles.length ? { requestCert: true, rejectUnauthorized: false, ca: opts.clientCaFiles.map((f) => readFileSync(f)) } : {}),
+    ...(opts.clientCa ? { requestCert: true, rejectUnauthorized: false, ca: opts.clientCa.pems() } : {}),
     // header blocks up to Go's http.DefaultMaxHeaderBytes (1 MiB), as kube-apiserver takes them
     settings: { maxHeaderListSize: MAX_HEADER_LIST_SIZE_H2, ...(opts.maxStreams > 0 ? { maxConcurrentStreams: opts.maxStreams } : {}) },
     maxHeaderListPairs: MAX_HEADER_PAIRS,
   });
+  // A changed client CA file (kube's dynamic client CA): handshakes from now on trust the
+  // new bundles; connections already open keep what they were verified with, and the
+  // authenticators check each request's chain against the bundles of now.
+  opts.clientCa?.onChange(() => server.setSecureContext({ ...context, ca: opts.clientCa!.pems() }));
   // (the HTTP/1.1 side reads its limits from the server object: node's default is 16 KiB)
   (server as unknown as { maxHeaderSize: number }).maxHeaderSize = MAX_HEADER_BYTES_H1;
   (server as unknown as { maxHeadersCount: number }).maxHeadersCount = 0;

@@ -1,6 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import tls from 'node:tls';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cipherSuitesError, needsNodeFront, nodeTls, pickSni, servingTls, sniTable, uwsTls } from './tls-config.js';
@@ -80,5 +82,44 @@ describe('SNI', () => {
 
   it('a missing file stops start-up', () => {
     expect(() => sniTable([{ certFile: join(dir, 'none.crt'), keyFile: join(dir, 'none.key'), names: [] }])).toThrowError(/failed to load SNI cert and key/);
+  });
+});
+
+describe('client CA of the SNI contexts', () => {
+  it('follows its source: after a change, a handshake naming an SNI host verifies client certificates against the new bundle', async () => {
+    const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    const sni = cert('sni-reload', 'sni.example', 'DNS:sni.example');
+    const def = cert('default-reload', 'default.example', 'DNS:default.example');
+    for (const n of ['ca-old', 'ca-new']) {
+      ssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${n}.key`, '-out', `${n}.crt`, '-days', '2', '-subj', `/CN=${n}`]);
+      ssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${n}-client.key`, '-out', `${n}-client.csr`, '-subj', '/CN=client']);
+      writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
+      ssl(['x509', '-req', '-in', `${n}-client.csr`, '-CA', `${n}.crt`, '-CAkey', `${n}.key`, '-CAcreateserial', '-days', '2', '-extfile', 'client.ext', '-out', `${n}-client.crt`]);
+    }
+    const read = (f: string) => readFileSync(join(dir, f), 'utf8');
+    let bundle = read('ca-old.crt');
+    const listeners: Array<() => void> = [];
+    const source = { pems: () => [bundle], onChange: (fn: () => void) => listeners.push(fn) };
+    const opts = nodeTls(servingTls({ tlsMinVersion: '', tlsCipherSuites: [], tlsSniCertKeys: [{ ...sni, names: [] }] }), [], source);
+    const server = tls.createServer({ ...opts, cert: readFileSync(def.certFile), key: readFileSync(def.keyFile), requestCert: true, rejectUnauthorized: false, ca: source.pems() }, (sock) => sock.end(sock.authorized ? 'yes' : 'no'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const hello = (client: string) =>
+      new Promise<string>((resolve, reject) => {
+        const c = tls.connect({ port, host: '127.0.0.1', servername: 'sni.example', rejectUnauthorized: false, cert: read(`${client}-client.crt`), key: read(`${client}-client.key`) });
+        let out = '';
+        c.setEncoding('utf8');
+        c.on('data', (d) => (out += d));
+        c.on('end', () => resolve(out));
+        c.on('error', reject);
+      });
+    try {
+      expect([await hello('ca-old'), await hello('ca-new')]).toEqual(['yes', 'no']);
+      bundle = read('ca-new.crt');
+      for (const fn of listeners) fn();
+      expect([await hello('ca-old'), await hello('ca-new')]).toEqual(['no', 'yes']);
+    } finally {
+      server.close();
+    }
   });
 });

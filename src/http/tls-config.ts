@@ -20,6 +20,7 @@
 import { readFileSync } from 'node:fs';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import tls from 'node:tls';
+import type { ClientCaSource } from '../auth/dynamic-ca-file.js';
 
 interface GoSuite {
   /** the OpenSSL (and BoringSSL) name; '' for TLS 1.3 suites, which are not configurable */
@@ -236,7 +237,7 @@ export function uwsTls(t: ServingTls, warnings: string[]): { ssl_ciphers: string
  * client CA too: OpenSSL verifies a client certificate against the store of the context
  * the handshake switched to.
  */
-export function nodeTls(t: ServingTls, warnings: string[], clientCaFiles: string[] = []): tls.TlsOptions {
+export function nodeTls(t: ServingTls, warnings: string[], clientCa?: ClientCaSource): tls.TlsOptions {
   const built = new Set(tls.getCiphers());
   const ciphers = available(t, (c) => built.has(c.toLowerCase()), `Node's OpenSSL ${process.versions.openssl}`, warnings);
   // OpenSSL 3 allows TLS 1.0 and 1.1 only at security level 0 (SHA-1 handshake signatures).
@@ -246,10 +247,16 @@ export function nodeTls(t: ServingTls, warnings: string[], clientCaFiles: string
     ciphers: [TLS13_SUITES, ...ciphers].join(':') + (old ? ':@SECLEVEL=0' : ''),
     honorCipherOrder: true,
   };
-  const contexts = new Map<SniCertKey, tls.SecureContext>();
-  const ca = clientCaFiles.length ? { ca: clientCaFiles.map((f) => readFileSync(f)) } : {};
-  for (const c of new Set(t.sni.values())) contexts.set(c, tls.createSecureContext({ ...base, ...ca, cert: readFileSync(c.certFile), key: readFileSync(c.keyFile) }));
-  const named = new Map([...t.sni].map(([n, c]) => [n, contexts.get(c)!]));
+  // (the certificate files are read once; the client CA bundles again when they change)
+  const pairs = new Map([...new Set(t.sni.values())].map((c) => [c, { cert: readFileSync(c.certFile), key: readFileSync(c.keyFile) }]));
+  const build = () => {
+    const ca = clientCa ? { ca: clientCa.pems() } : {};
+    const contexts = new Map<SniCertKey, tls.SecureContext>();
+    for (const [c, pair] of pairs) contexts.set(c, tls.createSecureContext({ ...base, ...ca, ...pair }));
+    return new Map([...t.sni].map(([n, c]) => [n, contexts.get(c)!]));
+  };
+  let named = build();
+  if (named.size && clientCa) clientCa.onChange(() => (named = build()));
   return {
     ...base,
     ...(named.size ? { SNICallback: (serverName: string, cb: (err: Error | null, ctx?: tls.SecureContext) => void) => cb(null, pickSni(named, serverName)) } : {}),

@@ -112,4 +112,15 @@ describe('authentication filter with the front proxy', () => {
     // without --client-ca-file there is no x509 authenticator: a trusted proxy certificate alone is anonymous
     expect((await run(filterOf(null), { clientCert: proxyCert() })).user?.name).toBe('system:anonymous');
   });
+
+  it('without a front proxy configured the standard X-Remote-* headers are not believed and leave the request all the same', async () => {
+    const f = authenticationFilter({ anonymous: true, tokens: new TokenAuthenticatorUnion([tokens], tokens) });
+    const headers = { 'x-remote-user': 'admin', 'x-remote-uid': 'u', 'x-remote-group': 'system:masters', 'x-remote-extra-scopes': 'all', 'x-remote-extra-': 'x', 'x-remoteish': 'kept', authorization: 'Bearer bob-token' };
+    const r = await run(f, { headers });
+    expect(r.user?.name).toBe('bob');
+    expect(r.headers).toStrictEqual({ 'x-remoteish': 'kept', authorization: 'Bearer bob-token' });
+    const anon = await run(f, { headers: { 'x-remote-user': 'admin', 'x-remote-group': 'system:masters' } });
+    expect(anon.user?.name).toBe('system:anonymous');
+    expect(anon.headers).toEqual({});
+  });
 });

@@ -18,6 +18,7 @@ import { registerRequestAuthenticator } from '../authenticator.js';
 import type { UserInfo } from '../user.js';
 import { features } from '../../features.js';
 import { bundleFingerprints, chainReaches } from './ca-bundle.js';
+import type { DynamicCaFile } from '../dynamic-ca-file.js';
 
 export interface RequestHeaderConfig {
   /** PEM bundle of the front proxy's authorities */
@@ -69,7 +70,8 @@ function extraKey(raw: string): string {
 
 export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   readonly name = 'requestheader';
-  private readonly anchors: Set<string>;
+  /** the front proxy's authorities: fixed, or followed as the file changes (DynamicCaFile) */
+  private readonly ca: { readonly fingerprints: Set<string> };
   private readonly allowed: Set<string> | null;
   // header names as the transports give them (lower case)
   private readonly user: string[];
@@ -80,9 +82,9 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   private readonly stripNames: string[];
   private readonly stripPrefixes: string[];
 
-  constructor(cfg: RequestHeaderConfig) {
-    this.anchors = bundleFingerprints(readFileSync(cfg.caFile));
-    if (this.anchors.size === 0) throw new Error(`--requestheader-client-ca-file: no certificate found in "${cfg.caFile}"`);
+  constructor(cfg: RequestHeaderConfig, ca?: { readonly fingerprints: Set<string> }) {
+    this.ca = ca ?? { fingerprints: bundleFingerprints(readFileSync(cfg.caFile)) };
+    if (this.ca.fingerprints.size === 0) throw new Error(`--requestheader-client-ca-file: no certificate found in "${cfg.caFile}"`);
     this.allowed = cfg.allowedNames.length ? new Set(cfg.allowedNames) : null;
     this.user = cfg.usernameHeaders.map((h) => h.toLowerCase());
     this.groups = cfg.groupHeaders.map((h) => h.toLowerCase());
@@ -103,7 +105,7 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   authenticateRequest(req: AuthRequest): AuthResult {
     const cert = req.clientCert;
     if (!cert) return { ok: false };
-    if (!chainReaches(cert.chainFingerprints, this.anchors)) return { ok: false, error: 'verifying certificate failed: certificate signed by unknown authority' };
+    if (!chainReaches(cert.chainFingerprints, this.ca.fingerprints)) return { ok: false, error: 'verifying certificate failed: certificate signed by unknown authority' };
     if (this.allowed && !this.allowed.has(cert.commonName)) return { ok: false, error: `x509: subject with cn=${cert.commonName} is not in the allowed list` };
     const h = req.headers;
     let name = '';
@@ -140,7 +142,22 @@ export class RequestHeaderAuthenticator implements RequestAuthenticatorMode {
   }
 }
 
+/**
+ * kube's authentication filter clears the standard front-proxy headers (X-Remote-User,
+ * -Uid, -Group, -Extra-*) of every authenticated request, front proxy configured or not
+ * (its standardRequestHeaderConfig): used when no request-header authenticator is, so that
+ * a client's own X-Remote-User never reaches a handler, audit or an aggregated server.
+ * Cheap when the headers are absent: names are checked before anything is deleted.
+ */
+export function stripStandardIdentityHeaders(h: Record<string, string | undefined>): void {
+  if (h['x-remote-user'] !== undefined) delete h['x-remote-user'];
+  if (h['x-remote-uid'] !== undefined) delete h['x-remote-uid'];
+  if (h['x-remote-group'] !== undefined) delete h['x-remote-group'];
+  for (const k in h) if (k.charCodeAt(0) === 120 /* x */ && k.startsWith('x-remote-extra-')) delete h[k];
+}
+
 registerRequestAuthenticator('requestheader', (ctx) => {
   const cfg = requestHeaderConfig(ctx.options);
-  return cfg ? new RequestHeaderAuthenticator(cfg) : null;
+  // (the server's followed copy of the file when it has one: kube's dynamic CA verifier)
+  return cfg ? new RequestHeaderAuthenticator(cfg, ctx.services.requestheaderCa as DynamicCaFile | undefined) : null;
 });

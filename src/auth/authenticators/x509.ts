@@ -11,18 +11,32 @@ import type { UserInfo } from '../user.js';
 import { withAuthenticated } from './token-file.js';
 import { chainReaches } from './ca-bundle.js';
 
+/** A bundle's fingerprints, fixed or followed (DynamicCaFile: replaced when its file changes). */
+export type CaAnchors = Set<string> | { readonly fingerprints: Set<string> };
+
 export class X509Authenticator implements RequestAuthenticatorMode {
   readonly name = 'x509';
   private byCert = new WeakMap<object, AuthResult>();
+  /** the anchors byCert's answers were made with: a new bundle starts them over */
+  private seen: Set<string> | undefined;
 
-  /** anchors: the fingerprints of --client-ca-file's certificates, when the transport trusts other bundles too */
-  constructor(private readonly anchors?: Set<string>) {}
+  /**
+   * anchors: --client-ca-file's certificates, when the transport trusts other bundles too or
+   * the file is followed (then a connection verified before the file changed is judged by
+   * the bundle of now, as kube verifies each request's chain against its current pool)
+   */
+  constructor(private readonly anchors?: CaAnchors) {}
 
   authenticateRequest(req: Pick<AuthRequest, 'clientCert'>): AuthResult {
     const cert = req.clientCert;
     if (!cert) return { ok: false };
+    const anchors = this.anchors instanceof Set ? this.anchors : this.anchors?.fingerprints;
+    if (anchors !== this.seen) {
+      this.seen = anchors;
+      this.byCert = new WeakMap();
+    }
     let r = this.byCert.get(cert);
-    if (!r && this.anchors && !chainReaches(cert.chainFingerprints, this.anchors)) {
+    if (!r && anchors && !chainReaches(cert.chainFingerprints, anchors)) {
       this.byCert.set(cert, (r = { ok: false, error: 'verifying certificate failed: certificate signed by unknown authority' }));
     }
     if (!r) {

@@ -261,3 +261,60 @@ export function bootstrapClusterRoleBindings(): any[] {
     ...controllerRoles().map(([name]) => clusterRoleBinding(`system:controller:${name}`, [sa(name)])),
   ];
 }
+
+// The namespaced part of the default policy (kube's bootstrappolicy NamespaceRoles and
+// NamespaceRoleBindings): the front proxy's configuration readable by the delegating
+// components, the leader-locking roles of the controller manager and the scheduler, and the
+// kube-system / kube-public roles of the bootstrap signer, the cloud provider and the token
+// cleaner, each bound to its component. Same metadata as the cluster-wide objects.
+
+function role(namespace: string, name: string, rules: Rule[]): any {
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: 'Role',
+    metadata: { name, namespace, labels: { ...BOOTSTRAP_LABELS }, annotations: { [AUTOUPDATE_ANNOTATION]: 'true' } },
+    rules,
+  };
+}
+
+function roleBinding(namespace: string, roleName: string, subjects: Subj[], bindingName = roleName): any {
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: 'RoleBinding',
+    metadata: { name: bindingName, namespace, labels: { ...BOOTSTRAP_LABELS }, annotations: { [AUTOUPDATE_ANNOTATION]: 'true' } },
+    roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: roleName },
+    subjects: subjects.map((x) => (x.kind === 'ServiceAccount' ? { kind: x.kind, name: x.name, namespace: x.namespace } : { kind: x.kind, apiGroup: RBAC_GROUP, name: x.name })),
+  };
+}
+
+/** The default Roles, kube-system's first then kube-public's, in kube's order. */
+export function bootstrapNamespaceRoles(): any[] {
+  const sys = 'kube-system';
+  return [
+    role(sys, 'extension-apiserver-authentication-reader', [named(READ, '', ['configmaps'], ['extension-apiserver-authentication'])]),
+    role(sys, 'system:controller:bootstrap-signer', [rule(READ, '', ['secrets'])]),
+    role(sys, 'system:controller:cloud-provider', [rule(['create', 'get', 'list', 'watch'], '', ['configmaps'])]),
+    role(sys, 'system:controller:token-cleaner', [rule(['get', 'list', 'watch', 'delete'], '', ['secrets']), events()]),
+    role(sys, 'system::leader-locking-kube-controller-manager', [
+      rule(['watch'], '', ['configmaps']),
+      named(['get', 'update'], '', ['configmaps'], ['kube-controller-manager']),
+      rule(['get', 'watch', 'list', 'create', 'update'], 'coordination.k8s.io', ['leases']),
+    ]),
+    role(sys, 'system::leader-locking-kube-scheduler', [rule(['watch'], '', ['configmaps']), named(['get', 'update'], '', ['configmaps'], ['kube-scheduler'])]),
+    role('kube-public', 'system:controller:bootstrap-signer', [rule(READ, '', ['configmaps']), named(['update'], '', ['configmaps'], ['cluster-info']), events()]),
+  ];
+}
+
+/** The default RoleBindings, in kube's order. */
+export function bootstrapNamespaceRoleBindings(): any[] {
+  const sys = 'kube-system';
+  return [
+    roleBinding(sys, 'extension-apiserver-authentication-reader', [user('system:kube-controller-manager'), user('system:kube-scheduler')], 'system::extension-apiserver-authentication-reader'),
+    roleBinding(sys, 'system::leader-locking-kube-controller-manager', [user('system:kube-controller-manager'), sa('kube-controller-manager'), sa('leader-election-controller')]),
+    roleBinding(sys, 'system::leader-locking-kube-scheduler', [user('system:kube-scheduler'), sa('kube-scheduler')]),
+    roleBinding(sys, 'system:controller:bootstrap-signer', [sa('bootstrap-signer')]),
+    roleBinding(sys, 'system:controller:cloud-provider', [sa('cloud-provider')]),
+    roleBinding(sys, 'system:controller:token-cleaner', [sa('token-cleaner')]),
+    roleBinding('kube-public', 'system:controller:bootstrap-signer', [sa('bootstrap-signer')]),
+  ];
+}

@@ -10,7 +10,8 @@ import { ANONYMOUS } from '../../auth/user.js';
 import { errors } from '../../errors.js';
 import type { AuthRequest, AuthResult, RequestAuthenticatorMode } from '../../auth/authenticator.js';
 import type { TokenAuthenticatorUnion } from '../../auth/authenticator-union.js';
-import { X509Authenticator } from '../../auth/authenticators/x509.js';
+import { X509Authenticator, type CaAnchors } from '../../auth/authenticators/x509.js';
+import { stripStandardIdentityHeaders } from '../../auth/authenticators/requestheader.js';
 import type { AnonymousConfig } from '../../auth/oidc/authentication-config.js';
 
 export interface AuthenticationOptions {
@@ -23,9 +24,10 @@ export interface AuthenticationOptions {
    * --client-ca-file's certificates, when the transport also trusts another bundle (the front
    * proxy's): a chain must reach one of them to authenticate as x509. null: no
    * --client-ca-file, so no x509 authenticator (a certificate alone is nobody's).
-   * Undefined: the transport trusts only --client-ca-file.
+   * Undefined: the transport trusts only --client-ca-file. A followed file (DynamicCaFile)
+   * is read per request.
    */
-  clientCaAnchors?: Set<string> | null;
+  clientCaAnchors?: CaAnchors | null;
   /** the anonymous authenticator of --authentication-config, when the file configures it (read per request: it reloads) */
   anonymousConfig?: () => AnonymousConfig | undefined;
 }
@@ -91,7 +93,18 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
       req.user = ANONYMOUS;
     },
   };
-  if (!before) return filter;
+  if (!before) {
+    // No front proxy configured: its standard headers still leave every request (kube's
+    // filter clears them whatever the configuration), before any later filter sees them.
+    const run = filter.run;
+    return {
+      name: 'authentication',
+      run(req, res) {
+        stripStandardIdentityHeaders(req.headers as Record<string, string | undefined>);
+        return run(req, res);
+      },
+    };
+  }
   // kube's request union: requestheader (and any other registered) before x509 and tokens.
   // Their headers leave the request whatever they decide (kube's ClearAuthenticationHeaders),
   // before any later filter, the aggregator's proxy or audit sees it.
@@ -125,6 +138,8 @@ export function authenticationFilter(opts: AuthenticationOptions): Filter {
     return rest(req, res);
   };
   const stripAll = (ar: AuthRequest) => {
+    // (the front proxy's authenticator strips the standard names with its own; without it they go all the same)
+    if (strip.length === 0) stripStandardIdentityHeaders(ar.headers);
     for (const a of strip) a.stripIdentityHeaders!(ar.headers);
   };
   const done = (req: ApiRequest, ar: AuthRequest, user: UserInfo) => {
