@@ -3,6 +3,7 @@
 // so the filter chain and the handlers never see which transport carried a request.
 import type { RequestInfo } from '../request/request-info.js';
 import type { UserInfo } from '../auth/user.js';
+import type { UpgradeCarrier } from './upgrade.js';
 
 export interface ApiRequest {
   /** upper-case HTTP method */
@@ -56,6 +57,11 @@ export interface ApiRequest {
    * server, which limits it itself.
    */
   delegated?: () => void;
+  /**
+   * Set by the front end on a request that asks to switch protocols and that it can carry on
+   * to a backend (upgrade.ts): exec, attach and port-forward proxied to a node's agent.
+   */
+  upgrade?: UpgradeCarrier;
 }
 
 /** What the rest of the chain tells the audit record of a request. */
