@@ -1,0 +1,134 @@
+// The connect subresources end to end with kubectl 1.33: pods/log (and -f), exec (stdout,
+// stderr, exit code, stdin), cp both ways and port-forward, proxied by the server to a test
+// kubelet (test/helpers/test-kubelet.ts: src/node/streaming over local processes), on the
+// uWS front end and on --front-end=http2.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { request, startServer, until, type TestServer } from './helpers/server.js';
+import { kubectl, kubectlPath } from './helpers/kubectl.js';
+import { startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
+
+for (const front of ['uws', 'http2'] as const) {
+  describe(`connect subresources through the ${front} front end`, () => {
+    let s: TestServer;
+    let k: TestKubelet;
+    let work: string;
+    const PODS = '/api/v1/namespaces/default/pods';
+
+    beforeAll(async () => {
+      s = await startServer({ args: [`--front-end=${front}`] });
+      k = await startTestKubelet(s, 'node-a');
+      work = mkdtempSync(join(tmpdir(), 'kubeshard-connect-'));
+      const pod = await request(s, 'POST', PODS, { metadata: { name: 'p' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
+      expect(pod.status).toBe(201);
+      k.runtime.start('default', 'p', 'main', 'for i in 1 2 3 4 5; do echo line $i; done; sleep 0.5; echo late; sleep 0.3');
+    }, 60_000);
+
+    afterAll(async () => {
+      await k?.close();
+      await s?.stop();
+      s?.cleanup();
+      if (work) rmSync(work, { recursive: true, force: true });
+    });
+
+    it('kubectl logs, --tail and --limit-bytes', async () => {
+      await until(() => readFileSync(k.runtime.containers.get('default/p/main')!.logPath, 'utf8').includes('line 5'));
+      const all = await kubectl(s, ['logs', 'p']);
+      expect(all.stderr).toBe('');
+      expect(all.stdout.startsWith('line 1\nline 2\nline 3\nline 4\nline 5\n')).toBe(true);
+      const tail = await kubectl(s, ['logs', 'p', '--tail=2']);
+      expect(tail.stdout.split('\n').filter(Boolean).length).toBe(2);
+      const limited = await kubectl(s, ['logs', 'p', '--limit-bytes=9']);
+      expect(limited.stdout).toBe('line 1\nli');
+    });
+
+    it('kubectl logs -f streams until the container ends', async () => {
+      const r = await kubectl(s, ['logs', '-f', 'p']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('line 1\nline 2\nline 3\nline 4\nline 5\nlate\n');
+    });
+
+    it('a missing container on the agent is the agent\'s 404', async () => {
+      await request(s, 'POST', PODS, { metadata: { name: 'ghost' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
+      const r = await request(s, 'GET', `${PODS}/ghost/log`);
+      expect(r.status).toBe(404);
+      expect(r.json().reason).toBe('NotFound');
+    });
+
+    it('kubectl exec: stdout, stderr and the exit code', async () => {
+      const ok = await kubectl(s, ['exec', 'p', '--', 'sh', '-c', 'echo out; echo err >&2']);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toBe('out\n');
+      expect(ok.stderr).toBe('err\n');
+      const fail = await kubectl(s, ['exec', 'p', '--', 'sh', '-c', 'echo before; exit 3']);
+      expect(fail.stdout).toBe('before\n');
+      expect(fail.code).toBe(3);
+      expect(fail.stderr).toContain('command terminated with exit code 3');
+    });
+
+    it('kubectl exec -i passes stdin through and ends it', async () => {
+      const r = await kubectl(s, ['exec', '-i', 'p', '--', 'sh', '-c', 'tr a-z A-Z; echo done'], { input: 'hello stdin\n' });
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toBe('HELLO STDIN\ndone\n');
+    });
+
+    it('kubectl cp into the pod and back out', async () => {
+      const dir = k.runtime.containers.get('default/p/main')!.dir;
+      const local = join(work, 'in.txt');
+      writeFileSync(local, 'some content\n'.repeat(5000));
+      const up = await kubectl(s, ['cp', local, `p:${dir}/copied.txt`]);
+      expect(up.stderr).toBe('');
+      expect(up.code).toBe(0);
+      expect(readFileSync(join(dir, 'copied.txt'), 'utf8')).toBe(readFileSync(local, 'utf8'));
+      const back = join(work, 'out.txt');
+      const down = await kubectl(s, ['cp', `p:${dir}/copied.txt`, back]);
+      expect(down.code).toBe(0);
+      expect(existsSync(back) && readFileSync(back, 'utf8')).toBe(readFileSync(local, 'utf8'));
+    });
+
+    it('kubectl port-forward to a local TCP echo server', async () => {
+      const echo = net.createServer((c) => c.pipe(c));
+      await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+      const target = (echo.address() as net.AddressInfo).port;
+      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`], { env: { ...process.env } });
+      let out = '';
+      pf.stdout.on('data', (d) => (out += d));
+      pf.stderr.on('data', (d) => (out += d));
+      try {
+        const local = Number((await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000))[1]);
+        for (const msg of ['first connection', 'second connection']) {
+          const got = await new Promise<string>((res, rej) => {
+            const c = net.connect(local, '127.0.0.1', () => c.write(msg));
+            let b = '';
+            c.on('data', (d) => {
+              b += d;
+              if (b.length >= msg.length) {
+                c.end();
+                res(b);
+              }
+            });
+            c.on('error', rej);
+          });
+          expect(got).toBe(msg);
+        }
+      } finally {
+        pf.kill('SIGKILL');
+        echo.close();
+      }
+      expect(out).not.toContain('error');
+    });
+
+    it('exec without an upgrade is 400, and a pod without a node is refused', async () => {
+      const plain = await request(s, 'POST', `${PODS}/p/exec?command=ls&stdout=true`);
+      expect(plain.status).toBe(400);
+      expect(plain.json().message).toBe('Upgrade request required');
+      await request(s, 'POST', PODS, { metadata: { name: 'nowhere' }, spec: { containers: [{ name: 'main', image: 'busybox' }] } });
+      const r = await kubectl(s, ['exec', 'nowhere', '--', 'true']);
+      expect(r.code).not.toBe(0);
+    });
+  });
+}
