@@ -25,6 +25,9 @@ for (const front of ['uws', 'http2'] as const) {
       work = mkdtempSync(join(tmpdir(), 'kubeshard-connect-'));
       const pod = await request(s, 'POST', PODS, { metadata: { name: 'p' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
       expect(pod.status).toBe(201);
+      // (kubectl port-forward refuses a pod that is not Running)
+      const st = await request(s, 'PATCH', `${PODS}/p/status`, { status: { phase: 'Running' } }, { 'Content-Type': 'application/merge-patch+json' });
+      expect(st.status).toBe(200);
       k.runtime.start('default', 'p', 'main', 'for i in 1 2 3 4 5; do echo line $i; done; sleep 0.5; echo late; sleep 0.3');
     }, 60_000);
 
@@ -94,12 +97,14 @@ for (const front of ['uws', 'http2'] as const) {
       const echo = net.createServer((c) => c.pipe(c));
       await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
       const target = (echo.address() as net.AddressInfo).port;
-      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`], { env: { ...process.env } });
+      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`, ...(process.env.PFV ? ['-v=8'] : [])], { env: { ...process.env } });
       let out = '';
       pf.stdout.on('data', (d) => (out += d));
       pf.stderr.on('data', (d) => (out += d));
       try {
-        const local = Number((await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000))[1]);
+        const local = Number((await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
+          throw new Error(`kubectl port-forward: ${out}`);
+        }))[1]);
         for (const msg of ['first connection', 'second connection']) {
           const got = await new Promise<string>((res, rej) => {
             const c = net.connect(local, '127.0.0.1', () => c.write(msg));
@@ -116,6 +121,7 @@ for (const front of ['uws', 'http2'] as const) {
           expect(got).toBe(msg);
         }
       } finally {
+        if (process.env.PFV) console.log(out.split('\n').filter((l) => !/Response Body|Request Body|round_trippers.go:632|discovery/.test(l)).join('\n'));
         pf.kill('SIGKILL');
         echo.close();
       }

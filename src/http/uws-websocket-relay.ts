@@ -1,7 +1,7 @@
 // WebSocket upgrades on the uWebSockets.js front end (exec, attach and port-forward to a node's
 // agent). uWS owns its sockets and never hands one over, so the byte-for-byte proxy of kube's
 // UpgradeAwareHandler is not possible here. Instead: the same request is first made to the
-// agent as a WebSocket client (ws), offering the client's subprotocols; once the agent has
+// agent as a WebSocket client (the handshake here, the framing ws's: ws-adopt.ts), offering the client's subprotocols; once the agent has
 // accepted, uWS accepts the client's WebSocket with the protocol the agent chose, and
 // messages are relayed both ways, binary or text as they came. The agent's refusal (any
 // answer but 101) is given to the client as the agent wrote it, as kube does.
@@ -12,7 +12,11 @@
 //
 // Thread ownership: the thread that runs the uWS app (as uws-transport.ts).
 import type uws from 'uWebSockets.js';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
+import { StatusError } from '../errors.js';
+import { acceptKey, adoptWebSocket, newKey, offeredProtocols } from './ws-adopt.js';
 import type { ApiRequest, ResponseSink } from './types.js';
 import { dialFailure, forwardedHeaders, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
 
@@ -87,61 +91,59 @@ const HANDSHAKE = /^(upgrade|connection|sec-websocket-.*)$/;
 export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpResponse, context: uws.us_socket_context_t, accepted: () => void): UpgradeCarrier {
   const key = req.headers['sec-websocket-key'] ?? '';
   const extensions = req.headers['sec-websocket-extensions'] ?? '';
-  const protocols = (req.headers['sec-websocket-protocol'] ?? '')
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
+  const offer = req.headers['sec-websocket-protocol'] ?? '';
+  const protocols = offeredProtocols(offer);
   return {
     protocol: 'websocket',
     proxy: (target: UpgradeTarget) =>
       new Promise<void>((resolve, reject) => {
-        const headers: Record<string, string> = {};
+        // The handshake with the agent is made here (see ws-adopt.ts): the client's offer as it came.
+        const headers: Record<string, string> = { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': newKey() };
+        if (offer) headers['Sec-WebSocket-Protocol'] = offer;
         for (const [k, v] of forwardedHeaders(req, HANDSHAKE)) headers[k] = v;
-        let peer: WebSocket;
-        try {
-          peer = new WebSocket(target.url.href.replace(/^http/, 'ws'), protocols, {
-            ...target.tls,
-            headers,
-            perMessageDeflate: false,
-            maxPayload: 64 << 20,
-          });
-        } catch (e) {
-          reject(dialFailure(e as NodeJS.ErrnoException, target.url));
-          return;
-        }
+        const host = target.url.hostname.replace(/^\[|\]$/g, '');
+        const r = https.request({ ...target.tls, host, port: Number(target.url.port || 443), path: target.url.pathname + target.url.search, method: 'GET', headers, agent: false });
         let settled = false;
-        peer.once('open', () => {
+        r.on('upgrade', (answer, socket: Duplex, head: Buffer) => {
           settled = true;
           if (sink.aborted) {
-            peer.terminate();
+            socket.destroy();
             resolve();
             return;
           }
+          const protocol = String(answer.headers['sec-websocket-protocol'] ?? '');
+          if (answer.headers['sec-websocket-accept'] !== acceptKey(headers['Sec-WebSocket-Key']) || (protocol && !protocols.includes(protocol))) {
+            socket.destroy();
+            reject(new StatusError(500, '', 'error proxying to the node agent: invalid WebSocket handshake'));
+            return;
+          }
+          const peer = adoptWebSocket(socket, head, 'client', protocol);
           accepted();
-          res.cork(() => res.upgrade<RelayData>({ peer, closed: false }, key, peer.protocol, extensions, context));
+          res.cork(() => res.upgrade<RelayData>({ peer, closed: false }, key, protocol, extensions, context));
           resolve();
         });
-        peer.once('unexpected-response', (_r, answer) => {
+        r.on('response', (answer) => {
+          // the agent's refusal, given to the client as the agent wrote it
           settled = true;
           const chunks: Buffer[] = [];
           answer.on('data', (c: Buffer) => chunks.push(c));
           answer.on('end', () => {
             const ct = answer.headers['content-type'];
             sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], Buffer.concat(chunks));
-            peer.terminate();
             resolve();
           });
           answer.on('error', () => {
-            peer.terminate();
             sink.close();
             resolve();
           });
         });
-        peer.on('error', (e: NodeJS.ErrnoException) => {
+        r.on('error', (e: NodeJS.ErrnoException) => {
           if (settled) return;
           settled = true;
           reject(dialFailure(e, target.url));
         });
+        sink.onAborted(() => r.destroy());
+        r.end();
       }),
   };
 }

@@ -17,7 +17,8 @@
 // Thread ownership: the agent's main thread.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
+import { acceptWebSocket, offeredProtocols } from '../../http/ws-adopt.js';
 import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type LogOptions, type StreamOptions } from '../runtime.js';
 import { CHANNEL_PROTOCOLS, serveChannels, exitStatus } from './remote-command.js';
 import { servePortForward } from './port-forward.js';
@@ -138,8 +139,6 @@ export function serveStreaming(req: IncomingMessage, res: ServerResponse, runtim
   );
 }
 
-const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 64 << 20, clientTracking: false });
-
 function refuseUpgrade(socket: Duplex, status: string, text: string): void {
   socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
 }
@@ -155,16 +154,15 @@ export function serveStreamingUpgrade(req: IncomingMessage, socket: Duplex, head
   refuseUpgrade(socket, '400 Bad Request', `unable to upgrade: protocol ${JSON.stringify(req.headers.upgrade ?? '')} is not supported for ${t.kind}\n`);
 }
 
-function offered(req: IncomingMessage): string[] {
-  return String(req.headers['sec-websocket-protocol'] ?? '')
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
-}
+const offered = (req: IncomingMessage): string[] => offeredProtocols(req.headers['sec-websocket-protocol']);
 
 function serveWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, runtime: ContainerRuntime, t: Target): void {
   const supported = t.kind === 'portForward' ? [PORT_FORWARD_TUNNEL_PROTOCOL] : CHANNEL_PROTOCOLS;
   // wsstream's handshake: the client's first protocol that the server speaks
+  const key = String(req.headers['sec-websocket-key'] ?? '');
+  if (req.method !== 'GET' || String(req.headers['sec-websocket-version']) !== '13' || !/^[+/0-9A-Za-z]{22}==$/.test(key)) {
+    return refuseUpgrade(socket, '400 Bad Request', 'Bad Request\n');
+  }
   const protocol = offered(req).find((p) => supported.includes(p));
   if (!protocol) {
     return refuseUpgrade(socket, '400 Bad Request', `unable to upgrade: unable to negotiate protocol: client supports ${JSON.stringify(offered(req))}, server supports ${JSON.stringify(supported)}\n`);
@@ -177,13 +175,13 @@ function serveWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, runt
   const started = t.kind === 'exec' ? runtime.exec(t.ref, command, opts) : t.kind === 'attach' ? runtime.attach(t.ref, opts) : Promise.resolve(null);
   started.then(
     (session) => {
-      let upgraded = false;
-      // (a handshake that fails destroys the socket without calling back: the command ends)
-      socket.once('close', () => {
-        if (!upgraded) session?.close();
-      });
-      wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-        upgraded = true;
+      if (socket.destroyed) {
+        session?.close();
+        return;
+      }
+      // (the handshake is done here, not by ws: see src/http/ws-adopt.ts)
+      const ws: WebSocket = acceptWebSocket(key, socket, head, protocol);
+      {
         if (session) {
           serveChannels(ws, session, command);
           return;
@@ -200,7 +198,7 @@ function serveWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, runt
         ws.on('message', (m: Buffer) => conn.feed(m));
         ws.on('close', () => conn.close());
         ws.on('error', () => ws.terminate());
-      });
+      }
     },
     (e) => {
       const [status, text] = failure(e);

@@ -71,6 +71,8 @@ function adler32(b: Buffer): number {
   return ((s << 16) | a) >>> 0;
 }
 
+const SYNC_MARK = Buffer.from([0, 0, 0, 0xff, 0xff]);
+
 /** Encodes header blocks as one zlib stream of stored deflate blocks (synchronous; see the header comment). */
 export class HeaderWriter {
   private started = false;
@@ -108,6 +110,10 @@ export class HeaderWriter {
       out.push(h, piece);
       if (raw.length === 0) break;
     }
+    // then an empty stored block, as a zlib sync flush ends: Go's inflater hands over what it
+    // has decoded only at such a block (or at the stream's end); without it, it reads on past
+    // the frame, fails, and keeps failing on every later header block
+    out.push(SYNC_MARK);
     return Buffer.concat(out);
   }
 }
@@ -244,7 +250,8 @@ export class SpdyConnection {
       this.buf = this.buf.subarray(8 + len);
       try {
         this.frame(frame);
-      } catch {
+      } catch (e) {
+        if (process.env.SPDY_DEBUG) console.error('spdy frame failed', e);
         this.goAway(1);
         return;
       }
