@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import http from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { spawn } from 'node:child_process';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
@@ -126,6 +128,57 @@ for (const front of ['uws', 'http2'] as const) {
         echo.close();
       }
       expect(out).not.toContain('error');
+    });
+
+    it('nodes/proxy reaches the agent with the kubelet client credentials', async () => {
+      const r = await kubectl(s, ['get', '--raw', '/api/v1/nodes/node-a/proxy/healthz']);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toBe('ok');
+    });
+
+    // kube refuses loopback addresses for pod and service proxying: the host's own address stands in
+    const hostIp = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    it.skipIf(!hostIp)('pods/proxy and services/proxy carry method, path, query and body', async () => {
+      const web = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (d) => (body += d));
+        req.on('end', () => {
+          if (req.url === '/redirect') {
+            res.writeHead(302, { Location: '/elsewhere' }).end();
+            return;
+          }
+          res.writeHead(200, { 'Content-Type': 'text/plain', 'X-Backend': 'web' }).end(`${req.method} ${req.url} ${body}`);
+        });
+      });
+      await new Promise<void>((r) => web.listen(0, '0.0.0.0', r));
+      const port = (web.address() as net.AddressInfo).port;
+      try {
+        await request(s, 'POST', PODS, { metadata: { name: 'web' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'nginx', ports: [{ containerPort: port }] }] } });
+        const st = await request(s, 'PATCH', `${PODS}/web/status`, { status: { phase: 'Running', podIP: hostIp, podIPs: [{ ip: hostIp }] } }, { 'Content-Type': 'application/merge-patch+json' });
+        expect(st.status).toBe(200);
+        const got = await request(s, 'GET', `${PODS}/web/proxy/some/path?x=1`);
+        expect(got.status).toBe(200);
+        expect(got.body).toBe('GET /some/path?x=1 ');
+        expect(got.headers['x-backend']).toBe('web');
+        const posted = await request(s, 'POST', `${PODS}/web:${port}/proxy/submit`, { a: 1 });
+        expect(posted.body).toBe('POST /submit {"a":1}');
+        const moved = await request(s, 'GET', `${PODS}/web/proxy/redirect`);
+        expect(moved.status).toBe(302);
+        expect(moved.headers.location).toBe(`${PODS}/web/proxy/elsewhere`);
+        const raw = await kubectl(s, ['get', '--raw', `${PODS}/web/proxy/via-kubectl`]);
+        expect(raw.stdout).toBe('GET /via-kubectl ');
+
+        await request(s, 'POST', '/api/v1/namespaces/default/services', { metadata: { name: 'web' }, spec: { ports: [{ name: 'http', port: 80, targetPort: port }] } });
+        await request(s, 'POST', '/api/v1/namespaces/default/endpoints', { metadata: { name: 'web' }, subsets: [{ addresses: [{ ip: hostIp }], ports: [{ name: 'http', port }] }] });
+        const svc = await request(s, 'GET', '/api/v1/namespaces/default/services/web:http/proxy/svc-path');
+        expect(svc.body).toBe('GET /svc-path ');
+        const none = await request(s, 'GET', '/api/v1/namespaces/default/services/web:nope/proxy/');
+        expect(none.status).toBe(503);
+      } finally {
+        web.close();
+      }
     });
 
     it('exec without an upgrade is 400, and a pod without a node is refused', async () => {

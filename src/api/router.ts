@@ -35,6 +35,7 @@ import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
 import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
 import { handleLog } from '../handlers/log.js';
 import { handleExecOrAttach, handlePortForward } from '../handlers/connect.js';
+import { handleProxy } from '../handlers/proxy.js';
 import type { AuthContext } from '../handlers/context.js';
 import type { Aggregator } from '../aggregator/aggregator.js';
 
@@ -67,6 +68,7 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   exec: handleExecOrAttach,
   attach: handleExecOrAttach,
   portforward: handlePortForward,
+  proxy: handleProxy,
 };
 
 /**

@@ -7,6 +7,7 @@
 import { errors } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { nodeLocation } from '../kubelet/kubelet-client.js';
+import { attributesOfRequest, forbiddenError } from '../http/filters/authorization.js';
 import type { HandlerContext } from './context.js';
 
 const names = (cs: unknown): string[] => (Array.isArray(cs) ? cs.map((c) => c?.name).filter((n) => typeof n === 'string') : []);
@@ -55,6 +56,17 @@ async function agentUrl(c: HandlerContext, pod: any, path: string, params: URLSe
 
 const seg = (s: string) => encodeURIComponent(s);
 
+/**
+ * kube's AuthorizePodWebsocketUpgradeCreatePermission (beta, on since 1.31): a WebSocket
+ * comes as a GET, authorized as get; exec, attach and port-forward also need create, the
+ * verb their POST (SPDY) always needed.
+ */
+async function checkCreate(c: HandlerContext): Promise<void> {
+  if (c.info.verb !== 'get' || !c.req.authorize) return;
+  const d = await c.req.authorize('create');
+  if (!d.allowed) throw forbiddenError(attributesOfRequest(c.req, 'create'), d.reason);
+}
+
 async function carry(c: HandlerContext, target: { url: URL; tls: import('node:tls').ConnectionOptions }): Promise<void> {
   const up = c.req.upgrade;
   // kube's UpgradeAwareHandler with UpgradeRequired: a plain request is refused (and so is a
@@ -66,6 +78,7 @@ async function carry(c: HandlerContext, target: { url: URL; tls: import('node:tl
 
 /** pods/exec and pods/attach (ExecLocation, AttachLocation). */
 export async function handleExecOrAttach(c: HandlerContext): Promise<void> {
+  await checkCreate(c);
   const q = c.req.query;
   const exec = c.info.subresource === 'exec';
   const opts = { stdin: boolParam(q, 'stdin'), stdout: boolParam(q, 'stdout'), stderr: boolParam(q, 'stderr'), tty: boolParam(q, 'tty') };
@@ -85,6 +98,7 @@ export async function handleExecOrAttach(c: HandlerContext): Promise<void> {
 
 /** pods/portforward (PortForwardLocation). */
 export async function handlePortForward(c: HandlerContext): Promise<void> {
+  await checkCreate(c);
   const params = new URLSearchParams();
   for (const p of c.req.query.getAll('ports')) {
     for (const one of p.split(',')) {

@@ -11,6 +11,7 @@
 // socket, then the connection closes.
 //
 // Thread ownership: the thread of the front end that made the socket.
+import net from 'node:net';
 import tls, { type ConnectionOptions } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
@@ -59,14 +60,16 @@ export function dialFailure(e: NodeJS.ErrnoException, url: URL): StatusError {
   return new StatusError(500, '', `error dialing backend: ${why}`);
 }
 
-/** Connects to the target over TLS (HTTP/1.1). */
-export function connectTarget(target: UpgradeTarget): Promise<tls.TLSSocket> {
+/** Connects to the target: TLS (HTTP/1.1) for https, TCP for http (a proxied pod or service). */
+export function connectTarget(target: UpgradeTarget): Promise<Duplex> {
   const host = target.url.hostname.replace(/^\[|\]$/g, '');
+  const secure = target.url.protocol === 'https:';
+  const port = Number(target.url.port || (secure ? 443 : 80));
   return new Promise((resolve, reject) => {
-    const s = tls.connect({ ...target.tls, host, port: Number(target.url.port || 443), ALPNProtocols: ['http/1.1'] });
+    const s = secure ? tls.connect({ ...target.tls, host, port, ALPNProtocols: ['http/1.1'] }) : net.connect({ host, port });
     const onError = (e: NodeJS.ErrnoException) => reject(dialFailure(e, target.url));
     s.once('error', onError);
-    s.once('secureConnect', () => {
+    s.once(secure ? 'secureConnect' : 'connect', () => {
       s.off('error', onError);
       resolve(s);
     });

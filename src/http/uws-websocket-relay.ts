@@ -12,6 +12,7 @@
 //
 // Thread ownership: the thread that runs the uWS app (as uws-transport.ts).
 import type uws from 'uWebSockets.js';
+import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
@@ -102,7 +103,8 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
         if (offer) headers['Sec-WebSocket-Protocol'] = offer;
         for (const [k, v] of forwardedHeaders(req, HANDSHAKE)) headers[k] = v;
         const host = target.url.hostname.replace(/^\[|\]$/g, '');
-        const r = https.request({ ...target.tls, host, port: Number(target.url.port || 443), path: target.url.pathname + target.url.search, method: 'GET', headers, agent: false });
+        const secure = target.url.protocol === 'https:';
+        const r = (secure ? https : http).request({ ...(secure ? target.tls : {}), host, port: Number(target.url.port || (secure ? 443 : 80)), path: target.url.pathname + target.url.search, method: 'GET', headers, agent: false });
         let settled = false;
         r.on('upgrade', (answer, socket: Duplex, head: Buffer) => {
           settled = true;

@@ -161,6 +161,7 @@ export async function startTestKubelet(s: TestServer, nodeName: string): Promise
   const server = https.createServer({ ...servingCert() });
   server.on('request', (req, res) => {
     if (streaming.isStreamingPath(req.url ?? '/')) streaming.serveStreaming(req, res, runtime);
+    else if (req.url === '/healthz') res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
     else res.writeHead(404).end('404 page not found\n');
   });
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
