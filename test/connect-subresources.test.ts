@@ -95,18 +95,23 @@ for (const front of ['uws', 'http2'] as const) {
       expect(existsSync(back) && readFileSync(back, 'utf8')).toBe(readFileSync(local, 'utf8'));
     });
 
-    it('kubectl port-forward to a local TCP echo server', async () => {
+    /** kubectl port-forward to a local TCP echo server; two connections through it. */
+    async function portForward(env: Record<string, string>): Promise<string> {
       const echo = net.createServer((c) => c.pipe(c));
       await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
       const target = (echo.address() as net.AddressInfo).port;
-      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`, ...(process.env.PFV ? ['-v=8'] : [])], { env: { ...process.env } });
+      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`, ...(process.env.PFV ? ['-v=8'] : [])], { env: { ...process.env, ...env } });
       let out = '';
       pf.stdout.on('data', (d) => (out += d));
       pf.stderr.on('data', (d) => (out += d));
       try {
-        const local = Number((await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
-          throw new Error(`kubectl port-forward: ${out}`);
-        }))[1]);
+        const local = Number(
+          (
+            await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
+              throw new Error(`kubectl port-forward: ${out}`);
+            })
+          )[1],
+        );
         for (const msg of ['first connection', 'second connection']) {
           const got = await new Promise<string>((res, rej) => {
             const c = net.connect(local, '127.0.0.1', () => c.write(msg));
@@ -127,6 +132,16 @@ for (const front of ['uws', 'http2'] as const) {
         pf.kill('SIGKILL');
         echo.close();
       }
+      return out;
+    }
+
+    it('kubectl port-forward (SPDY tunneled in a WebSocket) to a local TCP echo server', async () => {
+      const out = await portForward({});
+      expect(out).not.toContain('error');
+    });
+
+    it.runIf(front === 'http2')('kubectl port-forward over a plain SPDY upgrade (the fallback, and older clients)', async () => {
+      const out = await portForward({ KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' });
       expect(out).not.toContain('error');
     });
 
