@@ -81,6 +81,39 @@ for (const front of ['uws', 'http2'] as const) {
       expect(r.stdout).toBe('HELLO STDIN\ndone\n');
     });
 
+    it.runIf(front === 'http2')('kubectl exec over a plain SPDY upgrade (the fallback, and older clients)', async () => {
+      // (the env is read when kubectl is spawned, synchronously within kubectl())
+      const spdy = (args: string[], input?: string) => {
+        process.env.KUBECTL_REMOTE_COMMAND_WEBSOCKETS = 'false';
+        try {
+          return kubectl(s, args, { input });
+        } finally {
+          delete process.env.KUBECTL_REMOTE_COMMAND_WEBSOCKETS;
+        }
+      };
+      const ok = await spdy(['exec', 'p', '--', 'sh', '-c', 'echo out; echo err >&2']);
+      expect(ok.stdout).toBe('out\n');
+      expect(ok.stderr).toBe('err\n');
+      expect(ok.code).toBe(0);
+      const fail = await spdy(['exec', 'p', '--', 'sh', '-c', 'exit 4']);
+      expect(fail.code).toBe(4);
+      const piped = await spdy(['exec', '-i', 'p', '--', 'sh', '-c', 'tr a-z A-Z'], 'spdy stdin\n');
+      expect(piped.stdout).toBe('SPDY STDIN\n');
+    });
+
+    it.runIf(front === 'uws')('on uWS a plain SPDY upgrade is refused (uWS cannot give its socket over)', async () => {
+      process.env.KUBECTL_REMOTE_COMMAND_WEBSOCKETS = 'false';
+      let r;
+      try {
+        r = kubectl(s, ['exec', 'p', '--', 'true']);
+      } finally {
+        delete process.env.KUBECTL_REMOTE_COMMAND_WEBSOCKETS;
+      }
+      const got = await r;
+      expect(got.code).not.toBe(0);
+      expect(got.stderr).toContain('Upgrade request required');
+    });
+
     it('kubectl cp into the pod and back out', async () => {
       const dir = k.runtime.containers.get('default/p/main')!.dir;
       const local = join(work, 'in.txt');

@@ -11,8 +11,8 @@
 //   /attach/...: a WebSocket with v5.channel.k8s.io or v4.channel.k8s.io (remote-command.ts);
 // - /portForward/{ns}/{pod}[/{uid}]: SPDY/3.1 with portforward.k8s.io, over a plain SPDY
 //   upgrade or tunneled in a WebSocket ("SPDY/3.1+portforward.k8s.io"; port-forward.ts).
-// A plain SPDY upgrade of exec or attach (remotecommand over SPDY) is not served: kubectl
-// 1.33 uses the WebSocket, and falls back to SPDY only when that handshake fails.
+// - exec and attach over a plain SPDY/3.1 upgrade too (v5 and v4 channel protocols;
+//   remote-command-spdy.ts): kubectl's fallback when the WebSocket handshake fails.
 //
 // Thread ownership: the agent's main thread.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,6 +22,7 @@ import { acceptWebSocket, offeredProtocols } from '../../http/ws-adopt.js';
 import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type LogOptions, type StreamOptions } from '../runtime.js';
 import { CHANNEL_PROTOCOLS, serveChannels, exitStatus } from './remote-command.js';
 import { servePortForward } from './port-forward.js';
+import { serveSpdyRemoteCommand, SPDY_CHANNEL_PROTOCOLS } from './remote-command-spdy.js';
 
 /** kubectl's WebSocket subprotocol for a SPDY port-forward tunneled in the WebSocket */
 export const PORT_FORWARD_TUNNEL_PROTOCOL = 'SPDY/3.1+portforward.k8s.io';
@@ -151,6 +152,7 @@ export function serveStreamingUpgrade(req: IncomingMessage, socket: Duplex, head
   const upgrade = (req.headers.upgrade ?? '').toLowerCase();
   if (upgrade === 'websocket') return serveWebSocket(req, socket, head, runtime, t);
   if (upgrade.startsWith('spdy/3.1') && t.kind === 'portForward') return serveSpdyPortForward(req, socket, head, runtime, t);
+  if (upgrade.startsWith('spdy/3.1')) return serveSpdyExec(req, socket, head, runtime, t);
   refuseUpgrade(socket, '400 Bad Request', `unable to upgrade: protocol ${JSON.stringify(req.headers.upgrade ?? '')} is not supported for ${t.kind}\n`);
 }
 
@@ -205,6 +207,25 @@ function serveWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, runt
       refuseUpgrade(socket, status === 404 ? '404 Not Found' : '500 Internal Server Error', `${text}\n`);
     },
   );
+}
+
+/** exec and attach over a plain SPDY/3.1 upgrade (remote-command-spdy.ts). */
+function serveSpdyExec(req: IncomingMessage, socket: Duplex, head: Buffer, runtime: ContainerRuntime, t: Target): void {
+  const versions = String(req.headers['x-stream-protocol-version'] ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+  // kube's negotiateProtocol: the client's first protocol the server speaks
+  const protocol = versions.find((v) => SPDY_CHANNEL_PROTOCOLS.includes(v));
+  if (!protocol) {
+    return refuseUpgrade(socket, '403 Forbidden', `unable to upgrade: unable to negotiate protocol: client supports ${JSON.stringify(versions)}, server supports ${JSON.stringify(SPDY_CHANNEL_PROTOCOLS)}\n`);
+  }
+  const opts = streamOptions(t.query);
+  const command = t.query.getAll('command');
+  if (t.kind === 'exec' && command.length === 0) return refuseUpgrade(socket, '400 Bad Request', 'you must specify a command\n');
+  if (!opts.stdin && !opts.stdout && !opts.stderr) return refuseUpgrade(socket, '400 Bad Request', 'you must specify at least 1 of stdin, stdout, stderr\n');
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`);
+  serveSpdyRemoteCommand(socket, head, opts, () => (t.kind === 'exec' ? runtime.exec(t.ref, command, opts) : runtime.attach(t.ref, opts)), command);
 }
 
 /** portforward.k8s.io over a plain SPDY/3.1 upgrade (kubectl's fallback, and older clients). */
