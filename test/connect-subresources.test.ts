@@ -114,6 +114,15 @@ for (const front of ['uws', 'http2'] as const) {
       expect(got.stderr).toContain('Upgrade request required');
     });
 
+    it('kubectl attach -i: the container\'s stdin and output until it ends', async () => {
+      await request(s, 'POST', PODS, { metadata: { name: 'att' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox', stdin: true, stdinOnce: true }] } });
+      await request(s, 'PATCH', `${PODS}/att/status`, { status: { phase: 'Running' } }, { 'Content-Type': 'application/merge-patch+json' });
+      k.runtime.start('default', 'att', 'main', 'while read line; do echo "got $line"; done; echo bye', { stdin: true });
+      const r = await kubectl(s, ['attach', '-i', 'att'], { input: 'one\ntwo\n' });
+      expect(r.stdout).toBe('got one\ngot two\nbye\n');
+      expect(r.code).toBe(0);
+    });
+
     it('kubectl cp into the pod and back out', async () => {
       const dir = k.runtime.containers.get('default/p/main')!.dir;
       const local = join(work, 'in.txt');

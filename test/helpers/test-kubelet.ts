@@ -36,13 +36,13 @@ export class LocalRuntime implements Runtime {
   /** resize events seen by exec sessions */
   resizes: Array<[number, number]> = [];
 
-  /** Starts a container: sh -c script, its output appended to its log. */
-  start(namespace: string, pod: string, container: string, script: string): Container {
+  /** Starts a container: sh -c script, its output appended to its log (stdin: a pipe that attach may write to). */
+  start(namespace: string, pod: string, container: string, script: string, opts: { stdin?: boolean } = {}): Container {
     const dir = mkdtempSync(join(this.root, `${pod}-${container}-`));
     const logPath = join(dir, 'log');
     writeFileSync(logPath, '');
     const fd = openSync(logPath, 'a');
-    const proc = spawn('sh', ['-c', script], { cwd: dir, stdio: ['ignore', fd, fd] });
+    const proc = spawn('sh', ['-c', script], { cwd: dir, stdio: [opts.stdin ? 'pipe' : 'ignore', fd, fd] });
     const c: Container = { dir, logPath, proc, done: false, exited: new Promise((res) => proc.on('exit', (code) => res(code ?? 1))) };
     void c.exited.then(() => (c.done = true));
     this.containers.set(`${namespace}/${pod}/${container}`, c);
@@ -61,10 +61,10 @@ export class LocalRuntime implements Runtime {
     return undefined;
   }
 
-  async logs(ref: Parameters<Runtime['logs']>[0], opts: Parameters<Runtime['logs']>[1], signal: AbortSignal): Promise<Readable> {
+  async logs(ref: Parameters<Runtime['logs']>[0], opts: Parameters<Runtime['logs']>[1] & { fromEnd?: boolean }, signal: AbortSignal): Promise<Readable> {
     const c = this.find(ref);
     const text = readFileSync(c.logPath);
-    let start = 0;
+    let start = opts.fromEnd ? text.length : 0;
     if (opts.tailLines !== undefined) {
       const lines = text.toString().split('\n');
       if (lines[lines.length - 1] === '') lines.pop();
@@ -117,9 +117,18 @@ export class LocalRuntime implements Runtime {
     };
   }
 
-  async attach(ref: Parameters<Runtime['attach']>[0]): Promise<ExecSession> {
-    this.find(ref);
-    throw new Error('attach is not supported by the test runtime');
+  /** The container's output from now on, and its stdin when it has one, until it exits. */
+  async attach(ref: Parameters<Runtime['attach']>[0], opts: Parameters<Runtime['attach']>[1]): Promise<ExecSession> {
+    const c = this.find(ref);
+    const abort = new AbortController();
+    const stdout = opts.stdout ? await this.logs(ref, { follow: true, fromEnd: true }, abort.signal) : undefined;
+    return {
+      stdin: opts.stdin && c.proc.stdin ? c.proc.stdin : undefined,
+      stdout,
+      resize: (w, h) => this.resizes.push([w, h]),
+      exit: c.exited.then((code) => ({ code })),
+      close: () => abort.abort(),
+    };
   }
 
   portForward(_ref: unknown, port: number): Promise<Duplex> {
