@@ -60,7 +60,6 @@ export function servePortForward(
     const portText = data.headers['port'] ?? '';
     const port = Number(portText);
     const fail = (why: string) => {
-      if (process.env.SPDY_DEBUG) console.error('port-forward failed', why);
       error.end(`error forwarding port ${portText} to pod ${ref.pod}, uid ${ref.uid}: ${why}`);
       data.end();
     };

@@ -250,8 +250,8 @@ export class SpdyConnection {
       this.buf = this.buf.subarray(8 + len);
       try {
         this.frame(frame);
-      } catch (e) {
-        if (process.env.SPDY_DEBUG) console.error('spdy frame failed', e);
+      } catch {
+        // a frame that does not parse (or a header block that does not inflate): GOAWAY with PROTOCOL_ERROR
         this.goAway(1);
         return;
       }
