@@ -10,6 +10,7 @@ import net from 'node:net';
 import http from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { spawn } from 'node:child_process';
+import { WebSocket } from 'ws';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
 import { startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
@@ -121,6 +122,28 @@ for (const front of ['uws', 'http2'] as const) {
       const r = await kubectl(s, ['attach', '-i', 'att'], { input: 'one\ntwo\n' });
       expect(r.stdout).toBe('got one\ngot two\nbye\n');
       expect(r.code).toBe(0);
+    });
+
+    it('the v5 channel protocol by hand: resize, stdin close, stdout and stderr, Status last', async () => {
+      const path = `${PODS}/p/exec?command=sh&command=-c&command=${encodeURIComponent('cat; echo e >&2')}&stdin=true&stdout=true&stderr=true`;
+      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${path}`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], { ca: s.ca, headers: { Authorization: `Bearer ${s.token}` } });
+      const got: Array<[number, string]> = [];
+      ws.on('message', (m: Buffer) => got.push([m[0], m.subarray(1).toString()]));
+      await new Promise((res, rej) => {
+        ws.once('open', res);
+        ws.once('error', rej);
+      });
+      expect(ws.protocol).toBe('v5.channel.k8s.io');
+      ws.send(Buffer.concat([Buffer.from([4]), Buffer.from('{"Width":120,"Height":40}')]));
+      ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('typed')]));
+      ws.send(Buffer.from([255, 0]));
+      const code = await new Promise<number>((res) => ws.once('close', res));
+      expect(code).toBe(1000);
+      const joined = (ch: number) => got.filter(([c]) => c === ch).map(([, t]) => t).join('');
+      expect(joined(1)).toBe('typed');
+      expect(joined(2)).toBe('e\n');
+      expect(got[got.length - 1]).toEqual([3, '{"metadata":{},"status":"Success"}']);
+      expect(k.runtime.resizes).toContainEqual([120, 40]);
     });
 
     it('kubectl cp into the pod and back out', async () => {
