@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { WebSocket } from 'ws';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
-import { startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
+import { kubeletClientCredentials, startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
 
 for (const front of ['uws', 'http2'] as const) {
   describe(`connect subresources through the ${front} front end`, () => {
@@ -271,3 +271,39 @@ for (const front of ['uws', 'http2'] as const) {
     });
   });
 }
+
+describe('--kubelet-client-certificate, --kubelet-client-key, --kubelet-certificate-authority', () => {
+  let s: TestServer;
+  let k: TestKubelet;
+  let dir: string;
+  const PODS = '/api/v1/namespaces/default/pods';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kubeshard-kubelet-client-'));
+    const creds = kubeletClientCredentials(dir);
+    // the test kubelet's serving certificate is self-signed: it is its own authority
+    const { servingCertFor } = await import('./helpers/test-kubelet.js');
+    writeFileSync(join(dir, 'kubelet-ca.crt'), servingCertFor());
+    s = await startServer({ args: ['--kubelet-client-certificate', creds.certFile, '--kubelet-client-key', creds.keyFile, '--kubelet-certificate-authority', join(dir, 'kubelet-ca.crt')] });
+    k = await startTestKubelet(s, 'node-c', { clientCa: creds.ca });
+    await request(s, 'POST', PODS, { metadata: { name: 'c' }, spec: { nodeName: 'node-c', containers: [{ name: 'main', image: 'busybox' }] } });
+    k.runtime.start('default', 'c', 'main', 'echo authenticated');
+  }, 60_000);
+
+  afterAll(async () => {
+    await k?.close();
+    await s?.stop();
+    s?.cleanup();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('presents the client certificate to the agent and verifies the agent\'s', async () => {
+    await until(() => readFileSync(k.runtime.containers.get('default/c/main')!.logPath, 'utf8').includes('authenticated'));
+    const logs = await kubectl(s, ['logs', 'c']);
+    expect(logs.stdout).toBe('authenticated\n');
+    const exec = await kubectl(s, ['exec', 'c', '--', 'echo', 'hi']);
+    expect(exec.stdout).toBe('hi\n');
+    expect(k.clientNames.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(k.clientNames)).toEqual(new Set(['kube-apiserver-kubelet-client']));
+  });
+});

@@ -149,6 +149,10 @@ export class LocalRuntime implements Runtime {
 
 export interface TestKubelet {
   port: number;
+  /** the PEM certificate the kubelet serves with (self-signed: its own authority) */
+  servingCert: string;
+  /** the common names of the client certificates its requests came with ('' without one) */
+  clientNames: string[];
   runtime: LocalRuntime;
   nodeName: string;
   close(): Promise<void>;
@@ -164,16 +168,35 @@ function servingCert(): { cert: string; key: string } {
   return cert;
 }
 
-/** Starts a test kubelet and registers its Node with the server. */
-export async function startTestKubelet(s: TestServer, nodeName: string): Promise<TestKubelet> {
+/** The test kubelets' serving certificate (PEM). */
+export function servingCertFor(): string {
+  return servingCert().cert;
+}
+
+/** A CA and a client certificate it signed (the API server's kubelet client credentials), in dir. */
+export function kubeletClientCredentials(dir: string): { ca: string; certFile: string; keyFile: string } {
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=kubelet-client-ca']);
+  run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client']);
+  writeFileSync(join(dir, 'ext'), 'extendedKeyUsage=clientAuth\n');
+  run(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '2', '-extfile', 'ext']);
+  return { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), certFile: join(dir, 'client.crt'), keyFile: join(dir, 'client.key') };
+}
+
+/** Starts a test kubelet and registers its Node with the server (clientCa: client certificates it requires). */
+export async function startTestKubelet(s: TestServer, nodeName: string, opts: { clientCa?: string } = {}): Promise<TestKubelet> {
   const runtime = new LocalRuntime();
-  const server = https.createServer({ ...servingCert() });
+  const clientNames: string[] = [];
+  const server = https.createServer({ ...servingCert(), ...(opts.clientCa ? { requestCert: true, rejectUnauthorized: true, ca: opts.clientCa } : {}) });
+  const seen = (req: import('node:http').IncomingMessage) => clientNames.push(String((req.socket as import('node:tls').TLSSocket).getPeerCertificate?.()?.subject?.CN ?? ''));
   server.on('request', (req, res) => {
+    seen(req);
     if (streaming.isStreamingPath(req.url ?? '/')) streaming.serveStreaming(req, res, runtime);
     else if (req.url === '/healthz') res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
     else res.writeHead(404).end('404 page not found\n');
   });
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
+    seen(req);
     if (streaming.isStreamingPath(req.url ?? '/')) streaming.serveStreamingUpgrade(req, socket, head, runtime);
     else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
@@ -186,6 +209,8 @@ export async function startTestKubelet(s: TestServer, nodeName: string): Promise
   if (node.status !== 201) throw new Error(`node ${nodeName}: ${node.status} ${node.body}`);
   return {
     port,
+    servingCert: servingCert().cert,
+    clientNames,
     runtime,
     nodeName,
     close: async () => {
