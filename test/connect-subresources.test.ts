@@ -11,6 +11,7 @@ import http from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { spawn } from 'node:child_process';
 import { WebSocket } from 'ws';
+import { createHash, randomBytes } from 'node:crypto';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
 import { kubeletClientCredentials, startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
@@ -144,6 +145,26 @@ for (const front of ['uws', 'http2'] as const) {
       expect(joined(2)).toBe('e\n');
       expect(got[got.length - 1]).toEqual([3, '{"metadata":{},"status":"Success"}']);
       expect(k.runtime.resizes).toContainEqual([120, 40]);
+    });
+
+    it('large streams both ways arrive whole (backpressure, no drops)', async () => {
+      const counted = (args: string[], input?: Buffer) =>
+        new Promise<{ bytes: number; sum: string; code: number | null }>((res) => {
+          const p = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, ...args]);
+          let bytes = 0;
+          const h = createHash('sha256');
+          p.stdout.on('data', (d: Buffer) => {
+            bytes += d.length;
+            h.update(d);
+          });
+          p.on('close', (code) => res({ bytes, sum: h.digest('hex'), code }));
+          if (input) p.stdin.end(input);
+        });
+      const out = await counted(['exec', 'p', '--', 'sh', '-c', 'head -c 16000000 /dev/zero | tr "\\0" a']);
+      expect(out).toEqual({ bytes: 16_000_000, sum: createHash('sha256').update(Buffer.alloc(16_000_000, 'a')).digest('hex'), code: 0 });
+      const input = randomBytes(6_000_000);
+      const back = await counted(['exec', '-i', 'p', '--', 'sh', '-c', 'cat'], input);
+      expect(back).toEqual({ bytes: input.length, sum: createHash('sha256').update(input).digest('hex'), code: 0 });
     });
 
     it('kubectl cp into the pod and back out', async () => {
