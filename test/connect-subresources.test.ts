@@ -305,7 +305,10 @@ describe('--kubelet-client-certificate, --kubelet-client-key, --kubelet-certific
     // the test kubelet's serving certificate is self-signed: it is its own authority
     const { servingCertFor } = await import('./helpers/test-kubelet.js');
     writeFileSync(join(dir, 'kubelet-ca.crt'), servingCertFor());
-    s = await startServer({ args: ['--kubelet-client-certificate', creds.certFile, '--kubelet-client-key', creds.keyFile, '--kubelet-certificate-authority', join(dir, 'kubelet-ca.crt')] });
+    writeFileSync(join(dir, 'tokens.csv'), 'getter-token,getter,uid-getter\n');
+    s = await startServer({
+      args: ['--kubelet-client-certificate', creds.certFile, '--kubelet-client-key', creds.keyFile, '--kubelet-certificate-authority', join(dir, 'kubelet-ca.crt'), '--authorization-mode', 'RBAC', '--token-auth-file', join(dir, 'tokens.csv')],
+    });
     k = await startTestKubelet(s, 'node-c', { clientCa: creds.ca });
     await request(s, 'POST', PODS, { metadata: { name: 'c' }, spec: { nodeName: 'node-c', containers: [{ name: 'main', image: 'busybox' }] } });
     k.runtime.start('default', 'c', 'main', 'echo authenticated');
@@ -326,5 +329,25 @@ describe('--kubelet-client-certificate, --kubelet-client-key, --kubelet-certific
     expect(exec.stdout).toBe('hi\n');
     expect(k.clientNames.length).toBeGreaterThanOrEqual(2);
     expect(new Set(k.clientNames)).toEqual(new Set(['kube-apiserver-kubelet-client']));
+  });
+
+  it('a WebSocket exec (a GET) also needs create on pods/exec', async () => {
+    const rbac = '/apis/rbac.authorization.k8s.io/v1/namespaces/default';
+    await request(s, 'POST', `${rbac}/roles`, { metadata: { name: 'exec-get' }, rules: [{ apiGroups: [''], resources: ['pods', 'pods/exec'], verbs: ['get'] }] });
+    await request(s, 'POST', `${rbac}/rolebindings`, { metadata: { name: 'exec-get' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'exec-get' }, subjects: [{ kind: 'User', name: 'getter' }] });
+    const denied = await until(async () => {
+      const r = await kubectl(s, ['--token', 'getter-token', 'exec', 'c', '--', 'true']);
+      return r.stderr.includes('cannot create') ? r : undefined;
+    });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain('pods "c" is forbidden: User "getter" cannot create resource "pods/exec" in API group "" in the namespace "default"');
+    // (kubectl falls back to a SPDY POST after the refused WebSocket: the GET itself, by hand)
+    const status = await new Promise<number>((res, rej) => {
+      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${PODS}/c/exec?command=true&stdout=true`, ['v5.channel.k8s.io'], { ca: s.ca, headers: { Authorization: 'Bearer getter-token' } });
+      ws.once('unexpected-response', (_req, r) => res(r.statusCode ?? 0));
+      ws.once('open', () => rej(new Error('the WebSocket was accepted')));
+      ws.once('error', () => {});
+    });
+    expect(status).toBe(403);
   });
 });
