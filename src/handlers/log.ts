@@ -5,7 +5,7 @@
 // backpressure pauses the agent's connection), on either front end.
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { errors, StatusError } from '../errors.js';
+import { errors } from '../errors.js';
 import { sendText } from '../http/respond.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { HandlerContext } from './context.js';
@@ -72,18 +72,6 @@ function agentLogParams(q: URLSearchParams): URLSearchParams {
   return p;
 }
 
-/** kube's NewGenericServerResponse for an agent's answer that is not 2xx (GenericHttpResponseChecker). */
-function agentFailure(status: number, body: string, name: string): StatusError {
-  const known: Record<number, [string, string]> = {
-    400: ['BadRequest', 'the server rejected our request for an unknown reason'],
-    401: ['Unauthorized', 'the server has asked for the client to provide credentials'],
-    403: ['Forbidden', body],
-    404: ['NotFound', 'the server could not find the requested resource'],
-  };
-  const [reason, msg] = known[status] ?? ['InternalError', `an error on the server (${JSON.stringify(body)}) has prevented the request from succeeding`];
-  return new StatusError(status, reason as never, `${msg} ( pods/log ${name})`);
-}
-
 export async function handleLog(c: HandlerContext): Promise<void> {
   checkLogOptions(c.req.query, c.info.name);
   const pod = entryObject(await c.store.get(c.target, c.info.namespace, c.info.name, ''));
@@ -100,7 +88,7 @@ export async function handleLog(c: HandlerContext): Promise<void> {
   // kube's LocationStreamer: the agent's answer is streamed as it comes (kept open with follow)
   const answer = await new Promise<IncomingMessage>((resolve, reject) => {
     const r = https.get(url, { ...loc.tls, agent: false, headers: { 'User-Agent': c.req.headers['user-agent'] ?? 'kubeshard' } }, resolve);
-    r.once('error', (e: NodeJS.ErrnoException) => reject(new StatusError(500, '', `Get ${JSON.stringify(url)}: ${e.syscall ? `dial tcp ${loc.hostPort}: ${dialError(e, loc.host)}` : e.message}`)));
+    r.once('error', (e: NodeJS.ErrnoException) => reject(errors.backendRequest(`Get ${JSON.stringify(url)}: ${e.syscall ? `dial tcp ${loc.hostPort}: ${dialError(e, loc.host)}` : e.message}`)));
     c.res.onDone(() => r.destroy());
   });
   const status = answer.statusCode ?? 500;
@@ -111,7 +99,7 @@ export async function handleLog(c: HandlerContext): Promise<void> {
       if (n < 4096) chunks.push(chunk);
       n += chunk.length;
     }
-    throw agentFailure(status, Buffer.concat(chunks).subarray(0, 4096).toString().trim(), c.info.name);
+    throw errors.genericServerResponse(status, '', { group: '', resource: 'pods/log' }, c.info.name, Buffer.concat(chunks).subarray(0, 4096).toString().trim());
   }
   const res = c.res;
   if (res.aborted) {

@@ -17,7 +17,7 @@ import type { Duplex } from 'node:stream';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
 import { SinkBase } from './transport-base.js';
-import { StatusError } from '../errors.js';
+import { errors, type StatusError } from '../errors.js';
 import { dialError } from '../kubelet/kubelet-client.js';
 
 export interface UpgradeTarget {
@@ -56,8 +56,7 @@ export function forwardedHeaders(req: ApiRequest, skip?: RegExp): HeaderList {
 /** kube's "error dialing backend" for a connection to the target that failed. */
 export function dialFailure(e: NodeJS.ErrnoException, url: URL): StatusError {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const why = e.syscall ? `dial tcp ${url.host}: ${dialError(e, host)}` : e.message;
-  return new StatusError(500, '', `error dialing backend: ${why}`);
+  return errors.dialingBackend(e.syscall ? `dial tcp ${url.host}: ${dialError(e, host)}` : e.message);
 }
 
 /** Connects to the target: TLS (HTTP/1.1) for https, TCP for http (a proxied pod or service). */

@@ -16,7 +16,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
-import { StatusError } from '../errors.js';
+import { errors } from '../errors.js';
 import { acceptKey, adoptWebSocket, newKey, offeredProtocols } from './ws-adopt.js';
 import type { ApiRequest, ResponseSink } from './types.js';
 import { dialFailure, forwardedHeaders, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
@@ -116,7 +116,7 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
           const protocol = String(answer.headers['sec-websocket-protocol'] ?? '');
           if (answer.headers['sec-websocket-accept'] !== acceptKey(headers['Sec-WebSocket-Key']) || (protocol && !protocols.includes(protocol))) {
             socket.destroy();
-            reject(new StatusError(500, '', 'error proxying to the node agent: invalid WebSocket handshake'));
+            reject(errors.dialingBackend('the backend\'s WebSocket handshake is not valid'));
             return;
           }
           const peer = adoptWebSocket(socket, head, 'client', protocol);

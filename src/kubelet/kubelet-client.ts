@@ -7,7 +7,7 @@
 // Thread ownership: stateless after start-up (the files are read once); any thread.
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import { StatusError } from '../errors.js';
+import { errors } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { HandlerContext } from '../handlers/context.js';
 
@@ -60,7 +60,7 @@ export async function nodeLocation(c: HandlerContext, nodeName: string): Promise
   }
   if (!host) {
     const known = addrs.map((a) => `{${a?.type} ${a?.address}}`).join(' ');
-    throw new StatusError(500, '', `no preferred addresses found; known addresses: [${known}]`);
+    throw errors.noPreferredAddress(known);
   }
   const p = node.status?.daemonEndpoints?.kubeletEndpoint?.Port;
   const port = typeof p === 'number' && p > 0 ? p : client.port;
