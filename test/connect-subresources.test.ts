@@ -275,6 +275,9 @@ for (const front of ['uws', 'http2'] as const) {
         await request(s, 'POST', '/api/v1/namespaces/default/endpoints', { metadata: { name: 'web' }, subsets: [{ addresses: [{ ip: hostIp }], ports: [{ name: 'http', port }] }] });
         const svc = await request(s, 'GET', '/api/v1/namespaces/default/services/web:http/proxy/svc-path');
         expect(svc.body).toBe('GET /svc-path ');
+        // (a services write on any front thread: proxied there, not handed to the main thread)
+        const svcPost = await request(s, 'POST', '/api/v1/namespaces/default/services/web:http/proxy/p', { b: 2 });
+        expect(svcPost.body).toBe('POST /p {"b":2}');
         const none = await request(s, 'GET', '/api/v1/namespaces/default/services/web:nope/proxy/');
         expect(none.status).toBe(503);
       } finally {
