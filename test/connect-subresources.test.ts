@@ -285,6 +285,12 @@ for (const front of ['uws', 'http2'] as const) {
       }
     });
 
+    it('an upgrade request to any other path is answered as a plain one', async () => {
+      const r = await request(s, 'GET', '/api/v1/namespaces/default/pods/p', undefined, { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13' }, new (await import('node:https')).Agent({ ca: s.ca }));
+      expect(r.status).toBe(200);
+      expect(r.json().metadata.name).toBe('p');
+    });
+
     it('exec without an upgrade is 400, and a pod without a node is refused', async () => {
       const plain = await request(s, 'POST', `${PODS}/p/exec?command=ls&stdout=true`);
       expect(plain.status).toBe(400);
