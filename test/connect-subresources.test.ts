@@ -291,6 +291,14 @@ for (const front of ['uws', 'http2'] as const) {
       expect(r.json().metadata.name).toBe('p');
     });
 
+    it('an agent that cannot be reached: kube\'s "error dialing backend"', async () => {
+      await request(s, 'POST', '/api/v1/nodes', { metadata: { name: 'node-dead' }, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: 1 } } } });
+      await request(s, 'POST', PODS, { metadata: { name: 'dead' }, spec: { nodeName: 'node-dead', containers: [{ name: 'main', image: 'busybox' }] } });
+      const r = await kubectl(s, ['exec', 'dead', '--', 'true']);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain('error dialing backend: dial tcp 127.0.0.1:1: connect: connection refused');
+    });
+
     it('exec without an upgrade is 400, and a pod without a node is refused', async () => {
       const plain = await request(s, 'POST', `${PODS}/p/exec?command=ls&stdout=true`);
       expect(plain.status).toBe(400);

@@ -8,6 +8,7 @@ import { errors } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { nodeLocation } from '../kubelet/kubelet-client.js';
 import { attributesOfRequest, forbiddenError } from '../http/filters/authorization.js';
+import { connectTarget } from '../http/upgrade.js';
 import type { HandlerContext } from './context.js';
 
 const names = (cs: unknown): string[] => (Array.isArray(cs) ? cs.map((c) => c?.name).filter((n) => typeof n === 'string') : []);
@@ -72,7 +73,14 @@ async function carry(c: HandlerContext, target: { url: URL; tls: import('node:tl
   // kube's UpgradeAwareHandler with UpgradeRequired: a plain request is refused (and so is a
   // SPDY upgrade on the uWS front end, which cannot take its socket over; kubectl 1.33 asks
   // for a WebSocket first)
-  if (!up) throw errors.badRequest('Upgrade request required');
+  if (!up) {
+    const asked = c.req.headers.upgrade;
+    if (!asked) throw errors.badRequest('Upgrade request required');
+    // An upgrade the front end cannot carry (SPDY on uWS, usually kubectl's fallback after a
+    // refused WebSocket): an agent that cannot be reached still says so, as it would have.
+    (await connectTarget(target)).destroy();
+    throw errors.badRequest(`Upgrade request required: ${asked} upgrades are not served by this front end (uWebSockets.js); use a WebSocket client (kubectl 1.30 or later) or --front-end=http2`);
+  }
   await up.proxy(target);
 }
 
