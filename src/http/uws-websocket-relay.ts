@@ -54,7 +54,7 @@ export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade
       const peer = d.peer;
       peer.on('message', (data: Buffer, isBinary: boolean) => {
         if (d.closed) return;
-        ws.send(data, isBinary);
+        ws.cork(() => ws.send(data, isBinary));
         if (ws.getBufferedAmount() > HIGH_WATER) peer.pause();
       });
       peer.on('close', (code: number, reason: Buffer) => {
@@ -63,6 +63,14 @@ export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade
         ws.end(sendableCode(code) ? code : 1000, reason.subarray(0, 120));
       });
       peer.on('error', () => peer.terminate());
+      if (peer.readyState !== WebSocket.OPEN) {
+        // (the agent went away while uWS was accepting the client)
+        d.closed = true;
+        ws.end(1000);
+        return;
+      }
+      // (paused since the agent's handshake, so that no message came before this side was open)
+      peer.resume();
     },
     message: (ws, message, isBinary) => {
       const peer = ws.getUserData().peer;
@@ -120,6 +128,7 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
             return;
           }
           const peer = adoptWebSocket(socket, head, 'client', protocol);
+          peer.pause();
           accepted();
           res.cork(() => res.upgrade<RelayData>({ peer, closed: false }, key, protocol, extensions, context));
           resolve();
