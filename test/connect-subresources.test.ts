@@ -16,7 +16,9 @@ import { request, startServer, until, type TestServer } from './helpers/server.j
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
 import { kubeletClientCredentials, startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
 
-for (const front of ['uws', 'http2'] as const) {
+// (KUBESHARD_TEST_FRONT=http2 gives every server a client CA, which the uWS front end refuses)
+const FRONTS = process.env.KUBESHARD_TEST_FRONT === 'http2' ? (['http2'] as const) : (['uws', 'http2'] as const);
+for (const front of FRONTS) {
   describe(`connect subresources through the ${front} front end`, () => {
     let s: TestServer;
     let k: TestKubelet;
