@@ -61,6 +61,20 @@ for (const front of FRONTS) {
       expect(r.stdout).toBe('line 1\nline 2\nline 3\nline 4\nline 5\nlate\n');
     });
 
+    it('a follow whose client goes away ends on the agent too', async () => {
+      await request(s, 'POST', PODS, { metadata: { name: 'long' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
+      const c = k.runtime.start('default', 'long', 'main', 'echo started; sleep 60');
+      const before = k.runtime.follows;
+      const f = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'logs', '-f', 'long']);
+      let out = '';
+      f.stdout.on('data', (d) => (out += d));
+      await until(() => out.includes('started'));
+      expect(k.runtime.follows).toBe(before + 1);
+      f.kill('SIGKILL');
+      await until(() => k.runtime.follows === before);
+      c.proc.kill('SIGKILL');
+    });
+
     it('a missing container on the agent is the agent\'s 404', async () => {
       await request(s, 'POST', PODS, { metadata: { name: 'ghost' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
       const r = await request(s, 'GET', `${PODS}/ghost/log`);

@@ -33,6 +33,8 @@ export class LocalRuntime implements Runtime {
   readonly version = 'test://0.1.0';
   readonly containers = new Map<string, Container>();
   private root = mkdtempSync(join(tmpdir(), 'kubeshard-kubelet-'));
+  /** log follows running now (each ends when the container does or its client goes) */
+  follows = 0;
   /** resize events seen by exec sessions */
   resizes: Array<[number, number]> = [];
 
@@ -75,6 +77,7 @@ export class LocalRuntime implements Runtime {
     // follow: what is there, then what the process appends, until it exits (or the client goes)
     const out = new PassThrough();
     let pos = start;
+    this.follows++;
     const pump = async (): Promise<void> => {
       for (;;) {
         if (signal.aborted) return void out.destroy();
@@ -90,7 +93,7 @@ export class LocalRuntime implements Runtime {
         await new Promise((r) => setTimeout(r, 50));
       }
     };
-    void pump();
+    void pump().finally(() => this.follows--);
     return out;
   }
 
