@@ -75,6 +75,17 @@ for (const front of FRONTS) {
       c.proc.kill('SIGKILL');
     });
 
+    it('an exec whose client goes away ends its command on the agent', async () => {
+      const before = k.runtime.execs;
+      const e = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'exec', 'p', '--', 'sh', '-c', 'echo running; sleep 60']);
+      let out = '';
+      e.stdout.on('data', (d) => (out += d));
+      await until(() => out.includes('running'));
+      expect(k.runtime.execs).toBe(before + 1);
+      e.kill('SIGKILL');
+      await until(() => k.runtime.execs === before);
+    });
+
     it('a missing container on the agent is the agent\'s 404', async () => {
       await request(s, 'POST', PODS, { metadata: { name: 'ghost' }, spec: { nodeName: 'node-a', containers: [{ name: 'main', image: 'busybox' }] } });
       const r = await request(s, 'GET', `${PODS}/ghost/log`);

@@ -33,6 +33,8 @@ export class LocalRuntime implements Runtime {
   readonly version = 'test://0.1.0';
   readonly containers = new Map<string, Container>();
   private root = mkdtempSync(join(tmpdir(), 'kubeshard-kubelet-'));
+  /** exec processes running now */
+  execs = 0;
   /** log follows running now (each ends when the container does or its client goes) */
   follows = 0;
   /** resize events seen by exec sessions */
@@ -100,6 +102,8 @@ export class LocalRuntime implements Runtime {
   async exec(ref: Parameters<Runtime['exec']>[0], command: string[], opts: Parameters<Runtime['exec']>[2]): Promise<ExecSession> {
     const c = this.find(ref);
     const p = spawn(command[0], command.slice(1), { cwd: c.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.execs++;
+    p.once('exit', () => this.execs--);
     const exit = new Promise<{ code: number } | { error: string }>((res) => {
       p.once('error', (e) => res({ error: `exec: ${JSON.stringify(command[0])}: ${e.message}` }));
       p.once('exit', (code, sig) => res({ code: code ?? (sig ? 128 + 9 : 1) }));
