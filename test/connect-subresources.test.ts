@@ -253,6 +253,32 @@ for (const front of FRONTS) {
       expect(out).not.toContain('error');
     });
 
+    it('port-forward to a port nothing listens on: the error stream says why', async () => {
+      const closed = await new Promise<number>((res) => {
+        const t = net.createServer();
+        t.listen(0, '127.0.0.1', () => {
+          const p = (t.address() as net.AddressInfo).port;
+          t.close(() => res(p));
+        });
+      });
+      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${closed}`]);
+      let out = '';
+      pf.stdout.on('data', (d) => (out += d));
+      pf.stderr.on('data', (d) => (out += d));
+      try {
+        const local = Number((await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000))[1]);
+        await new Promise<void>((res) => {
+          const c = net.connect(local, '127.0.0.1');
+          c.on('close', () => res());
+          c.on('error', () => res());
+          c.resume();
+        });
+        await until(() => out.includes(`error forwarding port ${closed} to pod p`));
+      } finally {
+        pf.kill('SIGKILL');
+      }
+    });
+
     it.runIf(front === 'http2')('kubectl port-forward over a plain SPDY upgrade (the fallback, and older clients)', async () => {
       const out = await portForward({ KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' });
       expect(out).not.toContain('error');
