@@ -7,11 +7,11 @@
 // this side; backpressure comes from the carrier (each frame written is acknowledged by the
 // carrier's callback, and a stream's writes wait for it).
 //
-// Header decompression: node's zlib has no synchronous streaming inflate, so each block is
-// inflated by running the whole compressed history of the connection again (header blocks
-// are a few dozen bytes, and a port-forward connection opens two streams per TCP
-// connection). Outgoing blocks are written as stored (uncompressed) deflate blocks of one
-// zlib stream, which any inflater reads whatever dictionary it was primed with.
+// Header decompression: one streaming inflater per connection, flushed per block; node's
+// zlib answers asynchronously, so frames are handled strictly one after another (the ones
+// after a header block wait for it). Outgoing blocks are written as stored (uncompressed)
+// deflate blocks of one zlib stream, each ended by a sync-flush mark, which any inflater
+// reads whatever dictionary it was primed with.
 //
 // Thread ownership: one connection per carrier, on the agent's main thread.
 import { Duplex } from 'node:stream';
@@ -58,8 +58,8 @@ export const FLAG_FIN = 0x01;
 export const RST_PROTOCOL_ERROR = 1;
 export const RST_CANCEL = 5;
 const MAX_DATA = 0xffffff;
-/** more compressed header history than this ends the connection (see the header comment) */
-const MAX_HEADER_HISTORY = 4 << 20;
+/** the most one header block may inflate to */
+const MAX_HEADER_BLOCK = 1 << 20;
 
 function adler32(b: Buffer): number {
   let a = 1;
@@ -118,41 +118,75 @@ export class HeaderWriter {
   }
 }
 
-/** Decodes the peer's header blocks (one zlib stream across the connection). */
+/** Decodes the peer's header blocks (one zlib stream across the connection, sync-flushed per block). */
 export class HeaderReader {
-  private history: Buffer[] = [];
-  private historyBytes = 0;
-  private seen = 0;
+  private inflate = zlib.createInflate({ dictionary: SPDY_DICTIONARY });
+  private out: Buffer[] = [];
+  private failed: Error | null = null;
 
-  decode(block: Buffer): Record<string, string> {
-    this.history.push(block);
-    this.historyBytes += block.length;
-    if (this.historyBytes > MAX_HEADER_HISTORY) throw new Error('spdy: too many header blocks on one connection');
-    const all = zlib.inflateSync(Buffer.concat(this.history), { dictionary: SPDY_DICTIONARY, finishFlush: zlib.constants.Z_SYNC_FLUSH });
-    const raw = all.subarray(this.seen);
-    this.seen = all.length;
-    const out: Record<string, string> = {};
-    let p = 0;
-    const u32 = () => {
-      if (p + 4 > raw.length) throw new Error('spdy: short header block');
-      const n = raw.readUInt32BE(p);
-      p += 4;
-      return n;
-    };
-    const str = () => {
-      const n = u32();
-      if (p + n > raw.length) throw new Error('spdy: short header block');
-      const s = raw.toString('utf8', p, p + n);
-      p += n;
-      return s;
-    };
-    const count = u32();
-    for (let i = 0; i < count; i++) {
-      const k = str();
-      out[k.toLowerCase()] = str();
-    }
-    return out;
+  private outBytes = 0;
+
+  constructor() {
+    this.inflate.on('data', (c: Buffer) => {
+      this.out.push(c);
+      this.outBytes += c.length;
+      // (a block that inflates past this is an attack, not headers)
+      if (this.outBytes > MAX_HEADER_BLOCK) {
+        this.failed = new Error('spdy: header block too large');
+        this.inflate.destroy();
+      }
+    });
+    this.inflate.on('error', (e) => (this.failed = e));
   }
+
+  /** The block's headers, once inflated (the blocks must be given in the order they came). */
+  decode(block: Buffer): Promise<Record<string, string>> {
+    return new Promise((resolve, reject) => {
+      if (this.failed) return reject(this.failed);
+      this.inflate.write(block);
+      // (node pushes the inflated bytes before it calls the flush back)
+      this.inflate.flush(zlib.constants.Z_SYNC_FLUSH, () => {
+        const raw = Buffer.concat(this.out);
+        this.out = [];
+        this.outBytes = 0;
+        if (this.failed) return reject(this.failed);
+        try {
+          resolve(parseHeaderBlock(raw));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+  }
+
+  close(): void {
+    this.inflate.destroy();
+  }
+}
+
+/** An uncompressed header block: a count, then length-prefixed names and values. */
+function parseHeaderBlock(raw: Buffer): Record<string, string> {
+  const out: Record<string, string> = {};
+  let p = 0;
+  const u32 = () => {
+    if (p + 4 > raw.length) throw new Error('spdy: short header block');
+    const n = raw.readUInt32BE(p);
+    p += 4;
+    return n;
+  };
+  const str = () => {
+    const n = u32();
+    if (p + n > raw.length) throw new Error('spdy: short header block');
+    const v = raw.toString('utf8', p, p + n);
+    p += n;
+    return v;
+  };
+  const count = u32();
+  for (let i = 0; i < count; i++) {
+    const k = str();
+    out[k.toLowerCase()] = str();
+  }
+  return out;
 }
 
 /** One SPDY stream as a node Duplex: writes become DATA frames, its end a FIN. */
@@ -231,6 +265,9 @@ export class SpdyConnection {
   private headerReader = new HeaderReader();
   private streams = new Map<number, SpdyStream>();
   private buf: Buffer = Buffer.alloc(0);
+  /** whole frames not handled yet, and whether run() is handling them */
+  private queue: Buffer[] = [];
+  private busy = false;
   private closed = false;
   private lastStreamId = 0;
 
@@ -243,22 +280,35 @@ export class SpdyConnection {
   feed(chunk: Buffer): void {
     if (this.closed) return;
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (this.buf.length >= 8 && !this.closed) {
+    while (this.buf.length >= 8) {
       const len = this.buf.readUIntBE(5, 3);
       if (this.buf.length < 8 + len) break;
-      const frame = this.buf.subarray(0, 8 + len);
+      this.queue.push(this.buf.subarray(0, 8 + len));
       this.buf = this.buf.subarray(8 + len);
+    }
+    if (!this.busy) void this.run();
+  }
+
+  /**
+   * Frames are handled one after another, in order: a header block inflates asynchronously
+   * (node's zlib), and the frames after it wait for it.
+   */
+  private async run(): Promise<void> {
+    this.busy = true;
+    while (this.queue.length && !this.closed) {
+      const f = this.queue.shift()!;
       try {
-        this.frame(frame);
+        const pending = this.frame(f);
+        if (pending) await pending;
       } catch {
         // a frame that does not parse (or a header block that does not inflate): GOAWAY with PROTOCOL_ERROR
         this.goAway(1);
-        return;
       }
     }
+    this.busy = false;
   }
 
-  private frame(f: Buffer): void {
+  private frame(f: Buffer): Promise<void> | undefined {
     const flags = f[4];
     const body = f.subarray(8);
     if ((f[0] & 0x80) === 0) {
@@ -273,21 +323,22 @@ export class SpdyConnection {
     switch (type) {
       case FrameType.SynStream: {
         const id = body.readUInt32BE(0) & 0x7fffffff;
-        const headers = this.headerReader.decode(body.subarray(10));
-        this.lastStreamId = Math.max(this.lastStreamId, id);
-        const s = new SpdyStream(id, headers, this);
-        this.streams.set(id, s);
-        s.on('finish', () => {
-          if (s.remoteClosed) this.streams.delete(id);
+        return this.headerReader.decode(body.subarray(10)).then((headers) => {
+          if (this.closed) return;
+          this.lastStreamId = Math.max(this.lastStreamId, id);
+          const s = new SpdyStream(id, headers, this);
+          this.streams.set(id, s);
+          s.on('finish', () => {
+            if (s.remoteClosed) this.streams.delete(id);
+          });
+          if (flags & FLAG_FIN) s.deliver(Buffer.alloc(0), true);
+          this.onStream(s);
         });
-        if (flags & FLAG_FIN) s.deliver(Buffer.alloc(0), true);
-        this.onStream(s);
-        return;
       }
       case FrameType.SynReply:
       case FrameType.Headers:
-        this.headerReader.decode(body.subarray(4));
-        return;
+        // (nothing to act on, but the block is in the shared compression stream)
+        return this.headerReader.decode(body.subarray(4)).then(() => undefined);
       case FrameType.RstStream: {
         const id = body.readUInt32BE(0) & 0x7fffffff;
         const s = this.streams.get(id);
@@ -342,6 +393,8 @@ export class SpdyConnection {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.queue = [];
+    this.headerReader.close();
     for (const s of this.streams.values()) s.destroy();
     this.streams.clear();
     this.onClose();
