@@ -194,6 +194,40 @@ export const errors = {
     new StatusError(500, StatusReason.InternalError, `Internal error occurred: ${message}`, { causes: [{ message }] }),
   serviceUnavailable: (message: string) => new StatusError(503, StatusReason.ServiceUnavailable, message),
   /**
+   * A connection to a backend (a node's agent, a proxied pod or service) that could not be
+   * made: kube's UpgradeAwareHandler answers "error dialing backend: ..." as an unknown 500.
+   */
+  dialingBackend: (why: string) => new StatusError(500, '', `error dialing backend: ${why}`),
+  /** A Node without an address of the preferred types (kube's GetPreferredNodeAddress). */
+  noPreferredAddress: (known: string) => new StatusError(500, '', `no preferred addresses found; known addresses: [${known}]`),
+  /** A request to a backend that failed before any answer (kube's LocationStreamer: the client's error text as a 500). */
+  backendRequest: (message: string) => new StatusError(500, '', message),
+  /**
+   * A backend's answer that is not 2xx, as kube's NewGenericServerResponse words it for the
+   * resource and name (GenericHttpResponseChecker of pods/log: verb "", the body as the server's message).
+   */
+  genericServerResponse: (code: number, verb: string, gr: GroupResource, name: string, serverMessage: string) => {
+    const known: Record<number, [StatusReason, string]> = {
+      400: [StatusReason.BadRequest, 'the server rejected our request for an unknown reason'],
+      401: [StatusReason.Unauthorized, 'the server has asked for the client to provide credentials'],
+      403: [StatusReason.Forbidden, serverMessage],
+      404: [StatusReason.NotFound, 'the server could not find the requested resource'],
+      405: [StatusReason.MethodNotAllowed, 'the server does not allow this method on the requested resource'],
+      406: [StatusReason.NotAcceptable, 'the server was unable to respond with a content type that the client supports'],
+      409: [verb === 'POST' ? StatusReason.AlreadyExists : StatusReason.Conflict, 'the server reported a conflict'],
+      415: [StatusReason.UnsupportedMediaType, 'the server was unable to respond with a content type that the client supports'],
+      422: [StatusReason.Invalid, 'the server rejected our request due to an error in our request'],
+      429: [StatusReason.TooManyRequests, 'the server has received too many requests and has asked us to try again later'],
+      503: [StatusReason.ServiceUnavailable, 'the server is currently unable to handle the request'],
+      504: [StatusReason.Timeout, 'the server was unable to return a response in the time allotted, but may still be processing the request'],
+    };
+    let [reason, message]: [StatusReason | '', string] = known[code] ?? ['', `the server responded with the status code ${code} but did not return more information`];
+    if (!known[code] && code >= 500) [reason, message] = [StatusReason.InternalError, `an error on the server (${JSON.stringify(serverMessage)}) has prevented the request from succeeding`];
+    const res = gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+    message = name ? `${message} (${verb.toLowerCase()} ${res} ${name})` : `${message} (${verb.toLowerCase()} ${res})`;
+    return new StatusError(code, reason, message, grDetails(gr, name));
+  },
+  /**
    * A request carried to another thread's pipeline (src/front/forward.ts) whose thread
    * stopped, or closed its port, before it sent the status. The request may have been
    * applied there, so no Retry-After: client-go would then resend a write by itself.

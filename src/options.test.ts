@@ -22,6 +22,14 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['--goaway-chance=-0.01'])).toThrowError(/goaway-chance/);
     expect(() => parseArgs(['--client-ca-file', '/no/such/ca.crt'])).toThrowError(/unable to load client CA file/);
   });
+  it('the --kubelet-* flags: kube\'s defaults, known address types, files that exist, certificate with key', () => {
+    const d = parseArgs([]) as any;
+    expect([d.kubeletPreferredAddressTypes, d.kubeletPort, d.kubeletClientCertificate]).toEqual([['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'], 10250, '']);
+    expect((parseArgs(['--kubelet-preferred-address-types=InternalIP,Hostname']) as any).kubeletPreferredAddressTypes).toEqual(['InternalIP', 'Hostname']);
+    expect(() => parseArgs(['--kubelet-preferred-address-types=Internal'])).toThrowError(/unknown address type "Internal"/);
+    expect(() => parseArgs(['--kubelet-certificate-authority=/no/such/ca.crt'])).toThrowError('--kubelet-certificate-authority: open /no/such/ca.crt: no such file or directory');
+    expect(() => parseArgs(['--kubelet-client-certificate=package.json'])).toThrowError('--kubelet-client-certificate and --kubelet-client-key must be given together');
+  });
   it('--storage-backend: lmdb (the default) or etcd3, which needs --etcd-servers (kube\'s message)', () => {
     expect((parseArgs([]) as any).storageBackend).toBe('lmdb');
     expect(() => parseArgs(['--storage-backend=etcd3'])).toThrowError('--etcd-servers must be specified');

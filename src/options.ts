@@ -30,6 +30,15 @@ export interface ServerOptions {
   /** --proxy-client-cert-file / --proxy-client-key-file: the certificate the aggregator presents to the servers it proxies to */
   proxyClientCertFile: string;
   proxyClientKeyFile: string;
+  /** --kubelet-client-certificate / --kubelet-client-key: what the server presents to node agents (logs, exec, port-forward, proxy) */
+  kubeletClientCertificate: string;
+  kubeletClientKey: string;
+  /** --kubelet-certificate-authority: verifies the agents' serving certificates ('' verifies nothing, as kube) */
+  kubeletCertificateAuthority: string;
+  /** --kubelet-preferred-address-types: which of a Node's addresses reaches its agent, in order */
+  kubeletPreferredAddressTypes: string[];
+  /** --kubelet-port: the agent's port when the Node does not give one */
+  kubeletPort: number;
   /** --client-ca-file: X509 client certificates (served through the node:http2 front end) */
   clientCaFile: string;
   /**
@@ -300,6 +309,19 @@ const FLAGS: Record<string, FlagSpec> = {
   'requestheader-group-headers': { kind: 'list', help: 'Headers whose every value is a group. (default X-Remote-Group once --requestheader-client-ca-file is set)', set: (o, v: string[]) => (o.requestheaderGroupHeaders = [...(o.requestheaderGroupHeaders ?? []), ...v]) },
   'requestheader-uid-headers': { kind: 'list', help: 'Headers that carry the user\'s UID, the first one with a value wins; X-Remote-Uid is suggested. Needs the RemoteRequestHeaderUID feature (beta, on). Read only when set, as kube.', set: (o, v: string[]) => (o.requestheaderUidHeaders = [...(o.requestheaderUidHeaders ?? []), ...v]) },
   'requestheader-extra-headers-prefix': { kind: 'list', help: 'Header name prefixes whose rest (lower-cased, percent-decoded) names an extra field of the user. (default X-Remote-Extra- once --requestheader-client-ca-file is set)', set: (o, v: string[]) => (o.requestheaderExtraHeadersPrefix = [...(o.requestheaderExtraHeadersPrefix ?? []), ...v]) },
+  'kubelet-client-certificate': { kind: 'string', help: 'PEM client certificate the server presents to node agents (pods/log, exec, attach, portforward, the proxy subresources).', set: (o, v) => (o.kubeletClientCertificate = v) },
+  'kubelet-client-key': { kind: 'string', help: 'PEM private key of --kubelet-client-certificate.', set: (o, v) => (o.kubeletClientKey = v) },
+  'kubelet-certificate-authority': { kind: 'string', help: "PEM bundle that verifies node agents' serving certificates; without it they are not verified, as in kube-apiserver.", set: (o, v) => (o.kubeletCertificateAuthority = v) },
+  'kubelet-preferred-address-types': {
+    kind: 'list',
+    help: "Node address types tried, in order, to reach a node's agent. (default Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP)",
+    set: (o, v: string[]) => {
+      const known = ['Hostname', 'InternalIP', 'ExternalIP', 'InternalDNS', 'ExternalDNS'];
+      for (const t of v) if (!known.includes(t)) throw new FlagError(`--kubelet-preferred-address-types: unknown address type ${JSON.stringify(t)}, want one of ${known.join(', ')}`);
+      o.kubeletPreferredAddressTypes = v;
+    },
+  },
+  'kubelet-port': { kind: 'int', help: "The agents' port when a Node's status.daemonEndpoints.kubeletEndpoint.Port is not set. (default 10250; deprecated in kube-apiserver)", set: (o, v) => (o.kubeletPort = v) },
   'front-end': {
     kind: 'string',
     help: 'The HTTPS front end: uws (uWebSockets.js, HTTP/1.1, fastest), http2 (node:http2: HTTP/2 and HTTP/1.1, client certificates, TLS 1.0-1.1 minimums, and kube\'s header limits: up to 1 MiB of headers in any number of lines, where the uWS build drops a connection past 48 header lines or 4 KiB of headers split over reads), or auto: uws unless --client-ca-file, --requestheader-client-ca-file or --tls-min-version needs http2. (default auto)',
@@ -641,6 +663,11 @@ export function defaultOptions(): ServerOptions {
     proxyClientCertFile: '',
     proxyClientKeyFile: '',
     clientCaFile: '',
+    kubeletClientCertificate: '',
+    kubeletClientKey: '',
+    kubeletCertificateAuthority: '',
+    kubeletPreferredAddressTypes: ['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'],
+    kubeletPort: 10250,
     requestheaderClientCaFile: '',
     requestheaderAllowedNames: [],
     frontEnd: 'auto',
@@ -824,6 +851,10 @@ function validate(o: ServerOptions): void {
   for (const f of [o.clusterSigningCertFile, o.clusterSigningKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load the cluster signing certificate or key "${f}": no such file`);
   if (Boolean(o.proxyClientCertFile) !== Boolean(o.proxyClientKeyFile)) throw new FlagError('--proxy-client-cert-file and --proxy-client-key-file must be given together');
   for (const f of [o.proxyClientCertFile, o.proxyClientKeyFile]) if (f && !existsSync(f)) throw new FlagError(`unable to load proxy client certificate or key "${f}": no such file`);
+  for (const [flag, f] of [['kubelet-client-certificate', o.kubeletClientCertificate], ['kubelet-client-key', o.kubeletClientKey], ['kubelet-certificate-authority', o.kubeletCertificateAuthority]] as const) {
+    if (f && !existsSync(f)) throw new FlagError(`--${flag}: open ${f}: no such file or directory`);
+  }
+  if (!o.kubeletClientCertificate !== !o.kubeletClientKey) throw new FlagError('--kubelet-client-certificate and --kubelet-client-key must be given together');
   if (o.clientCaFile && !existsSync(o.clientCaFile)) throw new FlagError(`--client-ca-file: unable to load client CA file "${o.clientCaFile}": no such file`);
   if (o.goawayChance < 0 || o.goawayChance > 0.02) throw new FlagError('--goaway-chance can not be less than 0 or greater than 0.02');
   if (o.http2MaxStreams < 0) throw new FlagError(`--http2-max-streams-per-connection ${o.http2MaxStreams} must not be negative`);

@@ -74,6 +74,7 @@ import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { SharedSeats } from './flowcontrol/shared-seats.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
+import { kubeletClient } from './kubelet/kubelet-client.js';
 import { FrontThreads, claimPort, type FrontThreadData } from './front/front-threads.js';
 import { BodyBudget } from './http/body-budget.js';
 import { ForwardClient, serveForwarded } from './front/forward.js';
@@ -674,6 +675,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     limits: { minRequestTimeoutSeconds: o.minRequestTimeout, watchMaxBufferedBytes: 16 * 1024 * 1024 },
     auth: { authorizer, rbac, tokens: tokenAuthenticator, serviceAccounts, maxTokenExpirationSeconds: o.serviceAccountMaxTokenExpirationSeconds, extendTokenExpiration: o.serviceAccountExtendTokenExpiration },
     extraPaths,
+    kubelet: kubeletClient(o),
   });
   // Requests another thread runs (handoff.ts): to the main thread, the writes whose state
   // it alone holds; to the bulk thread, writes with large bodies.

@@ -286,6 +286,9 @@ describe('robustness sweep', () => {
     const tasks: (() => Promise<unknown>)[] = [];
     for (const r of resources) {
       const sub = r.name.includes('/');
+      // The proxy subresources hand bodies to the backend undecoded: a service without
+      // endpoints answers kube's 503 whatever the body (test/connect-subresources.test.ts).
+      if (r.name.endsWith('/proxy')) continue;
       const bodies = badBodies(r);
       if (!sub && r.verbs.includes('create')) for (const [what, body, h, okToo] of bodies) tasks.push(() => bad(`${r.name} create ${what}`, 'POST', base(r), body, h ?? {}, okToo));
       // Subresources and updates: a sample of the bodies (every third, offset per resource).

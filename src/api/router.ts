@@ -34,6 +34,8 @@ import { handleFinalize } from '../handlers/finalize.js';
 import { handleReview, REVIEW_KINDS } from '../handlers/review.js';
 import { handleServiceAccountToken } from '../handlers/serviceaccount-token.js';
 import { handleLog } from '../handlers/log.js';
+import { handleExecOrAttach, handlePortForward } from '../handlers/connect.js';
+import { handleProxy } from '../handlers/proxy.js';
 import type { AuthContext } from '../handlers/context.js';
 import type { Aggregator } from '../aggregator/aggregator.js';
 import { inHandlerSpan, tracingOn } from '../tracing/request-tracing.js';
@@ -64,6 +66,10 @@ const SUBRESOURCE_HANDLERS: Record<string, VerbHandler> = {
   finalize: handleFinalize,
   token: handleServiceAccountToken,
   log: handleLog,
+  exec: handleExecOrAttach,
+  attach: handleExecOrAttach,
+  portforward: handlePortForward,
+  proxy: handleProxy,
 };
 
 /**
@@ -103,6 +109,8 @@ export interface RouterDeps {
   metrics?: import('../metrics/request-metrics.js').RequestMetrics;
   /** API aggregation: the group-versions other servers serve (src/aggregator) */
   aggregator?: Aggregator;
+  /** how node agents are reached (--kubelet-* flags) */
+  kubelet?: import('../kubelet/kubelet-client.js').KubeletClient;
 }
 
 export class Router implements Filter {
@@ -191,7 +199,7 @@ export class Router implements Filter {
       }
     }
     let verbs = target.info.verbs;
-    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth });
+    const ctx = (): HandlerContext => ({ req, res, info, target, store: this.deps.store, namespaces: this.deps.namespaces, limits: this.deps.limits, targets: this.deps.targets, auth: this.deps.auth, kubelet: this.deps.kubelet });
     if (info.subresource) {
       const sub = target.info.subresources.find((s) => s.name === info.subresource);
       const own = sub ? SUBRESOURCE_HANDLERS[sub.name] : undefined;

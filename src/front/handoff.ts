@@ -27,6 +27,11 @@ import { groupResourceKey } from '../api/targets.js';
 export const MAIN_THREAD_WRITES: ReadonlySet<string> = new Set(['services', 'namespaces', 'ipaddresses.networking.k8s.io', 'servicecidrs.networking.k8s.io']);
 
 const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+/**
+ * Subresources whose "writes" store nothing: they are carried on to a node's agent or a
+ * proxied backend, by the thread that holds the connection (an upgrade cannot leave it).
+ */
+const CONNECT_SUBRESOURCES = new Set(['exec', 'attach', 'portforward', 'proxy', 'log']);
 /** the verbs whose body is an object to decode, check and store */
 const BODY_WRITES = new Set(['create', 'update', 'patch']);
 
@@ -49,7 +54,7 @@ export function handoffFilter(o: HandoffOptions): Filter {
     name: 'handoff',
     run: (req: ApiRequest, res: ResponseSink) => {
       const info = req.requestInfo!;
-      if (!info.isResourceRequest || !WRITES.has(info.verb)) return;
+      if (!info.isResourceRequest || !WRITES.has(info.verb) || CONNECT_SUBRESOURCES.has(info.subresource)) return;
       if (o.toMain && MAIN_THREAD_WRITES.has(groupResourceKey(info.apiGroup, info.resource))) {
         o.toMain.forward(req, res);
         return true;

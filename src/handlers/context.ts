@@ -8,6 +8,7 @@ import type { TokenAuthenticatorUnion } from '../auth/authenticator-union.js';
 import type { ServiceAccountTokens } from '../auth/service-account.js';
 import type { Authorizer } from '../http/filters/authorization.js';
 import type { RbacResolver } from '../auth/rbac/resolver.js';
+import type { KubeletClient } from '../kubelet/kubelet-client.js';
 
 /** What the review kinds and serviceaccounts/token need: the server's authenticators and authorizer. */
 export interface AuthContext {
@@ -38,6 +39,8 @@ export interface HandlerContext {
   /** every resource, for handlers that touch another kind (eviction reads PodDisruptionBudgets) */
   targets: Targets;
   auth?: AuthContext;
+  /** how node agents are reached (the connect subresources: log, exec, attach, portforward, proxy) */
+  kubelet?: KubeletClient;
 }
 
 export function apiVersionOf(t: ResourceTarget): string {

@@ -1,18 +1,18 @@
-// pods/log. kube-apiserver proxies it to the kubelet of the pod's node; this server has no node
-// agents, so it answers what kube-apiserver answers before and when that proxying fails (kube's
-// LogLocation and LocationStreamer): the container must be valid; a pod without a node yields
-// an empty log; a node that is not there is a 404; otherwise the kubelet cannot be reached.
-import { connect } from 'node:net';
-import { errors, StatusError } from '../errors.js';
+// pods/log, proxied to the agent of the pod's node as kube-apiserver proxies it to the kubelet
+// (kube's LogLocation and LocationStreamer): the options and the container must be valid; a
+// pod without a node yields an empty log; a node that is not there is a 404; otherwise the
+// agent's /containerLogs answer is streamed to the client as it comes (follow keeps it open,
+// backpressure pauses the agent's connection), on either front end.
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { errors } from '../errors.js';
 import { sendText } from '../http/respond.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import type { HandlerContext } from './context.js';
 import type { FieldError } from '../registry/strategy.js';
 import { intParam } from '../request/query.js';
-
-/** kube-apiserver's --kubelet-preferred-address-types default order. */
-const ADDRESS_TYPES = ['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'];
-const KUBELET_PORT = 10250;
+import { dialError, nodeLocation } from '../kubelet/kubelet-client.js';
+import { boolParam } from './connect.js';
 
 const names = (cs: unknown): string[] => (Array.isArray(cs) ? cs.map((c) => c?.name).filter((n) => typeof n === 'string') : []);
 
@@ -30,22 +30,6 @@ export function logContainer(pod: any, container: string): string {
   const all = [...names(spec.initContainers), ...names(spec.containers), ...names(spec.ephemeralContainers)];
   if (!all.includes(container)) throw errors.badRequest(`container ${container} is not valid for pod ${name}`);
   return container;
-}
-
-/** How a TCP connect to the kubelet failed, in Go's words. */
-function dial(host: string, port: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port, timeout: 3000 });
-    const done = (r: string | null) => {
-      s.destroy();
-      resolve(r);
-    };
-    s.once('connect', () => done(null));
-    s.once('timeout', () => done('i/o timeout'));
-    s.once('error', (e: NodeJS.ErrnoException) =>
-      done(e.code === 'ECONNREFUSED' ? 'connect: connection refused' : e.code === 'EHOSTUNREACH' ? 'connect: no route to host' : e.code === 'ENOTFOUND' ? `lookup ${host}: no such host` : e.message),
-    );
-  });
 }
 
 /** RFC 3339 as Go's time.Parse reads it for a metav1.Time query parameter. */
@@ -72,6 +56,22 @@ function checkLogOptions(q: URLSearchParams, name: string): void {
   if (errs.length) throw errors.invalid('PodLogOptions', '', name, errs);
 }
 
+/** kube's streamParams for PodLogOptions: what goes on to the agent's /containerLogs. */
+function agentLogParams(q: URLSearchParams): URLSearchParams {
+  const p = new URLSearchParams();
+  if (boolParam(q, 'follow')) p.set('follow', 'true');
+  if (boolParam(q, 'previous')) p.set('previous', 'true');
+  if (boolParam(q, 'timestamps')) p.set('timestamps', 'true');
+  for (const k of ['limitBytes', 'sinceSeconds', 'tailLines']) {
+    const v = intParam(q, k);
+    if (v !== undefined) p.set(k, String(v));
+  }
+  const sinceTime = q.get('sinceTime');
+  if (sinceTime) p.set('sinceTime', new Date(sinceTime).toISOString().replace(/\.000Z$/, 'Z'));
+  p.sort();
+  return p;
+}
+
 export async function handleLog(c: HandlerContext): Promise<void> {
   checkLogOptions(c.req.query, c.info.name);
   const pod = entryObject(await c.store.get(c.target, c.info.namespace, c.info.name, ''));
@@ -82,25 +82,37 @@ export async function handleLog(c: HandlerContext): Promise<void> {
     sendText(c.res, 200, '');
     return;
   }
-  const node = entryObject(await c.store.get(c.targets.resolve('', 'v1', 'nodes')!, '', nodeName, ''));
-  const addrs: any[] = Array.isArray(node.status?.addresses) ? node.status.addresses : [];
-  let host = '';
-  for (const t of ADDRESS_TYPES) {
-    const a = addrs.find((x) => x?.type === t && x.address);
-    if (a) {
-      host = a.address;
-      break;
+  const loc = await nodeLocation(c, nodeName);
+  const q = agentLogParams(c.req.query).toString();
+  const url = `https://${loc.hostPort}/containerLogs/${encodeURIComponent(pod.metadata.namespace)}/${encodeURIComponent(pod.metadata.name)}/${encodeURIComponent(container)}${q ? `?${q}` : ''}`;
+  // kube's LocationStreamer: the agent's answer is streamed as it comes (kept open with follow)
+  const answer = await new Promise<IncomingMessage>((resolve, reject) => {
+    const r = https.get(url, { ...loc.tls, agent: false, headers: { 'User-Agent': c.req.headers['user-agent'] ?? 'kubeshard' } }, resolve);
+    r.once('error', (e: NodeJS.ErrnoException) => reject(errors.backendRequest(`Get ${JSON.stringify(url)}: ${e.syscall ? `dial tcp ${loc.hostPort}: ${dialError(e, loc.host)}` : e.message}`)));
+    c.res.onDone(() => r.destroy());
+  });
+  const status = answer.statusCode ?? 500;
+  if (status < 200 || status > 299) {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for await (const chunk of answer as AsyncIterable<Buffer>) {
+      if (n < 4096) chunks.push(chunk);
+      n += chunk.length;
     }
+    throw errors.genericServerResponse(status, '', { group: '', resource: 'pods/log' }, c.info.name, Buffer.concat(chunks).subarray(0, 4096).toString().trim());
   }
-  if (!host) {
-    const known = addrs.map((a) => `{${a?.type} ${a?.address}}`).join(' ');
-    throw new StatusError(500, '', `no preferred addresses found; known addresses: [${known}]`);
+  const res = c.res;
+  if (res.aborted) {
+    answer.destroy();
+    return;
   }
-  const port = node.status?.daemonEndpoints?.kubeletEndpoint?.Port > 0 ? node.status.daemonEndpoints.kubeletEndpoint.Port : KUBELET_PORT;
-  const hostPort = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  const url = `https://${hostPort}/containerLogs/${pod.metadata.namespace}/${pod.metadata.name}/${container}`;
-  const failure = await dial(host, port);
-  // Something listens there, but this server does not speak the kubelet API.
-  const why = failure ? `dial tcp ${hostPort}: ${failure}` : 'kubelet connections are not supported by this server';
-  throw new StatusError(500, '', `Get ${JSON.stringify(url)}: ${why}`);
+  res.startStream(200, [['Content-Type', 'text/plain']]);
+  answer.on('data', (chunk: Buffer) => {
+    if (!res.write(chunk)) answer.pause();
+  });
+  res.onDrain(() => answer.resume());
+  answer.on('end', () => res.end());
+  answer.on('error', () => res.close());
+  answer.on('aborted', () => res.close());
+  res.onDone(() => answer.destroy());
 }

@@ -25,6 +25,8 @@ import type { RunningServer } from './uws-transport.js';
 import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
 import { BodyBudget } from './body-budget.js';
 import { ThrottledSink } from './throttle.js';
+import { pipeUpgrade, RawSocketSink } from './upgrade.js';
+import type { Duplex } from 'node:stream';
 
 export interface Http2ServerOptions {
   host: string;
@@ -394,6 +396,27 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
       r.resume();
     }
     r.on('error', () => sink.close());
+  });
+  // An HTTP/1.1 request with Connection: Upgrade (kubectl's exec, attach, port-forward): it
+  // runs the same chain on the raw socket; a connect handler carries it on to the node's
+  // agent byte for byte (upgrade.ts), anything else is answered as usual and the
+  // connection closed.
+  server.on('upgrade', (r: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = r.url ?? '/';
+    const q = url.indexOf('?');
+    const tlsSocket = socket as TLSSocket;
+    const req = new NodeRequest((r.method ?? 'GET').toUpperCase(), q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1), headersOf(r), tlsSocket.remoteAddress ?? '');
+    const id = connectionIdentity(tlsSocket);
+    if (id.cert) req.clientCert = id.cert;
+    else if (id.error) req.clientCertError = id.error;
+    const sink = new RawSocketSink(socket, headerValue);
+    sink.req = req;
+    if (opts.observer) sink.observer = opts.observer;
+    req.upgrade = {
+      protocol: (req.headers.upgrade ?? '').toLowerCase(),
+      proxy: (target) => pipeUpgrade(req, socket, head, target, () => sink.hijacked()),
+    };
+    opts.handle(req, sink);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -19,6 +19,7 @@ export abstract class RequestBase implements Partial<ApiRequest> {
   sliExcludedSeconds?: number;
   clientCert?: ApiRequest['clientCert'];
   clientCertError?: string;
+  upgrade?: ApiRequest['upgrade'];
   /** the body still to be read, when the request has one (set by the transport) */
   reader: BodyReader | null = null;
   private parsedQuery?: URLSearchParams;

@@ -3,6 +3,7 @@
 // so the filter chain and the handlers never see which transport carried a request.
 import type { RequestInfo } from '../request/request-info.js';
 import type { UserInfo } from '../auth/user.js';
+import type { UpgradeCarrier } from './upgrade.js';
 
 export interface ApiRequest {
   /** upper-case HTTP method */
@@ -67,6 +68,11 @@ export interface ApiRequest {
    * watch handler gives the function that ends it cleanly (kube's ServerShutdownSignal).
    */
   onServerShutdown?: (terminate: () => void) => void;
+  /**
+   * Set by the front end on a request that asks to switch protocols and that it can carry on
+   * to a backend (upgrade.ts): exec, attach and port-forward proxied to a node's agent.
+   */
+  upgrade?: UpgradeCarrier;
 }
 
 /** What the rest of the chain tells the audit record of a request. */

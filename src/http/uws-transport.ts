@@ -28,6 +28,8 @@ import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } f
 import { BodyBudget } from './body-budget.js';
 import { frameOf } from './body-framing.js';
 import { ThrottledSink } from './throttle.js';
+import { isUpgradeRequest } from './upgrade.js';
+import { relayBehavior, relayCarrier } from './uws-websocket-relay.js';
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT listen option */
 const LISTEN_EXCLUSIVE_PORT = 1;
@@ -112,6 +114,12 @@ class UwsSink extends SinkBase implements ResponseSink, BodySource {
 
   isOpen(): boolean {
     return !this.aborted && !this.done;
+  }
+
+  /** uWS accepted the request's WebSocket (uws-websocket-relay.ts): this request is over (101). */
+  hijacked(): void {
+    this.status = 101;
+    this.finish();
   }
 
   /** The request body's chunks flow (uWS reads the socket) or not. */
@@ -438,7 +446,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
   const app = uws.SSLApp({ cert_file_name: opts.certFile, key_file_name: opts.keyFile, ...ciphers });
   // SNI: each name gets its own context, with the same suites (uSockets matches '*.' one label deep, as Go does).
   for (const sni of opts.tls?.serverNames ?? []) app.addServerName(sni.name, { cert_file_name: sni.certFile, key_file_name: sni.keyFile, ...ciphers });
-  app.any('/*', (res, r) => {
+  const serve = (res: uws.HttpResponse, r: uws.HttpRequest, context?: uws.us_socket_context_t) => {
     const m = r.getMethod();
     const method = METHODS[m] ?? m.toUpperCase();
     const path = r.getUrl();
@@ -477,10 +485,15 @@ export function startUwsServer(opts: UwsServerOptions): Promise<RunningServer> {
     }
     // Still inside uWS's request callback: uWS corks the socket itself, so a response
     // sent synchronously from here leaves without an extra cork.
+    // A WebSocket upgrade (uWS's ws route): a connect handler may carry it on to a node's agent.
+    if (context !== undefined && isUpgradeRequest(headers)) req.upgrade = relayCarrier(req, sink, res, context, () => sink.hijacked());
     sink.inHandler = true;
     opts.handle(req, opts.maxBytesPerSec ? new ThrottledSink(sink, opts.maxBytesPerSec) : sink);
     sink.inHandler = false;
-  });
+  };
+  // uWS hands a request with a WebSocket key to the ws route's upgrade handler, every other one to any.
+  app.ws('/*', relayBehavior((res, r, context) => serve(res, r, context)));
+  app.any('/*', (res, r) => serve(res, r));
   return new Promise((resolve, reject) => {
     // LIBUS_LISTEN_EXCLUSIVE_PORT: uWS sets SO_REUSEPORT by default, and two servers on one
     // port would then split the connections between them. Like kube-apiserver, a taken
