@@ -1,0 +1,170 @@
+// The connect subresources end to end with a real node agent (issue 23's must-show): kubectl
+// 1.33 runs `logs`, `logs -f`, `exec`, `cp` both ways and `port-forward` against pods of the
+// agent's process runtime. The server reaches the agent as kube-apiserver reaches a kubelet:
+// the Node's InternalIP, the agent's port from daemonEndpoints, a client certificate
+// (--kubelet-client-certificate) that the agent verifies (--client-ca-file) and authorizes
+// through a SubjectAccessReview (the user is bound to system:kubelet-api-admin, as kubeadm
+// binds it). The agent logs in as system:node:n1 under Node,RBAC and NodeRestriction.
+// Both front ends: uWS relays the WebSockets, node:http2 joins the upgraded connections.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { freePort, request, startServer, until, type TestServer } from './helpers/server.js';
+import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
+import { kubeletClientCredentials } from './helpers/test-kubelet.js';
+
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
+const MAIN = join(ROOT, 'dist', 'src', 'main.js');
+const PODS = '/api/v1/namespaces/default/pods';
+
+for (const front of ['uws', 'http2'] as const) {
+  describe(`kubectl against a real node agent's pods (${front} front end)`, () => {
+    const dir = mkdtempSync(join(tmpdir(), `kubeshard-agent-streaming-${front}-`));
+    const work = join(dir, 'work');
+    let s: TestServer;
+    let agent: ChildProcess;
+    let agentOut = '';
+
+    beforeAll(async () => {
+      kubectlPath();
+      mkdirSync(work, { recursive: true });
+      const creds = kubeletClientCredentials(dir);
+      writeFileSync(join(dir, 'kubelet-client-ca.crt'), creds.ca);
+      writeFileSync(join(dir, 'tokens.csv'), 'node-n1-token,system:node:n1,uid-n1,"system:nodes"\n');
+      s = await startServer({
+        args: [
+          `--front-end=${front}`,
+          '--authorization-mode', 'Node,RBAC',
+          '--token-auth-file', join(dir, 'tokens.csv'),
+          '--enable-admission-plugins', 'NodeRestriction',
+          '--kubelet-client-certificate', creds.certFile,
+          '--kubelet-client-key', creds.keyFile,
+          // the agent registers the Hostname "n1", which nothing resolves: its InternalIP first
+          '--kubelet-preferred-address-types', 'InternalIP,Hostname',
+          // pods are placed by nodeName here
+          '--controllers', '*,-scheduler',
+        ],
+      });
+      // kubeadm's binding: the API server's kubelet client may use every kubelet API
+      const bind = await request(s, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+        metadata: { name: 'kube-apiserver-kubelet-client' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:kubelet-api-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'kube-apiserver-kubelet-client' }],
+      });
+      expect(bind.status).toBe(201);
+      const kubeconfig = join(dir, 'n1.kubeconfig');
+      writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: ks\n  cluster:\n    server: ${s.url}\n    certificate-authority: ${join(s.dataDir, 'certs', 'ca.crt')}\nusers:\n- name: n1\n  user:\n    token: node-n1-token\ncontexts:\n- name: ks\n  context: {cluster: ks, user: n1}\ncurrent-context: ks\n`);
+      const port = await freePort();
+      agent = spawn(
+        process.execPath,
+        [MAIN, 'node', '--kubeconfig', kubeconfig, '--hostname-override', 'n1', '--node-ip', '127.0.0.1', '--root-dir', join(dir, 'root'), '--port', String(port), '--address', '127.0.0.1', '--healthz-port', '0', '--client-ca-file', join(dir, 'kubelet-client-ca.crt')],
+        { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      );
+      agent.stdout!.on('data', (d) => (agentOut += d));
+      agent.stderr!.on('data', (d) => (agentOut += d));
+      await until(() => {
+        if (agent.exitCode !== null) throw new Error(`agent exited ${agent.exitCode}:\n${agentOut}`);
+        return agentOut.includes('is running');
+      }, 30_000);
+      await until(async () => /\bn1\s+Ready\b/.test(await kubectlOk(s, ['get', 'nodes'])), 30_000);
+      // a pod that keeps writing, and one that writes three lines and ends
+      const made = await request(s, 'POST', PODS, {
+        metadata: { name: 'ticker' },
+        spec: { nodeName: 'n1', containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'echo started; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'] }] },
+      });
+      expect(made.status).toBe(201);
+      await request(s, 'POST', PODS, {
+        metadata: { name: 'short' },
+        spec: { nodeName: 'n1', restartPolicy: 'Never', containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'sleep 1.5; for i in 1 2 3; do echo line $i; sleep 0.3; done'] }] },
+      });
+      await until(async () => (await request(s, 'GET', `${PODS}/ticker`)).json().status?.phase === 'Running', 30_000);
+    }, 120_000);
+
+    afterAll(async () => {
+      if (agent && agent.exitCode === null) {
+        agent.kill('SIGTERM');
+        await Promise.race([new Promise((r) => agent.once('exit', r)), new Promise((r) => setTimeout(r, 10_000))]);
+        // (nothing the runtime started outlives the test)
+        try {
+          process.kill(-agent.pid!, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+      await s?.stop();
+      s?.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('kubectl logs, and logs -f that ends with the container', async () => {
+      await until(async () => (await kubectlOk(s, ['logs', 'ticker'])).includes('tick 2'), 15_000);
+      const logs = await kubectlOk(s, ['logs', 'ticker', '--tail', '1']);
+      expect(logs).toMatch(/^tick \d+\n$/);
+      // -f from before the container writes, to its end
+      await until(async () => (await request(s, 'GET', `${PODS}/short`)).json().status?.phase === 'Running', 20_000);
+      const follow = await kubectl(s, ['logs', '-f', 'short'], { timeoutMs: 30_000 });
+      expect(follow.stdout).toBe('line 1\nline 2\nline 3\n');
+      expect(follow.code).toBe(0);
+    });
+
+    it('kubectl exec: stdout, stderr and the exit code', async () => {
+      const r = await kubectl(s, ['exec', 'ticker', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+      expect(r.stdout).toBe('out\n');
+      expect(r.stderr).toContain('err\n');
+      expect(r.code).toBe(3);
+      const input = await kubectl(s, ['exec', '-i', 'ticker', '--', 'sh', '-c', 'tr a-z A-Z'], { input: 'shout\n' });
+      expect(input.stdout).toBe('SHOUT\n');
+    });
+
+    it('kubectl cp into the pod and back out', async () => {
+      const local = join(work, 'in.txt');
+      writeFileSync(local, 'some content\n'.repeat(2000));
+      const target = join(work, 'copied.txt');
+      const up = await kubectl(s, ['cp', local, `ticker:${target}`]);
+      expect(up.code).toBe(0);
+      expect(readFileSync(target, 'utf8')).toBe(readFileSync(local, 'utf8'));
+      const back = join(work, 'out.txt');
+      const down = await kubectl(s, ['cp', `ticker:${target}`, back]);
+      expect(down.code).toBe(0);
+      expect(existsSync(back) && readFileSync(back, 'utf8')).toBe(readFileSync(local, 'utf8'));
+    });
+
+    it('kubectl port-forward to a port in the pod', async () => {
+      // the process runtime's pods share the host's network: a TCP echo server stands for the pod's port
+      const echo = net.createServer((c) => c.pipe(c));
+      await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+      const target = (echo.address() as net.AddressInfo).port;
+      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/ticker', `:${target}`]);
+      let out = '';
+      pf.stdout.on('data', (d) => (out += d));
+      pf.stderr.on('data', (d) => (out += d));
+      try {
+        const m = await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
+          throw new Error(`kubectl port-forward: ${out}`);
+        });
+        for (const msg of ['first connection', 'second connection']) {
+          const got = await new Promise<string>((res, rej) => {
+            const c = net.connect(Number(m[1]), '127.0.0.1', () => c.write(msg));
+            let b = '';
+            c.on('data', (d) => {
+              b += d;
+              if (b.length >= msg.length) {
+                c.end();
+                res(b);
+              }
+            });
+            c.on('error', rej);
+          });
+          expect(got).toBe(msg);
+        }
+      } finally {
+        pf.kill('SIGKILL');
+        echo.close();
+      }
+    });
+  });
+}
