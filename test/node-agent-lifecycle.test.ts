@@ -17,7 +17,7 @@
 //     leftover processes of the killed agent cleaned up);
 //   - agent-a paused (SIGSTOP) past the grace period, then resumed: the agent sees that the
 //     server's Ready condition differs from its own and posts Ready=True within its status
-//     period, without a restart;
+//     period, without a restart; the pod the controller marked not Ready is Ready again;
 //   - `kubectl cordon` makes the node unschedulable (the scheduler leaves it alone),
 //     `kubectl describe node` shows the agent's node, `kubectl drain` evicts its pods.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -256,14 +256,15 @@ describe('a real node agent through the node lifecycle', () => {
 
   it('agent-a killed: Unknown after the grace period, the unreachable taints, the 3 s pod evicted after 3 s, the 300 s pod kept', async () => {
     const a = agents.get('agent-a')!;
-    const killedAt = Date.now();
     await killAgent(a, 'SIGKILL');
+    const lease = (await request(s, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/agent-a')).json();
+    expect(lease.spec).toMatchObject({ holderIdentity: 'agent-a', leaseDurationSeconds: GRACE_SECONDS });
 
     // Ready=Unknown, as kubectl shows it
-    const unknown = await until(async () => readyOf(await getNode('agent-a'))?.status === 'Unknown', 30_000);
-    expect(unknown).toBe(true);
-    expect(Date.now() - killedAt).toBeGreaterThanOrEqual((GRACE_SECONDS - 1) * 1000);
+    await until(async () => readyOf(await getNode('agent-a'))?.status === 'Unknown', 30_000);
     const node = await kubectlNode('agent-a');
+    // not before the grace period counted from the last renewal (transition times are in whole seconds)
+    expect(Date.parse(readyOf(node).lastTransitionTime)).toBeGreaterThan(Date.parse(lease.spec.renewTime) + (GRACE_SECONDS - 1) * 1000);
     expect(readyOf(node)).toMatchObject({ status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.' });
     for (const type of ['MemoryPressure', 'DiskPressure', 'PIDPressure']) {
       expect(node.status.conditions.find((c: any) => c.type === type)).toMatchObject({ status: 'Unknown', message: 'Kubelet stopped posting node status.' });
@@ -275,11 +276,11 @@ describe('a real node agent through the node lifecycle', () => {
       const n = await getNode('agent-a');
       return hasTaint(n, UNREACHABLE, 'NoSchedule') && hasTaint(n, UNREACHABLE, 'NoExecute') && n;
     }, 30_000);
-    // (read at once: the 3 s toleration has not run out)
     const patientThen = await getPod('patient');
     const noExecute = tainted.spec.taints.find((t: any) => t.key === UNREACHABLE && t.effect === 'NoExecute');
     expect(noExecute.timeAdded).toBeTruthy();
-    expect(patientThen.pod.metadata.deletionTimestamp).toBeUndefined();
+    // read while the 3 s toleration runs (unless this test was held up): not evicted yet
+    if (Date.now() - Date.parse(noExecute.timeAdded) < 2000) expect(patientThen.pod.metadata.deletionTimestamp).toBeUndefined();
     const viaKubectl = await kubectlNode('agent-a');
     expect(viaKubectl.spec.taints).toEqual(
       expect.arrayContaining([
@@ -341,23 +342,27 @@ describe('a real node agent through the node lifecycle', () => {
 
   it('agent-a paused past the grace period, then resumed: it posts Ready=True again by itself', async () => {
     const a = agents.get('agent-a')!;
+    const podReady = async () => ((await getPod('steady')).pod.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status;
+    expect(await podReady()).toBe('True');
     process.kill(-a.proc.pid!, 'SIGSTOP');
     try {
       await until(async () => readyOf(await getNode('agent-a'))?.status === 'Unknown', 30_000);
+      // kube's MarkPodsNotReady: the node's pods are not Ready either
+      await until(async () => (await podReady()) === 'False', 15_000);
     } finally {
       process.kill(-a.proc.pid!, 'SIGCONT');
     }
     // the agent's status loop sees the server's Ready=Unknown differ from its own Ready=True
-    const resumedAt = Date.now();
+    // and writes at its next 1 s status period, not at its 5 min report period
     const n = await until(async () => {
       const x = await getNode('agent-a');
       return readyOf(x)?.status === 'True' && !(x.spec?.taints ?? []).some((t: any) => t.key === UNREACHABLE) && x;
     }, 30_000);
     expect(readyOf(n)).toMatchObject({ reason: 'KubeletReady', message: 'kubelet is posting ready status' });
-    // (within a few of its 1 s status periods, not its 5 min report period)
-    expect(Date.now() - resumedAt).toBeLessThan(15_000);
     expect(alive(a.proc)).toBe(true);
     expect((await getPod('steady')).pod.metadata.deletionTimestamp).toBeUndefined();
+    // and its pod's status, which the controller changed, is written back as the agent sees it
+    await until(async () => (await podReady()) === 'True', 15_000);
   }, 60_000);
 
   it('kubectl cordon: unschedulable, the scheduler leaves the node alone; describe node; uncordon; drain evicts its pods', async () => {
