@@ -17,7 +17,8 @@
 //     leftover processes of the killed agent cleaned up);
 //   - agent-a paused (SIGSTOP) past the grace period, then resumed: the agent sees that the
 //     server's Ready condition differs from its own and posts Ready=True within its status
-//     period, without a restart; the pod the controller marked not Ready is Ready again;
+//     period, without a restart (and records kubelet's NodeReady event); the pod the
+//     controller marked not Ready is Ready again;
 //   - `kubectl cordon` makes the node unschedulable (the scheduler leaves it alone),
 //     `kubectl describe node` shows the agent's node, `kubectl drain` evicts its pods.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -344,6 +345,11 @@ describe('a real node agent through the node lifecycle', () => {
     const a = agents.get('agent-a')!;
     const podReady = async () => ((await getPod('steady')).pod.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status;
     expect(await podReady()).toBe('True');
+    const nodeReadyEvents = async () =>
+      ((await request(s, 'GET', `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent('involvedObject.name=agent-a,reason=NodeReady')}`)).json().items ?? [])
+        .filter((e: any) => e.source?.component === 'kubelet')
+        .reduce((n: number, e: any) => n + (e.count ?? 1), 0);
+    const readyEventsBefore = await nodeReadyEvents();
     process.kill(-a.proc.pid!, 'SIGSTOP');
     try {
       await until(async () => readyOf(await getNode('agent-a'))?.status === 'Unknown', 30_000);
@@ -359,6 +365,8 @@ describe('a real node agent through the node lifecycle', () => {
       return readyOf(x)?.status === 'True' && !(x.spec?.taints ?? []).some((t: any) => t.key === UNREACHABLE) && x;
     }, 30_000);
     expect(readyOf(n)).toMatchObject({ reason: 'KubeletReady', message: 'kubelet is posting ready status' });
+    // with kubelet's NodeReady event for the transition back
+    await until(async () => (await nodeReadyEvents()) > readyEventsBefore, 15_000);
     expect(alive(a.proc)).toBe(true);
     expect((await getPod('steady')).pod.metadata.deletionTimestamp).toBeUndefined();
     // and its pod's status, which the controller changed, is written back as the agent sees it
