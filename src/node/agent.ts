@@ -47,7 +47,13 @@ export class NodeAgent {
     private readonly log: (m: string) => void,
     private readonly events?: EventRecorder,
   ) {
-    this.heartbeat = new NodeHeartbeat(api, cfg.settings, { statusUpdateMs: cfg.statusUpdateMs, statusReportMs: cfg.statusReportMs, leaseDurationSeconds: cfg.leaseDurationSeconds, log });
+    this.heartbeat = new NodeHeartbeat(api, cfg.settings, {
+      statusUpdateMs: cfg.statusUpdateMs,
+      statusReportMs: cfg.statusReportMs,
+      leaseDurationSeconds: cfg.leaseDurationSeconds,
+      log,
+      onTransition: (type, status) => this.conditionEvent(type, status),
+    });
     this.pods = new PodSync(api, runtime, {
       nodeName: cfg.settings.nodeName,
       nodeIP: cfg.settings.nodeIP,
@@ -89,22 +95,26 @@ export class NodeAgent {
     const nodeRef = { kind: 'Node' as const, name: settings.nodeName, uid: settings.nodeName };
     this.events?.record(nodeRef, 'Normal', 'Starting', 'Starting kubelet.');
     if (this.cfg.registerNode) await this.heartbeat.register();
-    for (const c of this.heartbeat.node?.status?.conditions ?? []) {
-      const on = c.status === 'True';
-      const why: Record<string, string> = {
-        MemoryPressure: on ? 'NodeHasInsufficientMemory' : 'NodeHasSufficientMemory',
-        DiskPressure: on ? 'NodeHasDiskPressure' : 'NodeHasNoDiskPressure',
-        PIDPressure: on ? 'NodeHasInsufficientPID' : 'NodeHasSufficientPID',
-        Ready: on ? 'NodeReady' : 'NodeNotReady',
-      };
-      if (why[c.type]) this.events?.record(nodeRef, 'Normal', why[c.type], `Node ${settings.nodeName} status is now: ${why[c.type]}`);
-    }
+    for (const c of this.heartbeat.node?.status?.conditions ?? []) this.conditionEvent(c.type, c.status);
     this.notifier.ready();
     this.heartbeat.start();
     this.runtime.cleanupOrphans?.();
     this.pods.start();
     this.notifier.startWatchdog(() => this.heartbeat.healthy);
     this.log(`Node ${settings.nodeName} is running`);
+  }
+
+  /** kubelet's node condition events ("Node n1 status is now: NodeReady"). */
+  private conditionEvent(type: string, status: string): void {
+    const on = status === 'True';
+    const why: Record<string, string> = {
+      MemoryPressure: on ? 'NodeHasInsufficientMemory' : 'NodeHasSufficientMemory',
+      DiskPressure: on ? 'NodeHasDiskPressure' : 'NodeHasNoDiskPressure',
+      PIDPressure: on ? 'NodeHasInsufficientPID' : 'NodeHasSufficientPID',
+      Ready: on ? 'NodeReady' : 'NodeNotReady',
+    };
+    const name = this.cfg.settings.nodeName;
+    if (why[type]) this.events?.record({ kind: 'Node', name, uid: name }, 'Normal', why[type], `Node ${name} status is now: ${why[type]}`);
   }
 
   async stop(): Promise<void> {

@@ -1,8 +1,8 @@
 // The heartbeats' schedule on a fake API server and a fake clock: the Lease is created,
 // then renewed every quarter of its duration; failed renewals are retried after 200 ms,
 // doubling to 7 s, and the 10 s rhythm comes back once one succeeds. The status is written
-// when it changes (a Ready=Unknown written by someone else) and not otherwise until the
-// report period has passed.
+// when it changes (a Ready=Unknown written by someone else, reported as a transition for
+// kubelet's node events) and not otherwise until the report period has passed.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError } from './api-client.js';
 import { NodeHeartbeat } from './heartbeat.js';
@@ -93,7 +93,8 @@ describe('node heartbeats', () => {
   it('writes the status when it changed and not otherwise', async () => {
     vi.useFakeTimers();
     const { api, calls } = fakeApi(0);
-    const hb = new NodeHeartbeat(api, settings, { statusUpdateMs: 10_000, statusReportMs: 300_000, leaseDurationSeconds: 40, log: () => {} });
+    const transitions: string[] = [];
+    const hb = new NodeHeartbeat(api, settings, { statusUpdateMs: 10_000, statusReportMs: 300_000, leaseDurationSeconds: 40, log: () => {}, onTransition: (t, st) => transitions.push(`${t}=${st}`) });
     await hb.register();
     const patches = () => calls.filter((c) => c.method === 'PATCH').length;
     expect(patches()).toBe(1); // the first status, at registration
@@ -101,11 +102,14 @@ describe('node heartbeats', () => {
     await vi.advanceTimersByTimeAsync(35_000);
     expect(patches()).toBe(1); // nothing changed
     // the node lifecycle controller marks it Unknown: written back at the next update
+    expect(transitions).toEqual([]);
     const n = api.node();
-    api.setNode({ ...n, status: { ...n.status, conditions: n.status.conditions.map((c: any) => (c.type === 'Ready' ? { ...c, status: 'Unknown', reason: 'NodeStatusUnknown' } : c)) } });
+    api.setNode({ ...n, status: { ...n.status, conditions: n.status.conditions.map((c: any) => (c.type === 'Ready' || c.type === 'PIDPressure' ? { ...c, status: 'Unknown', reason: 'NodeStatusUnknown' } : c)) } });
     await vi.advanceTimersByTimeAsync(10_000);
     expect(patches()).toBe(2);
     expect(api.node().status.conditions.find((c: any) => c.type === 'Ready').status).toBe('True');
+    // kubelet's events for the conditions it turned back
+    expect(transitions).toEqual(['PIDPressure=False', 'Ready=True']);
     // the report period passes: written even though unchanged
     await vi.advanceTimersByTimeAsync(300_000);
     expect(patches()).toBe(3);

@@ -27,6 +27,12 @@ export interface HeartbeatOptions {
   statusReportMs: number;
   leaseDurationSeconds: number;
   log: (m: string) => void;
+  /**
+   * A condition whose status the agent just wrote differs from the one the server had (a
+   * Ready=Unknown of the node lifecycle controller turned back to True): kubelet's
+   * condition setters record NodeReady, NodeHasSufficientMemory, ... then.
+   */
+  onTransition?: (type: string, status: string) => void;
 }
 
 export class NodeHeartbeat {
@@ -93,8 +99,15 @@ export class NodeHeartbeat {
     }
     const status = nodeStatus(this.settings, measurePressure(this.settings), this.node?.status?.conditions, new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
     if (!force && sameNodeStatus(status, this.node?.status) && Date.now() - this.lastWriteAt < this.opts.statusReportMs) return;
+    const before: any[] = Array.isArray(this.node?.status?.conditions) ? this.node.status.conditions : [];
     this.node = await this.api.patch(`${this.path}/status`, { status });
     this.lastWriteAt = Date.now();
+    // (at registration the agent records its starting events itself)
+    if (!force)
+      for (const c of status.conditions) {
+        const old = before.find((o) => o?.type === c.type);
+        if (old && old.status !== c.status) this.opts.onTransition?.(c.type, c.status);
+      }
   }
 
   private leaseBody(): any {
