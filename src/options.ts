@@ -429,7 +429,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'admission-control-config-file': { kind: 'string', help: 'File with admission control configuration.', set: (o, v) => (o.admissionControlConfigFile = v) },
   controllers: {
     kind: 'list',
-    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller). (default *)",
+    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller, replicaset-controller, deployment-controller). (default *)",
     set: (o, v) => (o.controllers = v),
   },
   'history-retention': { kind: 'duration', help: 'How long revision history is kept before compaction. (default 5m0s)', set: (o, v) => (o.historyRetentionSeconds = v) },
