@@ -18,6 +18,8 @@ import tls from 'node:tls';
 import type { WebhookTarget } from '../../auth/webhook-client.js';
 
 const REQUEST_TIMEOUT_MS = 60_000;
+/** HTTP/1.1 fallback: the connections requests (not watches) share */
+const H1_REQUEST_CONNECTIONS = 64;
 
 interface Conn {
   session: http2.ClientHttp2Session;
@@ -46,6 +48,7 @@ export class H2Pool {
   /** 'h2' or 'http/1.1', once negotiated (init) */
   protocol = '';
   private agent: https.Agent | undefined;
+  private watchAgent: https.Agent | undefined;
 
   constructor(
     private readonly target: WebhookTarget,
@@ -74,23 +77,30 @@ export class H2Pool {
         sock.once('error', reject);
       });
     }
-    if (this.protocol !== 'h2') this.agent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, ...this.tlsOptions() });
+    if (this.protocol !== 'h2') {
+      // requests share a bounded set of keep-alive connections (queued beyond it, not a TLS
+      // handshake each); every watch holds a connection of its own while it lasts
+      this.agent = new https.Agent({ keepAlive: true, maxSockets: H1_REQUEST_CONNECTIONS, maxFreeSockets: H1_REQUEST_CONNECTIONS, ...this.tlsOptions() });
+      this.watchAgent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256, ...this.tlsOptions() });
+    }
   }
 
   get connections(): number {
     if (this.agent) {
       let n = 0;
-      for (const l of Object.values(this.agent.sockets)) n += l?.length ?? 0;
-      for (const l of Object.values(this.agent.freeSockets)) n += l?.length ?? 0;
+      for (const a of [this.agent, this.watchAgent!]) {
+        for (const l of Object.values(a.sockets)) n += l?.length ?? 0;
+        for (const l of Object.values(a.freeSockets)) n += l?.length ?? 0;
+      }
       return n;
     }
     return this.conns.length;
   }
 
   /** One HTTP/1.1 exchange (the fallback): the response handed to onResponse. */
-  private h1(method: string, path: string, headers: Record<string, string | number>, payload: Buffer | undefined, onResponse: (res: import('node:http').IncomingMessage) => void, onError: (err: Error) => void): { destroy(): void } {
+  private h1(method: string, path: string, headers: Record<string, string | number>, payload: Buffer | undefined, onResponse: (res: import('node:http').IncomingMessage) => void, onError: (err: Error) => void, agent = this.agent): { destroy(): void } {
     const u = this.target.url;
-    const req = https.request({ host: u.hostname, port: u.port || 443, method, path, agent: this.agent, headers: { ...this.auth, accept: 'application/json', ...headers } }, onResponse);
+    const req = https.request({ host: u.hostname, port: u.port || 443, method, path, agent, headers: { ...this.auth, accept: 'application/json', ...headers } }, onResponse);
     req.on('error', onError);
     req.end(payload);
     return req;
@@ -136,26 +146,7 @@ export class H2Pool {
   request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Reply> {
     this.counts.requests++;
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    if (this.agent) {
-      return new Promise((resolve, reject) => {
-        const req = this.h1(method, path, payload ? { 'content-type': contentType, 'content-length': payload.length } : {}, payload, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            resolve({ status: res.statusCode ?? 0, body: text, json: () => JSON.parse(text) });
-          });
-          res.on('error', (err) => {
-            this.counts.failures++;
-            reject(err);
-          });
-        }, (err) => {
-          this.counts.failures++;
-          reject(err);
-        });
-        setTimeout(() => req.destroy(), REQUEST_TIMEOUT_MS).unref();
-      });
-    }
+    if (this.agent) return this.h1Request(method, path, payload, contentType, true);
     return new Promise((resolve, reject) => {
       let stream: http2.ClientHttp2Stream;
       try {
@@ -184,6 +175,32 @@ export class H2Pool {
         resolve({ status, body: text, json: () => JSON.parse(text) });
       });
       if (payload) stream.end(payload);
+    });
+  }
+
+  /** A request over the HTTP/1.1 fallback; a reused keep-alive connection the server closed meanwhile is retried once on a new one. */
+  private h1Request(method: string, path: string, payload: Buffer | undefined, contentType: string, retry: boolean): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = this.h1(method, path, payload ? { 'content-type': contentType, 'content-length': payload.length } : {}, payload, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, body: text, json: () => JSON.parse(text) });
+        });
+        res.on('error', (err) => {
+          this.counts.failures++;
+          reject(err);
+        });
+      }, (err) => {
+        if (retry && ((err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as NodeJS.ErrnoException).code === 'EPIPE')) {
+          this.h1Request(method, path, payload, contentType, false).then(resolve, reject);
+          return;
+        }
+        this.counts.failures++;
+        reject(err);
+      });
+      setTimeout(() => req.destroy(), REQUEST_TIMEOUT_MS).unref();
     });
   }
 
@@ -226,7 +243,7 @@ export class H2Pool {
         res.on('end', () => end(code));
         res.on('close', () => end(code));
         res.on('error', () => end(code));
-      }, () => end(code));
+      }, () => end(code), this.watchAgent);
       return {
         close: () => {
           ended = true;
@@ -258,6 +275,7 @@ export class H2Pool {
 
   close(): void {
     this.agent?.destroy();
+    this.watchAgent?.destroy();
     for (const c of this.conns) c.session.close();
     this.conns = [];
   }
