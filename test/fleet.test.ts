@@ -118,3 +118,32 @@ describe('kubeshard node --simulate', () => {
     expect(final.leaseRenewals).toBeGreaterThan(N);
   });
 });
+
+describe('kubeshard node --simulate over HTTP/1.1 (the default uWebSockets.js front end)', () => {
+  it('registers, runs and deletes pods with a connection per watch', async () => {
+    const s1 = await startServer();
+    let out = '';
+    const f = spawn(process.execPath, [MAIN, 'node', '--simulate', '5', '--kubeconfig', s1.kubeconfigPath, '--node-name-prefix', 'h1-', '--heartbeat-interval', '1s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    f.stdout!.on('data', (d) => (out += d));
+    f.stderr!.on('data', (d) => (out += d));
+    try {
+      await until(() => out.includes('fleet ready') || f.exitCode !== null, 60_000);
+      expect(out).toMatch(/fleet ready: 5 nodes registered in [\d.]+ s over \d+ http\/1\.1 connections/);
+      for (let i = 0; i < 10; i++) {
+        const r = await request(s1, 'POST', '/api/v1/namespaces/default/pods', { metadata: { name: `q-${i}` }, spec: { nodeName: `h1-${i % 5}`, containers: [{ name: 'c', image: 'x' }] } });
+        expect(r.status).toBe(201);
+      }
+      await until(async () => {
+        const p = (await request(s1, 'GET', '/api/v1/namespaces/default/pods')).json().items;
+        return p.length === 10 && p.every((x: any) => x.status?.phase === 'Running');
+      }, 30_000);
+      expect((await request(s1, 'DELETE', '/api/v1/namespaces/default/pods')).status).toBe(200);
+      await until(async () => (await request(s1, 'GET', '/api/v1/namespaces/default/pods')).json().items.length === 0, 30_000);
+    } finally {
+      f.kill('SIGTERM');
+      await new Promise((r) => f.once('exit', r));
+      await s1.stop();
+      s1.cleanup();
+    }
+  }, 120_000);
+});
