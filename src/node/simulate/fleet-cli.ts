@@ -116,7 +116,9 @@ export async function fleetMain(argv: string[]): Promise<number> {
   if (!stopping) console.log(`fleet ready: ${o.count} nodes registered in ${((performance.now() - t0) / 1000).toFixed(1)} s over ${fleet.pool.connections} ${fleet.pool.protocol} connections`);
   await stopped;
   if (timer) clearInterval(timer);
+  // the counters before the connections close (so that they count the connections held)
+  const final = fleet.stats();
   fleet.stop();
-  console.log(JSON.stringify({ at: new Date().toISOString(), final: true, ...fleet.stats() }));
+  console.log(JSON.stringify({ at: new Date().toISOString(), final: true, ...final }));
   return 0;
 }
