@@ -165,7 +165,7 @@ export async function nodesScenario(t: Target, o: NodesOptions): Promise<Record<
     const d0 = performance.now();
     // a collection delete of many pods may outlast its request's timeout (kube-apiserver's
     // stops there): issued again while pods are left that it has not marked
-    const dl = Date.now() + Math.max(60_000, total * 20);
+    const dl = Date.now() + Math.min(300_000, Math.max(60_000, total * 20));
     let deleting: Promise<unknown> | undefined;
     for (;;) {
       deleting ??= api(t, 'DELETE', `/api/v1/namespaces/${NS}/pods`)
