@@ -60,6 +60,7 @@ export class Fleet {
   stats(): Record<string, number> {
     const out: Record<string, number> = { nodes: this.nodes.length, connections: this.pool.connections, ...this.pool.counts };
     for (const n of this.nodes) for (const [k, v] of Object.entries(n.stats)) out[k] = (out[k] ?? 0) + v;
+    for (const [cause, n] of this.pool.failuresBy) out[`failures: ${cause}`] = n;
     return out;
   }
 }

@@ -44,6 +44,14 @@ export class H2Pool {
   private auth: Record<string, string>;
   /** streams opened, by outcome, for the fleet's figures */
   readonly counts = { requests: 0, failures: 0, watches: 0 };
+  /** failed requests by cause (an error code, or 'no answer'), for the fleet's final counters */
+  readonly failuresBy = new Map<string, number>();
+
+  private failed(cause: unknown): void {
+    this.counts.failures++;
+    const key = (cause as NodeJS.ErrnoException)?.code ?? String(cause);
+    this.failuresBy.set(key, (this.failuresBy.get(key) ?? 0) + 1);
+  }
 
   /** 'h2' or 'http/1.1', once negotiated (init) */
   protocol = '';
@@ -148,12 +156,18 @@ export class H2Pool {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     if (this.agent) return this.h1Request(method, path, payload, contentType, true);
     return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (cause: unknown, err: Error) => {
+        if (settled) return;
+        settled = true;
+        this.failed(cause);
+        reject(err);
+      };
       let stream: http2.ClientHttp2Stream;
       try {
         stream = this.open({ ':method': method, ':path': path, ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) }, !!payload).stream;
       } catch (err) {
-        this.counts.failures++;
-        reject(err);
+        fail(err, err as Error);
         return;
       }
       let status = 0;
@@ -161,16 +175,14 @@ export class H2Pool {
       stream.setTimeout(REQUEST_TIMEOUT_MS, () => stream.close(http2.constants.NGHTTP2_CANCEL));
       stream.on('response', (h) => (status = Number(h[':status'])));
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('error', (err) => {
-        this.counts.failures++;
-        reject(err);
-      });
+      stream.on('error', (err) => fail(err, err));
       stream.on('close', () => {
         if (!status) {
-          this.counts.failures++;
-          reject(new Error(`${method} ${path}: stream closed without an answer`));
+          fail(`no answer (rst ${stream.rstCode})`, new Error(`${method} ${path}: stream closed without an answer`));
           return;
         }
+        if (settled) return;
+        settled = true;
         const text = Buffer.concat(chunks).toString('utf8');
         resolve({ status, body: text, json: () => JSON.parse(text) });
       });
@@ -189,7 +201,7 @@ export class H2Pool {
           resolve({ status: res.statusCode ?? 0, body: text, json: () => JSON.parse(text) });
         });
         res.on('error', (err) => {
-          this.counts.failures++;
+          this.failed(err);
           reject(err);
         });
       }, (err) => {
@@ -197,7 +209,7 @@ export class H2Pool {
           this.h1Request(method, path, payload, contentType, false).then(resolve, reject);
           return;
         }
-        this.counts.failures++;
+        this.failed(err);
         reject(err);
       });
       setTimeout(() => req.destroy(), REQUEST_TIMEOUT_MS).unref();
