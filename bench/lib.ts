@@ -29,6 +29,8 @@ export interface Target {
    * kube-apiserver and its etcd) are read as one server: their RSS and CPU summed
    */
   pid?: number | number[];
+  /** the kubeconfig file, for tools the bench starts against the server (the nodes scenario's fleet) */
+  kubeconfig?: string;
   /** what the pids are, when the bench found them itself ("kube-apiserver + etcd") */
   pidNote?: string;
   stop(): Promise<void>;
@@ -105,7 +107,7 @@ export function targetFromKubeconfig(path: string, contextName?: string, pids?: 
       pidNote = found[1] > 0 ? 'kube-apiserver + etcd, from run/*.pid beside the kubeconfig' : 'kube-apiserver, from run/apiserver.pid beside the kubeconfig';
     }
   }
-  return { ...t, pid: pid && pid.length === 1 ? pid[0] : pid, pidNote, stop: async () => {} };
+  return { ...t, kubeconfig: path, pid: pid && pid.length === 1 ? pid[0] : pid, pidNote, stop: async () => {} };
 }
 
 export async function startTarget(args: string[], serverArgs: string[] = []): Promise<Target> {
@@ -128,6 +130,7 @@ export async function startTarget(args: string[], serverArgs: string[] = []): Pr
   const t = fromKubeconfig(join(dataDir, 'admin.kubeconfig'));
   return {
     ...t,
+    kubeconfig: join(dataDir, 'admin.kubeconfig'),
     pid: proc.pid,
     stop: async () => {
       proc.kill('SIGTERM');

@@ -6,6 +6,8 @@
 //   npm run bench -- --only create,get --seconds 5 --watchers 1000,10000 --idle 20000 --startup-objects 1000000
 //   npm run bench -- --server-args "--storage-backend etcd3 --etcd-servers http://127.0.0.1:23790"
 //                                          kubeshard started here with these flags too (e.g. on etcd)
+//   npm run bench -- --only nodes --nodes 100 --pods-per-node 30 [--nodes-window 30] [--fleet-args "..."]
+//                                          a simulated fleet and its pods (issue 23, bench/nodes.ts)
 //   npm run bench -- --reference K [--reference-pid P[,P2]] [--reference-context C]
 //                                          ... and each scenario again against a second server (the
 //                                          kube-apiserver reference), right after kubeshard's turn;
@@ -22,6 +24,7 @@ import { seedAndTimeStartup } from './startup.js';
 import { rawLoad } from './raw-load.js';
 import { nativeLoad, nativeLoadgen } from './native-load.js';
 import { newWriteClock, runRateWriter } from './rate-writer.js';
+import { nodesScenario } from './nodes.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, dflt: string): string;
@@ -465,6 +468,24 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
         },
       });
     }
+  }
+  if (only.has('nodes')) {
+    // issue 23: a simulated fleet and its pods (bench/nodes.ts); not in the default set (minutes, and a second process)
+    const nodes = Number(opt('nodes', '100'));
+    const podsPerNode = Number(opt('pods-per-node', '30'));
+    out.push({
+      name: 'nodes',
+      run: async (s) => {
+        const r = await nodesScenario(s.t, {
+          nodes,
+          podsPerNode,
+          windowSeconds: Number(opt('nodes-window', '30')),
+          fleetArgs: (opt('fleet-args') ?? '').split(/\s+/).filter(Boolean),
+          log: (m) => console.log(`  [${s.name}]${m}`),
+        });
+        record(s, { scenario: `nodes ${nodes.toLocaleString('en-US')} x ${podsPerNode} pods`, metrics: r });
+      },
+    });
   }
   if (only.has('mixed')) {
     out.push({

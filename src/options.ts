@@ -506,7 +506,7 @@ const FLAGS: Record<string, FlagSpec> = {
   'admission-control-config-file': { kind: 'string', help: 'File with admission control configuration.', set: (o, v) => (o.admissionControlConfigFile = v) },
   controllers: {
     kind: 'list',
-    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller, node-lifecycle-controller, taint-eviction-controller, and scheduler: kubeshard's minimal in-process scheduler, off with -scheduler where a real kube-scheduler runs). (default *)",
+    help: "In-process controllers, as kube-controller-manager's flag: '*' all, 'foo' on, '-foo' off (root-ca-certificate-publisher-controller, persistentvolumeclaim-protection-controller, persistentvolume-protection-controller, validatingadmissionpolicy-status-controller, node-lifecycle-controller, taint-eviction-controller, replicaset-controller, deployment-controller, and scheduler: kubeshard's minimal in-process scheduler, off with -scheduler where a real kube-scheduler runs). (default *)",
     set: (o, v) => (o.controllers = v),
   },
   'node-monitor-period': {

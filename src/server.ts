@@ -104,6 +104,8 @@ import { LeaderControllers, type ControllerSpec } from './controllers/leader-con
 import { NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { TaintEvictionController } from './controllers/taint-eviction.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { ReplicaSetController } from './controllers/replicaset.js';
+import { DeploymentController } from './controllers/deployment.js';
 import { ApiserverIdentity, serverHostname } from './controllers/apiserver-identity.js';
 import { EndpointReconciler, LocalMasterLeases } from './controllers/endpoint-reconciler.js';
 import { storeClient } from './controllers/object-client.js';
@@ -450,6 +452,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   // IPAddress whose Service is gone, a NodePort claimed for a Service never stored) is put
   // right by the leader, at once and every 3 minutes.
   controllerSpecs.push({ name: 'service-repair', make: (c) => new ServiceRepair(strategies.serviceAllocator, c) });
+  // The workload controllers: ReplicaSets keep their pods, Deployments roll out through ReplicaSets.
+  controllerSpecs.push({ name: 'replicaset-controller', make: (c) => (controllerEnabled(o.controllers, 'replicaset-controller') ? new ReplicaSetController(store, c, targets) : undefined) });
+  controllerSpecs.push({ name: 'deployment-controller', make: (c) => (controllerEnabled(o.controllers, 'deployment-controller') ? new DeploymentController(store, c, targets) : undefined) });
   // In-process controllers that finish deletions: the garbage collector and the grace-period sweeper.
   controllerSpecs.push({ name: 'garbagecollector', make: (c) => new GarbageCollector(store, c, catalog, targets) });
   controllerSpecs.push({ name: 'grace-sweeper', make: (c) => new GraceSweeper(store, c, [targets.resolve('', 'v1', 'pods')!]) });

@@ -9,7 +9,8 @@ import { kubectl, kubectlOk } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-useServer((started) => (s = started));
+// a bare API server, as kube-apiserver without kube-controller-manager: no ReplicaSet or Deployment controller writes the workloads these tests look at
+useServer((started) => (s = started), { args: ['--controllers=*,-replicaset-controller,-deployment-controller'] });
 
 const k = (args: string[], input?: string) => kubectlOk(s, args, input);
 

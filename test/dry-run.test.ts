@@ -6,7 +6,8 @@ import { kubectl } from './helpers/kubectl.js';
 
 let s: TestServer;
 
-useServer((started) => (s = started));
+// a bare API server, as kube-apiserver without kube-controller-manager: no ReplicaSet or Deployment controller writes the workloads these tests look at
+useServer((started) => (s = started), { args: ['--controllers=*,-replicaset-controller,-deployment-controller'] });
 
 const DEPLOY = `apiVersion: apps/v1
 kind: Deployment

@@ -5,7 +5,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { request, startServer, useServer, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
-useServer((x) => (s = x));
+// a bare API server, as kube-apiserver without kube-controller-manager: no ReplicaSet or Deployment controller writes the workloads these tests look at
+useServer((x) => (s = x), { args: ['--controllers=*,-replicaset-controller,-deployment-controller'] });
 
 /** What kube-apiserver answers when etcd refuses a write as too large (the error passes through unconverted). */
 const TOO_LARGE = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'etcdserver: request is too large', code: 500 };
@@ -98,7 +99,7 @@ describe('the default limit, 1.5 MiB', () => {
 describe('--max-object-size-bytes', () => {
   let small: TestServer;
   beforeAll(async () => {
-    small = await startServer({ args: ['--max-object-size-bytes', '100000'] });
+    small = await startServer({ args: ['--max-object-size-bytes', '100000', '--controllers=*,-replicaset-controller,-deployment-controller'] });
   }, 120_000);
   afterAll(async () => {
     await small?.stop();

@@ -7,7 +7,8 @@ import { describe, it, expect } from 'vitest';
 import { request, useServer, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
-useServer((x) => (s = x));
+// a bare API server, as kube-apiserver without kube-controller-manager: no ReplicaSet or Deployment controller writes the workloads these tests look at
+useServer((x) => (s = x), { args: ['--controllers=*,-replicaset-controller,-deployment-controller'] });
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const JP = { 'content-type': 'application/json-patch+json' };

@@ -11,7 +11,8 @@ const PODS = '/api/v1/namespaces/default/pods';
 const PDB = '/apis/policy/v1/namespaces/default/poddisruptionbudgets';
 const MERGE = { 'content-type': 'application/merge-patch+json' };
 
-useServer((started) => (s = started));
+// a bare API server, as kube-apiserver without kube-controller-manager: no ReplicaSet or Deployment controller writes the workloads these tests look at
+useServer((started) => (s = started), { args: ['--controllers=*,-replicaset-controller,-deployment-controller'] });
 
 const deployment = (name: string, replicas = 1) => ({
   metadata: { name },

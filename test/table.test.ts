@@ -60,7 +60,8 @@ const cols = (line: string) => line.trim().split(/\s{2,}/);
 
 beforeAll(async () => {
   kubectlPath();
-  s = await startServer({ args: ['--disable-admission-plugins=ResourceQuota'] }); // its quota is there to be printed
+  // its quota is there to be printed; no workload controllers: the rows show the objects as created
+  s = await startServer({ args: ['--disable-admission-plugins=ResourceQuota', '--controllers=*,-replicaset-controller,-deployment-controller'] });
   await k(['create', 'ns', NS]);
   await k(['apply', '-f', '-'], MANIFEST);
 });

@@ -209,3 +209,34 @@ describe('fan-out pump', () => {
     }
   });
 });
+
+describe('watchers indexed by trigger field and by object', () => {
+  const pod = (name: string, nodeName: string) => Buffer.from(JSON.stringify({ kind: 'Pod', apiVersion: 'v1', metadata: { name, namespace: 'a' }, spec: { nodeName } }));
+  const podWatcher = (s: MemorySink, fields: Array<{ field: string; op: '=' | '!='; value: string }> | null, name = '') =>
+    new Watcher({ gr: 'pods', ns: '', name, labels: null, fields, sink: s, maxBufferedBytes: 1 << 20 });
+  const types = (s: MemorySink) =>
+    s
+      .text()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => `${JSON.parse(l).type} ${JSON.parse(l).object.metadata.name}`);
+
+  it('a watcher pinned to spec.nodeName sees its node pods only, a move away as DELETED; others see all that match', async () => {
+    const c = new ResourceCache('pods', 100, 0);
+    const n1 = sink();
+    const n2 = sink();
+    const notN1 = sink();
+    const byName = sink();
+    c.watchers.add(podWatcher(n1, [{ field: 'spec.nodeName', op: '=', value: 'n1' }]));
+    c.watchers.add(podWatcher(n2, [{ field: 'spec.nodeName', op: '=', value: 'n2' }]));
+    c.watchers.add(podWatcher(notN1, [{ field: 'spec.nodeName', op: '!=', value: 'n1' }]));
+    c.watchers.add(podWatcher(byName, null, 'p2'));
+    c.watchers.dispatch([c.apply('ADDED', 'a/p1', 1, pod('p1', 'n1')), c.apply('ADDED', 'a/p2', 2, pod('p2', 'n2')), c.apply('ADDED', 'a/p3', 3, pod('p3', ''))]);
+    c.watchers.dispatch([c.apply('MODIFIED', 'a/p2', 4, pod('p2', 'n1'))]);
+    await ticks();
+    expect(types(n1)).toEqual(['ADDED p1', 'ADDED p2']);
+    expect(types(n2)).toEqual(['ADDED p2', 'DELETED p2']);
+    expect(types(notN1)).toEqual(['ADDED p2', 'ADDED p3', 'DELETED p2']);
+    expect(types(byName)).toEqual(['ADDED p2', 'MODIFIED p2']);
+  });
+});

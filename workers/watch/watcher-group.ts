@@ -421,15 +421,48 @@ export function wantBookmarks(w: Watcher): void {
   }
 }
 
+/**
+ * The fields whose exact value a watcher may be indexed by, per type (kube's watch cache
+ * trigger functions: pods by spec.nodeName, so that each of thousands of kubelets' watches
+ * is offered only its node's pods, not every pod event of the cluster).
+ */
+const TRIGGER_FIELDS: Record<string, string> = { pods: 'spec.nodeName' };
+
 export class WatcherGroup {
   private all = new Set<Watcher>();
   private byNs = new Map<string, Set<Watcher>>();
+  /** watchers of one object name (a kubelet's Secret and ConfigMap watches, a node's own Node) */
+  private byName = new Map<string, Set<Watcher>>();
+  /** watchers pinned to one value of the type's trigger field */
+  private byTrigger = new Map<string, Set<Watcher>>();
   size = 0;
 
+  /** the watched type's group-resource, learned from its first watcher */
+  private gr = '';
+
+  /** The index a watcher belongs in: [map, key], or undefined for the namespace sets. */
+  private slot(w: Watcher): [Map<string, Set<Watcher>>, string] | undefined {
+    const o = w.opts;
+    // a watcher whose matching reads converted objects is never indexed: its fields are not the stored ones
+    if (o.fieldsOf || o.prepareMatch) return undefined;
+    if (o.name !== '') return [this.byName, o.name];
+    const field = TRIGGER_FIELDS[o.gr];
+    if (!field || !o.fields) return undefined;
+    for (const r of o.fields) if (r.field === field && r.op === '=') return [this.byTrigger, r.value];
+    return undefined;
+  }
+
   add(w: Watcher): void {
+    if (!this.gr) this.gr = w.opts.gr;
+    const slot = this.slot(w);
     const ns = w.opts.ns;
     let set: Set<Watcher>;
-    if (ns === '') set = this.all;
+    if (slot) {
+      const [map, key] = slot;
+      let s = map.get(key);
+      if (!s) map.set(key, (s = new Set()));
+      set = s;
+    } else if (ns === '') set = this.all;
     else {
       let s = this.byNs.get(ns);
       if (!s) this.byNs.set(ns, (s = new Set()));
@@ -440,7 +473,17 @@ export class WatcherGroup {
   }
 
   remove(w: Watcher): void {
+    const slot = this.slot(w);
     const ns = w.opts.ns;
+    if (slot) {
+      const [map, key] = slot;
+      const set = map.get(key);
+      if (set?.delete(w)) {
+        this.size--;
+        if (set.size === 0) map.delete(key);
+      }
+      return;
+    }
     const set = ns === '' ? this.all : this.byNs.get(ns);
     if (set?.delete(w)) {
       this.size--;
@@ -456,10 +499,28 @@ export class WatcherGroup {
   /** Fans a committed batch (of this type, in rv order) out to the watchers. */
   dispatch(events: WatchEvent[]): void {
     if (this.size === 0) return;
+    const field = this.byTrigger.size > 0 ? TRIGGER_FIELDS[this.gr] : undefined;
     for (const ev of events) {
       this.enqueueTo(this.all, ev);
       const nsSet = this.byNs.get(ev.entry.ns);
       if (nsSet) this.enqueueTo(nsSet, ev);
+      if (this.byName.size > 0) {
+        const nameSet = this.byName.get(ev.entry.name);
+        if (nameSet) this.enqueueTo(nameSet, ev);
+      }
+      if (field) {
+        // the watchers of the value the object has now, and of the one it had (it left them: a DELETED for them)
+        const now = selectable(ev.entry, this.gr).fields[field] ?? '';
+        const set = this.byTrigger.get(now);
+        if (set) this.enqueueTo(set, ev);
+        if (ev.prev) {
+          const before = selectable(ev.prev, this.gr).fields[field] ?? '';
+          if (before !== now) {
+            const old = this.byTrigger.get(before);
+            if (old) this.enqueueTo(old, ev);
+          }
+        }
+      }
     }
   }
 
@@ -475,5 +536,7 @@ export class WatcherGroup {
   closeAll(): void {
     for (const w of [...this.all]) w.close();
     for (const set of [...this.byNs.values()]) for (const w of [...set]) w.close();
+    for (const set of [...this.byName.values()]) for (const w of [...set]) w.close();
+    for (const set of [...this.byTrigger.values()]) for (const w of [...set]) w.close();
   }
 }
