@@ -14,6 +14,7 @@ import { WebSocket } from 'ws';
 import { createHash, randomBytes } from 'node:crypto';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlPath } from './helpers/kubectl.js';
+import { portForwardEcho } from './helpers/port-forward.js';
 import { kubeletClientCredentials, startTestKubelet, type TestKubelet } from './helpers/test-kubelet.js';
 
 // (KUBESHARD_TEST_FRONT=http2 gives every server a client CA, which the uWS front end refuses)
@@ -208,45 +209,7 @@ for (const front of FRONTS) {
       expect(existsSync(back) && readFileSync(back, 'utf8')).toBe(readFileSync(local, 'utf8'));
     });
 
-    /** kubectl port-forward to a local TCP echo server; two connections through it. */
-    async function portForward(env: Record<string, string>): Promise<string> {
-      const echo = net.createServer((c) => c.pipe(c));
-      await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
-      const target = (echo.address() as net.AddressInfo).port;
-      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/p', `:${target}`, ...(process.env.PFV ? ['-v=8'] : [])], { env: { ...process.env, ...env } });
-      let out = '';
-      pf.stdout.on('data', (d) => (out += d));
-      pf.stderr.on('data', (d) => (out += d));
-      try {
-        const local = Number(
-          (
-            await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
-              throw new Error(`kubectl port-forward: ${out}`);
-            })
-          )[1],
-        );
-        for (const msg of ['first connection', 'second connection']) {
-          const got = await new Promise<string>((res, rej) => {
-            const c = net.connect(local, '127.0.0.1', () => c.write(msg));
-            let b = '';
-            c.on('data', (d) => {
-              b += d;
-              if (b.length >= msg.length) {
-                c.end();
-                res(b);
-              }
-            });
-            c.on('error', rej);
-          });
-          expect(got).toBe(msg);
-        }
-      } finally {
-        if (process.env.PFV) console.log(out.split('\n').filter((l) => !/Response Body|Request Body|round_trippers.go:632|discovery/.test(l)).join('\n'));
-        pf.kill('SIGKILL');
-        echo.close();
-      }
-      return out;
-    }
+    const portForward = (env: Record<string, string>) => portForwardEcho(s, 'p', env);
 
     it('kubectl port-forward (SPDY tunneled in a WebSocket) to a local TCP echo server', async () => {
       const out = await portForward({});

@@ -12,10 +12,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import net from 'node:net';
 import { freePort, request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 import { kubeletClientCredentials } from './helpers/test-kubelet.js';
+import { portForwardEcho } from './helpers/port-forward.js';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -134,37 +134,7 @@ for (const front of ['uws', 'http2'] as const) {
     });
 
     it('kubectl port-forward to a port in the pod', async () => {
-      // the process runtime's pods share the host's network: a TCP echo server stands for the pod's port
-      const echo = net.createServer((c) => c.pipe(c));
-      await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
-      const target = (echo.address() as net.AddressInfo).port;
-      const pf = spawn(kubectlPath(), ['--kubeconfig', s.kubeconfigPath, 'port-forward', 'pod/ticker', `:${target}`]);
-      let out = '';
-      pf.stdout.on('data', (d) => (out += d));
-      pf.stderr.on('data', (d) => (out += d));
-      try {
-        const m = await until(() => /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out), 20_000).catch(() => {
-          throw new Error(`kubectl port-forward: ${out}`);
-        });
-        for (const msg of ['first connection', 'second connection']) {
-          const got = await new Promise<string>((res, rej) => {
-            const c = net.connect(Number(m[1]), '127.0.0.1', () => c.write(msg));
-            let b = '';
-            c.on('data', (d) => {
-              b += d;
-              if (b.length >= msg.length) {
-                c.end();
-                res(b);
-              }
-            });
-            c.on('error', rej);
-          });
-          expect(got).toBe(msg);
-        }
-      } finally {
-        pf.kill('SIGKILL');
-        echo.close();
-      }
+      await portForwardEcho(s, 'ticker');
     });
   });
 }
