@@ -7,7 +7,8 @@ import { describe, it, expect } from 'vitest';
 import { request, until, useServer, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
-useServer((x) => (s = x));
+// (objects compared across requests: no workload controller writes to them)
+useServer((x) => (s = x), { args: ['--controllers=*,-scheduler,-replicaset-controller,-deployment-controller'] });
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const DEPLOY = '/apis/apps/v1/namespaces/default/deployments';

@@ -37,9 +37,12 @@ describe('kubelet request attributes', () => {
 });
 
 describe('import boundary', () => {
-  it('src/node imports nothing from the rest of src/ (the agent is a separate program)', () => {
+  it('src/node imports nothing from the rest of src/ but leaf modules (the agent is a separate program)', () => {
     const here = dirname(fileURLToPath(import.meta.url));
     const offenders: string[] = [];
+    // a leaf module (node built-ins and packages only, such as the WebSocket handshake and the
+    // kubeconfig reader) may be shared: it brings none of the server with it
+    const leaf = (file: string) => !/from\s+'\./.test(readFileSync(file.replace(/\.js$/, '.ts'), 'utf8'));
     const visit = (d: string) => {
       for (const n of readdirSync(d)) {
         const p = join(d, n);
@@ -47,7 +50,7 @@ describe('import boundary', () => {
         else if (n.endsWith('.ts')) {
           for (const m of readFileSync(p, 'utf8').matchAll(/from\s+'(\.[^']+)'/g)) {
             const target = resolve(dirname(p), m[1]);
-            if (!target.startsWith(here + '/')) offenders.push(`${p}: ${m[1]}`);
+            if (!target.startsWith(here + '/') && !leaf(target)) offenders.push(`${p}: ${m[1]}`);
           }
         }
       }

@@ -21,6 +21,19 @@ describe('ResourceCache', () => {
     c.apply('DELETED', 'a/b', 5, obj('a', 'b'));
     expect(c.list('a').map((e) => e.key)).toEqual(['a/y']);
   });
+  it('a namespace written and never read keeps a bounded change log, and reads stay right', () => {
+    const c = new ResourceCache('configmaps', 10, 0);
+    let rv = 0;
+    for (let i = 0; i < 8; i++) c.apply('ADDED', `w/o${i}`, ++rv, obj('w', `o${i}`));
+    // 100,000 updates of 8 objects, no read between them: the log is merged as it grows
+    for (let n = 0; n < 100_000; n++) c.apply('MODIFIED', `w/o${n % 8}`, ++rv, obj('w', `o${n % 8}`));
+    const idx = (c as unknown as { byNs: Map<string, { changeKeys: string[] }> }).byNs.get('w')!;
+    expect(idx.changeKeys.length).toBeLessThanOrEqual(1024);
+    c.apply('DELETED', 'w/o3', ++rv, obj('w', 'o3'));
+    c.apply('ADDED', 'w/a', ++rv, obj('w', 'a'));
+    expect(c.list('w').map((e) => e.key)).toEqual(['w/a', 'w/o0', 'w/o1', 'w/o2', 'w/o4', 'w/o5', 'w/o6', 'w/o7']);
+    expect(c.list('w').find((e) => e.key === 'w/o7')!.rv).toBe(100_008);
+  });
   it('answers events after a version from the ring, and null once the ring has moved past it', () => {
     const c = new ResourceCache('configmaps', 2, 10);
     c.apply('ADDED', 'a/1', 11, obj('a', '1'));

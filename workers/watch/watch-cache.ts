@@ -338,6 +338,8 @@ interface NsIndex {
 }
 
 const COMMA = 0x2c;
+/** a namespace's change log is merged without a read once it is this long and longer than the namespace */
+const MERGE_AFTER = 1024;
 const byKey = (a: CacheEntry, b: CacheEntry) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 function joinItems(arr: CacheEntry[], version: number, prefix: Buffer | undefined): JoinedList {
@@ -496,6 +498,12 @@ export class ResourceCache {
     idx.version++;
     idx.joined = undefined;
     this.version++;
+    // The change log is merged by the next read; a namespace that is written and never read
+    // would keep every change (and each superseded object) without bound. Merged here once it
+    // outgrows the namespace (at least MERGE_AFTER changes): a merge costs one pass over the
+    // base and the changes, paid once per that many writes.
+    const n = idx.changeKeys.length;
+    if (n >= MERGE_AFTER && n > idx.base.length) this.merge(idx);
   }
 
   /** The namespace's sorted objects, with its pending changes merged in (one pass). */
@@ -504,6 +512,12 @@ export class ResourceCache {
     if (!idx) return [];
     idx.handedOut = true;
     if (idx.changeKeys.length === 0) return idx.base;
+    return this.merge(idx);
+  }
+
+  /** Merges the namespace's change log into a new sorted base (the old base, perhaps a reader's, is left as it was). */
+  private merge(idx: NsIndex): CacheEntry[] {
+    const ns = idx.ns;
     // each changed key's last change
     const changes = new Map<string, CacheEntry | null>();
     for (let i = 0; i < idx.changeKeys.length; i++) changes.set(idx.changeKeys[i], idx.changeEntries[i]);
