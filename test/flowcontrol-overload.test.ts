@@ -35,7 +35,7 @@ const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startServer({ args: ['--token-auth-file', tokenFile, '--max-requests-inflight', '20', '--max-mutating-requests-inflight', '10', '--etcd-compaction-interval', '5s', '--history-retention', '5s'] });
+  s = await startServer({ args: ['--token-auth-file', tokenFile, '--max-requests-inflight', '20', '--max-mutating-requests-inflight', '10', '--etcd-compaction-interval', '5s', '--history-retention', '5s', '--etcd-count-metric-poll-period', '1s'] });
 }, 60_000);
 afterAll(async () => {
   await s?.stop();
