@@ -84,8 +84,15 @@ export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade
       const d = ws.getUserData();
       if (d.closed) return;
       d.closed = true;
-      if (d.peer.readyState === WebSocket.OPEN) d.peer.close(sendableCode(code) ? code : 1000, Buffer.from(message).subarray(0, 120));
-      else d.peer.terminate();
+      if (d.peer.readyState === WebSocket.OPEN) {
+        d.peer.close(sendableCode(code) ? code : 1000, Buffer.from(message).subarray(0, 120));
+        // the agent answers the close frame; one that does not (busy, or its data still
+        // queued behind the frame) loses the connection, so that its command ends either way
+        const peer = d.peer;
+        setTimeout(() => {
+          if (peer.readyState !== WebSocket.CLOSED) peer.terminate();
+        }, 2000).unref();
+      } else d.peer.terminate();
     },
   };
 }
