@@ -265,6 +265,10 @@ export class SpdyConnection {
   private headerReader = new HeaderReader();
   private streams = new Map<number, SpdyStream>();
   private buf: Buffer = Buffer.alloc(0);
+  /** chunks read since buf, not joined yet, and how many more bytes buf's frame needs */
+  private parts: Buffer[] = [];
+  private partsBytes = 0;
+  private need = 0;
   /** whole frames not handled yet, and whether run() is handling them */
   private queue: Buffer[] = [];
   private busy = false;
@@ -279,10 +283,21 @@ export class SpdyConnection {
 
   feed(chunk: Buffer): void {
     if (this.closed) return;
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    // Chunks of an incomplete frame wait in a list and are joined once the frame is whole:
+    // joining on every chunk would copy a 16 MiB frame that comes in small reads once per read.
+    this.parts.push(chunk);
+    this.partsBytes += chunk.length;
+    if (this.partsBytes < this.need) return;
+    this.buf = this.parts.length === 1 && this.buf.length === 0 ? chunk : Buffer.concat([this.buf, ...this.parts]);
+    this.parts = [];
+    this.partsBytes = 0;
+    this.need = 0;
     while (this.buf.length >= 8) {
       const len = this.buf.readUIntBE(5, 3);
-      if (this.buf.length < 8 + len) break;
+      if (this.buf.length < 8 + len) {
+        this.need = 8 + len - this.buf.length;
+        break;
+      }
       this.queue.push(this.buf.subarray(0, 8 + len));
       this.buf = this.buf.subarray(8 + len);
     }
