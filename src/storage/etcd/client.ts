@@ -111,10 +111,18 @@ export interface WatchOptions {
 }
 
 export interface WatchHandlers {
-  /** the events of one revision batch; revision is the header's (the store's) revision */
+  /**
+   * the events of one response; revision is the header's (the store's) revision, which for
+   * a watcher still catching up may be past the last event (etcd's sync batches stop after
+   * 1,000 revisions): only the events' own revisions say how far the watch has come
+   */
   onEvents(events: WatchEvent[], revision: number): void;
-  /** no events up to this revision (a progress notification or a progress request's answer) */
-  onProgress?(revision: number): void;
+  /**
+   * no events up to this revision: etcd's periodic notification for this watcher
+   * (broadcast false), or the answer to a progress request (broadcast true), which etcd
+   * before 3.4.31 / 3.5.13 may send before events of lower revisions (see progressTrusted)
+   */
+  onProgress?(revision: number, broadcast: boolean): void;
   /** the watch ended: compacted (EtcdCompactedError), canceled by the server, or no endpoint took it back */
   onError(err: Error): void;
 }
@@ -673,12 +681,12 @@ export class EtcdClient {
     const id = num(r.watchId);
     const revision = num(r.header?.revision);
     if (id === -1) {
-      // the answer to a progress request: every watcher on the stream has seen up to revision
+      // the answer to a progress request, for every watcher on the stream. etcd before
+      // 3.4.31 / 3.5.13 sends it on a control channel that can overtake events still queued
+      // (etcd issue 15220), so it never moves a watcher's resume point here; each handler
+      // decides whether it may trust it (EtcdStorage does only on a fixed etcd)
       for (const w of this.watchers.values()) {
-        if (w.created && !w.fragments.length) {
-          if (revision + 1 > w.next) w.next = revision + 1;
-          w.handlers.onProgress?.(revision);
-        }
+        if (w.created && !w.fragments.length) w.handlers.onProgress?.(revision, true);
       }
       const p = this.progressWaiters.shift();
       if (p) {
@@ -715,9 +723,10 @@ export class EtcdClient {
       w.next = out[out.length - 1].kv.modRevision + 1;
       w.handlers.onEvents(out, revision);
     } else if (!r.created) {
-      // a progress notification for this watcher
+      // a progress notification for this watcher (etcd's periodic one): it comes on the
+      // watcher's own channel, after every event up to revision
       if (revision + 1 > w.next) w.next = revision + 1;
-      w.handlers.onProgress?.(revision);
+      w.handlers.onProgress?.(revision, false);
     }
   }
 

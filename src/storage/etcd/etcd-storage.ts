@@ -33,6 +33,7 @@
 // thread with its own client); its state (versions, waiters, the pending writes) is that
 // thread's, and the EtcdClient's callbacks run on it.
 import { EtcdMasterLeases } from './master-leases.js';
+import { allOrdered } from './progress-support.js';
 import { LeaseManager } from './lease-manager.js';
 import { EtcdNodePortClaims, type NodePortClaims } from './range-allocation.js';
 import type { MasterLeases } from '../../controllers/endpoint-reconciler.js';
@@ -143,6 +144,13 @@ export class EtcdStorage implements Storage {
 
   private fresh = 0;
   private known = 0;
+  /**
+   * Whether every etcd endpoint answers progress requests after the events before them
+   * (progress-support.ts). Without that the feed watches the whole key space, so that each
+   * revision comes as an event, and freshness moves only with events and etcd's periodic
+   * per-watcher notifications.
+   */
+  private progressTrusted = false;
   private compacted = 0;
   private problem = '';
   private feed: Watcher | undefined;
@@ -311,6 +319,7 @@ export class EtcdStorage implements Storage {
   }
 
   async start(): Promise<void> {
+    this.progressTrusted = await this.checkProgressSupport();
     // the current state at one revision, page by page, given to the subscribers' load() (the
     // interface's generic start: the state is not a series of changes, and a watch from
     // before `at` reads its events from etcd, not from the caches' rings)
@@ -326,6 +335,23 @@ export class EtcdStorage implements Storage {
     this.probeTimer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
     this.probeTimer.unref();
   }
+
+  /** Asks each endpoint its version (kube's feature support checker for RequestWatchProgress). */
+  private async checkProgressSupport(): Promise<boolean> {
+    const urls = this.client.endpointUrls();
+    const versions = await Promise.all(urls.map((u) => this.client.status(u).then((r) => r.version, () => undefined)));
+    const ordered = allOrdered(versions);
+    if (!ordered && !EtcdStorage.toldProgress) {
+      EtcdStorage.toldProgress = true;
+      console.warn(
+        `I etcd ${versions.map((v) => v ?? 'unreachable').join(', ')}: progress requests may overtake events before 3.4.31 and 3.5.13, so consistent reads wait for the watch's own events (the feed watches every key)`,
+      );
+    }
+    return ordered;
+  }
+
+  /** the line above once per process, not once per thread's instance */
+  private static toldProgress = false;
 
   /**
    * Every object under the prefix at one revision (the current one), page by page, in key
@@ -407,11 +433,19 @@ export class EtcdStorage implements Storage {
   }
 
   private startFeed(fromRev: number): void {
+    // the whole key space where progress answers cannot be trusted: every revision (another
+    // prefix's write, kube's compact_rev_key) is then an event, the last of them the feed's
+    // position; other keys' events are skipped by parseKey
+    const all = Buffer.from([0]);
+    const range = this.progressTrusted ? { key: this.root, rangeEnd: prefixEnd(this.root) } : { key: all, rangeEnd: all };
     this.feed = this.client.watch(
-      { key: this.root, rangeEnd: prefixEnd(this.root), startRevision: fromRev, prevKv: true, progressNotify: true },
+      { ...range, startRevision: fromRev, prevKv: true, progressNotify: true },
       {
-        onEvents: (evs, rev) => this.inFeedOrder(() => this.onFeed(evs, rev)),
-        onProgress: (rev) => this.inFeedOrder(() => this.advance(rev)),
+        onEvents: (evs) => this.inFeedOrder(() => this.onFeed(evs)),
+        onProgress: (rev, broadcast) => {
+          if (broadcast && !this.progressTrusted) return;
+          this.inFeedOrder(() => this.advance(rev));
+        },
         onError: (err) => {
           if (this.closed) return;
           if (err instanceof EtcdCompactedError) {
@@ -435,7 +469,10 @@ export class EtcdStorage implements Storage {
     }, () => {});
   }
 
-  private onFeed(evs: WatchEvent[], rev: number): void | Promise<void> {
+  private onFeed(evs: WatchEvent[]): void | Promise<void> {
+    // how far the feed has come: its last event's revision (the header's may be past it while
+    // etcd catches a watcher up, 1,000 revisions at a time)
+    const rev = evs[evs.length - 1].kv.modRevision;
     /** the batch's changes; a json still a promise (a KMS v2 decryption) holds the batch until it is done */
     const changes: Array<{ type: ChangeType; gr: string; key: string; rv: number; json: Buffer | Promise<Buffer> | null; obj: any; raw: Buffer }> = [];
     let waits = false;
@@ -698,7 +735,8 @@ export class EtcdStorage implements Storage {
       }, timeoutMs);
       this.waiters.push(w);
       // nothing may move the feed (no writes to watch): ask etcd where the feed stands
-      if (askProgress && this.feed) this.client.requestProgress().then((rev) => this.advance(rev), () => {});
+      // (only an etcd that orders the answer after its events; elsewhere the events come by themselves)
+      if (askProgress && this.feed && this.progressTrusted) this.client.requestProgress().then((rev) => this.inFeedOrder(() => this.advance(rev)), () => {});
     });
   }
 
