@@ -4,13 +4,17 @@
 // held back, as in kube.
 //
 // A token bucket of one second's bytes in front of the transport's sink: a chunk the bucket
-// covers goes at once; otherwise it waits here (write() returns false, as behind a socket's
+// covers goes at once; otherwise what the bucket covers goes and the rest waits here, to
+// leave in pieces as the bucket refills (write() returns false, as behind a socket's
 // backpressure, so a watch slows down or is closed past its buffer budget as for a slow
 // client) and leaves when the bucket has refilled, then onDrain runs. Over HTTP/1.1 one
 // stream is one connection, so the rate is the connection's; on HTTP/2 each stream has it.
 //
 // Thread ownership: a ThrottledSink belongs to the transport's thread, as the sink it wraps.
 import type { HeaderList, ResponseSink } from './types.js';
+
+/** the piece a waiting chunk leaves in (or a second's bytes, when that is less) */
+const PIECE_BYTES = 16 * 1024;
 
 export class ThrottledSink implements ResponseSink {
   /** bytes the bucket holds now (at most one second's worth) */
@@ -65,12 +69,20 @@ export class ThrottledSink implements ResponseSink {
 
   write(chunk: string | Uint8Array): boolean {
     if (!this.streaming) return this.inner.write(chunk);
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     if (this.queue.length === 0) {
       this.refill();
       if (this.tokens >= b.byteLength) {
         this.tokens -= b.byteLength;
         return this.inner.write(b);
+      }
+      // the part the bucket covers goes now (a large chunk, a watch's initial events joined
+      // into one, must not pass for the price of a second's bytes)
+      const now = Math.floor(this.tokens);
+      if (now >= this.piece) {
+        this.tokens -= now;
+        this.inner.write(b.subarray(0, now));
+        b = b.subarray(now);
       }
     }
     this.queue.push(b);
@@ -79,11 +91,16 @@ export class ThrottledSink implements ResponseSink {
     return false;
   }
 
-  /** The queue's head leaves once the bucket covers it (a chunk larger than a second's worth leaves when the bucket is full). */
+  /** the least that leaves in one write while more waits: no flood of tiny writes at a low rate */
+  private get piece(): number {
+    return Math.max(1, Math.min(this.bytesPerSec, PIECE_BYTES));
+  }
+
+  /** The queue's head leaves piece by piece, each once the bucket covers it. */
   private schedule(): void {
     if (this.timer !== null || this.queue.length === 0) return;
     this.refill();
-    const need = Math.min(this.queue[0].byteLength, this.bytesPerSec) - this.tokens;
+    const need = Math.min(this.queue[0].byteLength, this.piece) - this.tokens;
     const wait = need <= 0 ? 0 : Math.ceil((need / this.bytesPerSec) * 1000);
     this.timer = setTimeout(() => {
       this.timer = null;
@@ -95,12 +112,13 @@ export class ThrottledSink implements ResponseSink {
     this.refill();
     while (this.queue.length > 0 && !this.inner.aborted) {
       const head = this.queue[0];
-      const cost = Math.min(head.byteLength, this.bytesPerSec);
-      if (this.tokens < cost) break;
-      this.tokens -= cost;
-      this.queue.shift();
-      this.queued -= head.byteLength;
-      this.inner.write(head);
+      const take = Math.min(head.byteLength, Math.floor(this.tokens));
+      if (take < Math.min(head.byteLength, this.piece)) break;
+      this.tokens -= take;
+      this.queued -= take;
+      if (take === head.byteLength) this.queue.shift();
+      else this.queue[0] = head.subarray(take);
+      this.inner.write(take === head.byteLength ? head : head.subarray(0, take));
     }
     if (this.queue.length > 0) {
       this.schedule();
