@@ -215,7 +215,7 @@ async function h1Load(t: Target, secs: number): Promise<LoadResult & { client: s
 interface Case {
   id: string;
   server: Server;
-  cred: 'static' | 'oidc' | 'webhook' | 'cert';
+  cred: 'static' | 'static-long' | 'oidc' | 'webhook' | 'cert';
   proto: 'h1' | 'h2';
   target: Target;
 }
@@ -229,7 +229,10 @@ async function main(): Promise<void> {
   makeCerts();
   const issuer = await startIssuer();
   const webhook = await startWebhook();
-  writeFileSync(join(dir, 'tokens.csv'), `static-token,static-user,s1,"${GROUP}"\n`);
+  // a second static token as long as the ID token: the control that tells the cost of a
+  // longer Authorization header (bytes to decrypt, parse and hash) from the authenticator's
+  const longToken = 'L'.repeat(issuer.token.length);
+  writeFileSync(join(dir, 'tokens.csv'), `static-token,static-user,s1,"${GROUP}"\n${longToken},static-long-user,s2,"${GROUP}"\n`);
   const common = [
     '--authorization-mode=Node,RBAC',
     '--token-auth-file', join(dir, 'tokens.csv'),
@@ -256,12 +259,12 @@ async function main(): Promise<void> {
     }
     const cert = { cert: readFileSync(join(dir, 'client.crt')), key: readFileSync(join(dir, 'client.key')) };
     const tgt = (s: Server, cred: Case['cred']): Target => {
-      const token = cred === 'static' ? 'static-token' : cred === 'oidc' ? issuer.token : cred === 'webhook' ? 'webhook-token' : '';
+      const token = cred === 'static' ? 'static-token' : cred === 'static-long' ? longToken : cred === 'oidc' ? issuer.token : cred === 'webhook' ? 'webhook-token' : '';
       return { url: s.url, token, tls: cred === 'cert' ? cert : undefined, pid: s.pid, stop: async () => {} };
     };
     let cases: Case[] = [];
-    for (const cred of ['static', 'oidc', 'webhook'] as const) cases.push({ id: `uws-${cred}`, server: uws, cred, proto: 'h1', target: tgt(uws, cred) });
-    for (const cred of ['static', 'oidc', 'webhook', 'cert'] as const) cases.push({ id: `h2-${cred}`, server: h2, cred, proto: 'h1', target: tgt(h2, cred) });
+    for (const cred of ['static', 'static-long', 'oidc', 'webhook'] as const) cases.push({ id: `uws-${cred}`, server: uws, cred, proto: 'h1', target: tgt(uws, cred) });
+    for (const cred of ['static', 'static-long', 'oidc', 'webhook', 'cert'] as const) cases.push({ id: `h2-${cred}`, server: h2, cred, proto: 'h1', target: tgt(h2, cred) });
     for (const cred of ['static', 'cert'] as const) cases.push({ id: `h2-${cred}-http2`, server: h2, cred, proto: 'h2', target: tgt(h2, cred) });
     if (only) cases = cases.filter((c) => only.split(',').includes(c.id));
     // every credential authenticates and is authorized (and who it is)
