@@ -11,6 +11,7 @@
 //
 //   npm run build && node dist/bench/auth-cost.js [--seconds 5] [--rounds 3] [--connections 16]
 //     [--only uws-static,h2-cert,...] [--h2-streams 1] [--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
+//     [--json FILE]   (every figure, the users the credentials were, the providers' calls during the rounds)
 //
 // HTTP/1.1 load comes from the native client (native/loadgen, with the client certificate
 // when one is used; the JS lean client where it cannot be built), HTTP/2 load from node's
@@ -39,6 +40,7 @@ const connections = Number(opt('connections', '16'));
 const h2Streams = Number(opt('h2-streams', '1'));
 const only = opt('only', '');
 const serverNodeArgs = opt('server-node-args', '').split(' ').filter(Boolean);
+const jsonOut = opt('json', '');
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const NS = 'bench-auth';
 const PATH = `/api/v1/namespaces/${NS}/configmaps/one`;
@@ -268,10 +270,12 @@ async function main(): Promise<void> {
     for (const cred of ['static', 'cert'] as const) cases.push({ id: `h2-${cred}-http2`, server: h2, cred, proto: 'h2', target: tgt(h2, cred) });
     if (only) cases = cases.filter((c) => only.split(',').includes(c.id));
     // every credential authenticates and is authorized (and who it is)
+    const users = new Map<string, string>();
     for (const c of cases) {
       const r = await api(c.target, 'GET', PATH);
       const who = await api(c.target, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
       if (r.status !== 200) throw new Error(`${c.id}: GET answered ${r.status}: ${JSON.stringify(r.body).slice(0, 300)}`);
+      users.set(c.id, who.body?.status?.userInfo?.username ?? '?');
       console.log(`${c.id}: authenticated as ${who.body?.status?.userInfo?.username ?? '?'} (${(who.body?.status?.userInfo?.groups ?? []).join(', ')})`);
     }
     // warm-up: JIT, caches, each credential's first verification
@@ -281,6 +285,7 @@ async function main(): Promise<void> {
     console.log(`load average before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${connections} connections, ${seconds} s per run, ${rounds} rounds`);
     const rps = new Map<string, number[]>();
     const cpu = new Map<string, number[]>();
+    const failed = new Map<string, number>();
     for (let round = 1; round <= rounds; round++) {
       for (const c of cases) {
         const p0 = sampleProc(c.server.pid);
@@ -292,9 +297,29 @@ async function main(): Promise<void> {
         const client = 'client' in r ? (r as { client: string }).client : `node http2, ${h2Streams} stream(s)/session`;
         console.log(`round ${round} ${c.id.padEnd(18)} ${r.rps.toFixed(0).padStart(7)} GET/s  server ${cpuUs.toFixed(1)} µs/GET  (${client}; non2xx ${r.non2xx}, errors ${r.errors})`);
         if (r.non2xx || r.errors) console.log(`  !! ${c.id}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+        failed.set(c.id, (failed.get(c.id) ?? 0) + r.non2xx + r.errors);
       }
     }
-    console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}; webhook calls during the rounds: ${webhook.calls() - hooks0}, issuer requests: ${issuer.hits() - issuer0}`);
+    const load1 = loadavg();
+    console.log(`load average after: ${load1.map((x) => x.toFixed(2)).join(' ')}; webhook calls during the rounds: ${webhook.calls() - hooks0}, issuer requests: ${issuer.hits() - issuer0}`);
+    if (jsonOut)
+      writeFileSync(
+        jsonOut,
+        JSON.stringify(
+          {
+            connections,
+            seconds,
+            rounds,
+            frontEnds: Object.fromEntries(servers.map((s) => [s.name, s.frontEndLine.trim()])),
+            loadAverageAfter: load1,
+            webhookCalls: webhook.calls() - hooks0,
+            issuerRequests: issuer.hits() - issuer0,
+            cases: cases.map((c) => ({ id: c.id, user: users.get(c.id), rps: rps.get(c.id), serverCpuUs: cpu.get(c.id), failed: failed.get(c.id) ?? 0 })),
+          },
+          null,
+          1,
+        ),
+      );
     // each figure against the static token of the same front end and protocol, round by round
     const baseOf = (c: Case) => (c.proto === 'h2' ? 'h2-static-http2' : c.server.name === 'uws' ? 'uws-static' : 'h2-static');
     console.log('\n| case | GET/s per round | median | ÷ same front end\'s static token, per round | ÷ uWS static token, per round | server µs/GET (median) |');
