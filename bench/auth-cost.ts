@@ -10,7 +10,7 @@
 // taken seconds apart: on a shared machine only ratios within a round mean anything.
 //
 //   npm run build && node dist/bench/auth-cost.js [--seconds 5] [--rounds 3] [--connections 16]
-//     [--only uws-static,h2-cert,...] [--h2-streams 1] [--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
+//     [--only uws-static,h2-cert,...] [--h2-sessions N --h2-streams 1] [--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
 //     [--json FILE]   (every figure, the users the credentials were, the providers' calls during the rounds)
 //
 // HTTP/1.1 load comes from the native client (native/loadgen, with the client certificate
@@ -38,6 +38,8 @@ const seconds = Number(opt('seconds', '5'));
 const rounds = Number(opt('rounds', '3'));
 const connections = Number(opt('connections', '16'));
 const h2Streams = Number(opt('h2-streams', '1'));
+/** HTTP/2 connections: as many as the HTTP/1.1 runs' by default (one stream each); client-go multiplexes on one */
+const h2Sessions = Number(opt('h2-sessions', String(connections)));
 const only = opt('only', '');
 const serverNodeArgs = opt('server-node-args', '').split(' ').filter(Boolean);
 const jsonOut = opt('json', '');
@@ -279,7 +281,7 @@ async function main(): Promise<void> {
       console.log(`${c.id}: authenticated as ${who.body?.status?.userInfo?.username ?? '?'} (${(who.body?.status?.userInfo?.groups ?? []).join(', ')})`);
     }
     // warm-up: JIT, caches, each credential's first verification
-    for (const c of cases) await (c.proto === 'h1' ? h1Load(c.target, 1) : h2Load(c.target, connections, h2Streams, 1));
+    for (const c of cases) await (c.proto === 'h1' ? h1Load(c.target, 1) : h2Load(c.target, h2Sessions, h2Streams, 1));
     const hooks0 = webhook.calls();
     const issuer0 = issuer.hits();
     console.log(`load average before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${connections} connections, ${seconds} s per run, ${rounds} rounds`);
@@ -289,12 +291,12 @@ async function main(): Promise<void> {
     for (let round = 1; round <= rounds; round++) {
       for (const c of cases) {
         const p0 = sampleProc(c.server.pid);
-        const r = c.proto === 'h1' ? await h1Load(c.target, seconds) : await h2Load(c.target, connections, h2Streams, seconds);
+        const r = c.proto === 'h1' ? await h1Load(c.target, seconds) : await h2Load(c.target, h2Sessions, h2Streams, seconds);
         const p1 = sampleProc(c.server.pid);
         const cpuUs = p0 && p1 ? ((p1.cpuSeconds - p0.cpuSeconds) * 1e6) / Math.max(1, r.requests) : NaN;
         (rps.get(c.id) ?? rps.set(c.id, []).get(c.id)!).push(r.rps);
         (cpu.get(c.id) ?? cpu.set(c.id, []).get(c.id)!).push(cpuUs);
-        const client = 'client' in r ? (r as { client: string }).client : `node http2, ${h2Streams} stream(s)/session`;
+        const client = 'client' in r ? (r as { client: string }).client : `node http2, ${h2Sessions} sessions × ${h2Streams} streams`;
         console.log(`round ${round} ${c.id.padEnd(18)} ${r.rps.toFixed(0).padStart(7)} GET/s  server ${cpuUs.toFixed(1)} µs/GET  (${client}; non2xx ${r.non2xx}, errors ${r.errors})`);
         if (r.non2xx || r.errors) console.log(`  !! ${c.id}: ${r.non2xx} non-2xx, ${r.errors} errors`);
         failed.set(c.id, (failed.get(c.id) ?? 0) + r.non2xx + r.errors);
