@@ -769,7 +769,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   if (main)
     console.warn(
       nodeFront
-        ? `I front end: node:http2 (HTTP/2 and HTTP/1.1, client certificates), ${o.frontEnd === 'http2' ? 'asked for by --front-end=http2' : `needed by ${nodeWhy.join(', ')}: uWebSockets.js cannot read client certificates`}`
+        ? `I front end: node:http2 (HTTP/2 and HTTP/1.1, client certificates), ${o.frontEnd === 'http2' ? 'asked for by --front-end=http2' : `needed by ${nodeWhy.join(', ')}: uWebSockets.js cannot read client certificates`}; node's HTTP stack costs 1.75 to 2.8 times uWS's CPU per request (bench/README.md, "Authentication cost")`
         : `I front end: uWebSockets.js (HTTP/1.1), ${o.frontEnd === 'uws' ? 'asked for by --front-end=uws' : 'no flag needs node:http2 (--client-ca-file, --requestheader-client-ca-file, a --tls-min-version other than VersionTLS12)'}`,
     );
   // More front threads share the port through SO_REUSEPORT, which only the uWS front end
