@@ -7,7 +7,7 @@
 // cacheErrors off. A cached answer is a plain value, so a warm token costs no promise.
 //
 // Thread ownership: the front thread that built it (cache, client and its connections).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { registerTokenAuthenticator, type AuthResult, type TokenAuthenticatorMode } from '../authenticator.js';
 import { loadWebhookKubeconfig, WebhookClient } from '../webhook-client.js';
 import { TtlCache } from '../ttl-cache.js';
@@ -43,10 +43,8 @@ export class WebhookTokenAuthenticator implements TokenAuthenticatorMode {
     const own = !(audiences && audiences.length);
     const wanted = own ? this.opts.apiAudiences : audiences!;
     // the token is kept only as a hash, with the audiences it was checked for (kube's cache key)
-    const key = createHash('sha256')
-      .update(own ? this.apiAudiencesKey : JSON.stringify(wanted) + '\0')
-      .update(token)
-      .digest('base64');
+    // (one-shot: a third of createHash's cost per warm request)
+    const key = hash('sha256', (own ? this.apiAudiencesKey : JSON.stringify(wanted) + '\0') + token, 'base64');
     const cached = this.cache.get(key);
     if (cached) return cached;
     const pending = this.inflight.get(key);

@@ -80,7 +80,8 @@ export class JwtAuthenticator implements TokenAuthenticatorMode {
   private requiredClaims: [string, string][];
   private algs: Set<string>;
   private audiences: Set<string>;
-  private verified = new Map<string, { user: UserInfo; until: number }>();
+  /** own: the answer for the API audiences, made once, so that the union's grouped form of it is made once too */
+  private verified = new Map<string, { user: UserInfo; until: number; own?: AuthResult }>();
 
   constructor(
     readonly config: JWTAuthenticatorConfig,
@@ -113,6 +114,7 @@ export class JwtAuthenticator implements TokenAuthenticatorMode {
       this.verified.delete(token);
       return undefined;
     }
+    if (!audiences || !audiences.length) return (hit.own ??= { ok: true, response: { user: hit.user, audiences: this.apiAudiences } });
     const respAuds = this.responseAudiences(audiences);
     return respAuds ? { ok: true, response: { user: hit.user, audiences: respAuds } } : { ok: false };
   }
