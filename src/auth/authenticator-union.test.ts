@@ -33,6 +33,19 @@ describe('token authenticator union', () => {
     const u = new TokenAuthenticatorUnion([statics, sa, hook], statics);
     expect(await u.authenticate('t')).toEqual({ ok: true, response: { user: { name: 'hooked', uid: '', groups: ['g', 'system:authenticated'] } } });
   });
+  it("a mode's remembered acceptance answers before the modes in front of it, never before the static file", () => {
+    const sa = mode('sa', {});
+    const jwt = Object.assign(mode('jwt', {}), {
+      cachedAccept: (t: string): AuthResult | undefined => (t === 'j' || t === 's' ? { ok: true, response: { user: user('remembered') } } : undefined),
+    });
+    const u = new TokenAuthenticatorUnion([statics, sa, jwt], statics);
+    expect(u.authenticate('j')).toEqual({ ok: true, response: { user: { name: 'remembered', uid: '', groups: ['g', 'system:authenticated'] } } });
+    expect(sa.asked).toEqual([]);
+    expect((u.authenticate('s') as any).response.user.name).toBe('static');
+    // nothing remembered: the usual order
+    u.authenticate('other');
+    expect(sa.asked).toEqual(['other']);
+  });
   it('nobody accepting: the errors aggregated, as TokenReview reports them', async () => {
     const a = mode('a', { t: { ok: false, error: 'e1' } });
     const b = mode('b', { t: { ok: false, error: 'e2' } }, true);

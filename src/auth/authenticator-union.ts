@@ -36,12 +36,15 @@ function grouped(r: AuthResult): AuthResult {
 
 export class TokenAuthenticatorUnion {
   readonly names: string[];
+  /** the modes with a warm path that may go first (TokenAuthenticatorMode.cachedAccept) */
+  private readonly warm: TokenAuthenticatorMode[];
   constructor(
     readonly modes: TokenAuthenticatorMode[],
     /** the static token file, also the first of modes: the filter's one-lookup path */
     readonly staticTokens?: StaticTokenAuthenticator,
   ) {
     this.names = modes.map((m) => m.name);
+    this.warm = modes.filter((m) => m.cachedAccept);
   }
 
   staticUser(token: string): UserInfo | undefined {
@@ -49,6 +52,14 @@ export class TokenAuthenticatorUnion {
   }
 
   authenticate(token: string, audiences?: string[]): AuthResult | Promise<AuthResult> {
+    // a remembered JWT answers before the service-account check splits and decodes it
+    // again on every request (the static file, which could hold any string, is asked first)
+    if (this.warm.length && !this.staticTokens?.lookup(token)) {
+      for (const m of this.warm) {
+        const hit = m.cachedAccept!(token, audiences);
+        if (hit) return grouped(hit);
+      }
+    }
     return this.run(token, audiences, 0, null);
   }
 

@@ -20,6 +20,12 @@ export interface JwtAuthenticatorsOptions {
   configFile?: string;
   reloadMs?: number;
   disallowedIssuers?: string[];
+  /**
+   * the service-account issuers: a remembered answer of an issuer among them is never given
+   * ahead of the service-account authenticator (cachedAccept); the file's validation refuses
+   * such an issuer, the --oidc-* flags do not
+   */
+  serviceAccountIssuers?: string[];
 }
 
 export class JwtAuthenticators implements TokenAuthenticatorMode {
@@ -115,6 +121,21 @@ export class JwtAuthenticators implements TokenAuthenticatorMode {
     const a = iss === undefined ? undefined : this.byIssuer.get(iss);
     if (!a) return { ok: false };
     return a.authenticateToken(token, audiences);
+  }
+
+  /**
+   * A token verified in the last minute, answered ahead of the authenticators before this
+   * one in the union (authenticator-union.ts): none of them can accept it. A JWT is never a
+   * bootstrap token (one dot), and a service-account token carries a service-account issuer,
+   * which is never one of ours here. Only accepting answers are given; else undefined.
+   */
+  cachedAccept(token: string, audiences?: string[]): AuthResult | undefined {
+    for (const [iss, a] of this.byIssuer) {
+      if (this.opts.serviceAccountIssuers?.includes(iss)) continue;
+      const hit = a.cachedResult(token, audiences);
+      if (hit?.ok) return hit;
+    }
+    return undefined;
   }
 
   close(): void {

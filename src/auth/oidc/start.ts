@@ -24,6 +24,7 @@ export async function buildJwtAuthenticators(o: ServerOptions, log: (m: string) 
         apiAudiences,
         log,
         disallowedIssuers: o.serviceAccountIssuers,
+        serviceAccountIssuers: o.serviceAccountIssuers,
         reloadMs: Number(process.env.KUBESHARD_AUTHN_CONFIG_RELOAD_MS) || undefined,
       });
     } catch (e) {
@@ -37,7 +38,7 @@ export async function buildJwtAuthenticators(o: ServerOptions, log: (m: string) 
     }
   } else if (o.oidc.issuerURL) {
     const cfg = jwtConfigFromFlags(o.oidc, (f) => readFileSync(f, 'utf8'));
-    set = new JwtAuthenticators([cfg], { apiAudiences, log });
+    set = new JwtAuthenticators([cfg], { apiAudiences, log, serviceAccountIssuers: o.serviceAccountIssuers });
   }
   if (!set) return undefined;
   await Promise.race([set.start(), new Promise((r) => setTimeout(r, FIRST_FETCH_WAIT_MS).unref())]);
