@@ -12,7 +12,9 @@
 //     and HOME from the agent, HOSTNAME the pod's name.
 //   - its stdout and stderr go to a log file per instance in the CRI log format
 //     (<root-dir>/pods/<uid>/logs/<name>/<restartCount>.log, "time stream F|P text" lines),
-//     which /containerLogs reads, previous=true reading the instance before.
+//     which /containerLogs reads, previous=true reading the instance before; rotated at
+//     containerLogMaxSize keeping containerLogMaxFiles files (cri-log.ts), and only the
+//     current and the previous instance's logs are kept (kubelet's container GC).
 //   - stopping: the preStop hook (exec, httpGet, sleep), SIGTERM to the process group, SIGKILL
 //     when the grace period is over.
 //   - restarts follow restartPolicy (Always; OnFailure on a non-zero exit; Never) with
@@ -39,7 +41,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { writeCheckpointArchive } from './checkpoint-archive.js';
-import { CriLogWriter, readContainerLog } from './cri-log.js';
+import { CriLogWriter, DEFAULT_LOG_ROTATION, readContainerLog, removeLogFiles, type LogRotation } from './cri-log.js';
 import { runProbe } from './probes.js';
 import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type ContainerRuntimeStatus, type ExecSession, type LogOptions, type StreamOptions } from './runtime.js';
 
@@ -61,6 +63,8 @@ export interface ProcessRuntimeOptions {
   log?: (m: string) => void;
   /** first restart delay, for tests (kubelet's 10 s by default) */
   backoffInitialMs?: number;
+  /** KubeletConfiguration's containerLogMaxSize and containerLogMaxFiles (kubelet's 10Mi and 5 by default) */
+  logRotation?: LogRotation;
   /** what kubelet records as a pod's Events (Pulled, Created, Started, Killing, BackOff, Unhealthy, Failed) */
   onEvent?: (pod: any, fieldPath: string, type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
@@ -309,7 +313,10 @@ export class ProcessRuntime implements ContainerRuntime {
     this.event(rec, inst, 'Normal', 'Created', `Created container: ${c.name}`);
     const tty = !!c.tty && haveScript();
     const [file, args] = tty ? ['script', ['-qfec', inst.command.map(quote).join(' '), '/dev/null']] : [inst.command[0], inst.command.slice(1)];
-    const writer = new CriLogWriter(inst.logPath);
+    const writer = new CriLogWriter(inst.logPath, this.opts.logRotation ?? DEFAULT_LOG_ROTATION);
+    // kubelet's container GC keeps one dead instance per container (MaxPerPodContainer 1):
+    // the one before this, for previous=true; older instances' logs go with their rotations
+    for (let k = restartCount - 2; k >= 0 && existsSync(join(logDir, `${k}.log`)); k--) removeLogFiles(join(logDir, `${k}.log`));
     const startedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     let proc: ChildProcess;
     try {
