@@ -2,7 +2,7 @@
 // captured, restarts per restartPolicy keep the previous instance's log, exec beside the
 // container, env expansion, readiness by probe, checkpoint archives, kill.
 import { describe, expect, it, afterAll } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -161,6 +161,8 @@ describe('process runtime', () => {
     expect(st.lastTerminated).toMatchObject({ exitCode: 1, reason: 'Error' });
     const prev = await text(await rt.logs({ namespace: 'default', pod: p.metadata.name, uid: '', container: 'c' }, { previous: true }, new AbortController().signal));
     expect(prev.trim()).toBe('run 2');
+    // kubelet's container GC: the current and the previous instance's logs are kept, no older
+    expect(readdirSync(join(root, 'pods', p.metadata.uid, 'logs', 'c')).sort()).toEqual(['1.log', '2.log']);
   });
 
   it('an unknown command ends with StartError; no command runs sleep infinity', async () => {
