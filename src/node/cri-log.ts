@@ -225,6 +225,7 @@ class ContainerLogStream extends Readable {
   private readonly since?: Date;
   private readonly follow: boolean;
   private pumping = false;
+  private askedAgain = false;
   private endPushed = false;
   private done = false;
   /** the instance was seen over: one more read to the end, then done */
@@ -286,10 +287,21 @@ class ContainerLogStream extends Readable {
       this.finish();
       return;
     }
-    if (this.pumping) return;
+    // a call while a pump runs (the stream asking again before it returned) is served after it:
+    // the stream waits for a push after each call
+    if (this.pumping) {
+      this.askedAgain = true;
+      return;
+    }
     this.pumping = true;
     this.pump().then(
-      () => (this.pumping = false),
+      () => {
+        this.pumping = false;
+        if (this.askedAgain) {
+          this.askedAgain = false;
+          this._read();
+        }
+      },
       (e) => {
         this.pumping = false;
         this.destroy(e);
@@ -302,7 +314,9 @@ class ContainerLogStream extends Readable {
     for (;;) {
       if (this.done || this.destroyed) return;
       const want = Math.min(READ_CHUNK, this.stopAt - this.pos);
-      const n = want > 0 ? (await this.fh!.read(this.buf, 0, want, this.pos)).bytesRead : 0;
+      const fh = this.fh;
+      if (!fh) return;
+      const n = want > 0 ? (await fh.read(this.buf, 0, want, this.pos)).bytesRead : 0;
       if (this.done || this.destroyed) return;
       if (n > 0) {
         this.pos += n;
@@ -354,7 +368,11 @@ class ContainerLogStream extends Readable {
     } catch {
       return;
     }
-    await this.fh!.close().catch(() => {});
+    if (this.done || !this.fh) {
+      await next.close().catch(() => {});
+      return;
+    }
+    await this.fh.close().catch(() => {});
     this.fh = next;
     this.ino = (await next.stat()).ino;
     this.pos = 0;
