@@ -10,6 +10,14 @@ import { Writable, type Readable } from 'node:stream';
 import { CriLogWriter, readContainerLog, rotatedLogs, rotationStamp } from './cri-log.js';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'ks-cri-log-'));
+
+async function until(fn: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 const never = new AbortController().signal;
 
 const text = async (r: Readable) => {
@@ -188,6 +196,30 @@ describe('CRI log reading', () => {
     await ended;
     expect(seen.split('\n').filter(Boolean)).toEqual(expected);
     expect(rotatedLogs(p).length).toBe(1);
+  });
+
+  it('follow loses nothing to several rotations between two of its reads', async () => {
+    const d5 = dir();
+    const p = join(d5, '0.log');
+    const w5 = new CriLogWriter(p, { maxSize: 400, maxFiles: 10 });
+    w5.write('stdout', Buffer.from('first\n'));
+    let over = false;
+    const r = readContainerLog(p, { follow: true }, never, true, () => over);
+    let seen = '';
+    r.on('data', (c: Buffer) => (seen += c.toString()));
+    const ended = new Promise((res) => r.on('end', res));
+    await until(() => seen === 'first\n');
+    // all at once (no turn of the event loop between): four rotations before the reader looks again
+    const expected = ['first'];
+    for (let i = 0; i < 40; i++) {
+      w5.write('stdout', Buffer.from(`burst ${i}\n`));
+      expected.push(`burst ${i}`);
+    }
+    expect(rotatedLogs(p).length).toBeGreaterThanOrEqual(4);
+    w5.close();
+    over = true;
+    await ended;
+    expect(seen.split('\n').filter(Boolean)).toEqual(expected);
   });
 
   it('an aborted follow ends with what was read', async () => {

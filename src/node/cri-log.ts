@@ -21,7 +21,8 @@
 // (sinceSeconds, sinceTime, the later of the two) filters after the tail; limitBytes cuts
 // after timestamps are prepended. follow waits on the directory's changes (inotify through
 // fs.watch) with a periodic check as a fallback, follows the file across a rotation
-// (draining the rotated file first, so nothing written before the rename is lost), and
+// (draining the rotated file first, then any rotated since, while they are kept, so that
+// nothing is lost to a rotation; kubelet reopens the live file and may skip some), and
 // ends once the container's instance is over and everything it wrote has been read.
 //
 // Thread ownership: the agent's main thread (a writer per container instance, a reader per
@@ -360,11 +361,27 @@ class ContainerLogStream extends Readable {
     }
   }
 
+  /**
+   * The file to read after the current one: the rotated file that followed it (when several
+   * rotations happened since it was opened, and they are still kept), else the live file.
+   */
+  private async nextFile(): Promise<string> {
+    const rotated = rotatedLogs(this.path);
+    for (let i = 0; i < rotated.length; i++) {
+      try {
+        if ((await stat(rotated[i])).ino === this.ino) return rotated[i + 1] ?? this.path;
+      } catch {
+        /* removed meanwhile */
+      }
+    }
+    return this.path;
+  }
+
   private async reopen(): Promise<void> {
     this.switchPending = false;
     let next: FileHandle;
     try {
-      next = await open(this.path, 'r');
+      next = await open(await this.nextFile(), 'r');
     } catch {
       return;
     }
