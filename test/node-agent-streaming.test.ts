@@ -16,6 +16,7 @@ import { freePort, request, startServer, until, type TestServer } from './helper
 import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 import { kubeletClientCredentials } from './helpers/test-kubelet.js';
 import { portForwardEcho } from './helpers/port-forward.js';
+import { WebSocket } from 'ws';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -155,6 +156,28 @@ for (const front of ['uws', 'http2'] as const) {
       expect(r.code).toBe(3);
       const input = await kubectl(s, ['exec', '-i', 'ticker', '--', 'sh', '-c', 'tr a-z A-Z'], { input: 'shout\n' });
       expect(input.stdout).toBe('SHOUT\n');
+    });
+
+    it('exec with a tty over v5.channel.k8s.io: a resize on channel 4 reaches the command as its terminal size', async () => {
+      const script = "n=0; trap 'stty size; n=1' WINCH; echo ready; while [ $n -eq 0 ]; do sleep 0.05; done";
+      const path = `${PODS}/ticker/exec?command=sh&command=-c&command=${encodeURIComponent(script)}&stdin=true&stdout=true&tty=true`;
+      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${path}`, ['v5.channel.k8s.io'], { ca: s.ca, headers: { Authorization: `Bearer ${s.token}` } });
+      let out = '';
+      let status = '';
+      ws.on('message', (m: Buffer) => {
+        if (m[0] === 1) out += m.subarray(1).toString();
+        if (m[0] === 3) status += m.subarray(1).toString();
+      });
+      const closed = new Promise((res) => ws.once('close', res));
+      await new Promise((res, rej) => {
+        ws.once('open', res);
+        ws.once('error', rej);
+      });
+      await until(() => out.includes('ready'), 10_000);
+      ws.send(Buffer.concat([Buffer.from([4]), Buffer.from('{"Width":132,"Height":43}')]));
+      await closed;
+      expect(out).toContain('43 132');
+      expect(status).toBe('{"metadata":{},"status":"Success"}');
     });
 
     it('kubectl cp into the pod and back out', async () => {

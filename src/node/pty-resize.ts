@@ -4,9 +4,11 @@
 //
 // Node cannot ioctl, and `script` takes no size (it copies its own stdin's, a pipe here),
 // so the size is set from the terminal's other side: `script` runs the command as its child
-// with the pty's slave end as fd 0; `stty -F /dev/pts/N rows H cols W` there is the
-// TIOCSWINSZ kubelet's runtime makes on the master, and the kernel sends SIGWINCH to the
-// terminal's foreground process group just the same. A resize that arrives before `script`
+// with the pty's slave end as fd 0; a TIOCSWINSZ there is the one kubelet's runtime makes on
+// the master, and the kernel sends SIGWINCH to the terminal's foreground process group just
+// the same. The ioctl is made by python3 when there is one (rows and columns in one call);
+// otherwise by `stty -F /dev/pts/N cols W rows H`, which sets them one after the other (two
+// SIGWINCH, the first with the new width and the old height). A resize that arrives before `script`
 // has started its child is retried a few times; only the latest size is applied.
 //
 // Thread ownership: the agent's main thread (one resizer per tty session).
@@ -15,6 +17,27 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
 const RETRIES = 20;
 const RETRY_MS = 50;
+/** TIOCSWINSZ on the terminal named by argv[1], rows argv[2], columns argv[3] */
+const PY_RESIZE = "import fcntl,os,struct,sys,termios\nfd=os.open(sys.argv[1],os.O_RDWR|os.O_NOCTTY)\nfcntl.ioctl(fd,termios.TIOCSWINSZ,struct.pack('HHHH',int(sys.argv[2]),int(sys.argv[3]),0,0))";
+/** whether python3 can be run (unknown until the first resize) */
+let havePython: boolean | undefined;
+
+/** Sets the window size of a terminal device; calls done when it is set (or could not be). */
+function setSize(tty: string, width: number, height: number, done: () => void): void {
+  const stty = () => execFile('stty', ['-F', tty, 'cols', String(width), 'rows', String(height)], () => done());
+  if (havePython === false) {
+    stty();
+    return;
+  }
+  execFile('python3', ['-c', PY_RESIZE, tty, String(height), String(width)], (err) => {
+    if (!err) {
+      havePython = true;
+      return done();
+    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') havePython = false;
+    stty();
+  });
+}
 
 /** The pids whose parent is pid (/proc/<pid>/task/<pid>/children, or a scan of /proc). */
 function childrenOf(pid: number): number[] {
@@ -68,7 +91,7 @@ export function scriptResizer(scriptPid: () => number | undefined): (width: numb
       else setTimeout(() => apply(tries - 1), RETRY_MS).unref();
       return;
     }
-    execFile('stty', ['-F', tty, 'rows', String(size.height), 'cols', String(size.width)], () => {
+    setSize(tty, size.width, size.height, () => {
       // a newer size came while this one was set: set it too
       if (wanted !== size) apply(RETRIES);
       else busy = false;
