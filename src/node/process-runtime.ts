@@ -27,7 +27,7 @@
 //     Startup probes are not run.
 //   - exec runs a command beside the main process (same directory and environment); with a
 //     tty it runs under util-linux `script` (a pseudo-terminal, resized from the resize
-//     channel through `stty` on its slave end: pty-resize.ts); without `script`, a tty
+//     channel by a TIOCSWINSZ on its slave end: pty-resize.ts); without `script`, a tty
 //     request runs without one.
 //   - attach joins the main process's stdin (when the container has stdin: true) and output.
 //   - portForward connects to 127.0.0.1:port (the pod's network is the host's).
