@@ -144,6 +144,42 @@ describe('Deployment and ReplicaSet controllers', () => {
     expect(rs.metadata.annotations['deployment.kubernetes.io/desired-replicas']).toBe('2');
   });
 
+  it('Events as kube records them: ScalingReplicaSet on the Deployment, SuccessfulCreate and SuccessfulDelete on its ReplicaSet; describe shows them', async () => {
+    const rs = (await request(s, 'GET', `/apis/apps/v1/namespaces/${NS}/replicasets`)).json().items.find((r: any) => r.spec.replicas > 0);
+    const name = rs.metadata.name;
+    const events = async () => (await request(s, 'GET', `/api/v1/namespaces/${NS}/events`)).json().items as any[];
+    // (events are written one at a time after the scaling: wait for the last)
+    const all = await until(async () => {
+      const evs = await events();
+      return evs.some((e) => e.message === `Scaled down replica set ${name} from 5 to 2`) && evs.filter((e) => e.reason === 'SuccessfulDelete' && e.involvedObject.name === name).length >= 3 ? evs : undefined;
+    }, 30_000);
+    const scaling = all.filter((e) => e.reason === 'ScalingReplicaSet');
+    for (const e of scaling) {
+      expect(e).toMatchObject({ type: 'Normal', source: { component: 'deployment-controller' }, involvedObject: { kind: 'Deployment', apiVersion: 'apps/v1', name: 'web', namespace: NS } });
+    }
+    const messages = scaling.map((e) => e.message);
+    expect(messages).toContain(`Scaled up replica set ${name} from 3 to 5`);
+    expect(messages).toContain(`Scaled down replica set ${name} from 5 to 2`);
+    // the first ReplicaSet was made with its replicas (kube's "from 0 to")
+    expect(messages.some((m) => /^Scaled up replica set web-[a-z0-9]+ from 0 to 3$/.test(m))).toBe(true);
+    // and emptied by the rollout of the second
+    expect(messages.some((m) => /^Scaled down replica set web-[a-z0-9]+ from \d+ to 0$/.test(m))).toBe(true);
+    const created = all.filter((e) => e.reason === 'SuccessfulCreate' && e.involvedObject.name === name);
+    expect(created.length).toBeGreaterThanOrEqual(5);
+    for (const e of created) {
+      expect(e).toMatchObject({ type: 'Normal', source: { component: 'replicaset-controller' }, involvedObject: { kind: 'ReplicaSet', apiVersion: 'apps/v1', uid: rs.metadata.uid } });
+      expect(e.message).toMatch(new RegExp(`^Created pod: ${name}-[a-z0-9]{5}$`));
+    }
+    const deleted = all.filter((e) => e.reason === 'SuccessfulDelete' && e.involvedObject.name === name);
+    for (const e of deleted) expect(e.message).toMatch(new RegExp(`^Deleted pod: ${name}-[a-z0-9]{5}$`));
+    const describe = await k(['-n', NS, 'describe', 'deployment', 'web']);
+    expect(describe).toMatch(new RegExp(`Normal\\s+ScalingReplicaSet\\s+.*deployment-controller\\s+Scaled down replica set ${name} from 5 to 2`));
+    const describeRs = await k(['-n', NS, 'describe', 'replicaset', name]);
+    expect(describeRs).toMatch(/Normal\s+SuccessfulCreate\s+.*replicaset-controller\s+Created pod: /);
+    const get = await k(['-n', NS, 'get', 'events', '--field-selector', 'reason=ScalingReplicaSet']);
+    expect(get).toContain(`Scaled up replica set ${name} from 3 to 5`);
+  });
+
   it('a pod deleted by hand is replaced; an orphan matching the selector is adopted', async () => {
     const rs = (await request(s, 'GET', `/apis/apps/v1/namespaces/${NS}/replicasets`)).json().items.find((r: any) => r.spec.replicas > 0);
     const [victim] = (await pods()).filter((p) => !p.metadata.deletionTimestamp);

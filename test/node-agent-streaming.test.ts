@@ -8,7 +8,7 @@
 // Both front ends: uWS relays the WebSockets, node:http2 joins the upgraded connections.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import { freePort, request, startServer, until, type TestServer } from './helper
 import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 import { kubeletClientCredentials } from './helpers/test-kubelet.js';
 import { portForwardEcho } from './helpers/port-forward.js';
+import { WebSocket } from 'ws';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
@@ -61,7 +62,7 @@ for (const front of ['uws', 'http2'] as const) {
       const port = await freePort();
       agent = spawn(
         process.execPath,
-        [MAIN, 'node', '--kubeconfig', kubeconfig, '--hostname-override', 'n1', '--node-ip', '127.0.0.1', '--root-dir', join(dir, 'root'), '--port', String(port), '--address', '127.0.0.1', '--healthz-port', '0', '--client-ca-file', join(dir, 'kubelet-client-ca.crt')],
+        [MAIN, 'node', '--kubeconfig', kubeconfig, '--hostname-override', 'n1', '--node-ip', '127.0.0.1', '--root-dir', join(dir, 'root'), '--port', String(port), '--address', '127.0.0.1', '--healthz-port', '0', '--client-ca-file', join(dir, 'kubelet-client-ca.crt'), '--container-log-max-size', '64Ki', '--container-log-max-files', '5'],
         { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
       );
       agent.stdout!.on('data', (d) => (agentOut += d));
@@ -111,6 +112,43 @@ for (const front of ['uws', 'http2'] as const) {
       expect(follow.code).toBe(0);
     });
 
+    it('logs rotated at --container-log-max-size: files kept and private; --tail, --limit-bytes; -f loses nothing across rotations', async () => {
+      // ~500 KiB, 100 lines at a time: several rotations of 64Ki while kubectl follows
+      const line = (i: number) => `loud ${String(i).padStart(5, '0')} ${'x'.repeat(80)}`;
+      const made = await request(s, 'POST', PODS, {
+        metadata: { name: 'loud' },
+        spec: {
+          nodeName: 'n1',
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', `sleep 1.5; i=0; while [ $i -lt 5000 ]; do printf 'loud %05d %s\\n' $i ${'x'.repeat(80)}; i=$((i+1)); [ $((i % 100)) -eq 0 ] && sleep 0.1; done; true`] }],
+        },
+      });
+      expect(made.status).toBe(201);
+      const uid = made.json().metadata.uid;
+      await until(async () => (await request(s, 'GET', `${PODS}/loud`)).json().status?.phase === 'Running', 20_000);
+      const follow = await kubectl(s, ['logs', '-f', 'loud'], { timeoutMs: 60_000 });
+      expect(follow.code).toBe(0);
+      const lines = follow.stdout.split('\n').filter(Boolean);
+      expect(lines.length).toBe(5000);
+      expect(lines.every((l, i) => l === line(i))).toBe(true);
+      const logDir = join(dir, 'root', 'pods', uid, 'logs', 'main');
+      const files = readdirSync(logDir);
+      expect(files.length).toBe(5);
+      expect(files).toContain('0.log');
+      for (const f of files) {
+        expect(f).toMatch(/^0\.log(\.\d{8}-\d{6}(-\d+)?)?$/);
+        const st = statSync(join(logDir, f));
+        expect(st.mode & 0o777).toBe(0o600);
+        expect(st.size).toBeLessThanOrEqual(64 * 1024);
+      }
+      expect(await kubectlOk(s, ['logs', 'loud', '--tail=2'])).toBe(`${line(4998)}\n${line(4999)}\n`);
+      // the live file only, as kubelet: its first line is some way into the log
+      const head = await kubectlOk(s, ['logs', 'loud', '--limit-bytes=50']);
+      expect(head).toHaveLength(50);
+      expect(head).toMatch(/^loud \d{5} x+$/);
+      expect(Number(head.slice(5, 10))).toBeGreaterThan(4000);
+    });
+
     it('kubectl exec: stdout, stderr and the exit code', async () => {
       const r = await kubectl(s, ['exec', 'ticker', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
       expect(r.stdout).toBe('out\n');
@@ -118,6 +156,28 @@ for (const front of ['uws', 'http2'] as const) {
       expect(r.code).toBe(3);
       const input = await kubectl(s, ['exec', '-i', 'ticker', '--', 'sh', '-c', 'tr a-z A-Z'], { input: 'shout\n' });
       expect(input.stdout).toBe('SHOUT\n');
+    });
+
+    it('exec with a tty over v5.channel.k8s.io: a resize on channel 4 reaches the command as its terminal size', async () => {
+      const script = "n=0; trap 'stty size; n=1' WINCH; echo ready; while [ $n -eq 0 ]; do sleep 0.05; done";
+      const path = `${PODS}/ticker/exec?command=sh&command=-c&command=${encodeURIComponent(script)}&stdin=true&stdout=true&tty=true`;
+      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${path}`, ['v5.channel.k8s.io'], { ca: s.ca, headers: { Authorization: `Bearer ${s.token}` } });
+      let out = '';
+      let status = '';
+      ws.on('message', (m: Buffer) => {
+        if (m[0] === 1) out += m.subarray(1).toString();
+        if (m[0] === 3) status += m.subarray(1).toString();
+      });
+      const closed = new Promise((res) => ws.once('close', res));
+      await new Promise((res, rej) => {
+        ws.once('open', res);
+        ws.once('error', rej);
+      });
+      await until(() => out.includes('ready'), 10_000);
+      ws.send(Buffer.concat([Buffer.from([4]), Buffer.from('{"Width":132,"Height":43}')]));
+      await closed;
+      expect(out).toContain('43 132');
+      expect(status).toBe('{"metadata":{},"status":"Success"}');
     });
 
     it('kubectl cp into the pod and back out', async () => {

@@ -9,6 +9,9 @@
 // Mirrors pkg/controller/deployment: deployment_controller.go (syncDeployment, the adoption
 // of ReplicaSets), sync.go (getNewReplicaSet, scale, cleanupDeployment, calculateStatus),
 // rolling.go, recreate.go and progress.go (syncRolloutStatus), and deployment/util.
+// Events on the Deployment as kube's, from the component "deployment-controller":
+// ScalingReplicaSet ("Scaled up replica set X from 0 to 3", "Scaled down ... from 3 to 1"),
+// ReplicaSetCreateError, SelectingAll.
 //
 // Thread ownership: the main thread. Driven by the cache layer's committed batches
 // (Cacher.observe) through a KeyQueue of "<namespace>/<name>" Deployments; reads come from the
@@ -19,6 +22,7 @@ import { StatusError } from '../errors.js';
 import { entryObject, type ResourceCache, type WatchEvent } from '../../workers/watch/watch-cache.js';
 import { nowTimestamp, type ResourceTarget, type Store } from '../registry/store.js';
 import { deepEqual } from '../registry/managed-fields.js';
+import { EventRecorder } from './event-recorder.js';
 import { KeyQueue } from './key-queue.js';
 import { controllerRef, workloadSelects } from './replicaset.js';
 
@@ -210,6 +214,8 @@ export class DeploymentController {
   readonly dT: ResourceTarget;
   readonly rsT: ResourceTarget;
   readonly podsT: ResourceTarget;
+  /** the Deployment's Events (kube's eventRecorder of the deployment controller) */
+  readonly recorder: EventRecorder;
   private queue: KeyQueue;
   private stopped = false;
 
@@ -218,6 +224,7 @@ export class DeploymentController {
     private cacher: Cacher,
     targets: Targets,
   ) {
+    this.recorder = new EventRecorder(store, targets.resolve('', 'v1', 'events')!, { component: 'deployment-controller' });
     this.dT = targets.resolve('apps', 'v1', 'deployments')!;
     this.rsT = targets.resolve('apps', 'v1', 'replicasets')!;
     this.podsT = targets.resolve('', 'v1', 'pods')!;
@@ -232,6 +239,7 @@ export class DeploymentController {
   stop(): void {
     this.stopped = true;
     this.queue.stop();
+    this.recorder.stop();
   }
 
   private onEvents(cache: ResourceCache, evs: WatchEvent[]): void {
@@ -279,6 +287,7 @@ export class DeploymentController {
     const d = ctx.d;
     if (!d.spec?.selector || (Object.keys(d.spec.selector.matchLabels ?? {}).length === 0 && (d.spec.selector.matchExpressions ?? []).length === 0)) {
       // kube: an empty selector selects nothing; only the observed generation moves
+      ctx.event('Warning', 'SelectingAll', 'This deployment is selecting all pods. A non-empty selector is required.');
       if ((d.status?.observedGeneration ?? 0) < (d.metadata.generation ?? 0)) await ctx.writeStatus({ ...(d.status ?? {}), observedGeneration: d.metadata.generation });
       return;
     }
@@ -315,6 +324,12 @@ class SyncContext {
 
   private get key(): string {
     return `${this.ns}/${this.d.metadata.name}`;
+  }
+
+  /** An Event about the Deployment (kube's dc.eventRecorder.Eventf(d, ...)). */
+  event(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const m = this.d.metadata;
+    this.c.recorder.event({ kind: 'Deployment', apiVersion: 'apps/v1', namespace: this.ns, name: m.name, uid: m.uid, resourceVersion: m.resourceVersion }, type, reason, message);
   }
 
   // ---------------------------------------------------------------- writes
@@ -442,7 +457,10 @@ class SyncContext {
       const r = await this.store.create(this.c.rsT, this.ns, structuredClone(rs), { dryRun: false });
       made = JSON.parse(r.json.toString('utf8'));
     } catch (err) {
-      if (!(err instanceof StatusError && err.code === 409)) throw err;
+      if (!(err instanceof StatusError && err.code === 409)) {
+        this.event('Warning', 'ReplicaSetCreateError', `Failed to create new replica set "${rs.metadata.name}": ${(err as Error).message}`);
+        throw err;
+      }
       // kube: the name is taken. Ours already (a cache behind our own create): use it; anything
       // else is a hash collision, resolved by a new collisionCount and a new hash.
       const e = this.store.cacheOf(this.c.rsT).items.get(`${this.ns}/${rs.metadata.name}`);
@@ -453,6 +471,7 @@ class SyncContext {
       await this.writeStatus(status);
       throw new Error(`hash collision for ReplicaSet "${rs.metadata.name}": collisionCount now ${status.collisionCount}`);
     }
+    if (specReplicas(made) > 0) this.event('Normal', 'ScalingReplicaSet', `Scaled up replica set ${made.metadata.name} from 0 to ${specReplicas(made)}`);
     await this.writeRevision(newRevision);
     if (hasProgressDeadline(d)) {
       const status = structuredClone(this.d.status ?? {});
@@ -517,8 +536,10 @@ class SyncContext {
     const copy = structuredClone(rs);
     const annotationsChanged = this.setReplicasAnnotations(copy, replicasOf(d), replicasOf(d) + maxSurge(d));
     if (!sizeChanged && !annotationsChanged) return false;
+    const from = specReplicas(rs);
     copy.spec.replicas = n;
     const written = await this.writeRs(copy);
+    if (sizeChanged) this.event('Normal', 'ScalingReplicaSet', `Scaled ${from < n ? 'up' : 'down'} replica set ${written.metadata.name} from ${from} to ${n}`);
     for (const k of Object.keys(rs)) delete rs[k];
     Object.assign(rs, written);
     return sizeChanged;

@@ -9,7 +9,10 @@
 // creations and deletions have not all been seen in the cache yet is not managed again, so
 // a slow cache never makes it create twice), creations in slow-start batches (1, 2, 4, ...
 // at most 500 a sync) that stop at the first failure, and the deletion ranking of
-// controller.ActivePods (unscheduled, pending, not ready and newer pods go first).
+// controller.ActivePods (unscheduled, pending, not ready and newer pods go first). Events on
+// the ReplicaSet as kube's RealPodControl records them, from "replicaset-controller":
+// SuccessfulCreate "Created pod: NAME", FailedCreate "Error creating: ...",
+// SuccessfulDelete "Deleted pod: NAME", FailedDelete "Error deleting: ...".
 //
 // Thread ownership: the main thread. Driven by the cache layer's committed batches
 // (Cacher.observe) through a KeyQueue of "<namespace>/<name>"; reads come from the watch
@@ -21,6 +24,7 @@ import { entryObject, type CacheEntry, type ResourceCache, type WatchEvent } fro
 import { nowTimestamp, type ResourceTarget, type Store } from '../registry/store.js';
 import { deepEqual } from '../registry/managed-fields.js';
 import { selectorMatches } from '../registry/validation/selector.js';
+import { EventRecorder } from './event-recorder.js';
 import { KeyQueue } from './key-queue.js';
 
 /** kube's BurstReplicas: the most pods one sync creates or deletes */
@@ -125,12 +129,15 @@ export class ReplicaSetController {
   private expectations = new Map<string, Expectations>();
   private queue: KeyQueue;
   private stopped = false;
+  /** the ReplicaSets' Events (kube's RealPodControl.Recorder) */
+  private recorder: EventRecorder;
 
   constructor(
     private store: Store,
     private cacher: Cacher,
     targets: Targets,
   ) {
+    this.recorder = new EventRecorder(store, targets.resolve('', 'v1', 'events')!, { component: 'replicaset-controller' });
     this.rsT = targets.resolve('apps', 'v1', 'replicasets')!;
     this.podsT = targets.resolve('', 'v1', 'pods')!;
     this.queue = new KeyQueue((k) => this.sync(k), WORKERS, (m) => console.warn(`W replicaset controller: ${m}`));
@@ -144,6 +151,12 @@ export class ReplicaSetController {
   stop(): void {
     this.stopped = true;
     this.queue.stop();
+    this.recorder.stop();
+  }
+
+  private event(rs: any, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const m = rs.metadata;
+    this.recorder.event({ kind: 'ReplicaSet', apiVersion: 'apps/v1', namespace: m.namespace, name: m.name, uid: m.uid, resourceVersion: m.resourceVersion }, type, reason, message);
   }
 
   private onEvents(cache: ResourceCache, evs: WatchEvent[]): void {
@@ -299,11 +312,15 @@ export class ReplicaSetController {
       this.expectations.set(key, x);
       const results = await Promise.allSettled(
         victims.map((p) =>
-          this.store.delete(this.podsT, ns, p.metadata.name, { dryRun: false, preconditions: { uid: p.metadata.uid } }).catch((err) => {
-            x.del.delete(`${ns}/${p.metadata.name}`);
-            if (err instanceof StatusError && err.code === 404) return;
-            throw err;
-          }),
+          this.store.delete(this.podsT, ns, p.metadata.name, { dryRun: false, preconditions: { uid: p.metadata.uid } }).then(
+            () => this.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${p.metadata.name}`),
+            (err) => {
+              x.del.delete(`${ns}/${p.metadata.name}`);
+              if (err instanceof StatusError && err.code === 404) return;
+              this.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${(err as Error).message}`);
+              throw err;
+            },
+          ),
         ),
       );
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -328,7 +345,16 @@ export class ReplicaSetController {
       },
       spec: structuredClone(tpl.spec ?? {}),
     };
-    await this.store.create(this.podsT, ns, pod, { dryRun: false });
+    let made: any;
+    try {
+      made = JSON.parse((await this.store.create(this.podsT, ns, pod, { dryRun: false })).json.toString('utf8'));
+    } catch (err) {
+      // kube says nothing about a namespace being terminated: every create there fails
+      const terminating = err instanceof StatusError && err.details?.causes?.some((c) => c.reason === 'NamespaceTerminating');
+      if (!terminating) this.event(rs, 'Warning', 'FailedCreate', `Error creating: ${(err as Error).message}`);
+      throw err;
+    }
+    this.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${made.metadata.name}`);
   }
 
   /** kube's calculateStatus + updateReplicaSetStatus */

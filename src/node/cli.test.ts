@@ -1,6 +1,6 @@
 // kubelet's precedence: flags over the configuration files; the flag parser's forms.
 import { describe, expect, it } from 'vitest';
-import { applyFlags, FlagError, parseFlags } from './cli.js';
+import { applyFlags, containerLogRotation, FlagError, parseFlags } from './cli.js';
 import { withDefaults } from './config.js';
 
 describe('kubeshard node flags', () => {
@@ -19,5 +19,12 @@ describe('kubeshard node flags', () => {
     expect(c.authentication).toMatchObject({ webhook: { enabled: true, cacheTTL: '1m' }, anonymous: { enabled: true } });
     expect(c.authorization?.mode).toBe('AlwaysAllow');
     expect(() => applyFlags(cfg, { 'register-with-taints': 'bad' })).toThrow(/invalid taint/);
+  });
+
+  it('containerLogMaxSize and containerLogMaxFiles: kubelet defaults, flags, and the checks', () => {
+    expect(containerLogRotation(withDefaults({}))).toEqual({ maxSize: 10 * 1024 * 1024, maxFiles: 5 });
+    expect(containerLogRotation(applyFlags(withDefaults({ containerLogMaxFiles: 3 }), parseFlags(['--container-log-max-size', '1Ki'])))).toEqual({ maxSize: 1024, maxFiles: 3 });
+    expect(() => containerLogRotation(withDefaults({ containerLogMaxFiles: 1 }))).toThrow('invalid MaxFiles 1, must be > 1');
+    expect(() => containerLogRotation(withDefaults({ containerLogMaxSize: 'ten' }))).toThrow('failed to parse container log max size "ten"');
   });
 });

@@ -10,7 +10,8 @@ import { NodeAgent } from './agent.js';
 import { bootstrapClientCert, kubeconfigUsable } from './bootstrap.js';
 import { EventRecorder } from './events.js';
 import { ConfigError, loadConfig, parseDuration, withDefaults, type KubeletConfiguration } from './config.js';
-import { defaultHostname, defaultNodeIP } from './node-status.js';
+import { DEFAULT_LOG_ROTATION, type LogRotation } from './cri-log.js';
+import { defaultHostname, defaultNodeIP, parseQuantity } from './node-status.js';
 import { ProcessRuntime } from './process-runtime.js';
 import { selfSignedCert } from './serving-cert.js';
 
@@ -51,6 +52,8 @@ const FLAGS: Record<string, Flag> = {
   'node-labels': { help: 'labels to add at registration, k=v,k2=v2' },
   'register-node': { help: 'register the Node (default true)', bool: true },
   'register-with-taints': { help: 'taints at registration, key=value:Effect,...' },
+  'container-log-max-size': { help: 'a container log is rotated when it would pass this size (default 10Mi)' },
+  'container-log-max-files': { help: 'the most log files kept per container, the live one included; more than 1 (default 5)' },
   'container-runtime': { help: 'the runtime: process (default)' },
   help: { help: 'this help', bool: true },
 };
@@ -121,6 +124,8 @@ export function applyFlags(cfg: KubeletConfiguration, f: Record<string, string>)
     for (const [k, v] of Object.entries(keyValues(f['feature-gates']))) gates[k] = bool(v);
     c.featureGates = gates;
   }
+  if (f['container-log-max-size']) c.containerLogMaxSize = f['container-log-max-size'];
+  if (f['container-log-max-files']) c.containerLogMaxFiles = Number(f['container-log-max-files']);
   if (f['max-pods']) c.maxPods = Number(f['max-pods']);
   if (f['register-node']) c.registerNode = bool(f['register-node']);
   if (f['register-with-taints']) {
@@ -133,10 +138,20 @@ export function applyFlags(cfg: KubeletConfiguration, f: Record<string, string>)
   return c;
 }
 
+/** containerLogMaxSize and containerLogMaxFiles as kubelet's NewContainerLogManager checks them. */
+export function containerLogRotation(cfg: KubeletConfiguration): LogRotation {
+  const files = cfg.containerLogMaxFiles ?? DEFAULT_LOG_ROTATION.maxFiles;
+  if (!Number.isInteger(files) || files <= 1) throw new ConfigError(`invalid MaxFiles ${cfg.containerLogMaxFiles}, must be > 1`);
+  const size = cfg.containerLogMaxSize === undefined ? DEFAULT_LOG_ROTATION.maxSize : parseQuantity(String(cfg.containerLogMaxSize));
+  if (size === undefined || !Number.isFinite(size) || !Number.isInteger(size)) throw new ConfigError(`failed to parse container log max size "${cfg.containerLogMaxSize}"`);
+  return { maxSize: size, maxFiles: files };
+}
+
 export async function nodeMain(argv: string[]): Promise<number> {
   const log = (m: string) => console.error(`${new Date().toISOString()} ${m}`);
   let flags: Record<string, string>;
   let cfg: KubeletConfiguration;
+  let logRotation: LogRotation;
   try {
     flags = parseFlags(argv);
     if (flags.help) {
@@ -147,6 +162,7 @@ export async function nodeMain(argv: string[]): Promise<number> {
     cfg = applyFlags(cfg, flags);
     if (!flags.kubeconfig) throw new FlagError(flags['bootstrap-kubeconfig'] ? '--kubeconfig is required: the path where TLS bootstrap writes the kubeconfig it gets' : '--kubeconfig is required');
     if ((flags['container-runtime'] ?? 'process') !== 'process') throw new FlagError(`unknown --container-runtime "${flags['container-runtime']}" (only "process")`);
+    logRotation = containerLogRotation(cfg);
     const mode = cfg.authorization?.mode;
     if (mode !== 'AlwaysAllow' && mode !== 'Webhook') throw new FlagError(`unsupported authorization mode "${mode}" (AlwaysAllow or Webhook)`);
   } catch (e) {
@@ -199,6 +215,7 @@ export async function nodeMain(argv: string[]): Promise<number> {
     nodeName: hostname,
     nodeIP,
     log,
+    logRotation,
     onEvent: (pod, fieldPath, type, reason, message) => events.record({ kind: 'Pod', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid, fieldPath }, type, reason, message),
     lookups: {
       secret: (ns, name) => data(`/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(name)}`, true),

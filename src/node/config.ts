@@ -59,6 +59,8 @@ export interface KubeletConfiguration {
   providerID?: string;
   staticPodURLHeader?: Record<string, string[]>;
   shutdownGracePeriod?: string;
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
   [field: string]: unknown;
 }
 
@@ -190,6 +192,8 @@ export const CONFIG_DEFAULTS: KubeletConfiguration = {
   evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'imagefs.available': '15%', 'nodefs.inodesFree': '5%' },
   registerNode: true,
   shutdownGracePeriod: '0s',
+  containerLogMaxSize: '10Mi',
+  containerLogMaxFiles: 5,
 };
 
 /** The configuration in effect: defaults, then the file and drop-ins. */

@@ -2,13 +2,13 @@
 // captured, restarts per restartPolicy keep the previous instance's log, exec beside the
 // container, env expansion, readiness by probe, checkpoint archives, kill.
 import { describe, expect, it, afterAll } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { extract } from 'tar-stream';
-import { ProcessRuntime, containerCommand, expandVars } from './process-runtime.js';
+import { ORPHAN_MARKER, ProcessRuntime, containerCommand, expandVars } from './process-runtime.js';
 import { RuntimeNotFoundError } from './runtime.js';
 import { podStatus } from './pod-status.js';
 
@@ -142,11 +142,14 @@ describe('process runtime', () => {
     const cdir = join(root2, 'pods', 'old-uid', 'containers', 'c');
     mkdirSync(cdir, { recursive: true });
     const orphan = spawn('sleep', ['1000'], { cwd: cdir, detached: true, stdio: 'ignore' });
+    // one that ran in a workingDir elsewhere: known by the directory its environment names
+    const elsewhere = spawn('sleep', ['1000'], { cwd: tmpdir(), env: { PATH: process.env.PATH, [ORPHAN_MARKER]: cdir }, detached: true, stdio: 'ignore' });
     const bystander = spawn('sleep', ['1000'], { cwd: root2, detached: true, stdio: 'ignore' });
-    await new Promise((r) => orphan.once('spawn', r));
+    await Promise.all([orphan, elsewhere].map((c) => new Promise((r) => c.once('spawn', r))));
+    const gone = Promise.all([orphan, elsewhere].map((c) => new Promise((r) => c.once('exit', r))));
     const rt2 = new ProcessRuntime({ rootDir: root2, nodeName: 'n1', nodeIP: '127.0.0.1', log: () => {} });
-    expect(rt2.cleanupOrphans()).toBe(1);
-    await new Promise((r) => orphan.once('exit', r));
+    expect(rt2.cleanupOrphans()).toBe(2);
+    await gone;
     expect(bystander.exitCode).toBeNull();
     expect(existsSync(join(root2, 'pods', 'old-uid'))).toBe(false);
     bystander.kill('SIGKILL');
@@ -161,6 +164,8 @@ describe('process runtime', () => {
     expect(st.lastTerminated).toMatchObject({ exitCode: 1, reason: 'Error' });
     const prev = await text(await rt.logs({ namespace: 'default', pod: p.metadata.name, uid: '', container: 'c' }, { previous: true }, new AbortController().signal));
     expect(prev.trim()).toBe('run 2');
+    // kubelet's container GC: the current and the previous instance's logs are kept, no older
+    expect(readdirSync(join(root, 'pods', p.metadata.uid, 'logs', 'c')).sort()).toEqual(['1.log', '2.log']);
   });
 
   it('an unknown command ends with StartError; no command runs sleep infinity', async () => {
@@ -224,5 +229,43 @@ describe('process runtime', () => {
     const e = await rt.checkpoint({ namespace: 'default', pod: p.metadata.name, uid: '', container: 'c' }, join(root, 'y.tar')).catch((x) => x);
     expect(e).toBeInstanceOf(Error);
     expect(e).not.toBeInstanceOf(RuntimeNotFoundError);
+  });
+
+  it('workingDir: the container, its exec and exec probes run there (made when missing); a relative one is CreateContainerError', async () => {
+    const wd = join(root, 'work', 'dir');
+    const p = pod([{ name: 'c', workingDir: wd, command: ['sh', '-c', 'pwd; exec sleep 100'], readinessProbe: { exec: { command: ['test', '-d', '../dir'] }, periodSeconds: 1 } }]);
+    await rt.syncPod(p);
+    await until(() => rt.podStatus(p.metadata.uid)?.[0].ready);
+    const ref = { namespace: 'default', pod: p.metadata.name, uid: p.metadata.uid, container: 'c' };
+    expect(await text(await rt.logs(ref, {}, new AbortController().signal))).toBe(`${wd}\n`);
+    expect(statSync(wd).isDirectory()).toBe(true);
+    const ex = await rt.exec(ref, ['pwd'], { stdin: false, stdout: true, stderr: false, tty: false });
+    expect(await text(ex.stdout!)).toBe(`${wd}\n`);
+    await rt.killPod(p.metadata.uid, 0);
+
+    const bad = pod([{ name: 'c', workingDir: 'relative/dir', command: ['true'] }]);
+    await rt.syncPod(bad);
+    const st = await until(() => rt.podStatus(bad.metadata.uid)?.find((c) => c.reason === 'CreateContainerError'));
+    expect(st).toMatchObject({ state: 'waiting', message: 'failed to create container: working directory "relative/dir" is not an absolute path' });
+    await rt.killPod(bad.metadata.uid, 0);
+  });
+
+  it('exec with a tty: a resize sets the terminal size (SIGWINCH to the command)', async () => {
+    const p = pod([{ name: 'c', command: ['sleep', '100'] }]);
+    await rt.syncPod(p);
+    await until(() => rt.podStatus(p.metadata.uid)?.[0].state === 'running');
+    const ref = { namespace: 'default', pod: p.metadata.name, uid: p.metadata.uid, container: 'c' };
+    // the command reports its size on each SIGWINCH (between its sleeps), and ends once a file "q" is there
+    const ex = await rt.exec(ref, ['sh', '-c', 'trap \'echo size $(stty size)\' WINCH; echo ready; while :; do sleep 0.05; [ -e q ] && break; done; echo done'], { stdin: true, stdout: true, stderr: false, tty: true });
+    let out = '';
+    ex.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await until(() => out.includes('ready'));
+    ex.resize(120, 40);
+    await until(() => out.includes('size 40 120'));
+    ex.resize(80, 25);
+    await until(() => out.includes('size 25 80'));
+    writeFileSync(join(root, 'pods', p.metadata.uid, 'containers', 'c', 'q'), '');
+    expect(await ex.exit).toEqual({ code: 0 });
+    await rt.killPod(p.metadata.uid, 0);
   });
 });

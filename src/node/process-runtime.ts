@@ -6,13 +6,18 @@
 //     so that a pod of any image "runs"). The image is a name only: it is reported back in
 //     the status and otherwise ignored; nothing is pulled.
 //   - its own directory, <root-dir>/pods/<uid>/containers/<name>/, is its working directory
-//     (spec.workingDir is not honoured: there is no image filesystem) and what a checkpoint
-//     archives; its environment is the container's env ($(VAR) references expanded; value,
+//     unless spec.workingDir names one (a path of the host: there is no image filesystem;
+//     made when missing, as runc makes the cwd; a relative one fails the container with
+//     CreateContainerError, as the OCI runtime refuses it), and is what a checkpoint
+//     archives; exec and exec probes run in the same working directory; its environment is the container's env ($(VAR) references expanded; value,
 //     fieldRef, secretKeyRef and configMapKeyRef through the agent's lookups; envFrom), PATH
-//     and HOME from the agent, HOSTNAME the pod's name.
+//     and HOME from the agent, HOSTNAME the pod's name, and KUBESHARD_CONTAINER_DIR (the
+//     container's directory: how cleanupOrphans knows its processes wherever they run).
 //   - its stdout and stderr go to a log file per instance in the CRI log format
 //     (<root-dir>/pods/<uid>/logs/<name>/<restartCount>.log, "time stream F|P text" lines),
-//     which /containerLogs reads, previous=true reading the instance before.
+//     which /containerLogs reads, previous=true reading the instance before; rotated at
+//     containerLogMaxSize keeping containerLogMaxFiles files (cri-log.ts), and only the
+//     current and the previous instance's logs are kept (kubelet's container GC).
 //   - stopping: the preStop hook (exec, httpGet, sleep), SIGTERM to the process group, SIGKILL
 //     when the grace period is over.
 //   - restarts follow restartPolicy (Always; OnFailure on a non-zero exit; Never) with
@@ -21,8 +26,9 @@
 //     probe: ready once running; a failed liveness probe kills the container (then restartPolicy).
 //     Startup probes are not run.
 //   - exec runs a command beside the main process (same directory and environment); with a
-//     tty it runs under util-linux `script` (a pseudo-terminal without resize: the window
-//     size cannot be changed from node); without `script`, a tty request runs without one.
+//     tty it runs under util-linux `script` (a pseudo-terminal, resized from the resize
+//     channel by a TIOCSWINSZ on its slave end: pty-resize.ts); without `script`, a tty
+//     request runs without one.
 //   - attach joins the main process's stdin (when the container has stdin: true) and output.
 //   - portForward connects to 127.0.0.1:port (the pod's network is the host's).
 //   - checkpoint stops the process group (SIGSTOP), archives the container's directory, its
@@ -34,18 +40,21 @@
 // Thread ownership: the agent's main thread; child processes are ours alone.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { writeCheckpointArchive } from './checkpoint-archive.js';
-import { CriLogWriter, readContainerLog } from './cri-log.js';
+import { CriLogWriter, DEFAULT_LOG_ROTATION, readContainerLog, removeLogFiles, type LogRotation } from './cri-log.js';
 import { runProbe } from './probes.js';
+import { scriptResizer } from './pty-resize.js';
 import { RuntimeNotFoundError, type ContainerRef, type ContainerRuntime, type ContainerRuntimeStatus, type ExecSession, type LogOptions, type StreamOptions } from './runtime.js';
 
 export const PROCESS_RUNTIME_VERSION = 'process://0.1.0';
 const BACKOFF_INITIAL_MS = 10_000;
 const BACKOFF_MAX_MS = 300_000;
+/** the environment variable naming a container's directory in its processes (cleanupOrphans) */
+export const ORPHAN_MARKER = 'KUBESHARD_CONTAINER_DIR';
 
 /** How the runtime reads the objects an env var names (the agent answers from the API server). */
 export interface EnvLookups {
@@ -61,6 +70,8 @@ export interface ProcessRuntimeOptions {
   log?: (m: string) => void;
   /** first restart delay, for tests (kubelet's 10 s by default) */
   backoffInitialMs?: number;
+  /** KubeletConfiguration's containerLogMaxSize and containerLogMaxFiles (kubelet's 10Mi and 5 by default) */
+  logRotation?: LogRotation;
   /** what kubelet records as a pod's Events (Pulled, Created, Started, Killing, BackOff, Unhealthy, Failed) */
   onEvent?: (pod: any, fieldPath: string, type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
@@ -89,7 +100,12 @@ interface Instance {
   lastTerminated?: ContainerRuntimeStatus['lastTerminated'];
   env: Record<string, string>;
   command: string[];
+  /** the container's own directory (what a checkpoint archives) */
   dir: string;
+  /** where its processes run: spec.workingDir, or its own directory */
+  cwd: string;
+  /** the main process runs under `script` (a pseudo-terminal) */
+  tty: boolean;
   /** an init container (run in order before the others; see advance) */
   init: boolean;
 }
@@ -121,6 +137,25 @@ export function containerCommand(c: any, env: Record<string, string>): string[] 
   if (cmd.length) return [...cmd, ...args];
   if (args.length) return args;
   return ['sleep', 'infinity'];
+}
+
+/**
+ * Whether a process is a container's or an exec's under podsDir: its working directory is
+ * there, or (a container with a workingDir elsewhere) its environment names a directory there.
+ */
+function ownedBy(pid: string, podsDir: string): boolean {
+  try {
+    if ((readlinkSync(`/proc/${pid}/cwd`) + '/').startsWith(podsDir)) return true;
+  } catch {
+    return false; // gone, or not ours to read
+  }
+  try {
+    const marker = `${ORPHAN_MARKER}=`;
+    for (const kv of readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')) if (kv.startsWith(marker) && (kv.slice(marker.length) + '/').startsWith(podsDir)) return true;
+  } catch {
+    /* not ours to read */
+  }
+  return false;
 }
 
 export class ProcessRuntime implements ContainerRuntime {
@@ -162,13 +197,7 @@ export class ProcessRuntime implements ContainerRuntime {
       return 0; // no /proc: nothing to find
     }
     for (const pid of pids) {
-      let cwd: string;
-      try {
-        cwd = readlinkSync(`/proc/${pid}/cwd`);
-      } catch {
-        continue; // gone, or not ours to read
-      }
-      if (!(cwd + '/').startsWith(podsDir)) continue;
+      if (!ownedBy(pid, podsDir)) continue;
       try {
         process.kill(Number(pid), 'SIGKILL');
         killed++;
@@ -289,6 +318,8 @@ export class ProcessRuntime implements ContainerRuntime {
       env: {},
       command: [],
       dir,
+      cwd: dir,
+      tty: false,
       init,
     };
     rec.containers.set(c.name, inst);
@@ -303,17 +334,44 @@ export class ProcessRuntime implements ContainerRuntime {
       return;
     }
     if (rec.stopping || this.closed) return;
+    // spec.workingDir (see the header): absolute, made when missing (as runc makes the cwd)
+    if (c.workingDir) {
+      let problem: string | undefined;
+      if (!isAbsolute(c.workingDir)) problem = `failed to create container: working directory "${c.workingDir}" is not an absolute path`;
+      else {
+        try {
+          mkdirSync(c.workingDir, { recursive: true, mode: 0o700 });
+          if (!statSync(c.workingDir).isDirectory()) problem = `failed to create container: working directory "${c.workingDir}" is not a directory`;
+        } catch (e) {
+          problem = `failed to create container: working directory "${c.workingDir}": ${(e as Error).message}`;
+        }
+      }
+      if (problem) {
+        inst.reason = 'CreateContainerError';
+        inst.message = problem;
+        this.event(rec, inst, 'Warning', 'Failed', `Error: ${problem}`);
+        this.scheduleRestart(rec, inst, true);
+        return;
+      }
+      inst.cwd = c.workingDir;
+    }
+    // what says, after a crash of the agent, whose a process is (cleanupOrphans), wherever it runs
+    inst.env[ORPHAN_MARKER] = dir;
     inst.command = containerCommand(c, inst.env);
     // images are names only: "present" by definition
     if (c.image) this.event(rec, inst, 'Normal', 'Pulled', `Container image "${c.image}" already present on machine`);
     this.event(rec, inst, 'Normal', 'Created', `Created container: ${c.name}`);
     const tty = !!c.tty && haveScript();
+    inst.tty = tty;
     const [file, args] = tty ? ['script', ['-qfec', inst.command.map(quote).join(' '), '/dev/null']] : [inst.command[0], inst.command.slice(1)];
-    const writer = new CriLogWriter(inst.logPath);
+    const writer = new CriLogWriter(inst.logPath, this.opts.logRotation ?? DEFAULT_LOG_ROTATION);
+    // kubelet's container GC keeps one dead instance per container (MaxPerPodContainer 1):
+    // the one before this, for previous=true; older instances' logs go with their rotations
+    for (let k = restartCount - 2; k >= 0 && existsSync(join(logDir, `${k}.log`)); k--) removeLogFiles(join(logDir, `${k}.log`));
     const startedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     let proc: ChildProcess;
     try {
-      proc = spawn(file, args, { cwd: dir, env: inst.env, detached: true, stdio: [c.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+      proc = spawn(file, args, { cwd: inst.cwd, env: inst.env, detached: true, stdio: [c.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
     } catch (e) {
       writer.close();
       this.terminated(rec, inst, 128, 'StartError', (e as Error).message, startedAt);
@@ -456,7 +514,7 @@ export class ProcessRuntime implements ContainerRuntime {
   }
 
   private probe(inst: Instance, p: any): Promise<boolean> {
-    return runProbe(p, { dir: inst.dir, env: inst.env, ports: inst.spec.ports ?? [] });
+    return runProbe(p, { dir: inst.cwd, env: inst.env, ports: inst.spec.ports ?? [] });
   }
 
   async killPod(uid: string, gracePeriodSeconds = 30): Promise<void> {
@@ -564,7 +622,7 @@ export class ProcessRuntime implements ContainerRuntime {
     if (!command.length) throw new Error('no command given');
     const tty = opts.tty && haveScript();
     const [file, args] = tty ? ['script', ['-qfec', command.map(quote).join(' '), '/dev/null']] : [command[0], command.slice(1)];
-    const child = spawn(file, args, { cwd: join(rec.dir, 'containers', inst.name), env: inst.env, stdio: [opts.stdin ? 'pipe' : 'ignore', opts.stdout || tty ? 'pipe' : 'ignore', opts.stderr && !tty ? 'pipe' : 'ignore'] });
+    const child = spawn(file, args, { cwd: inst.cwd, env: inst.env, stdio: [opts.stdin ? 'pipe' : 'ignore', opts.stdout || tty ? 'pipe' : 'ignore', opts.stderr && !tty ? 'pipe' : 'ignore'] });
     child.stdin?.on('error', () => {});
     const exit = new Promise<{ code: number } | { error: string }>((res) => {
       let err: Error | undefined;
@@ -578,7 +636,7 @@ export class ProcessRuntime implements ContainerRuntime {
       stdin: child.stdin ?? undefined,
       stdout: child.stdout ?? undefined,
       stderr: tty ? undefined : (child.stderr ?? undefined),
-      resize: () => {}, // not possible without a pty ioctl (see the header)
+      resize: tty ? scriptResizer(() => (child.exitCode === null && child.signalCode === null ? child.pid : undefined)) : () => {},
       exit,
       close: () => {
         try {
@@ -619,7 +677,9 @@ export class ProcessRuntime implements ContainerRuntime {
       done();
       return { code: inst.exitCode ?? 0 };
     });
-    return { stdin, stdout, stderr, resize: () => {}, exit, close: done };
+    // the terminal is the container's own: a resize from an attached client sets its size
+    const resize = inst.tty ? scriptResizer(() => inst.proc?.pid) : () => {};
+    return { stdin, stdout, stderr, resize, exit, close: done };
   }
 
   async portForward(ref: Omit<ContainerRef, 'container'>, port: number): Promise<Duplex> {
