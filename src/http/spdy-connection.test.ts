@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import zlib from 'node:zlib';
-import { HeaderReader, HeaderWriter, SPDY_DICTIONARY, SpdyConnection, type SpdyStream } from './spdy.js';
+import { HeaderReader, HeaderWriter, SPDY_DICTIONARY, SpdyConnection, type SpdyStream } from './spdy-connection.js';
 
 /** A header block as Go's framer writes one: count, then length-prefixed names and values. */
 function rawBlock(h: Record<string, string>): Buffer {
