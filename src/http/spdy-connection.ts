@@ -298,6 +298,8 @@ export class SpdyConnection {
   private queue: Buffer[] = [];
   private busy = false;
   private closed = false;
+  /** the carrier's input ended: close once the frames already read are handled */
+  private inputEnded = false;
   private lastStreamId = 0;
   /** the next id of a stream or ping opened here: odd for a client, even for a server (SPDY/3 2.3.2) */
   private nextId: number;
@@ -378,6 +380,17 @@ export class SpdyConnection {
       }
     }
     this.busy = false;
+    if (this.inputEnded) this.close();
+  }
+
+  /**
+   * The carrier has no more bytes (its end, or its close): the frames already read are still
+   * handled (a reply and the data behind it may wait on a header block's inflation), then
+   * the connection closes.
+   */
+  endOfInput(): void {
+    this.inputEnded = true;
+    if (!this.busy) this.close();
   }
 
   private frame(f: Buffer): Promise<void> | undefined {

@@ -265,7 +265,10 @@ class Translation {
     this.conn = conn;
     socket.on('data', (d: Buffer) => conn.feed(d));
     socket.on('drain', () => this.ws.resume());
-    socket.on('close', () => conn.close());
+    // (what was read is handled before the streams end: a short command's reply, output
+    // and Status may come just before the node closes)
+    socket.on('end', () => conn.endOfInput());
+    socket.on('close', () => conn.endOfInput());
     socket.on('error', () => socket.destroy());
     if (up.head.length) conn.feed(up.head);
     this.pinger = setInterval(() => conn.ping(), PING_PERIOD_MS);
