@@ -117,3 +117,31 @@ for (const front of FRONTS) {
     });
   });
 }
+
+describe('the gates off: WebSockets go to the node as they came (kube 1.33 with TranslateStreamCloseWebsocketRequests and PortForwardWebsockets off)', () => {
+  let s: TestServer;
+  let k: TestKubelet;
+  const PODS = '/api/v1/namespaces/default/pods';
+
+  beforeAll(async () => {
+    s = await startServer({ args: ['--front-end=http2', '--feature-gates=TranslateStreamCloseWebsocketRequests=false,PortForwardWebsockets=false'] });
+    k = await startTestKubelet(s, 'node-s', { spdyOnly: true });
+    await request(s, 'POST', PODS, { metadata: { name: 'p' }, spec: { nodeName: 'node-s', containers: [{ name: 'main', image: 'busybox' }] } });
+    k.runtime.start('default', 'p', 'main', 'sleep 60');
+  }, 60_000);
+
+  afterAll(async () => {
+    await k?.close();
+    await s?.stop();
+    s?.cleanup();
+  });
+
+  it('the node refuses kubectl\'s WebSocket, and kubectl\'s SPDY fallback is joined to it byte for byte', async () => {
+    const r = await kubectl(s, ['exec', 'p', '--', 'sh', '-c', 'exit 5']);
+    expect(r.code).toBe(5);
+    expect(k.upgrades.map((u) => [u.upgrade, u.refused])).toEqual([
+      ['websocket', true],
+      ['spdy/3.1', false],
+    ]);
+  });
+});
