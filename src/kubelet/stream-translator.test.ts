@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { errorStreamStatus, exitCodeStatus, internalStatus, offersStreamCloseProtocol } from './stream-translator.js';
+import { createServer } from 'node:http';
+import { dialSpdy, errorStreamStatus, exitCodeStatus, internalStatus, offersStreamCloseProtocol } from './stream-translator.js';
 import { offersTunnelingProtocol, tunneledProtocols } from './stream-tunnel.js';
 
 const v5 = 'v5.channel.k8s.io';
@@ -41,5 +42,44 @@ describe('which WebSocket requests are translated', () => {
     expect(offersTunnelingProtocol(h)).toBe(true);
     expect(tunneledProtocols(h)).toEqual(['portforward.k8s.io']);
     expect(offersTunnelingProtocol({ upgrade: 'websocket', 'sec-websocket-protocol': 'portforward.k8s.io' })).toBe(false);
+  });
+});
+
+describe('dialSpdy: the node\'s answer to the SPDY upgrade, in client-go\'s words', () => {
+  const serve = async (answer: (req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex) => void) => {
+    const srv = createServer();
+    srv.on('upgrade', (req, socket) => answer(req, socket));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const port = (srv.address() as import('node:net').AddressInfo).port;
+    return { srv, target: { url: new URL(`http://127.0.0.1:${port}/exec/ns/p/c?command=true&output=1`), tls: {} } };
+  };
+
+  it('a text refusal: "unable to upgrade connection: <text>"; a Status refusal: that Status', async () => {
+    const text = await serve((_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\r\ncontainer not found\r\n'));
+    await expect(dialSpdy(text.target, ['v5.channel.k8s.io'])).rejects.toThrow('unable to upgrade connection: container not found');
+    text.srv.close();
+    const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'nope', reason: 'Forbidden', code: 403 });
+    const st = await serve((_req, socket) => socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
+    await expect(dialSpdy(st.target, ['v5.channel.k8s.io'])).rejects.toMatchObject({ status: { message: 'nope', reason: 'Forbidden' } });
+    st.srv.close();
+  });
+
+  it('asks for SPDY/3.1 with a POST and every protocol; a switch gives the node\'s choice', async () => {
+    let seen: Record<string, unknown> = {};
+    const ok = await serve((req, socket) => {
+      seen = { method: req.method, upgrade: req.headers.upgrade, versions: req.headers['x-stream-protocol-version'] };
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n');
+    });
+    const up = await dialSpdy(ok.target, ['v5.channel.k8s.io', 'v4.channel.k8s.io']);
+    expect(up.protocol).toBe('v4.channel.k8s.io');
+    expect(seen).toEqual({ method: 'POST', upgrade: 'SPDY/3.1', versions: 'v5.channel.k8s.io, v4.channel.k8s.io' });
+    up.socket.destroy();
+    ok.srv.close();
+  });
+
+  it('a node that cannot be reached: "error sending request: Post ..."', async () => {
+    const { srv, target } = await serve(() => {});
+    await new Promise((r) => srv.close(r));
+    await expect(dialSpdy(target, ['v5.channel.k8s.io'])).rejects.toThrow(`error sending request: Post "${target.url.href}": dial tcp ${target.url.host}: connect: connection refused`);
   });
 });

@@ -334,8 +334,9 @@ class Translation {
     switch (m[0]) {
       case STDIN:
         if (!this.opts.stdin || this.stdinClosed || data.length === 0) return;
-        if (this.stdin) this.stdin.write(Buffer.from(data));
-        else this.stdinQueue.push(Buffer.from(data));
+        // (each message is a buffer of its own on either front end: no copy needed)
+        if (this.stdin) this.stdin.write(data);
+        else this.stdinQueue.push(data);
         return;
       case RESIZE:
         if (this.opts.tty) this.resized(data.toString());
