@@ -1,12 +1,13 @@
 // WebSocket upgrades on the uWebSockets.js front end (exec, attach and port-forward to a node's
 // agent). Two ways: the relay to the agent's own WebSocket (below), or, for the handlers
 // that terminate the client's WebSocket (src/kubelet/'s stream translator and port-forward
-// tunnel), a ServedWebSocket that uWS accepts at once (accept). uWS owns its sockets and never hands one over, so the byte-for-byte proxy of kube's
-// UpgradeAwareHandler is not possible here. Instead: the same request is first made to the
-// agent as a WebSocket client (the handshake here, the framing ws's: ws-adopt.ts), offering the client's subprotocols; once the agent has
-// accepted, uWS accepts the client's WebSocket with the protocol the agent chose, and
-// messages are relayed both ways, binary or text as they came. The agent's refusal (any
-// answer but 101) is given to the client as the agent wrote it, as kube does.
+// tunnel), a ServedWebSocket that uWS accepts at once (accept). uWS owns its sockets and
+// never hands one over, so the byte-for-byte proxy of kube's UpgradeAwareHandler is not
+// possible here. Instead: the same request is first made to the agent as a WebSocket client
+// (the handshake here, the framing ws's: ws-adopt.ts), offering the client's subprotocols;
+// once the agent has accepted, uWS accepts the client's WebSocket with the protocol the
+// agent chose, and messages are relayed both ways, binary or text as they came. The agent's
+// refusal (any answer but 101) is given to the client as the agent wrote it, as kube does.
 //
 // Backpressure: the agent's socket is paused while uWS holds more than HIGH_WATER unsent to
 // the client, and resumed on uWS's drain. The other way uWS cannot pause a WebSocket's
