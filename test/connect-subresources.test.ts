@@ -153,9 +153,10 @@ for (const front of FRONTS) {
       expect(r.code).toBe(0);
     });
 
-    it('the v5 channel protocol by hand: resize, stdin close, stdout and stderr, Status last', async () => {
-      const path = `${PODS}/p/exec?command=sh&command=-c&command=${encodeURIComponent('cat; echo e >&2')}&stdin=true&stdout=true&stderr=true`;
-      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${path}`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], { ca: s.ca, headers: { Authorization: `Bearer ${s.token}` } });
+    // (the server translates a v5 WebSocket to SPDY towards the node, as kube's
+    // StreamTranslatorHandler: resize events reach the node with a TTY only)
+    const v5 = async (query: string, send: Buffer[]) => {
+      const ws = new WebSocket(`wss://127.0.0.1:${s.port}${PODS}/p/exec?${query}`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], { ca: s.ca, headers: { Authorization: `Bearer ${s.token}` } });
       const got: Array<[number, string]> = [];
       ws.on('message', (m: Buffer) => got.push([m[0], m.subarray(1).toString()]));
       await new Promise((res, rej) => {
@@ -163,15 +164,25 @@ for (const front of FRONTS) {
         ws.once('error', rej);
       });
       expect(ws.protocol).toBe('v5.channel.k8s.io');
-      ws.send(Buffer.concat([Buffer.from([4]), Buffer.from('{"Width":120,"Height":40}')]));
-      ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('typed')]));
-      ws.send(Buffer.from([255, 0]));
+      for (const m of send) ws.send(m);
       const code = await new Promise<number>((res) => ws.once('close', res));
-      expect(code).toBe(1000);
       const joined = (ch: number) => got.filter(([c]) => c === ch).map(([, t]) => t).join('');
-      expect(joined(1)).toBe('typed');
-      expect(joined(2)).toBe('e\n');
-      expect(got[got.length - 1]).toEqual([3, '{"metadata":{},"status":"Success"}']);
+      return { code, got, joined };
+    };
+    const frame = (ch: number, text: string) => Buffer.concat([Buffer.from([ch]), Buffer.from(text)]);
+
+    it('the v5 channel protocol by hand: stdin close, stdout and stderr, Status last', async () => {
+      const r = await v5(`command=sh&command=-c&command=${encodeURIComponent('cat; echo e >&2')}&stdin=true&stdout=true&stderr=true`, [frame(0, 'typed'), Buffer.from([255, 0])]);
+      expect(r.code).toBe(1000);
+      expect(r.joined(1)).toBe('typed');
+      expect(r.joined(2)).toBe('e\n');
+      expect(r.got[r.got.length - 1]).toEqual([3, '{"metadata":{},"status":"Success"}']);
+    });
+
+    it('v5 resize events reach the node with a TTY', async () => {
+      const r = await v5(`command=cat&stdin=true&stdout=true&tty=true`, [frame(4, '{"Width":120,"Height":40}'), frame(0, 'x'), Buffer.from([255, 0])]);
+      expect(r.code).toBe(1000);
+      expect(r.got[r.got.length - 1]).toEqual([3, '{"metadata":{},"status":"Success"}']);
       expect(k.runtime.resizes).toContainEqual([120, 40]);
     });
 
@@ -307,12 +318,17 @@ for (const front of FRONTS) {
       expect(r.json().metadata.name).toBe('p');
     });
 
-    it('an agent that cannot be reached: kube\'s "error dialing backend"', async () => {
+    it('an agent that cannot be reached: kube\'s translator says so on the error channel', async () => {
       await request(s, 'POST', '/api/v1/nodes', { metadata: { name: 'node-dead' }, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: 1 } } } });
       await request(s, 'POST', PODS, { metadata: { name: 'dead' }, spec: { nodeName: 'node-dead', containers: [{ name: 'main', image: 'busybox' }] } });
       const r = await kubectl(s, ['exec', 'dead', '--', 'true']);
       expect(r.code).not.toBe(0);
-      expect(r.stderr).toContain('error dialing backend: dial tcp 127.0.0.1:1: connect: connection refused');
+      // (kube 1.33's StreamTranslatorHandler: the WebSocket is accepted, then the SPDY dial fails)
+      expect(r.stderr).toContain('Internal error occurred: error sending request: Post "https://127.0.0.1:1/exec/default/dead/main?command=true&error=1&output=1": dial tcp 127.0.0.1:1: connect: connection refused');
+      // port-forward's tunnel dials first (the UpgradeAwareHandler): kube's "error dialing backend" as the answer
+      const pf = await request(s, 'GET', `${PODS}/dead/portforward?ports=80`, undefined, { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Protocol': 'SPDY/3.1+portforward.k8s.io' }, new (await import('node:https')).Agent({ ca: s.ca }));
+      expect(pf.status).toBe(500);
+      expect(pf.json().message).toBe('error dialing backend: dial tcp 127.0.0.1:1: connect: connection refused');
     });
 
     it('exec without an upgrade is 400, and a pod without a node is refused', async () => {

@@ -2,13 +2,22 @@
 // (pkg/registry/core/pod/rest/subresources.go) with the locations of pod/strategy.go
 // (ExecLocation, AttachLocation, PortForwardLocation, streamLocation): the pod's container
 // and node are checked, the agent's URL is built, and the upgrade is carried on to it by the
-// front end (src/http/upgrade.ts), as kube's UpgradeAwareHandler does. The authorization
+// front end (src/http/upgrade.ts), as kube's UpgradeAwareHandler does, or, for WebSocket
+// clients, translated as kube's translating handlers do: exec and attach offering
+// v5.channel.k8s.io are terminated here and spoken to the node over SPDY/3.1
+// (src/kubelet/stream-translator.ts, gate TranslateStreamCloseWebsocketRequests), and
+// port-forward's SPDY tunneled in a WebSocket goes to the node as a plain SPDY upgrade
+// (src/kubelet/stream-tunnel.ts, gate PortForwardWebsockets): a real kubelet speaks SPDY.
+// Other upgrades (plain SPDY, a v4 WebSocket) are carried on as they came. The authorization
 // filter has already checked the verb (get for a WebSocket's GET, create for a POST).
 import { errors } from '../errors.js';
 import { entryObject } from '../../workers/watch/watch-cache.js';
 import { nodeLocation } from '../kubelet/kubelet-client.js';
 import { attributesOfRequest, forbiddenError } from '../http/filters/authorization.js';
 import { connectTarget } from '../http/upgrade.js';
+import { features } from '../features.js';
+import { offersStreamCloseProtocol, translateRemoteCommand, type RemoteCommandOptions } from '../kubelet/stream-translator.js';
+import { offersTunnelingProtocol, tunnelPortForward } from '../kubelet/stream-tunnel.js';
 import type { HandlerContext } from './context.js';
 
 const names = (cs: unknown): string[] => (Array.isArray(cs) ? cs.map((c) => c?.name).filter((n) => typeof n === 'string') : []);
@@ -101,7 +110,14 @@ export async function handleExecOrAttach(c: HandlerContext): Promise<void> {
   if (opts.tty) params.append('tty', '1');
   if (exec) for (const part of command) params.append('command', part);
   const path = `/${exec ? 'exec' : 'attach'}/${seg(pod.metadata.namespace)}/${seg(pod.metadata.name)}/${seg(container)}`;
-  await carry(c, await agentUrl(c, pod, path, params));
+  const target = await agentUrl(c, pod, path, params);
+  // kube's translatingHandler with IsWebSocketRequestWithStreamCloseProtocol
+  const up = c.req.upgrade;
+  if (up?.protocol === 'websocket' && features.enabled('TranslateStreamCloseWebsocketRequests') && offersStreamCloseProtocol(c.req.headers)) {
+    translateRemoteCommand(up, target, opts satisfies RemoteCommandOptions);
+    return;
+  }
+  await carry(c, target);
 }
 
 /** pods/portforward (PortForwardLocation). */
@@ -117,5 +133,12 @@ export async function handlePortForward(c: HandlerContext): Promise<void> {
   }
   const pod = await podOf(c);
   const path = `/portForward/${seg(pod.metadata.namespace)}/${seg(pod.metadata.name)}`;
-  await carry(c, await agentUrl(c, pod, path, params));
+  const target = await agentUrl(c, pod, path, params);
+  // kube's translatingHandler with IsWebSocketRequestWithTunnelingProtocol
+  const up = c.req.upgrade;
+  if (up?.protocol === 'websocket' && features.enabled('PortForwardWebsockets') && offersTunnelingProtocol(c.req.headers)) {
+    await tunnelPortForward(c.req, up, c.res, target);
+    return;
+  }
+  await carry(c, target);
 }

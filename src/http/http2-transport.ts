@@ -25,7 +25,7 @@ import type { RunningServer } from './uws-transport.js';
 import { BodyReader, RequestBase, SinkBase, type BodyLimits, type BodySource } from './transport-base.js';
 import { BodyBudget } from './body-budget.js';
 import { ThrottledSink } from './throttle.js';
-import { pipeUpgrade, RawSocketSink } from './upgrade.js';
+import { acceptOnSocket, pipeUpgrade, RawSocketSink } from './upgrade.js';
 import type { Duplex } from 'node:stream';
 
 export interface Http2ServerOptions {
@@ -415,6 +415,7 @@ export function startHttp2Server(opts: Http2ServerOptions): Promise<RunningServe
     req.upgrade = {
       protocol: (req.headers.upgrade ?? '').toLowerCase(),
       proxy: (target) => pipeUpgrade(req, socket, head, target, () => sink.hijacked()),
+      accept: (protocol) => acceptOnSocket(req, socket, head, protocol, sink, () => sink.hijacked()),
     };
     opts.handle(req, sink);
   });

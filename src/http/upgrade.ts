@@ -6,6 +6,10 @@
 // - uWebSockets.js: uWS owns its sockets, so it accepts the WebSocket itself once the agent
 //   has accepted the same request, and relays messages (uws-websocket-relay.ts); a SPDY
 //   upgrade cannot be taken over there and is answered as a plain request.
+// Either front end can also accept a client's WebSocket itself (accept below) for the
+// handlers that terminate it rather than carry it on: the exec and attach stream translator
+// and the port-forward tunnel of src/kubelet/ (kube's StreamTranslatorHandler and
+// TunnelingHandler), which speak SPDY/3.1 to the node as a real kubelet wants.
 // Also the sink of a request that came through the 'upgrade' event but is answered as an
 // ordinary one (an error, or a path that is no connect subresource): HTTP/1.1 on the raw
 // socket, then the connection closes.
@@ -17,8 +21,10 @@ import type { Duplex } from 'node:stream';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
 import { SinkBase } from './transport-base.js';
+import type { WebSocket } from 'ws';
 import { errors, type StatusError } from '../errors.js';
 import { dialError } from '../kubelet/kubelet-client.js';
+import { acceptWebSocket } from './ws-adopt.js';
 
 export interface UpgradeTarget {
   url: URL;
@@ -33,6 +39,79 @@ export interface UpgradeCarrier {
    * sent to the client yet, when the target cannot be reached (the caller answers the error).
    */
   proxy(target: UpgradeTarget): Promise<void>;
+  /**
+   * A WebSocket request only: completes the handshake here with the protocol chosen ('' for
+   * none) and gives the server's side of the connection (undefined: the client is gone, or
+   * its handshake is not a valid one, which has then been answered 400).
+   */
+  accept(protocol: string): ServedWebSocket | undefined;
+}
+
+/** The server's side of a client's WebSocket accepted by the front end (binary messages). */
+export interface ServedWebSocket {
+  readonly protocol: string;
+  /** sends one binary message (dropped once the connection is closing) */
+  send(data: Buffer): void;
+  /** what was sent and is not yet written to the client */
+  bufferedAmount(): number;
+  /** a close frame, then the connection ends once the client answers (or soon after) */
+  close(code?: number, reason?: string): void;
+  /** stops reading the client's messages, where the front end can (uWS cannot: what comes is buffered) */
+  pause(): void;
+  resume(): void;
+  onMessage(fn: (data: Buffer, binary: boolean) => void): void;
+  /** the client's side has taken what was buffered (see bufferedAmount) */
+  onDrain(fn: () => void): void;
+  /** the connection is over, either way (once) */
+  onClose(fn: () => void): void;
+}
+
+/** RFC 6455 4.2.1's checks of a client's handshake that the server makes itself. */
+export function validWebSocketHandshake(method: string, headers: Record<string, string>): boolean {
+  return method === 'GET' && headers['sec-websocket-version'] === '13' && /^[+/0-9A-Za-z]{22}==$/.test(headers['sec-websocket-key'] ?? '');
+}
+
+/** A ws WebSocket (the server's side, on a socket of our own) as a ServedWebSocket. */
+export function servedWs(ws: WebSocket, socket: Duplex): ServedWebSocket {
+  let closed = false;
+  const closers: Array<() => void> = [];
+  ws.on('close', () => {
+    if (closed) return;
+    closed = true;
+    for (const f of closers) f();
+  });
+  ws.on('error', () => ws.terminate());
+  return {
+    protocol: ws.protocol,
+    send: (data) => {
+      if (ws.readyState === ws.OPEN) ws.send(data, { binary: true });
+    },
+    bufferedAmount: () => ws.bufferedAmount,
+    close: (code = 1000, reason = '') => {
+      if (ws.readyState !== ws.OPEN) return;
+      ws.close(code, reason);
+      // a client that does not answer the close frame loses the connection
+      setTimeout(() => {
+        if (ws.readyState !== ws.CLOSED) ws.terminate();
+      }, 10_000).unref();
+    },
+    pause: () => ws.pause(),
+    resume: () => ws.resume(),
+    onMessage: (fn) => ws.on('message', (data: Buffer, binary: boolean) => fn(data, binary)),
+    onDrain: (fn) => socket.on('drain', fn),
+    onClose: (fn) => (closed ? fn() : closers.push(fn)),
+  };
+}
+
+/** The node:http2 front end's accept: the handshake on the socket of the 'upgrade' event. */
+export function acceptOnSocket(req: ApiRequest, socket: Duplex, head: Buffer, protocol: string, sink: ResponseSink, joined: () => void): ServedWebSocket | undefined {
+  if (socket.destroyed) return undefined;
+  if (!validWebSocketHandshake(req.method, req.headers)) {
+    sink.send(400, [['Content-Type', 'text/plain; charset=utf-8']], Buffer.from('Bad Request\n'));
+    return undefined;
+  }
+  joined();
+  return servedWs(acceptWebSocket(req.headers['sec-websocket-key']!, socket, head, protocol), socket);
 }
 
 /** Whether the request asks to switch protocols. */

@@ -1,10 +1,13 @@
 // WebSocket upgrades on the uWebSockets.js front end (exec, attach and port-forward to a node's
-// agent). uWS owns its sockets and never hands one over, so the byte-for-byte proxy of kube's
-// UpgradeAwareHandler is not possible here. Instead: the same request is first made to the
-// agent as a WebSocket client (the handshake here, the framing ws's: ws-adopt.ts), offering the client's subprotocols; once the agent has
-// accepted, uWS accepts the client's WebSocket with the protocol the agent chose, and
-// messages are relayed both ways, binary or text as they came. The agent's refusal (any
-// answer but 101) is given to the client as the agent wrote it, as kube does.
+// agent). Two ways: the relay to the agent's own WebSocket (below), or, for the handlers
+// that terminate the client's WebSocket (src/kubelet/'s stream translator and port-forward
+// tunnel), a ServedWebSocket that uWS accepts at once (accept). uWS owns its sockets and
+// never hands one over, so the byte-for-byte proxy of kube's UpgradeAwareHandler is not
+// possible here. Instead: the same request is first made to the agent as a WebSocket client
+// (the handshake here, the framing ws's: ws-adopt.ts), offering the client's subprotocols;
+// once the agent has accepted, uWS accepts the client's WebSocket with the protocol the
+// agent chose, and messages are relayed both ways, binary or text as they came. The agent's
+// refusal (any answer but 101) is given to the client as the agent wrote it, as kube does.
 //
 // Backpressure: the agent's socket is paused while uWS holds more than HIGH_WATER unsent to
 // the client, and resumed on uWS's drain. The other way uWS cannot pause a WebSocket's
@@ -22,25 +25,32 @@ import type { ApiRequest, ResponseSink } from './types.js';
 
 /** the most of an agent's refusal (its answer to an upgrade it did not take) that is read and passed on */
 const REFUSAL_MAX_BYTES = 1 << 20;
-import { dialFailure, forwardedHeaders, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
+import { dialFailure, forwardedHeaders, validWebSocketHandshake, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
 
 /** client-bound bytes uWS may hold before the agent's socket is paused */
 const HIGH_WATER = 1 << 20;
 /** what uWS may buffer for one client before it drops messages (never reached: HIGH_WATER pauses first) */
 const MAX_BACKPRESSURE = 64 << 20;
 
+/**
+ * What a WebSocket accepted by uWS is joined to: the relay to an agent's WebSocket
+ * (relayHandler), or a ServedWebSocket that a handler of the server drives (servedHandler).
+ */
+export interface UwsSocketHandler {
+  open(ws: uws.WebSocket<RelayData>): void;
+  message(message: ArrayBuffer, isBinary: boolean): void;
+  drain(ws: uws.WebSocket<RelayData>): void;
+  close(code: number, message: ArrayBuffer): void;
+}
+
 export interface RelayData {
-  /** the agent's side */
-  peer: WebSocket;
-  /** the client's side, once uWS has opened it */
-  ws?: uws.WebSocket<RelayData>;
-  closed: boolean;
+  handler: UwsSocketHandler;
 }
 
 /** Close codes a peer may send in a close frame (RFC 6455 7.4). */
 const sendableCode = (c: number): boolean => (c >= 1000 && c <= 1014 && c !== 1004 && c !== 1005 && c !== 1006) || (c >= 3000 && c <= 4999);
 
-/** The app.ws behaviour that relays an accepted WebSocket to its agent. */
+/** The app.ws behaviour that hands each accepted WebSocket's events to its handler. */
 export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade']): uws.WebSocketBehavior<RelayData> {
   return {
     compression: 0,
@@ -51,53 +61,113 @@ export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade
     idleTimeout: 960,
     sendPingsAutomatically: true,
     upgrade,
-    open: (ws) => {
-      const d = ws.getUserData();
-      d.ws = ws;
-      const peer = d.peer;
+    open: (ws) => ws.getUserData().handler.open(ws),
+    message: (ws, message, isBinary) => ws.getUserData().handler.message(message, isBinary),
+    drain: (ws) => ws.getUserData().handler.drain(ws),
+    close: (ws, code, message) => ws.getUserData().handler.close(code, message),
+  };
+}
+
+/** The relay of a client's WebSocket to the agent's (peer), message for message. */
+function relayHandler(peer: WebSocket): UwsSocketHandler {
+  let closed = false;
+  return {
+    open: (w) => {
       peer.on('message', (data: Buffer, isBinary: boolean) => {
-        if (d.closed) return;
-        ws.cork(() => ws.send(data, isBinary));
-        if (ws.getBufferedAmount() > HIGH_WATER) peer.pause();
+        if (closed) return;
+        w.cork(() => w.send(data, isBinary));
+        if (w.getBufferedAmount() > HIGH_WATER) peer.pause();
       });
       peer.on('close', (code: number, reason: Buffer) => {
-        if (d.closed) return;
-        d.closed = true;
-        ws.end(sendableCode(code) ? code : 1000, reason.subarray(0, 120));
+        if (closed) return;
+        closed = true;
+        w.end(sendableCode(code) ? code : 1000, reason.subarray(0, 120));
       });
       peer.on('error', () => peer.terminate());
       if (peer.readyState !== WebSocket.OPEN) {
         // (the agent went away while uWS was accepting the client)
-        d.closed = true;
-        ws.end(1000);
+        closed = true;
+        w.end(1000);
         return;
       }
       // (paused since the agent's handshake, so that no message came before this side was open)
       peer.resume();
     },
-    message: (ws, message, isBinary) => {
-      const peer = ws.getUserData().peer;
+    message: (message, isBinary) => {
       // (uWS reuses the ArrayBuffer once this returns)
       if (peer.readyState === WebSocket.OPEN) peer.send(Buffer.copyBytesFrom(new Uint8Array(message)), { binary: isBinary });
     },
-    drain: (ws) => {
-      if (ws.getBufferedAmount() < HIGH_WATER / 2) ws.getUserData().peer.resume();
+    drain: (w) => {
+      if (w.getBufferedAmount() < HIGH_WATER / 2) peer.resume();
     },
-    close: (ws, code, message) => {
-      const d = ws.getUserData();
-      if (d.closed) return;
-      d.closed = true;
-      if (d.peer.readyState === WebSocket.OPEN) {
-        d.peer.close(sendableCode(code) ? code : 1000, Buffer.from(message).subarray(0, 120));
+    close: (code, message) => {
+      if (closed) return;
+      closed = true;
+      if (peer.readyState === WebSocket.OPEN) {
+        peer.close(sendableCode(code) ? code : 1000, Buffer.from(message).subarray(0, 120));
         // the agent answers the close frame; one that does not (busy, or its data still
         // queued behind the frame) loses the connection, so that its command ends either way
-        const peer = d.peer;
         setTimeout(() => {
           if (peer.readyState !== WebSocket.CLOSED) peer.terminate();
         }, 2000).unref();
-      } else d.peer.terminate();
+      } else peer.terminate();
     },
   };
+}
+
+/**
+ * A client's WebSocket that uWS accepts for a handler of the server (the stream translator,
+ * the port-forward tunnel): what is sent before uWS has opened it waits, in order.
+ */
+function servedHandler(protocol: string): { handler: UwsSocketHandler; served: ServedWebSocket } {
+  let ws: uws.WebSocket<RelayData> | undefined;
+  let closed = false;
+  let pending: Buffer[] = [];
+  let closing: [number, string] | undefined;
+  let onMessage: (data: Buffer, binary: boolean) => void = () => {};
+  let onDrain: () => void = () => {};
+  const closers: Array<() => void> = [];
+  const handler: UwsSocketHandler = {
+    open: (w) => {
+      ws = w;
+      w.cork(() => {
+        for (const b of pending) w.send(b, true);
+      });
+      pending = [];
+      if (closing) w.end(...closing);
+    },
+    message: (message, isBinary) => {
+      if (!closed) onMessage(Buffer.copyBytesFrom(new Uint8Array(message)), isBinary);
+    },
+    drain: () => onDrain(),
+    close: () => {
+      if (closed) return;
+      closed = true;
+      ws = undefined;
+      for (const f of closers) f();
+    },
+  };
+  const served: ServedWebSocket = {
+    protocol,
+    send: (data) => {
+      if (closed || closing) return;
+      if (!ws) pending.push(data);
+      else ws.cork(() => ws!.send(data, true));
+    },
+    bufferedAmount: () => (ws ? ws.getBufferedAmount() : pending.reduce((n, b) => n + b.length, 0)),
+    close: (code = 1000, reason = '') => {
+      if (closed || closing) return;
+      closing = [code, reason];
+      ws?.end(code, reason);
+    },
+    // (uWS cannot stop reading a WebSocket: what the client sends meanwhile is buffered)
+    pause: () => {},
+    resume: () => {},
+    onMessage: (fn) => (onMessage = fn),
+    onDrain: (fn) => (onDrain = fn),
+    onClose: (fn) => (closed ? fn() : closers.push(fn)),
+  };
+  return { handler, served };
 }
 
 /** Headers that ws makes itself for its handshake (the client's would clash). */
@@ -140,7 +210,7 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
           const peer = adoptWebSocket(socket, head, 'client', protocol);
           peer.pause();
           accepted();
-          res.cork(() => res.upgrade<RelayData>({ peer, closed: false }, key, protocol, extensions, context));
+          res.cork(() => res.upgrade<RelayData>({ handler: relayHandler(peer) }, key, protocol, extensions, context));
           resolve();
         });
         r.on('response', (answer) => {
@@ -172,5 +242,16 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
         sink.onAborted(() => r.destroy());
         r.end();
       }),
+    accept: (protocol: string) => {
+      if (sink.aborted) return undefined;
+      if (!validWebSocketHandshake(req.method, req.headers)) {
+        sink.send(400, [['Content-Type', 'text/plain; charset=utf-8']], Buffer.from('Bad Request\n'));
+        return undefined;
+      }
+      const { handler, served } = servedHandler(protocol);
+      accepted();
+      res.cork(() => res.upgrade<RelayData>({ handler }, key, protocol, extensions, context));
+      return served;
+    },
   };
 }

@@ -3,7 +3,10 @@
 // does after authentication), over a runtime whose "containers" are local processes started
 // by the test (sh -c ...), whose exec spawns the command given, and whose port-forward
 // connects to the local host's port. It also registers its Node (InternalIP 127.0.0.1 and
-// the port in status.daemonEndpoints) with the test server.
+// the port in status.daemonEndpoints) with the test server. With spdyOnly it answers every
+// WebSocket upgrade as a real kubelet (1.33) answers kubectl's v5.channel.k8s.io or
+// SPDY/3.1+portforward.k8s.io: 403 from its WebSocket handshake (x/net/websocket refuses a
+// subprotocol it does not serve), so only SPDY/3.1 upgrades reach src/node/streaming.
 import { fileURLToPath } from 'node:url';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, openSync } from 'node:fs';
@@ -160,6 +163,8 @@ export interface TestKubelet {
   servingCert: string;
   /** the common names of the client certificates its requests came with ('' without one) */
   clientNames: string[];
+  /** the Upgrade header of each upgrade request it got, lower-cased, and whether it was refused */
+  upgrades: Array<{ upgrade: string; path: string; refused: boolean }>;
   runtime: LocalRuntime;
   nodeName: string;
   close(): Promise<void>;
@@ -191,9 +196,10 @@ export function kubeletClientCredentials(dir: string): { ca: string; certFile: s
 }
 
 /** Starts a test kubelet and registers its Node with the server (clientCa: client certificates it requires). */
-export async function startTestKubelet(s: TestServer, nodeName: string, opts: { clientCa?: string } = {}): Promise<TestKubelet> {
+export async function startTestKubelet(s: TestServer, nodeName: string, opts: { clientCa?: string; spdyOnly?: boolean } = {}): Promise<TestKubelet> {
   const runtime = new LocalRuntime();
   const clientNames: string[] = [];
+  const upgrades: TestKubelet['upgrades'] = [];
   const server = https.createServer({ ...servingCert(), ...(opts.clientCa ? { requestCert: true, rejectUnauthorized: true, ca: opts.clientCa } : {}) });
   const seen = (req: import('node:http').IncomingMessage) => clientNames.push(String((req.socket as import('node:tls').TLSSocket).getPeerCertificate?.()?.subject?.CN ?? ''));
   server.on('request', (req, res) => {
@@ -204,6 +210,13 @@ export async function startTestKubelet(s: TestServer, nodeName: string, opts: { 
   });
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
     seen(req);
+    const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
+    const refused = !!opts.spdyOnly && upgrade === 'websocket';
+    upgrades.push({ upgrade, path: (req.url ?? '/').split('?')[0], refused });
+    if (refused) {
+      socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      return;
+    }
     if (streaming.isStreamingPath(req.url ?? '/')) streaming.serveStreamingUpgrade(req, socket, head, runtime);
     else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
@@ -218,6 +231,7 @@ export async function startTestKubelet(s: TestServer, nodeName: string, opts: { 
     port,
     servingCert: servingCert().cert,
     clientNames,
+    upgrades,
     runtime,
     nodeName,
     close: async () => {

@@ -9,7 +9,7 @@
 // Thread ownership: the agent's main thread.
 import type { Duplex } from 'node:stream';
 import type { ContainerRef, ContainerRuntime } from '../runtime.js';
-import { SpdyConnection, type SpdyStream } from './spdy.js';
+import { SpdyConnection, type SpdyStream } from '../../http/spdy-connection.js';
 
 interface Pair {
   data?: SpdyStream;

@@ -10,7 +10,7 @@
 import type { Duplex } from 'node:stream';
 import type { ExecSession, StreamOptions } from '../runtime.js';
 import { exitStatus } from './remote-command.js';
-import { SpdyConnection, type SpdyStream } from './spdy.js';
+import { SpdyConnection, type SpdyStream } from '../../http/spdy-connection.js';
 
 /** the remotecommand protocols served over SPDY (the error stream carries a Status in both) */
 export const SPDY_CHANNEL_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];

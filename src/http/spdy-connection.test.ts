@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import zlib from 'node:zlib';
-import { HeaderReader, HeaderWriter, SPDY_DICTIONARY, SpdyConnection, type SpdyStream } from './spdy.js';
+import { HeaderReader, HeaderWriter, SPDY_DICTIONARY, SpdyConnection, type SpdyStream } from './spdy-connection.js';
 
 /** A header block as Go's framer writes one: count, then length-prefixed names and values. */
 function rawBlock(h: Record<string, string>): Buffer {
@@ -107,5 +107,110 @@ describe('SpdyConnection', () => {
     const types = out.map((f) => (f[0] & 0x80 ? `c${f.readUInt16BE(2)}` : `d${f[4]}`));
     expect(types).toEqual(['c2', 'c6', 'd0', 'd1']);
     expect(out[2].subarray(8).toString()).toBe('world');
+  });
+});
+
+describe('SpdyConnection as a client (the API server towards a SPDY-only node)', () => {
+  /** A client and a server joined back to back, each frame handed over on the next tick (as a socket would). */
+  function pair(onServerStream: (s: SpdyStream) => void) {
+    let server!: SpdyConnection;
+    const toServer: Buffer[] = [];
+    const toClient: Buffer[] = [];
+    const client = new SpdyConnection(
+      (f, cb) => {
+        toServer.push(f);
+        setImmediate(() => server.feed(toServer.shift()!));
+        cb?.();
+      },
+      (s) => s.reset(),
+      () => {},
+      'client',
+    );
+    server = new SpdyConnection(
+      (f, cb) => {
+        toClient.push(f);
+        setImmediate(() => client.feed(toClient.shift()!));
+        cb?.();
+      },
+      onServerStream,
+      () => {},
+    );
+    return { client, server, toServer, toClient };
+  }
+
+  it('opens odd-numbered streams with their headers, waits for each reply, carries data and half-closes', async () => {
+    const seen: SpdyStream[] = [];
+    const { client } = pair((s) => {
+      seen.push(s);
+      s.reply();
+      if (s.headers.streamtype === 'stdin') {
+        const got: Buffer[] = [];
+        s.on('data', (d: Buffer) => got.push(d));
+        // the client's FIN: what came is echoed on the stream, then its own FIN
+        s.on('end', () => s.end(Buffer.concat(got).toString().toUpperCase()));
+      }
+    });
+    const err = client.openStream({ streamtype: 'error' });
+    await err.accepted;
+    const stdin = client.openStream({ streamtype: 'stdin' });
+    await stdin.accepted;
+    expect(seen.map((s) => [s.id, s.headers.streamtype])).toEqual([
+      [1, 'error'],
+      [3, 'stdin'],
+    ]);
+    const back: Buffer[] = [];
+    stdin.on('data', (d: Buffer) => back.push(d));
+    const ended = new Promise((res) => stdin.once('end', res));
+    stdin.write('half ');
+    stdin.end('closed');
+    await ended;
+    expect(Buffer.concat(back).toString()).toBe('HALF CLOSED');
+  });
+
+  it('a stream the peer resets, or a connection that ends, fails the wait for its reply', async () => {
+    const { client } = pair((s) => s.reset());
+    const s = client.openStream({ streamtype: 'error' });
+    await expect(s.accepted).rejects.toThrow();
+    const { client: c2 } = pair(() => {});
+    const t = c2.openStream({ streamtype: 'error' });
+    c2.close();
+    await expect(t.accepted).rejects.toThrow();
+  });
+
+  it('its own pings go out odd and are not answered back; the peer\'s are', async () => {
+    const { client, server, toServer } = pair(() => {});
+    const sent: Buffer[] = [];
+    const tap = (client as unknown as { write: (f: Buffer, cb?: () => void) => void }).write;
+    (client as unknown as { write: (f: Buffer, cb?: () => void) => void }).write = (f, cb) => {
+      sent.push(f);
+      tap(f, cb);
+    };
+    client.ping();
+    await new Promise((r) => setTimeout(r, 20));
+    // the client's ping (id 1), the server's echo taken without an answer: one frame only
+    expect(sent.length).toBe(1);
+    expect(sent[0].readUInt16BE(2)).toBe(6);
+    expect(sent[0].readUInt32BE(8)).toBe(1);
+    // a server's ping (even id) is echoed by the client
+    server.sendControl(6, 0, Buffer.from([0, 0, 0, 2]));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent.length).toBe(2);
+    expect(sent[1].readUInt32BE(8)).toBe(2);
+    void toServer;
+  });
+
+  it('frames read before the carrier ends are handled before the streams close', async () => {
+    const client = new SpdyConnection(() => {}, () => {}, () => {}, 'client');
+    const s = client.openStream({ streamtype: 'error' });
+    const got: Buffer[] = [];
+    s.on('data', (d: Buffer) => got.push(d));
+    const ended = new Promise((res) => s.once('end', res));
+    // the node's reply (a header block, inflated asynchronously), its data with FIN, then its close
+    const reply = control(2, 0, Buffer.concat([Buffer.from([0, 0, 0, 1]), new HeaderWriter().encode({})]));
+    client.feed(Buffer.concat([reply, data(1, 1, Buffer.from('last words'))]));
+    client.endOfInput();
+    await s.accepted;
+    await ended;
+    expect(Buffer.concat(got).toString()).toBe('last words');
   });
 });

@@ -1,7 +1,10 @@
-// A minimal SPDY/3.1 server connection: what kubectl's port-forward (and a SPDY exec) speaks to
-// a kubelet, through moby/spdystream on the client side. Frames: SYN_STREAM, SYN_REPLY,
-// RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE and DATA. Header blocks are one
-// zlib stream per direction, primed with SPDY/3's dictionary.
+// A minimal SPDY/3.1 connection, either side: what kubectl's port-forward (and a SPDY exec)
+// speaks to a kubelet through moby/spdystream. The node agent serves it (role 'server': the
+// peer opens the streams, src/node/streaming/); the API server speaks it to a node as a
+// client when it translates a WebSocket exec or attach (role 'client': streams opened here,
+// each waited on until its SYN_REPLY; src/kubelet/stream-translator.ts). Frames: SYN_STREAM,
+// SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE and DATA. Header
+// blocks are one zlib stream per direction, primed with SPDY/3's dictionary.
 //
 // Flow control: spdystream neither sends WINDOW_UPDATE nor honours a window, so neither does
 // this side; backpressure comes from the carrier (each frame written is acknowledged by the
@@ -13,7 +16,8 @@
 // deflate blocks of one zlib stream, each ended by a sync-flush mark, which any inflater
 // reads whatever dictionary it was primed with.
 //
-// Thread ownership: one connection per carrier, on the agent's main thread.
+// Thread ownership: one connection per carrier, on the thread that owns the carrier (the
+// agent's main thread; a front end's thread in the API server).
 import { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 
@@ -194,18 +198,38 @@ export class SpdyStream extends Duplex {
   /** the peer sent FIN */
   remoteClosed = false;
   private replied = false;
+  /** a stream opened on this side: settles on the peer's SYN_REPLY (or its RST_STREAM, or the connection's end) */
+  readonly accepted: Promise<void>;
+  private settle?: (err?: Error) => void;
 
   constructor(
     readonly id: number,
     readonly headers: Record<string, string>,
     private conn: SpdyConnection,
+    /** opened by this side (SYN_STREAM sent), not by the peer */
+    readonly local = false,
   ) {
     super({ allowHalfOpen: true });
+    this.accepted = local
+      ? new Promise<void>((resolve, reject) => {
+          this.settle = (err) => (err ? reject(err) : resolve());
+        })
+      : Promise.resolve();
+    // (nobody may be waiting on it when the stream fails)
+    this.accepted.catch(() => {});
+    this.once('close', () => this.settle?.(new Error('spdy: stream closed before its reply')));
   }
 
-  /** Accepts the stream (SYN_REPLY); spdystream's CreateStream waits for it. */
+  /** the peer's SYN_REPLY to a stream opened here */
+  replyReceived(fin: boolean): void {
+    this.settle?.();
+    this.settle = undefined;
+    if (fin) this.deliver(Buffer.alloc(0), true);
+  }
+
+  /** Accepts the stream (SYN_REPLY); spdystream's CreateStream waits for it. A stream opened here is not replied to. */
   reply(headers: Record<string, string> = {}, fin = false): void {
-    if (this.replied) return;
+    if (this.replied || this.local) return;
     this.replied = true;
     this.conn.sendControl(FrameType.SynReply, fin ? FLAG_FIN : 0, Buffer.concat([u32(this.id), this.conn.headerWriter.encode(headers)]));
   }
@@ -257,8 +281,9 @@ const u32 = (n: number): Buffer => {
 };
 
 /**
- * The server side of a SPDY/3.1 connection over some carrier: bytes come in through feed(),
- * frames leave through the write function (its callback says the carrier took them).
+ * One side of a SPDY/3.1 connection over some carrier: bytes come in through feed(), frames
+ * leave through the write function (its callback says the carrier took them). The server
+ * takes the streams the peer opens (onStream); the client opens its own (openStream).
  */
 export class SpdyConnection {
   readonly headerWriter = new HeaderWriter();
@@ -273,13 +298,47 @@ export class SpdyConnection {
   private queue: Buffer[] = [];
   private busy = false;
   private closed = false;
+  /** the carrier's input ended: close once the frames already read are handled */
+  private inputEnded = false;
   private lastStreamId = 0;
+  /** the next id of a stream or ping opened here: odd for a client, even for a server (SPDY/3 2.3.2) */
+  private nextId: number;
+  private nextPing: number;
 
   constructor(
     private write: (frame: Buffer, cb?: (err?: Error | null) => void) => void,
     private onStream: (s: SpdyStream) => void,
     private onClose: () => void,
-  ) {}
+    readonly role: 'server' | 'client' = 'server',
+  ) {
+    this.nextId = role === 'client' ? 1 : 2;
+    this.nextPing = this.nextId;
+  }
+
+  /** Opens a stream (SYN_STREAM); its `accepted` settles on the peer's SYN_REPLY. */
+  openStream(headers: Record<string, string>): SpdyStream {
+    const id = this.nextId;
+    this.nextId += 2;
+    const s = new SpdyStream(id, headers, this, true);
+    if (this.closed) {
+      s.destroy();
+      return s;
+    }
+    this.streams.set(id, s);
+    s.on('finish', () => {
+      if (s.remoteClosed) this.streams.delete(id);
+    });
+    // stream id, associated stream 0, priority 0 and slot 0, then the header block
+    this.sendControl(FrameType.SynStream, 0, Buffer.concat([u32(id), u32(0), Buffer.from([0, 0]), this.headerWriter.encode(headers)]));
+    return s;
+  }
+
+  /** A PING of this side (the peer answers with the same frame): keeps idle connections up. */
+  ping(): void {
+    const id = this.nextPing;
+    this.nextPing += 2;
+    this.sendControl(FrameType.Ping, 0, u32(id));
+  }
 
   feed(chunk: Buffer): void {
     if (this.closed) return;
@@ -321,6 +380,17 @@ export class SpdyConnection {
       }
     }
     this.busy = false;
+    if (this.inputEnded) this.close();
+  }
+
+  /**
+   * The carrier has no more bytes (its end, or its close): the frames already read are still
+   * handled (a reply and the data behind it may wait on a header block's inflation), then
+   * the connection closes.
+   */
+  endOfInput(): void {
+    this.inputEnded = true;
+    if (!this.busy) this.close();
   }
 
   private frame(f: Buffer): Promise<void> | undefined {
@@ -350,7 +420,14 @@ export class SpdyConnection {
           this.onStream(s);
         });
       }
-      case FrameType.SynReply:
+      case FrameType.SynReply: {
+        // (decoded even when nothing waits: the block is in the shared compression stream)
+        const id = body.readUInt32BE(0) & 0x7fffffff;
+        return this.headerReader.decode(body.subarray(4)).then(() => {
+          const s = this.streams.get(id);
+          if (s?.local) s.replyReceived((flags & FLAG_FIN) !== 0);
+        });
+      }
       case FrameType.Headers:
         // (nothing to act on, but the block is in the shared compression stream)
         return this.headerReader.decode(body.subarray(4)).then(() => undefined);
@@ -362,8 +439,9 @@ export class SpdyConnection {
         return;
       }
       case FrameType.Ping:
-        // The peer's ping (odd id) is answered with the same frame.
-        this.write(Buffer.from(f));
+        // The peer's ping (odd ids are a client's, even a server's) is answered with the same
+        // frame; the answer to one of ours is only taken.
+        if (body.length >= 4 && (body.readUInt32BE(0) % 2 === 1) === (this.role === 'server')) this.write(Buffer.from(f));
         return;
       case FrameType.GoAway:
         this.close();
