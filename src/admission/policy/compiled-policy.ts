@@ -63,7 +63,7 @@ export function compilePolicy(policy: any): CompiledPolicy {
  * lazily, at most once per evaluation, its cost charged to the expression that reads it.
  * An error in a variable fails the expression that reads it.
  */
-export function lazyVariables(compiled: CompiledPolicy, activation: Record<string, any>): Record<string, any> {
+export function lazyVariables(compiled: { variables: CompiledPolicy['variables'] }, activation: Record<string, any>): Record<string, any> {
   const vars: Record<string, any> = {};
   for (const v of compiled.variables) {
     let done = false;
