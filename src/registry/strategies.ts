@@ -277,6 +277,11 @@ export class StrategyRegistry {
           return { strategy: kinds.validatedStrategy(validateValidatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };
         case 'validatingadmissionpolicybindings':
           return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
+        // (v1alpha1 SetDefaults: the same as the validating kinds')
+        case 'mutatingadmissionpolicies':
+          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicy, true), nameRule: 'subdomain' };
+        case 'mutatingadmissionpolicybindings':
+          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
       }
     }
     if (group === 'storage.k8s.io' && resource === 'csidrivers') return { strategy: new kinds.DefaultingStrategy(defaultCsiDriver, true), nameRule: 'subdomain' };

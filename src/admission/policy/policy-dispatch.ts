@@ -116,3 +116,24 @@ export function guessKind(objects: ObjectSource, apiVersion: string, kind: strin
   const plural = /(s|x|ch|sh)$/.test(lower) ? `${lower}es` : /[^aeiou]y$/.test(lower) ? `${lower.slice(0, -1)}ies` : lower === 'endpoints' ? lower : `${lower}s`;
   return { gr: group ? `${plural}.${group}` : plural, namespaced: !CLUSTER_KINDS.has(kind) };
 }
+
+/** The policies of one kind compiled once per object (a new resourceVersion compiles again). */
+export class CompiledPolicies<T extends { resourceVersion: string; policy: any }> {
+  private readonly compiled = new Map<string, T>();
+  constructor(
+    private readonly objects: ObjectSource,
+    private readonly gr: string,
+    private readonly compileOne: (policy: any) => T,
+  ) {}
+
+  get(name: string): T | undefined {
+    const p = this.objects.get(this.gr, '', name);
+    if (!p) return undefined;
+    const c = this.compiled.get(name);
+    if (c && c.resourceVersion === p.metadata?.resourceVersion && c.policy === p) return c;
+    const fresh = this.compileOne(p);
+    this.compiled.set(name, fresh);
+    if (this.compiled.size > 10_000) this.compiled.clear();
+    return fresh;
+  }
+}

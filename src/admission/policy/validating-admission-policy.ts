@@ -12,7 +12,7 @@ import { errors } from '../../errors.js';
 import { matches, isExemptAdmissionConfiguration } from './matching.js';
 import { compilePolicy, lazyVariables, type CompiledPolicy } from './compiled-policy.js';
 import { admissionActivation } from '../../cel/admission.js';
-import { bindingsByPolicy, collectParams, guessKind, RequestValues, type KindResolver } from './policy-dispatch.js';
+import { bindingsByPolicy, collectParams, CompiledPolicies, guessKind, RequestValues, type KindResolver } from './policy-dispatch.js';
 import { matchConditions } from '../../cel/match-conditions.js';
 import { evalBudgeted } from '../../cel/environment.js';
 import { celView, fromCel } from '../../cel/values.js';
@@ -40,7 +40,7 @@ interface Decision {
 
 export class ValidatingAdmissionPolicy extends AdmissionPlugin {
   readonly name = 'ValidatingAdmissionPolicy';
-  private readonly compiled = new Map<string, CompiledPolicy>();
+  private readonly compiled: CompiledPolicies<CompiledPolicy>;
   private readonly resolveKind: KindResolver;
 
   constructor(
@@ -49,29 +49,18 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
   ) {
     super(objects);
     this.resolveKind = config.resolveKind ?? ((v, k) => guessKind(objects, v, k));
+    this.compiled = new CompiledPolicies(objects, POLICIES, compilePolicy);
   }
 
   handles(a: Attributes): boolean {
     return !isExemptAdmissionConfiguration(a) && this.objects.list(BINDINGS, '').length > 0;
   }
 
-  /** The policy compiled for its current resourceVersion. */
-  private policy(name: string): CompiledPolicy | undefined {
-    const p = this.objects.get(POLICIES, '', name);
-    if (!p) return undefined;
-    const c = this.compiled.get(name);
-    if (c && c.resourceVersion === p.metadata?.resourceVersion && c.policy === p) return c;
-    const fresh = compilePolicy(p);
-    this.compiled.set(name, fresh);
-    if (this.compiled.size > 10_000) this.compiled.clear();
-    return fresh;
-  }
-
   override validate(a: Attributes): void {
     const denied: Array<{ policy: string; binding?: string; d: Decision }> = [];
     const values = new RequestValues(a, this.objects);
     for (const [policyName, policyBindings] of bindingsByPolicy(this.objects.list(BINDINGS, ''))) {
-      const compiled = this.policy(policyName);
+      const compiled = this.compiled.get(policyName);
       if (!compiled) continue;
       const spec = compiled.policy.spec ?? {};
       if (!matches(spec.matchConstraints, a, this.objects)) continue;
