@@ -123,7 +123,7 @@ export function compileMutatingPolicy(policy: any): CompiledMutatingPolicy {
       if (!out) return { expression, patchType, error: `unsupported patch type: ${patchType}` };
       const c = one(rewriteObjectConstruction(expression), vars);
       c.expression = expression;
-      if (c.program && !out.accepts.includes(c.program.outputType)) return { expression, patchType, error: `must evaluate to ${out.name} but got ${c.program.outputType}` };
+      if (c.program && !out.accepts.includes(c.program.outputType)) return { expression, patchType, error: `must evaluate to ${out.name} but got ${celGoTypeName(c.program.outputType)}` };
       return { ...c, patchType };
     }),
     variables: (spec.variables ?? []).map((x: any) => ({ ...one(x.expression ?? '', vars), name: x.name })),
@@ -131,4 +131,9 @@ export function compileMutatingPolicy(policy: any): CompiledMutatingPolicy {
     failurePolicy: spec.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
     reinvocationPolicy: spec.reinvocationPolicy === 'IfNeeded' ? 'IfNeeded' : 'Never',
   };
+}
+
+/** cel-go's spelling of a type in messages: `map(string, int)` for the engine's `map<string, int>`. */
+function celGoTypeName(t: string): string {
+  return t.replaceAll('<', '(').replaceAll('>', ')');
 }
