@@ -79,6 +79,20 @@ describe('MutatingAdmissionPolicy with its gate on', () => {
     expect((await request(s, 'GET', '/apis/admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicybindings')).status).toBe(200);
   });
 
+  it('refuses a policy whose mutation does not compile, or returns the wrong type', async () => {
+    const bad = (expression: string) =>
+      policy('broken', { resource: 'configmaps', label: 'none', mutations: `
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: '${expression}'` }).split('---')[0];
+    let r = await kubectl(s, ['apply', '-f', '-'], { input: bad('Object{') });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('spec.mutations[0].applyConfiguration.expression: Invalid value: "Object{": compilation failed: ERROR: <input>:1:');
+    r = await kubectl(s, ['apply', '-f', '-'], { input: bad('{"a": 1}') });
+    expect(r.stderr).toContain('must evaluate to Object but got map(string, int)');
+    expect((await request(s, 'GET', `${MAP_PATH}/broken`)).status).toBe(404);
+  });
+
   it('adds a label by ApplyConfiguration, seen by kubectl get', async () => {
     await namespace('map-label', 'label');
     await apply(

@@ -108,6 +108,18 @@ const MUTATION_OUTPUTS: Record<string, { accepts: string[]; name: string }> = {
   JSONPatch: { accepts: ['dyn', 'list', 'list<dyn>'], name: 'list(JSONPatch)' },
 };
 
+/** One mutation of a policy (with `params` when the policy has a paramKind): its program, or kube's compile error. */
+export function compileMutation(m: any, hasParams: boolean): CompiledMutation {
+  const patchType = m?.patchType ?? '';
+  const expression = (patchType === 'JSONPatch' ? m?.jsonPatch?.expression : m?.applyConfiguration?.expression) ?? '';
+  const out = MUTATION_OUTPUTS[patchType];
+  if (!out) return { expression, patchType, error: `unsupported patch type: ${patchType}` };
+  const c = one(rewriteObjectConstruction(expression), admissionVariables({ params: hasParams, authorizer: true, variables: true }));
+  c.expression = expression;
+  if (c.program && !out.accepts.includes(c.program.outputType)) return { expression, patchType, error: `must evaluate to ${out.name} but got ${celGoTypeName(c.program.outputType)}` };
+  return { ...c, patchType };
+}
+
 export function compileMutatingPolicy(policy: any): CompiledMutatingPolicy {
   const spec = policy.spec ?? {};
   const hasParams = !!spec.paramKind;
@@ -116,16 +128,7 @@ export function compileMutatingPolicy(policy: any): CompiledMutatingPolicy {
     name: policy.metadata?.name ?? '',
     resourceVersion: policy.metadata?.resourceVersion ?? '',
     policy,
-    mutations: (spec.mutations ?? []).map((m: any) => {
-      const patchType = m.patchType ?? '';
-      const expression = (patchType === 'JSONPatch' ? m.jsonPatch?.expression : m.applyConfiguration?.expression) ?? '';
-      const out = MUTATION_OUTPUTS[patchType];
-      if (!out) return { expression, patchType, error: `unsupported patch type: ${patchType}` };
-      const c = one(rewriteObjectConstruction(expression), vars);
-      c.expression = expression;
-      if (c.program && !out.accepts.includes(c.program.outputType)) return { expression, patchType, error: `must evaluate to ${out.name} but got ${celGoTypeName(c.program.outputType)}` };
-      return { ...c, patchType };
-    }),
+    mutations: (spec.mutations ?? []).map((m: any) => compileMutation(m, hasParams)),
     variables: (spec.variables ?? []).map((x: any) => ({ ...one(x.expression ?? '', vars), name: x.name })),
     matchConditions: compileConditions(spec.matchConditions ?? [], hasParams),
     failurePolicy: spec.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
