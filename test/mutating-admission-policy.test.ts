@@ -106,6 +106,9 @@ describe('MutatingAdmissionPolicy with its gate on', () => {
         Object{metadata: Object.metadata{labels: {"mutated-by": "add-label"}}}`,
       }),
     );
+    // kube's table columns for the policy kinds
+    expect(await kubectlOk(s, ['get', 'mutatingadmissionpolicies', 'add-label'])).toMatch(/NAME\s+MUTATIONS\s+PARAMKIND\s+AGE\nadd-label\s+1\s+<unset>\s+\d+s/);
+    expect(await kubectlOk(s, ['get', 'mutatingadmissionpolicybindings', 'add-label-binding'])).toMatch(/NAME\s+POLICYNAME\s+PARAMREF\s+AGE\nadd-label-binding\s+add-label\s+<unset>/);
     const cm = await createdConfigMap('map-label', (c) => c.metadata.labels?.['mutated-by'] === 'add-label');
     expect(cm.data).toEqual({ k: 'v' });
     const out = await kubectlOk(s, ['get', 'configmap', cm.metadata.name, '-n', 'map-label', '-L', 'mutated-by']);
