@@ -2,9 +2,17 @@
 // kubectl. With --feature-gates=MutatingAdmissionPolicy=true and the v1alpha1 API switched on:
 // an ApplyConfiguration policy adds a label kubectl sees, a JSONPatch policy sets a field, a
 // policy reads its param, and a failing expression refuses the write with kube's Status under
-// failurePolicy Fail and lets it through under Ignore. With the gate off the v1alpha1 kinds
+// failurePolicy Fail and lets it through under Ignore; reinvocation together with a real HTTPS
+// mutating webhook (the policy runs before it, and again, IfNeeded, after it changed the
+// object). With the gate off the v1alpha1 kinds
 // are not served, whatever --runtime-config says.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import https from 'node:https';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { request, startServer, until, type TestServer } from './helpers/server.js';
 import { kubectl, kubectlOk, kubectlPath } from './helpers/kubectl.js';
 
@@ -217,6 +225,102 @@ describe('MutatingAdmissionPolicy with its gate on', () => {
     // the failed mutation is dropped; the next one still runs (kube goes on with the policy's mutations)
     const cm = await createdConfigMap('map-ignore', (c) => c.metadata.labels?.after === 'failure');
     expect(cm.metadata.labels).toEqual({ after: 'failure' });
+  });
+});
+
+describe('MutatingAdmissionPolicy reinvocation with a mutating webhook', () => {
+  let certDir: string;
+  let hook: https.Server;
+  let caBundle: string;
+  /** the objects the webhook was called with, by the object's name */
+  const seen = new Map<string, any[]>();
+
+  beforeAll(async () => {
+    certDir = mkdtempSync(join(tmpdir(), 'kubeshard-map-certs-'));
+    const run = (args: string[]) => execFileSync('openssl', args, { cwd: certDir, stdio: 'ignore' });
+    run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key']);
+    run(['req', '-x509', '-new', '-key', 'ca.key', '-days', '2', '-subj', '/CN=map-test-ca', '-out', 'ca.crt']);
+    run(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'tls.key']);
+    run(['req', '-new', '-key', 'tls.key', '-subj', '/CN=127.0.0.1', '-out', 'tls.csr']);
+    writeFileSync(join(certDir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+    run(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'tls.crt']);
+    caBundle = readFileSync(join(certDir, 'ca.crt')).toString('base64');
+    hook = https.createServer({ key: readFileSync(join(certDir, 'tls.key')), cert: readFileSync(join(certDir, 'tls.crt')) }, (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        const review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const obj = review.request.object;
+        const l = seen.get(obj.metadata.name) ?? [];
+        l.push(obj);
+        seen.set(obj.metadata.name, l);
+        // the webhook annotates the object once
+        const response: any = { uid: review.request.uid, allowed: true };
+        if (!obj.metadata.annotations?.webhook) {
+          const ops = obj.metadata.annotations ? [{ op: 'add', path: '/metadata/annotations/webhook', value: '1' }] : [{ op: 'add', path: '/metadata/annotations', value: { webhook: '1' } }];
+          Object.assign(response, { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') });
+        }
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    const port = (hook.address() as AddressInfo).port;
+    for (const [ns, reinvocation] of [['map-reinvoke', 'IfNeeded'], ['map-never', 'Never']]) {
+      await namespace(ns, ns);
+      await apply(
+        policy(`saw-webhook-${ns}`, {
+          resource: 'configmaps',
+          label: ns,
+          mutations: `
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{metadata: Object.metadata{labels: {"policy-saw-webhook": has(object.metadata.annotations) && "webhook" in object.metadata.annotations ? "yes" : "no"}}}`,
+        }).replace('reinvocationPolicy: Never', `reinvocationPolicy: ${reinvocation}`),
+      );
+    }
+    await kubectlOk(
+      s,
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: 'map-annotator' },
+        webhooks: [
+          {
+            name: 'annotate.map.test.kubeshard.io',
+            admissionReviewVersions: ['v1'],
+            sideEffects: 'None',
+            reinvocationPolicy: 'IfNeeded',
+            rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+            namespaceSelector: { matchExpressions: [{ key: 'map-test', operator: 'In', values: ['map-reinvoke', 'map-never'] }] },
+            clientConfig: { url: `https://127.0.0.1:${port}/annotate`, caBundle },
+          },
+        ],
+      }),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    hook?.closeAllConnections();
+    await new Promise((r) => hook?.close(r));
+    if (certDir) rmSync(certDir, { recursive: true, force: true });
+  });
+
+  it('IfNeeded: the policy runs first, then again after the webhook changed the object; the webhook is called again after that', async () => {
+    const cm = await createdConfigMap('map-reinvoke', (c) => c.metadata.labels?.['policy-saw-webhook'] === 'yes' && c.metadata.annotations?.webhook === '1');
+    const calls = seen.get(cm.metadata.name)!;
+    // first call: the policy had already run (mutating policies come before webhooks)
+    expect(calls[0].metadata.labels).toEqual({ 'policy-saw-webhook': 'no' });
+    // second call: the policy's reinvocation changed the object, so the IfNeeded webhook is called again
+    expect(calls).toHaveLength(2);
+    expect(calls[1].metadata.labels).toEqual({ 'policy-saw-webhook': 'yes' });
+  });
+
+  it('Never: the policy is not run again', async () => {
+    const cm = await createdConfigMap('map-never', (c) => c.metadata.annotations?.webhook === '1' && c.metadata.labels?.['policy-saw-webhook'] !== undefined);
+    expect(cm.metadata.labels).toEqual({ 'policy-saw-webhook': 'no' });
+    expect(seen.get(cm.metadata.name)).toHaveLength(1);
   });
 });
 
