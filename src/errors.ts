@@ -125,6 +125,17 @@ export const errors = {
     const details = { ...grDetails(gr, name), causes: [{ message: why }] } as StatusDetails;
     return new StatusError(code, r, `${qualifiedResource(gr)} "${name}" is forbidden: ${why}`, details);
   },
+  /**
+   * kube's generic policy dispatcher refusing a request for the errors of policies that fail
+   * closed (a MutatingAdmissionPolicy's failed mutation, a binding it could not configure):
+   * admission.NewForbidden's code and details, its message replaced by the first error's
+   * ("policy 'P' with binding 'B' denied request: ..."), that error's reason, and every error as a cause.
+   */
+  policyErrors: (gr: GroupResource, name: string, errs: Array<{ message: string; reason?: string }>) => {
+    const first = errs[0];
+    const details = { ...grDetails(gr, name), causes: errs.map((e) => ({ message: e.message })) } as StatusDetails;
+    return new StatusError(403, (first.reason || StatusReason.Forbidden) as StatusReason, first.message, details);
+  },
   notFound: (gr: GroupResource, name: string) =>
     new StatusError(404, StatusReason.NotFound, `${qualifiedResource(gr)} "${name}" not found`, grDetails(gr, name)),
   /** An unknown path below /api or /apis: kube-apiserver answers with an empty-details NotFound. */

@@ -45,10 +45,18 @@ registerPlugin('CertificateSubjectRestriction', (objects) => new CertificateSubj
 registerPlugin('PodSecurity', (objects, config) => new PodSecurity(objects, config));
 // the webhook plugins' configuration (the CEL compiler of matchConditions, the catalog) is the environment's `webhooks`
 registerPlugin('MutatingAdmissionWebhook', (objects, _config, env) => new MutatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
-// the policy plugin's configuration (the authorizer of CEL's `authorizer`) is the environment's `policies`
+// the policy plugins' configuration (the authorizer of CEL's `authorizer`) is the environment's
+// `policies`; MutatingAdmissionPolicy defaults what it patched with the webhooks' defaulter
+registerPlugin('MutatingAdmissionPolicy', (objects, _config, env) =>
+  new MutatingAdmissionPolicy(objects, {
+    ...((env.policies as MutatingAdmissionPolicyConfig | undefined) ?? {}),
+    defaulter: (env.webhooks as WebhookPluginConfig | undefined)?.defaulter,
+  }),
+);
 registerPlugin('ValidatingAdmissionPolicy', (objects, _config, env) => new ValidatingAdmissionPolicy(objects, (env.policies as ValidatingAdmissionPolicyConfig | undefined) ?? {}));
 registerPlugin('ValidatingAdmissionWebhook', (objects, _config, env) => new ValidatingAdmissionWebhook(objects, (env.webhooks as WebhookPluginConfig | undefined) ?? {}));
 import { ValidatingAdmissionPolicy, type ValidatingAdmissionPolicyConfig } from './policy/validating-admission-policy.js';
+import { MutatingAdmissionPolicy, type MutatingAdmissionPolicyConfig } from './policy/mutating-admission-policy.js';
 
 /** The chain kube-apiserver would run with these flags (the defaults when none). */
 export function defaultAdmissionChain(objects: ObjectSource, o: ChainOptions = {}): AdmissionChain {

@@ -19,13 +19,13 @@ describe('the admission order', () => {
 
   it('builds the chain of the registered default-on plugins in that order; an unregistered name is skipped', () => {
     expect(registeredPlugins()).toEqual([
-      'NamespaceLifecycle', 'LimitRanger', 'ServiceAccount', 'NodeRestriction', 'PodSecurity', 'Priority', 'DefaultTolerationSeconds', 'DefaultStorageClass', 'StorageObjectInUseProtection', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'DefaultIngressClass', 'MutatingAdmissionWebhook', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionWebhook', 'ResourceQuota',
+      'NamespaceLifecycle', 'LimitRanger', 'ServiceAccount', 'NodeRestriction', 'PodSecurity', 'Priority', 'DefaultTolerationSeconds', 'DefaultStorageClass', 'StorageObjectInUseProtection', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'DefaultIngressClass', 'MutatingAdmissionPolicy', 'MutatingAdmissionWebhook', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionWebhook', 'ResourceQuota',
     ]);
     // NodeRestriction is registered but default-off, as in kube
     expect(buildAdmissionChain(objects).plugins.map((p) => p.name)).toEqual(registeredPlugins().filter((n) => n !== 'NodeRestriction'));
     expect(buildAdmissionChain(objects, { enable: ['NodeRestriction'] }).plugins.map((p) => p.name)).toEqual(registeredPlugins());
     const names = buildAdmissionChain(objects, { disable: ['Priority', 'LimitRanger'], enable: ['AlwaysPullImages'] }).plugins.map((p) => p.name);
-    expect(names).toEqual(['NamespaceLifecycle', 'ServiceAccount', 'PodSecurity', 'DefaultTolerationSeconds', 'DefaultStorageClass', 'StorageObjectInUseProtection', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'DefaultIngressClass', 'MutatingAdmissionWebhook', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionWebhook', 'ResourceQuota']);
+    expect(names).toEqual(['NamespaceLifecycle', 'ServiceAccount', 'PodSecurity', 'DefaultTolerationSeconds', 'DefaultStorageClass', 'StorageObjectInUseProtection', 'CertificateApproval', 'CertificateSigning', 'CertificateSubjectRestriction', 'DefaultIngressClass', 'MutatingAdmissionPolicy', 'MutatingAdmissionWebhook', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionWebhook', 'ResourceQuota']);
   });
 
   it('enabled names: default-on less the disabled, plus the enabled, in run order', () => {

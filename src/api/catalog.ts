@@ -2,6 +2,22 @@
 // default 1.33 cluster serves and by --runtime-config.
 import { catalogData } from './catalog-data.js';
 import type { GroupVersionInfo, ResourceInfo } from './catalog-types.js';
+import { features } from '../features.js';
+
+/**
+ * Resources kube-apiserver installs only while a feature gate is on, whatever
+ * --runtime-config says (its REST storage providers check the gate before they add the
+ * storage): group/version/resource → gate.
+ */
+const GATED_RESOURCES: Record<string, string> = {
+  'admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicies': 'MutatingAdmissionPolicy',
+  'admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicybindings': 'MutatingAdmissionPolicy',
+};
+
+function gateAllows(groupVersion: string, resource: string): boolean {
+  const gate = GATED_RESOURCES[`${groupVersion}/${resource}`];
+  return gate === undefined || features.enabled(gate);
+}
 
 /** kube-apiserver's group order in discovery (the aggregator's group priorities). */
 const GROUP_ORDER = [
@@ -112,7 +128,7 @@ function servedData(spec: string, data: GroupVersionInfo[]): GroupVersionInfo[] 
   const out: GroupVersionInfo[] = [];
   for (const gv of data) {
     const gvOn = rc.groupVersions.get(gv.groupVersion) ?? false;
-    const resources = gv.resources.filter((r) => rc.resources.get(`${gv.groupVersion}/${r.resource}`) ?? gvOn);
+    const resources = gv.resources.filter((r) => (rc.resources.get(`${gv.groupVersion}/${r.resource}`) ?? gvOn) && gateAllows(gv.groupVersion, r.resource));
     // A group-version with no served resource is not installed at all.
     if (resources.length) out.push(resources.length === gv.resources.length ? gv : { ...gv, resources });
   }

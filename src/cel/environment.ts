@@ -22,6 +22,7 @@ import { registerSemver } from './library/semver.js';
 import { registerAuthz } from './library/authz.js';
 import { registerSets } from './library/sets.js';
 import { registerComprehensions } from './library/comprehensions.js';
+import { registerMutation } from './library/mutation.js';
 
 /** Declared variables: name → type in the engine's notation ('dyn', 'map<string, dyn>', 'Authorizer'). */
 export type VariableDecls = Record<string, string>;
@@ -55,6 +56,7 @@ function baseEnv(): Environment {
   registerAuthz(env);
   registerSets(env);
   registerComprehensions(env);
+  registerMutation(env);
   // Lets each environment reach its evaluator once, to meter it (see meterEvaluator).
   env.registerFunction(`${PROBE}(): dyn`, function (this: unknown) {
     return this as any;

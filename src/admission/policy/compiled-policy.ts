@@ -1,4 +1,4 @@
-// A ValidatingAdmissionPolicy compiled for evaluation (kube's validating plugin: compiling
+// A ValidatingAdmissionPolicy (and a MutatingAdmissionPolicy) compiled for evaluation (kube's validating plugin: compiling
 // in policy_source/compile, the validator in validator.go): its validations, messageExpressions,
 // auditAnnotations, variables and matchConditions, each compiled once in the environment
 // its declarations call for (params when paramKind is set; authorizer for validations).
@@ -6,6 +6,7 @@ import { compile, evalBudgeted, type Program } from '../../cel/environment.js';
 import { admissionVariables } from '../../cel/admission.js';
 import { compileConditions } from '../../cel/match-conditions.js';
 import { OUT_OF_BUDGET } from '../../cel/cost.js';
+import { rewriteObjectConstruction } from '../../cel/library/mutation.js';
 
 export interface CompiledExpr {
   expression: string;
@@ -63,7 +64,7 @@ export function compilePolicy(policy: any): CompiledPolicy {
  * lazily, at most once per evaluation, its cost charged to the expression that reads it.
  * An error in a variable fails the expression that reads it.
  */
-export function lazyVariables(compiled: CompiledPolicy, activation: Record<string, any>): Record<string, any> {
+export function lazyVariables(compiled: { variables: CompiledPolicy['variables'] }, activation: Record<string, any>): Record<string, any> {
   const vars: Record<string, any> = {};
   for (const v of compiled.variables) {
     let done = false;
@@ -83,4 +84,59 @@ export function lazyVariables(compiled: CompiledPolicy, activation: Record<strin
     });
   }
   return vars;
+}
+
+export interface CompiledMutation extends CompiledExpr {
+  patchType: string;
+}
+
+/** A MutatingAdmissionPolicy compiled for evaluation (kube's mutating/compilation.go). */
+export interface CompiledMutatingPolicy {
+  name: string;
+  resourceVersion: string;
+  policy: any;
+  mutations: CompiledMutation[];
+  variables: Array<CompiledExpr & { name: string }>;
+  matchConditions: ReturnType<typeof compileConditions>;
+  failurePolicy: 'Fail' | 'Ignore';
+  reinvocationPolicy: 'Never' | 'IfNeeded';
+}
+
+/** The engine's output types a mutation may have (its constructions are dyn: see cel/library/mutation.ts). */
+const MUTATION_OUTPUTS: Record<string, { accepts: string[]; name: string }> = {
+  ApplyConfiguration: { accepts: ['dyn'], name: 'Object' },
+  JSONPatch: { accepts: ['dyn', 'list', 'list<dyn>'], name: 'list(JSONPatch)' },
+};
+
+/** One mutation of a policy (with `params` when the policy has a paramKind): its program, or kube's compile error. */
+export function compileMutation(m: any, hasParams: boolean): CompiledMutation {
+  const patchType = m?.patchType ?? '';
+  const expression = (patchType === 'JSONPatch' ? m?.jsonPatch?.expression : m?.applyConfiguration?.expression) ?? '';
+  const out = MUTATION_OUTPUTS[patchType];
+  if (!out) return { expression, patchType, error: `unsupported patch type: ${patchType}` };
+  const c = one(rewriteObjectConstruction(expression), admissionVariables({ params: hasParams, authorizer: true, variables: true }));
+  c.expression = expression;
+  if (c.program && !out.accepts.includes(c.program.outputType)) return { expression, patchType, error: `must evaluate to ${out.name} but got ${celGoTypeName(c.program.outputType)}` };
+  return { ...c, patchType };
+}
+
+export function compileMutatingPolicy(policy: any): CompiledMutatingPolicy {
+  const spec = policy.spec ?? {};
+  const hasParams = !!spec.paramKind;
+  const vars = admissionVariables({ params: hasParams, authorizer: true, variables: true });
+  return {
+    name: policy.metadata?.name ?? '',
+    resourceVersion: policy.metadata?.resourceVersion ?? '',
+    policy,
+    mutations: (spec.mutations ?? []).map((m: any) => compileMutation(m, hasParams)),
+    variables: (spec.variables ?? []).map((x: any) => ({ ...one(x.expression ?? '', vars), name: x.name })),
+    matchConditions: compileConditions(spec.matchConditions ?? [], hasParams),
+    failurePolicy: spec.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
+    reinvocationPolicy: spec.reinvocationPolicy === 'IfNeeded' ? 'IfNeeded' : 'Never',
+  };
+}
+
+/** cel-go's spelling of a type in messages: `map(string, int)` for the engine's `map<string, int>`. */
+function celGoTypeName(t: string): string {
+  return t.replaceAll('<', '(').replaceAll('>', ')');
 }

@@ -11,12 +11,12 @@ import { AdmissionPlugin, type Attributes, type ObjectSource } from '../plugin.j
 import { errors } from '../../errors.js';
 import { matches, isExemptAdmissionConfiguration } from './matching.js';
 import { compilePolicy, lazyVariables, type CompiledPolicy } from './compiled-policy.js';
-import { admissionRequest, admissionActivation, namespaceObject } from '../../cel/admission.js';
+import { admissionActivation } from '../../cel/admission.js';
+import { bindingsByPolicy, collectParams, CompiledPolicies, guessKind, RequestValues, type KindResolver } from './policy-dispatch.js';
 import { matchConditions } from '../../cel/match-conditions.js';
 import { evalBudgeted } from '../../cel/environment.js';
 import { celView, fromCel } from '../../cel/values.js';
 import { RUNTIME_CEL_COST_BUDGET, MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, OUT_OF_BUDGET } from '../../cel/cost.js';
-import { selectorMatches } from '../../registry/label-selector.js';
 import type { AuthorizeFn } from '../../cel/library/authz.js';
 
 const POLICIES = 'validatingadmissionpolicies.admissionregistration.k8s.io';
@@ -24,8 +24,7 @@ const BINDINGS = 'validatingadmissionpolicybindings.admissionregistration.k8s.io
 const FAILURE_ANNOTATION = 'validation.policy.admission.k8s.io/validation_failure';
 const MAX_AUDIT_ANNOTATION_VALUE_LENGTH = 10 * 1024;
 
-/** How a paramKind names its resource: kube's RESTMapper, which the plugin is given or guesses. */
-export type KindResolver = (apiVersion: string, kind: string) => { gr: string; namespaced: boolean } | undefined;
+export type { KindResolver } from './policy-dispatch.js';
 
 export interface ValidatingAdmissionPolicyConfig {
   resolveKind?: KindResolver;
@@ -41,7 +40,7 @@ interface Decision {
 
 export class ValidatingAdmissionPolicy extends AdmissionPlugin {
   readonly name = 'ValidatingAdmissionPolicy';
-  private readonly compiled = new Map<string, CompiledPolicy>();
+  private readonly compiled: CompiledPolicies<CompiledPolicy>;
   private readonly resolveKind: KindResolver;
 
   constructor(
@@ -50,42 +49,18 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
   ) {
     super(objects);
     this.resolveKind = config.resolveKind ?? ((v, k) => guessKind(objects, v, k));
+    this.compiled = new CompiledPolicies(objects, POLICIES, compilePolicy);
   }
 
   handles(a: Attributes): boolean {
     return !isExemptAdmissionConfiguration(a) && this.objects.list(BINDINGS, '').length > 0;
   }
 
-  /** The policy compiled for its current resourceVersion. */
-  private policy(name: string): CompiledPolicy | undefined {
-    const p = this.objects.get(POLICIES, '', name);
-    if (!p) return undefined;
-    const c = this.compiled.get(name);
-    if (c && c.resourceVersion === p.metadata?.resourceVersion && c.policy === p) return c;
-    const fresh = compilePolicy(p);
-    this.compiled.set(name, fresh);
-    if (this.compiled.size > 10_000) this.compiled.clear();
-    return fresh;
-  }
-
   override validate(a: Attributes): void {
-    const bindings = this.objects.list(BINDINGS, '');
-    // kube's dispatcher goes policy by policy, each with its bindings
-    const byPolicy = new Map<string, any[]>();
-    for (const b of bindings) {
-      const pn = b.spec?.policyName;
-      if (!pn) continue;
-      let l = byPolicy.get(pn);
-      if (!l) byPolicy.set(pn, (l = []));
-      l.push(b);
-    }
     const denied: Array<{ policy: string; binding?: string; d: Decision }> = [];
-    let request: any;
-    let namespace: any;
-    let object: any;
-    let oldObject: any;
-    for (const [policyName, policyBindings] of [...byPolicy].sort((x, y) => (x[0] < y[0] ? -1 : 1))) {
-      const compiled = this.policy(policyName);
+    const values = new RequestValues(a, this.objects);
+    for (const [policyName, policyBindings] of bindingsByPolicy(this.objects.list(BINDINGS, ''))) {
+      const compiled = this.compiled.get(policyName);
       if (!compiled) continue;
       const spec = compiled.policy.spec ?? {};
       if (!matches(spec.matchConstraints, a, this.objects)) continue;
@@ -94,23 +69,17 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
         denied.push({ policy: policyName, binding, d: { action: 'deny', message: msg } });
       };
       const collected: Record<string, string[]> = {};
-      for (const binding of policyBindings.sort((x, y) => (x.metadata.name < y.metadata.name ? -1 : 1))) {
+      for (const binding of policyBindings) {
         const bname = binding.metadata?.name ?? '';
         if (!matches(binding.spec?.matchResources, a, this.objects, true)) continue;
         let params: any[];
         try {
-          params = this.collectParams(spec.paramKind, binding.spec?.paramRef, a.namespace);
+          params = collectParams(this.objects, this.resolveKind, spec.paramKind, binding.spec?.paramRef, a.namespace);
         } catch (e: any) {
           configError(`failed to configure binding: ${e.message}`, bname);
           continue;
         }
-        request ??= admissionRequest(a);
-        if (namespace === undefined) {
-          const nsName = a.info.group === '' && a.info.resource === 'namespaces' ? '' : a.namespace;
-          namespace = nsName ? namespaceObject(this.objects.get('namespaces', '', nsName)) : null;
-        }
-        object ??= a.obj == null ? null : celView(a.obj);
-        oldObject ??= a.old == null ? null : celView(a.old);
+        const { request, namespace, object, oldObject } = values;
         const actions: string[] = binding.spec?.validationActions ?? [];
         for (const param of params) {
           const result = this.evaluate(compiled, a, { request, namespace, object, oldObject, params: param == null ? null : celView(param) });
@@ -145,32 +114,6 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
       const name = a.name || a.obj?.metadata?.name || 'Unknown';
       throw errors.policyDenied(a.groupResource, name, why, first.d.reason ?? '');
     }
-  }
-
-  /** kube's CollectParams: the param objects a binding refers to ([null] when the policy takes none, or the binding names none). */
-  private collectParams(paramKind: any, paramRef: any, requestNamespace: string): any[] {
-    if (!paramKind || !paramRef) return [null];
-    const target = this.resolveKind(paramKind.apiVersion ?? '', paramKind.kind ?? '');
-    if (!target) throw new Error(`paramKind kind \`&ParamKind{APIVersion:${paramKind.apiVersion ?? ''},Kind:${paramKind.kind ?? ''},}\` not known`);
-    let ns = '';
-    if (target.namespaced) {
-      ns = paramRef.namespace || requestNamespace;
-      if (!ns) throw new Error('cannot use namespaced paramRef in policy binding that matches cluster-scoped resources');
-    } else if (paramRef.namespace) {
-      throw new Error('paramRef.namespace must not be provided for a cluster-scoped `paramKind`');
-    }
-    let params: any[];
-    if (paramRef.name) {
-      if (paramRef.selector) throw new Error('paramRef.name and paramRef.selector are mutually exclusive');
-      const p = this.objects.get(target.gr, ns, paramRef.name);
-      params = p ? [p] : [];
-    } else if (paramRef.selector) {
-      params = this.objects.list(target.gr, ns).filter((p) => selectorMatches(paramRef.selector, p.metadata?.labels ?? {}));
-    } else throw new Error('one of name or selector must be provided');
-    if (params.length === 0 && paramRef.parameterNotFoundAction === 'Deny') {
-      throw new Error('no params found for policy binding with `Deny` parameterNotFoundAction');
-    }
-    return params;
   }
 
   /** kube's validator.Validate for one param. */
@@ -262,25 +205,4 @@ export class ValidatingAdmissionPolicy extends AdmissionPlugin {
     }
     return { decisions, annotations };
   }
-}
-
-const CLUSTER_KINDS = new Set([
-  'Namespace', 'Node', 'PersistentVolume', 'ClusterRole', 'ClusterRoleBinding', 'StorageClass', 'CustomResourceDefinition', 'PriorityClass',
-  'APIService', 'CSIDriver', 'CSINode', 'VolumeAttachment', 'IngressClass', 'RuntimeClass', 'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'FlowSchema',
-  'PriorityLevelConfiguration', 'CertificateSigningRequest', 'ServiceCIDR', 'IPAddress',
-]);
-
-/** The resource of a kind: a CRD's names when one defines it, else kube's plural of a built-in kind. */
-function guessKind(objects: ObjectSource, apiVersion: string, kind: string): { gr: string; namespaced: boolean } | undefined {
-  if (!kind) return undefined;
-  const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
-  for (const crd of objects.list('customresourcedefinitions.apiextensions.k8s.io', '')) {
-    if (crd.spec?.group === group && crd.spec?.names?.kind === kind) {
-      return { gr: `${crd.spec.names.plural}.${group}`, namespaced: crd.spec.scope !== 'Cluster' };
-    }
-  }
-  const lower = kind.toLowerCase();
-  const plural = /(s|x|ch|sh)$/.test(lower) ? `${lower}es` : /[^aeiou]y$/.test(lower) ? `${lower.slice(0, -1)}ies` : lower === 'endpoints' ? lower : `${lower}s`;
-  return { gr: group ? `${plural}.${group}` : plural, namespaced: !CLUSTER_KINDS.has(kind) };
 }

@@ -279,6 +279,20 @@ export const validatingAdmissionPolicyPrinter: KindPrinter = {
   },
 };
 
+/** kube's printMutatingAdmissionPolicy: the mutations counted instead of the validations. */
+export const mutatingAdmissionPolicyPrinter: KindPrinter = {
+  columns: [
+    nameCol('Name of the policy.'),
+    col('Mutations', 'integer', 'Number of mutations.'),
+    col('ParamKind', 'string', 'Kind of the parameter resource, as apiVersion/kind.'),
+    ageCol(),
+  ],
+  row(o, now) {
+    const pk = obj(o?.spec?.paramKind);
+    return { cells: [name(o), len(o?.spec?.mutations), pk ? `${str(pk.apiVersion)}/${str(pk.kind)}` : '<unset>', age(o, now)] };
+  },
+};
+
 export const validatingAdmissionPolicyBindingPrinter: KindPrinter = {
   columns: [
     nameCol('Name of the binding.'),

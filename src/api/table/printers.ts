@@ -71,6 +71,8 @@ const PRINTERS = new Map<string, KindPrinter>([
   ['flowcontrol.apiserver.k8s.io/prioritylevelconfigurations', cluster.priorityLevelConfigurationPrinter],
   ['admissionregistration.k8s.io/validatingadmissionpolicies', cluster.validatingAdmissionPolicyPrinter],
   ['admissionregistration.k8s.io/validatingadmissionpolicybindings', cluster.validatingAdmissionPolicyBindingPrinter],
+  ['admissionregistration.k8s.io/mutatingadmissionpolicies', cluster.mutatingAdmissionPolicyPrinter],
+  ['admissionregistration.k8s.io/mutatingadmissionpolicybindings', cluster.validatingAdmissionPolicyBindingPrinter],
   ['networking.k8s.io/ipaddresses', cluster.ipAddressPrinter],
   ['networking.k8s.io/servicecidrs', cluster.serviceCIDRPrinter],
 ]);

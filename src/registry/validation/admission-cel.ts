@@ -8,6 +8,7 @@ import { invalid, isObj, list, tooMany } from './field.js';
 import { compile, typeCheck } from '../../cel/environment.js';
 import { admissionVariables, declareAdmissionTypes } from '../../cel/admission.js';
 import { qualifiedNameErrors } from '../validation.js';
+import { compileMutation } from '../../admission/policy/compiled-policy.js';
 
 function check(errs: FieldError[], field: string, expression: unknown, vars: Record<string, string>, returnTypes?: string[]): void {
   if (typeof expression !== 'string' || expression.trim() === '') return;
@@ -46,6 +47,23 @@ export function validatePolicyExpressions(spec: any): FieldError[] {
     check(errs, `spec.validations[${i}].messageExpression`, v?.messageExpression, noAuthz, ['string']);
   });
   list(spec.auditAnnotations).forEach((a, i) => check(errs, `spec.auditAnnotations[${i}].valueExpression`, a?.valueExpression, noAuthz));
+  return errs;
+}
+
+/** A MutatingAdmissionPolicy's variables, matchConditions and mutations (each compiled as admission will run it). */
+export function validateMutatingPolicyExpressions(spec: any): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!isObj(spec)) return errs;
+  const params = !!spec.paramKind;
+  errs.push(...validateMatchConditions(spec.matchConditions, 'spec.matchConditions', params));
+  list(spec.variables).forEach((v, i) => check(errs, `spec.variables[${i}].expression`, v?.expression, admissionVariables({ params, authorizer: true, variables: true })));
+  list(spec.mutations).forEach((m, i) => {
+    const field = m?.patchType === 'JSONPatch' ? 'jsonPatch' : 'applyConfiguration';
+    const expression = m?.[field]?.expression;
+    if (typeof expression !== 'string' || expression.trim() === '') return;
+    const c = compileMutation(m, params);
+    if (c.error) errs.push(invalid(`spec.mutations[${i}].${field}.expression`, expression, c.error));
+  });
   return errs;
 }
 

@@ -2,7 +2,7 @@
 // pkg/apis/admissionregistration/validation checks them (and k8s.io/apiserver's webhook URL and
 // service checks). Their CEL (matchConditions, a policy's expressions) is compiled in admission-cel.ts.
 import type { FieldError } from '../strategy.js';
-import { validatePolicyExpressions, validateMatchConditions } from './admission-cel.js';
+import { validatePolicyExpressions, validateMatchConditions, validateMutatingPolicyExpressions } from './admission-cel.js';
 import {
   dns1035LabelErrors,
   dns1123SubdomainErrors,
@@ -309,5 +309,37 @@ export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
     });
   }
   errs.push(...validatePolicyExpressions(spec));
+  return errs;
+}
+
+const PATCH_TYPES = ['ApplyConfiguration', 'JSONPatch'];
+
+/**
+ * MutatingAdmissionPolicy (v1alpha1): failure policy, match constraints (with at least one
+ * resource rule), reinvocation policy, and at least one mutation whose patchType names the
+ * one expression it carries; the expressions compiled as admission will run them.
+ */
+export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = isObj(obj?.spec) ? obj.spec : {};
+  if (!present(spec.failurePolicy)) errs.push(required('spec.failurePolicy'));
+  else if (!FAILURE_POLICIES.includes(String(spec.failurePolicy))) errs.push(notSupported('spec.failurePolicy', spec.failurePolicy, FAILURE_POLICIES));
+  if (!isObj(spec.matchConstraints)) errs.push(required('spec.matchConstraints'));
+  else {
+    errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
+    if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
+  }
+  if (present(spec.reinvocationPolicy) && !REINVOCATION.includes(String(spec.reinvocationPolicy))) errs.push(notSupported('spec.reinvocationPolicy', spec.reinvocationPolicy, REINVOCATION));
+  if (list(spec.mutations).length === 0) errs.push(required('spec.mutations', 'mutations must contain at least one item'));
+  list(spec.mutations).forEach((m, i) => {
+    const at = `spec.mutations[${i}]`;
+    if (!present(m?.patchType)) return errs.push(required(`${at}.patchType`));
+    if (!PATCH_TYPES.includes(String(m.patchType))) return errs.push(notSupported(`${at}.patchType`, m.patchType, PATCH_TYPES));
+    const [own, other] = m.patchType === 'JSONPatch' ? ['jsonPatch', 'applyConfiguration'] : ['applyConfiguration', 'jsonPatch'];
+    if (m[other] != null) errs.push({ field: `${at}.${other}`, type: 'FieldValueForbidden', detail: `must not be specified when patchType is ${m.patchType}` });
+    if (!isObj(m[own])) errs.push(required(`${at}.${own}`, `must be specified when patchType is ${m.patchType}`));
+    else if (typeof m[own].expression !== 'string' || m[own].expression.trim() === '') errs.push(required(`${at}.${own}.expression`, 'expression is not specified'));
+  });
+  errs.push(...validateMutatingPolicyExpressions(spec));
   return errs;
 }
