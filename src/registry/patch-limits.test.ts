@@ -1,3 +1,5 @@
+// (The time bounds below are generous guards against the quadratic and exponential
+// behaviours they replaced, which took seconds to minutes: a loaded CI host must not trip them.)
 import { describe, it, expect } from 'vitest';
 import { JSON_PATCH_MAX_COPY_BYTES, PatchClock, getMaxObjectBytes, jsonSizeUpTo, nestsDeeperThan, refuseOversized, setMaxObjectBytes } from './patch-limits.js';
 import { jsonPatch, type JsonPatchStats } from './patch.js';
@@ -55,7 +57,7 @@ describe('JSON patch bounds', () => {
     const ops = Array.from({ length: 30 }, () => ({ op: 'copy', from: '/metadata/finalizers', path: '/metadata/finalizers/-' }));
     const t0 = performance.now();
     expect(() => jsonPatch(doc, ops)).toThrow(expect.objectContaining({ code: 422, reason: 'Invalid', message: 'the server rejected our request due to an error in our request' }));
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBeLessThan(5000);
   });
   it('reports what copies added', () => {
     const stats: JsonPatchStats = { copied: 0 };
@@ -79,14 +81,14 @@ describe('JSON patch bounds', () => {
     const ops = Array.from({ length: 10_000 }, () => ({ op: 'test', path: '/h', value: { k0: 1 } }));
     const t0 = performance.now();
     expect(() => jsonPatch({ h: huge }, ops)).toThrow(expect.objectContaining({ code: 422 }));
-    expect(performance.now() - t0).toBeLessThan(500);
+    expect(performance.now() - t0).toBeLessThan(5000);
   });
   it('stops on the clock (504) when operations are slow', () => {
     const arr = Array.from({ length: 300_000 }, (_, i) => i);
     const ops = Array.from({ length: 10_000 }, () => ({ op: 'add', path: '/a/0', value: 1 }));
     const t0 = performance.now();
     expect(() => jsonPatch({ a: arr }, ops, undefined, new PatchClock(20))).toThrow(expect.objectContaining({ code: 504, reason: 'Timeout' }));
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBeLessThan(5000);
   });
 });
 
@@ -99,7 +101,7 @@ describe('strategic merge bounds', () => {
     const t0 = performance.now();
     // (the quadratic engine took minutes over these lists)
     const out: any = strategicMergePatch(orig, patch, node, new PatchClock(10_000));
-    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(performance.now() - t0).toBeLessThan(15000);
     const e = out.spec.template.spec.containers[0].env;
     expect(e).toHaveLength(39_999);
     expect(e.find((x: any) => x.name === 'A5').value).toBe('five');
