@@ -127,6 +127,26 @@ describe('MutatingAdmissionPolicy with its gate on', () => {
     expect(plain.metadata.labels).toBeUndefined();
   });
 
+  it('leaves out an optional field whose optional is empty (?field: in an object construction)', async () => {
+    await namespace('map-optional', 'optional');
+    await apply(
+      policy('optional-fields', {
+        resource: 'configmaps',
+        label: 'optional',
+        mutations: `
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{?data: object.?data.?missing.hasValue() ? optional.of({"never": "set"}) : optional.none(),
+               metadata: Object.metadata{?annotations: optional.of({"opt": "set"}), ?labels: object.metadata.?labels.?nope}}`,
+      }),
+    );
+    // had the empty optionals been written as null, apply would have removed data
+    const cm = await createdConfigMap('map-optional', (c) => c.metadata.annotations?.opt === 'set');
+    expect(cm.data).toEqual({ k: 'v' });
+    expect(cm.metadata.labels).toBeUndefined();
+  });
+
   it('sets a field by JSONPatch (the object then validated as written)', async () => {
     await namespace('map-patch', 'patch');
     await apply(

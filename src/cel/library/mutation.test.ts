@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { rewriteObjectConstruction, OBJECT_FN, typeNameMismatches, constructedType } from './mutation.js';
+import { rewriteObjectConstruction, OBJECT_FN, OPTIONAL_FIELD_FN, typeNameMismatches, constructedType } from './mutation.js';
 import { compile } from '../environment.js';
 
 describe('object constructions for MutatingAdmissionPolicy', () => {
@@ -24,6 +24,27 @@ describe('object constructions for MutatingAdmissionPolicy', () => {
     expect(typeNameMismatches(v)).toEqual([]);
     const bad = compile(rewriteObjectConstruction('Object{spec: Object.spec{selector: Object.spec.wrong{}}}'), {}).program!.eval({}).value;
     expect(typeNameMismatches(bad)).toEqual(['unexpected type name "Object.spec.wrong", expected "Object.spec.selector", which matches field name path from root Object type']);
+  });
+
+  it('supports optional field initializers: an empty optional leaves the field out', () => {
+    expect(rewriteObjectConstruction('Object{? spec: optional.none(), x: 1}')).toBe(`${OBJECT_FN}("Object", {"spec": ${OPTIONAL_FIELD_FN}( optional.none()), "x": dyn( 1)})`);
+    const run = (e: string, object: unknown) => {
+      const c = compile(rewriteObjectConstruction(e), { object: 'dyn' });
+      expect(c.error).toBeUndefined();
+      return c.program!.eval({ object }).value;
+    };
+    const e = 'Object{metadata: Object.metadata{?labels: object.?l, ?annotations: optional.of({"a": "b"})}, ?spec: has(object.spec) ? optional.of(Object.spec{replicas: object.spec.replicas}) : optional.none()}';
+    const absent = run(e, {});
+    expect(absent).toEqual({ metadata: { annotations: { a: 'b' } } });
+    expect(constructedType(absent)).toBe('Object');
+    expect(typeNameMismatches(absent)).toEqual([]);
+    const present = run(e, { l: { x: 'y' }, spec: { replicas: 2n } });
+    expect(present).toEqual({ metadata: { labels: { x: 'y' }, annotations: { a: 'b' } }, spec: { replicas: 2n } });
+    expect(typeNameMismatches(present)).toEqual([]);
+    expect(run('[JSONPatch{op: "add", path: "/a", ?value: optional.none()}]', {})).toEqual([{ op: 'add', path: '/a' }]);
+    // only an optional may initialize an optional field
+    expect(compile(rewriteObjectConstruction('Object{?spec: 1}'), {}).error).toBeDefined();
+    expect(() => compile(rewriteObjectConstruction('Object{?spec: object.x}'), { object: 'dyn' }).program!.eval({ object: { x: 1n } })).toThrow();
   });
 
   it('has jsonpatch.escapeKey', () => {

@@ -7,15 +7,26 @@
 // name, so that the plugin can tell an `Object` from a plain map and check, as kube's
 // CheckTypeNamesMatchFieldPathNames does, that nested names follow their field path.
 //
-// Where we differ: optional field initializers (`?field: expr`) are not supported, and a
-// compile error in a rewritten expression quotes the rewritten text.
+// An optional field initializer (`?field: expr`, cel-go's optional syntax, which the engine
+// cannot parse either) becomes an entry whose value is a call of OPTIONAL_FIELD_FN on the
+// optional: that call marks it, and the construction leaves the field out when the optional
+// is empty and sets its value otherwise, as cel-go does for `?field:` in a message.
+//
+// Where we differ: a compile error in a rewritten expression quotes the rewritten text, and
+// optional entries of plain map and list literals (`{?"k": v}`, `[?v]`) are not supported.
 //
 // Thread ownership: the type names live in a WeakMap keyed by the values an evaluation made
 // (front thread, as every CEL evaluation).
-import type { Environment } from '@marcbachmann/cel-js';
-import { def, namespace } from './def.js';
+import { Optional, type Environment } from '@marcbachmann/cel-js';
+import { def, fail, namespace } from './def.js';
 
 export const OBJECT_FN = '__kubeshardObject';
+export const OPTIONAL_FIELD_FN = '__kubeshardOptionalField';
+
+/** The value of a `?field: expr` initializer until its construction reads it. */
+class OptionalField {
+  constructor(readonly value: Optional) {}
+}
 
 const typeNames = new WeakMap<object, string>();
 
@@ -26,12 +37,40 @@ export function constructedType(v: unknown): string | undefined {
 
 export function registerMutation(env: Environment): void {
   def(env, `${OBJECT_FN}(string, map<string, dyn>): dyn`, (name: string, fields: any) => {
-    typeNames.set(fields, name);
-    return fields;
+    const made = withOptionalFields(fields);
+    typeNames.set(made, name);
+    return made;
+  });
+  // A value of a type that is not optional is refused when checked where its type is known,
+  // and when evaluated where it is dyn (cel-go refuses both while checking).
+  env.registerType('OptionalFieldInitializer', OptionalField as any);
+  def(env, `${OPTIONAL_FIELD_FN}(optional<A>): dyn`, (v: unknown) => {
+    if (!(v instanceof Optional)) fail(`no such overload: optional field initializer of ${v === null ? 'null_type' : typeof v}`);
+    return new OptionalField(v);
   });
   // kube's jsonpatch.escapeKey: a map key as one JSON pointer segment (RFC 6901)
   namespace(env, 'jsonpatch', 'JsonPatchNamespace');
   def(env, 'JsonPatchNamespace.escapeKey(string): string', (_ns: unknown, s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1'));
+}
+
+/** The fields with each `?field:` entry resolved: dropped when empty, its value when present. */
+function withOptionalFields(fields: any): any {
+  if (fields instanceof Map) {
+    if (![...fields.values()].some((v) => v instanceof OptionalField)) return fields;
+    const out = new Map();
+    for (const [k, v] of fields) {
+      if (!(v instanceof OptionalField)) out.set(k, v);
+      else if (v.value.hasValue()) out.set(k, v.value.value());
+    }
+    return out;
+  }
+  if (!Object.values(fields).some((v) => v instanceof OptionalField)) return fields;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) {
+    if (!(v instanceof OptionalField)) out[k] = v;
+    else if (v.value.hasValue()) out[k] = v.value.value();
+  }
+  return out;
 }
 
 const KEYWORDS = new Set(['in', 'true', 'false', 'null', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while']);
@@ -145,11 +184,13 @@ export function rewriteObjectConstruction(src: string): string {
     let out = `${OBJECT_FN}(${JSON.stringify(name)}, {`;
     let first = true;
     for (;;) {
-      const k = skipWs(i);
+      let k = skipWs(i);
       if (src[k] === '}') {
         i = k + 1;
         return `${out}})`;
       }
+      const optional = src[k] === '?';
+      if (optional) k = skipWs(k + 1);
       const field = readId(k);
       if (!field || !isIdStart(field[0])) throw new Unrewritable();
       if (name === 'JSONPatch' && !JSON_PATCH_FIELDS.has(field)) throw new Unrewritable();
@@ -157,7 +198,7 @@ export function rewriteObjectConstruction(src: string): string {
       if (src[colon] !== ':') throw new Unrewritable();
       i = colon + 1;
       const value = expr(',}');
-      out += `${first ? '' : ', '}${JSON.stringify(field)}: dyn(${value})`;
+      out += `${first ? '' : ', '}${JSON.stringify(field)}: ${optional ? OPTIONAL_FIELD_FN : 'dyn'}(${value})`;
       first = false;
       if (src[i] === ',') {
         i++;
