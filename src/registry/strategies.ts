@@ -21,7 +21,7 @@ import {
 } from './defaults/admission.js';
 import { defaultBinding } from './defaults/rbac.js';
 import { defaultCsiDriver, defaultFlowSchema, defaultLimitRange, defaultPriorityLevelConfiguration } from './defaults/other.js';
-import { validateMutatingAdmissionPolicy, validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
+import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding, validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
 import { validateBinding, validateBindingUpdate, validateRole } from './validation/rbac.js';
 
 /** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
@@ -281,7 +281,7 @@ export class StrategyRegistry {
         case 'mutatingadmissionpolicies':
           return { strategy: kinds.validatedStrategy(validateMutatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };
         case 'mutatingadmissionpolicybindings':
-          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
+          return { strategy: kinds.validatedStrategy(validateMutatingAdmissionPolicyBinding, undefined, defaultValidatingAdmissionPolicyBinding), nameRule: 'subdomain' };
       }
     }
     if (group === 'storage.k8s.io' && resource === 'csidrivers') return { strategy: new kinds.DefaultingStrategy(defaultCsiDriver, true), nameRule: 'subdomain' };

@@ -7,6 +7,7 @@ import {
   dns1035LabelErrors,
   dns1123SubdomainErrors,
   duplicate,
+  forbidden,
   invalid,
   isInt,
   isObj,
@@ -16,6 +17,7 @@ import {
   required,
 } from './field.js';
 import { validateLabelSelector } from './selector.js';
+import { pathSegmentErrors } from './autoscaling.js';
 
 
 const FAILURE_POLICIES = ['Fail', 'Ignore'];
@@ -259,6 +261,11 @@ export function validateMutatingWebhookConfiguration(obj: any, old?: any): Field
   return validateConfiguration(obj, true, old ? updateOptions(old) : STRICT);
 }
 
+/** path.ValidatePathSegmentName (no prefix): a name that can be one segment of a URL path. */
+function pathSegmentNameErrors(field: string, name: string): FieldError[] {
+  return pathSegmentErrors(name).map((msg) => invalid(field, name, msg));
+}
+
 /** validateMatchResources of a policy or binding (selectors and match policy are defaulted first). */
 function validateMatchResources(m: any, path: string): FieldError[] {
   const errs: FieldError[] = [];
@@ -274,8 +281,7 @@ function validateMatchResources(m: any, path: string): FieldError[] {
       list(r?.resourceNames).forEach((n, j) => {
         const np = `${rp}.resourceNames[${j}]`;
         const name = String(n);
-        if (name === '.' || name === '..') errs.push(invalid(np, name, `may not be '${name}'`));
-        for (const c of ['/', '%']) if (name.includes(c)) errs.push(invalid(np, name, `may not contain '${c}'`));
+        errs.push(...pathSegmentNameErrors(np, name));
         if (seen.has(name)) errs.push(duplicate(np, name));
         seen.add(name);
       });
@@ -328,6 +334,7 @@ export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
   else {
     errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
     if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
+    errs.push(...validateMutableOperations(spec.matchConstraints, 'spec.matchConstraints'));
   }
   if (present(spec.reinvocationPolicy) && !REINVOCATION.includes(String(spec.reinvocationPolicy))) errs.push(notSupported('spec.reinvocationPolicy', spec.reinvocationPolicy, REINVOCATION));
   if (list(spec.mutations).length === 0) errs.push(required('spec.mutations', 'mutations must contain at least one item'));
@@ -341,5 +348,64 @@ export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
     else if (typeof m[own].expression !== 'string' || m[own].expression.trim() === '') errs.push(required(`${at}.${own}.expression`, 'expression is not specified'));
   });
   errs.push(...validateMutatingPolicyExpressions(spec));
+  return errs;
+}
+
+// A mutating policy cannot act on a DELETE (kube's supportedMutatingOperations).
+const MUTATING_OPERATIONS = ['*', 'CONNECT', 'CREATE', 'UPDATE'];
+
+/**
+ * The operations of a mutating policy's or binding's resource rules: every one must be one a
+ * mutation can apply to. As kube, the error names the operations of all rules, without an index.
+ */
+function validateMutableOperations(m: any, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const r of list(m?.resourceRules)) {
+    for (const op of list(r?.operations)) if (!MUTATING_OPERATIONS.includes(op)) errs.push(notSupported(`${path}.resourceRules.operations`, op, MUTATING_OPERATIONS));
+  }
+  return errs;
+}
+
+const NOT_FOUND_ACTIONS = ['Deny', 'Allow'];
+
+/** validateParamRef: a name or a selector (not both), and what to do when no param is found. */
+function validateParamRef(ref: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!present(ref)) return errs;
+  const pr = isObj(ref) ? ref : {};
+  const name = typeof pr.name === 'string' ? pr.name : '';
+  const hasSelector = present(pr.selector);
+  const both = 'name and selector are mutually exclusive';
+  if (name !== '') {
+    errs.push(...pathSegmentNameErrors(`${path}.name`, name));
+    if (hasSelector) errs.push(forbidden(`${path}.name`, both));
+  }
+  if (hasSelector) {
+    if (isObj(pr.selector)) errs.push(...validateLabelSelector(pr.selector, `${path}.selector`));
+    if (name !== '') errs.push(forbidden(`${path}.selector`, both));
+  }
+  if (name === '' && !hasSelector) errs.push(required(path, 'one of name or selector must be specified'));
+  const action = pr.parameterNotFoundAction;
+  if (!present(action) || action === '') errs.push(required(`${path}.parameterNotFoundAction`));
+  else if (!NOT_FOUND_ACTIONS.includes(String(action))) errs.push(notSupported(`${path}.parameterNotFoundAction`, action, NOT_FOUND_ACTIONS));
+  return errs;
+}
+
+/** The spec fields both kinds of binding share: the policy's name, paramRef and matchResources. */
+function validateBindingSpec(spec: any): FieldError[] {
+  const errs: FieldError[] = [];
+  const policyName = typeof spec.policyName === 'string' ? spec.policyName : '';
+  if (policyName === '') errs.push(required('spec.policyName'));
+  else for (const msg of dns1123SubdomainErrors(policyName)) errs.push(invalid('spec.policyName', policyName, msg));
+  errs.push(...validateParamRef(spec.paramRef, 'spec.paramRef'));
+  errs.push(...validateMatchResources(spec.matchResources, 'spec.matchResources'));
+  return errs;
+}
+
+/** MutatingAdmissionPolicyBinding (v1alpha1), as kube's validateMutatingAdmissionPolicyBindingSpec. */
+export function validateMutatingAdmissionPolicyBinding(obj: any): FieldError[] {
+  const spec = isObj(obj?.spec) ? obj.spec : {};
+  const errs = validateBindingSpec(spec);
+  if (isObj(spec.matchResources)) errs.push(...validateMutableOperations(spec.matchResources, 'spec.matchResources'));
   return errs;
 }

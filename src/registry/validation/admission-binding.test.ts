@@ -1,0 +1,63 @@
+import { describe, it, expect } from 'vitest';
+import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding } from './admission.js';
+import { defaultValidatingAdmissionPolicyBinding } from '../defaults/admission.js';
+
+/** errors as kube prints them (field: type), to compare with kube's field errors */
+const fields = (obj: any) => {
+  defaultValidatingAdmissionPolicyBinding(obj);
+  return validateMutatingAdmissionPolicyBinding(obj).map((e) => `${e.field}: ${e.type}${e.detail ? ` ${e.detail}` : ''}`);
+};
+const binding = (spec: any) => ({ metadata: { name: 'b' }, spec });
+
+describe('MutatingAdmissionPolicyBinding validation (kube validateMutatingAdmissionPolicyBindingSpec)', () => {
+  it('accepts a binding with a policy name, a paramRef and matchResources', () => {
+    expect(fields(binding({ policyName: 'p', paramRef: { name: 'cfg', parameterNotFoundAction: 'Deny' }, matchResources: { namespaceSelector: { matchLabels: { a: 'b' } } } }))).toEqual([]);
+    expect(fields(binding({ policyName: 'p', paramRef: { selector: {}, parameterNotFoundAction: 'Allow' } }))).toEqual([]);
+  });
+
+  it('requires policyName, a DNS subdomain', () => {
+    expect(fields(binding({}))).toEqual(['spec.policyName: FieldValueRequired']);
+    const errs = validateMutatingAdmissionPolicyBinding(binding({ policyName: 'Bad_Name' }));
+    expect(errs).toHaveLength(1);
+    expect(errs[0]).toMatchObject({ field: 'spec.policyName', type: 'FieldValueInvalid', value: 'Bad_Name' });
+  });
+
+  it('paramRef: name and selector exclusive, one of them required, parameterNotFoundAction required and Allow or Deny', () => {
+    expect(fields(binding({ policyName: 'p', paramRef: { name: 'a', selector: {}, parameterNotFoundAction: 'Deny' } }))).toEqual([
+      'spec.paramRef.name: FieldValueForbidden name and selector are mutually exclusive',
+      'spec.paramRef.selector: FieldValueForbidden name and selector are mutually exclusive',
+    ]);
+    expect(fields(binding({ policyName: 'p', paramRef: { parameterNotFoundAction: 'Deny' } }))).toEqual(['spec.paramRef: FieldValueRequired one of name or selector must be specified']);
+    expect(fields(binding({ policyName: 'p', paramRef: { name: 'a' } }))).toEqual(['spec.paramRef.parameterNotFoundAction: FieldValueRequired']);
+    const bad = validateMutatingAdmissionPolicyBinding(binding({ policyName: 'p', paramRef: { name: 'a/b', parameterNotFoundAction: 'Maybe' } }));
+    expect(bad).toEqual([
+      { field: 'spec.paramRef.name', type: 'FieldValueInvalid', value: 'a/b', detail: "may not contain '/'" },
+      expect.objectContaining({ field: 'spec.paramRef.parameterNotFoundAction', type: 'FieldValueNotSupported', value: 'Maybe' }),
+    ]);
+    expect(fields(binding({ policyName: 'p', paramRef: { selector: { matchExpressions: [{ key: 'k', operator: 'Bogus' }] }, parameterNotFoundAction: 'Deny' } }))[0]).toMatch(/^spec\.paramRef\.selector\.matchExpressions\[0\]\.operator: FieldValueInvalid not a valid selector operator$/);
+  });
+
+  it('matchResources as for a validating binding, and no DELETE (a mutation cannot apply to one)', () => {
+    const rule = (operations: string[]) => ({ apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], operations });
+    expect(fields(binding({ policyName: 'p', matchResources: { resourceRules: [rule(['CREATE', 'UPDATE'])] } }))).toEqual([]);
+    const del = validateMutatingAdmissionPolicyBinding(binding({ policyName: 'p', matchResources: { matchPolicy: 'Exact', namespaceSelector: {}, objectSelector: {}, resourceRules: [rule(['DELETE'])] } }));
+    expect(del).toEqual([{ field: 'spec.matchResources.resourceRules.operations', type: 'FieldValueNotSupported', value: 'DELETE', detail: 'supported values: "*", "CONNECT", "CREATE", "UPDATE"' }]);
+    expect(fields(binding({ policyName: 'p', matchResources: { matchPolicy: 'Sometimes', resourceRules: [{ ...rule(['CREATE']), resourceNames: ['x', 'x'] }] } }))).toEqual([
+      expect.stringMatching(/^spec\.matchResources\.matchPolicy: FieldValueNotSupported/),
+      'spec.matchResources.resourceRules[0].resourceNames[1]: FieldValueDuplicate',
+    ]);
+  });
+
+  it('a policy matching DELETE is refused too', () => {
+    const policy = {
+      metadata: { name: 'p' },
+      spec: {
+        failurePolicy: 'Fail',
+        reinvocationPolicy: 'Never',
+        matchConstraints: { matchPolicy: 'Equivalent', namespaceSelector: {}, objectSelector: {}, resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], operations: ['CREATE', 'DELETE'] }] },
+        mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }],
+      },
+    };
+    expect(validateMutatingAdmissionPolicy(policy).map((e) => e.field)).toEqual(['spec.matchConstraints.resourceRules.operations']);
+  });
+});
