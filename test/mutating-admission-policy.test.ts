@@ -101,6 +101,37 @@ describe('MutatingAdmissionPolicy with its gate on', () => {
     expect((await request(s, 'GET', `${MAP_PATH}/broken`)).status).toBe(404);
   });
 
+  it('refuses an invalid binding with kube field errors', async () => {
+    const r = await kubectl(s, ['apply', '-f', '-'], {
+      input: `
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: bad-binding
+spec:
+  paramRef:
+    name: cfg
+    selector: {}
+  matchResources:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["DELETE"]
+      resources: ["configmaps"]
+`,
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('The MutatingAdmissionPolicyBinding "bad-binding" is invalid:');
+    for (const e of [
+      'spec.policyName: Required value',
+      'spec.paramRef.name: Forbidden: name and selector are mutually exclusive',
+      'spec.paramRef.selector: Forbidden: name and selector are mutually exclusive',
+      'spec.paramRef.parameterNotFoundAction: Required value',
+      'spec.matchResources.resourceRules.operations: Unsupported value: "DELETE": supported values: "*", "CONNECT", "CREATE", "UPDATE"',
+    ]) expect(r.stderr).toContain(e);
+    expect((await request(s, 'GET', '/apis/admissionregistration.k8s.io/v1alpha1/mutatingadmissionpolicybindings/bad-binding')).status).toBe(404);
+  });
+
   it('adds a label by ApplyConfiguration, seen by kubectl get', async () => {
     await namespace('map-label', 'label');
     await apply(

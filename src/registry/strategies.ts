@@ -21,7 +21,7 @@ import {
 } from './defaults/admission.js';
 import { defaultBinding } from './defaults/rbac.js';
 import { defaultCsiDriver, defaultFlowSchema, defaultLimitRange, defaultPriorityLevelConfiguration } from './defaults/other.js';
-import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding, validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
+import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding, validateValidatingAdmissionPolicyBinding, validateMutatingWebhookConfiguration, validateValidatingAdmissionPolicy, validateValidatingWebhookConfiguration } from './validation/admission.js';
 import { validateBinding, validateBindingUpdate, validateRole } from './validation/rbac.js';
 
 /** Kinds whose status strategy calls ResetObjectMetaForStatus: their status writes change no metadata. */
@@ -276,7 +276,7 @@ export class StrategyRegistry {
         case 'validatingadmissionpolicies':
           return { strategy: kinds.validatedStrategy(validateValidatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };
         case 'validatingadmissionpolicybindings':
-          return { strategy: new kinds.DefaultingStrategy(defaultValidatingAdmissionPolicyBinding, true), nameRule: 'subdomain' };
+          return { strategy: kinds.validatedStrategy(validateValidatingAdmissionPolicyBinding, undefined, defaultValidatingAdmissionPolicyBinding), nameRule: 'subdomain' };
         // (v1alpha1 SetDefaults: the same as the validating kinds')
         case 'mutatingadmissionpolicies':
           return { strategy: kinds.validatedStrategy(validateMutatingAdmissionPolicy, undefined, defaultValidatingAdmissionPolicy), nameRule: 'subdomain' };

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding } from './admission.js';
+import { validateMutatingAdmissionPolicy, validateMutatingAdmissionPolicyBinding, validateValidatingAdmissionPolicyBinding } from './admission.js';
 import { defaultValidatingAdmissionPolicyBinding } from '../defaults/admission.js';
 
 /** errors as kube prints them (field: type), to compare with kube's field errors */
@@ -59,5 +59,19 @@ describe('MutatingAdmissionPolicyBinding validation (kube validateMutatingAdmiss
       },
     };
     expect(validateMutatingAdmissionPolicy(policy).map((e) => e.field)).toEqual(['spec.matchConstraints.resourceRules.operations']);
+  });
+});
+
+describe('ValidatingAdmissionPolicyBinding validation (kube validateValidatingAdmissionPolicyBindingSpec)', () => {
+  const check = (spec: any) => validateValidatingAdmissionPolicyBinding({ metadata: { name: 'b' }, spec }).map((e) => `${e.field}: ${e.type}${e.detail ? ` ${e.detail}` : ''}`);
+  it('shares policyName and paramRef with the mutating binding, and needs validationActions', () => {
+    expect(check({ policyName: 'p', validationActions: ['Deny', 'Audit'] })).toEqual([]);
+    expect(check({ paramRef: { name: 'x' }, validationActions: ['Warn'] })).toEqual(['spec.policyName: FieldValueRequired', 'spec.paramRef.parameterNotFoundAction: FieldValueRequired']);
+    expect(check({ policyName: 'p' })).toEqual(['spec.validationActions: FieldValueRequired at least one validation action is required']);
+    expect(check({ policyName: 'p', validationActions: ['Deny', 'Deny', 'Warn', 'Shout'] })).toEqual([
+      'spec.validationActions[1]: FieldValueDuplicate',
+      'spec.validationActions[3]: FieldValueNotSupported supported values: "Audit", "Deny", "Warn"',
+      'spec.validationActions: FieldValueInvalid must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)',
+    ]);
   });
 });

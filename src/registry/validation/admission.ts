@@ -402,6 +402,30 @@ function validateBindingSpec(spec: any): FieldError[] {
   return errs;
 }
 
+const VALIDATION_ACTIONS = ['Audit', 'Deny', 'Warn'];
+
+/** validateValidationActions: at least one, no repeats, and not both Deny and Warn. */
+function validateValidationActions(actions: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const seen = new Set<string>();
+  list(actions).forEach((a, i) => {
+    if (!VALIDATION_ACTIONS.includes(a)) errs.push(notSupported(`${path}[${i}]`, a, VALIDATION_ACTIONS));
+    if (seen.has(a)) errs.push(duplicate(`${path}[${i}]`, a));
+    seen.add(a);
+  });
+  if (seen.has('Deny') && seen.has('Warn')) {
+    errs.push(invalid(path, actions, 'must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)'));
+  }
+  if (seen.size === 0) errs.push(required(path, 'at least one validation action is required'));
+  return errs;
+}
+
+/** ValidatingAdmissionPolicyBinding, as kube's validateValidatingAdmissionPolicyBindingSpec. */
+export function validateValidatingAdmissionPolicyBinding(obj: any): FieldError[] {
+  const spec = isObj(obj?.spec) ? obj.spec : {};
+  return [...validateBindingSpec(spec), ...validateValidationActions(spec.validationActions, 'spec.validationActions')];
+}
+
 /** MutatingAdmissionPolicyBinding (v1alpha1), as kube's validateMutatingAdmissionPolicyBindingSpec. */
 export function validateMutatingAdmissionPolicyBinding(obj: any): FieldError[] {
   const spec = isObj(obj?.spec) ? obj.spec : {};
