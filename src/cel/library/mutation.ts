@@ -12,7 +12,9 @@
 // optional: that call marks it, and the construction leaves the field out when the optional
 // is empty and sets its value otherwise, as cel-go does for `?field:` in a message.
 //
-// Where we differ: a compile error in a rewritten expression quotes the rewritten text, and
+// Where we differ: a compile error in a rewritten expression quotes the rewritten text; a
+// `?field:` given a value that is not optional is refused when evaluated, with cel-go's runtime
+// message, where cel-go's checker would refuse a statically known one at compile time; and
 // optional entries of plain map and list literals (`{?"k": v}`, `[?v]`) are not supported.
 //
 // Thread ownership: the type names live in a WeakMap keyed by the values an evaluation made
@@ -41,16 +43,27 @@ export function registerMutation(env: Environment): void {
     typeNames.set(made, name);
     return made;
   });
-  // A value of a type that is not optional is refused when checked where its type is known,
-  // and when evaluated where it is dyn (cel-go refuses both while checking).
+  // The value is dyn here, as every field of a constructed object: where cel-go knows it is not
+  // optional it refuses while checking; here the evaluation refuses it, in cel-go's words.
   env.registerType('OptionalFieldInitializer', OptionalField as any);
-  def(env, `${OPTIONAL_FIELD_FN}(optional<A>): dyn`, (v: unknown) => {
-    if (!(v instanceof Optional)) fail(`no such overload: optional field initializer of ${v === null ? 'null_type' : typeof v}`);
+  def(env, `${OPTIONAL_FIELD_FN}(string, dyn): dyn`, (field: string, v: unknown) => {
+    if (!(v instanceof Optional)) fail(`cannot initialize optional entry '${field}' from non-optional value ${formatValue(v)}`);
     return new OptionalField(v);
   });
   // kube's jsonpatch.escapeKey: a map key as one JSON pointer segment (RFC 6901)
   namespace(env, 'jsonpatch', 'JsonPatchNamespace');
   def(env, 'JsonPatchNamespace.escapeKey(string): string', (_ns: unknown, s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1'));
+}
+
+/** A value as cel-go's %v prints it in an error (close enough for scalars, which are the usual case). */
+function formatValue(v: unknown): string {
+  if (typeof v === 'string' || typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (v === null || v === undefined) return 'null';
+  try {
+    return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? Number(x) : x));
+  } catch {
+    return String(v);
+  }
 }
 
 /** The fields with each `?field:` entry resolved: dropped when empty, its value when present. */
@@ -198,7 +211,8 @@ export function rewriteObjectConstruction(src: string): string {
       if (src[colon] !== ':') throw new Unrewritable();
       i = colon + 1;
       const value = expr(',}');
-      out += `${first ? '' : ', '}${JSON.stringify(field)}: ${optional ? OPTIONAL_FIELD_FN : 'dyn'}(${value})`;
+      const init = optional ? `${OPTIONAL_FIELD_FN}(${JSON.stringify(field)}, ${value})` : `dyn(${value})`;
+      out += `${first ? '' : ', '}${JSON.stringify(field)}: ${init}`;
       first = false;
       if (src[i] === ',') {
         i++;
