@@ -619,6 +619,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           requestTimeoutSeconds: o.requestTimeoutSeconds,
           // the seat borrowing loop is the server's: the main thread runs it
           borrowing: main,
+          showHiddenMetrics: o.showHiddenMetricsForVersion === '1.32',
         },
         seats,
         workSources,
