@@ -636,7 +636,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
       storageObjects: () => (storageCounts ? storageCounts.counts() : cacher.objectCounts()),
-      flowControl: apf ? () => apf.snapshot() : undefined,
+      // (with the plain inflight limits, read_vs_write_current_requests alone, as kube's max-inflight filter feeds it)
+      flowControl: apf ? () => apf.snapshot() : main ? () => ({ flows: [], levels: [], readWrite: limiter.readWrite() }) : undefined,
     },
     new Set(o.disabledMetrics),
   );

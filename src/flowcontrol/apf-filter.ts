@@ -191,7 +191,7 @@ export class PriorityAndFairness {
       nominalSum += st.nominal;
       if (!st.config.exempt && st.config.limitResponse === 'Queue') room += st.config.queues * st.config.queueLengthLimit;
     }
-    if (this.borrowing) this.seats.rw.setDenominators(performance.now(), nominalSum, room);
+    if (this.borrowing) this.seats.rw.setDenominators(performance.now(), nominalSum, nominalSum, room);
     // kube adjusts the limits at once after a configuration change
     this.borrowing?.adjust();
     // A larger limit may let waiting requests in.

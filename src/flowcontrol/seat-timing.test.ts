@@ -83,7 +83,7 @@ describe('seat timing: the integrator and timing ratio histograms, integrated at
     expect(a.timing.demand).toBe(3);
     expect(a.timing.reset(now + 1).max).toBe(3);
     // read_vs_write: one block for every thread
-    main.rw.setDenominators(now, 10, 100);
+    main.rw.setDenominators(now, 10, 10, 100);
     other.rw.note(now, true, 1, 0);
     main.rw.note(now, false, 2, 5);
     const rw = main.rw.histograms(now + 1);

@@ -56,10 +56,10 @@ export const LEVEL_TIMING_DOUBLES = 64;
 // The read/write block.
 const RW_EXEC = 1; // [readOnly, mutating]
 const RW_WAIT = 3;
-const RW_DEN_EXEC = 5;
-const RW_DEN_WAIT = 6;
-const RW_TOTAL_NS = 7;
-const RW_H = 8; // executing readOnly, executing mutating, waiting readOnly, waiting mutating
+const RW_DEN_EXEC = 5; // [readOnly, mutating]
+const RW_DEN_WAIT = 7;
+const RW_TOTAL_NS = 8;
+const RW_H = 9; // executing readOnly, executing mutating, waiting readOnly, waiting mutating
 const RW_H_SIZE = READ_WRITE_BUCKETS.length + 1;
 export const RW_TIMING_DOUBLES = RW_H + 4 * RW_H_SIZE;
 
@@ -279,7 +279,7 @@ export class ReadWriteTiming {
     const last = f[b + LAST];
     if (last === 0) {
       f[b + LAST] = t;
-      if (f[b + RW_DEN_EXEC] === 0) f[b + RW_DEN_EXEC] = 1;
+      if (f[b + RW_DEN_EXEC] === 0) f[b + RW_DEN_EXEC] = f[b + RW_DEN_EXEC + 1] = 1;
       if (f[b + RW_DEN_WAIT] === 0) f[b + RW_DEN_WAIT] = 1;
       return;
     }
@@ -288,10 +288,9 @@ export class ReadWriteTiming {
     f[b + LAST] = t;
     const ns = dt * 1e6;
     f[b + RW_TOTAL_NS] += ns;
-    const de = f[b + RW_DEN_EXEC];
     const dw = f[b + RW_DEN_WAIT];
-    observe(f, b + RW_H, READ_WRITE_BUCKETS, f[b + RW_EXEC] / de, ns);
-    observe(f, b + RW_H + RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_EXEC + 1] / de, ns);
+    observe(f, b + RW_H, READ_WRITE_BUCKETS, f[b + RW_EXEC] / f[b + RW_DEN_EXEC], ns);
+    observe(f, b + RW_H + RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_EXEC + 1] / f[b + RW_DEN_EXEC + 1], ns);
     observe(f, b + RW_H + 2 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT] / dw, ns);
     observe(f, b + RW_H + 3 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT + 1] / dw, ns);
   }
@@ -306,11 +305,16 @@ export class ReadWriteTiming {
     unlock(this.words, this.lockAt);
   }
 
-  /** kube's denominators: the sum of the levels' nominal seats, and the room in every queue. */
-  setDenominators(now: number, executing: number, waiting: number): void {
+  /**
+   * kube's denominators, each at least 1: of the read-only and of the mutating requests
+   * executing (priority and fairness: the sum of the levels' nominal seats for both; the
+   * inflight limits: each kind's limit), and of the requests waiting (the room in every queue).
+   */
+  setDenominators(now: number, executingReadOnly: number, executingMutating: number, waiting: number): void {
     lock(this.words, this.lockAt, this.me);
     this.advance(now + this.offset);
-    this.f[this.b + RW_DEN_EXEC] = Math.max(1, executing);
+    this.f[this.b + RW_DEN_EXEC] = Math.max(1, executingReadOnly);
+    this.f[this.b + RW_DEN_EXEC + 1] = Math.max(1, executingMutating);
     this.f[this.b + RW_DEN_WAIT] = Math.max(1, waiting);
     unlock(this.words, this.lockAt);
   }

@@ -1,7 +1,8 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { PriorityAndFairness } from '../flowcontrol/apf-filter.js';
 import { mandatoryFlowSchemas, mandatoryPriorityLevels, suggestedFlowSchemas, suggestedPriorityLevels } from '../flowcontrol/bootstrap-objects.js';
-import { renderFlowControl } from './flowcontrol-metrics.js';
+import { renderFlowControl, type FlowControlSnapshot } from './flowcontrol-metrics.js';
+import { InflightLimiter } from '../flowcontrol/max-inflight.js';
 
 const fsT = { gr: 'flowschemas.flowcontrol.apiserver.k8s.io' } as any;
 const plT = { gr: 'prioritylevelconfigurations.flowcontrol.apiserver.k8s.io' } as any;
@@ -25,9 +26,9 @@ function start(apf: PriorityAndFairness, user: { name: string; groups: string[] 
   return () => done.forEach((f) => f());
 }
 
-function render(apf: PriorityAndFairness): string {
+function render(apf: PriorityAndFairness | FlowControlSnapshot): string {
   const out: string[] = [];
-  renderFlowControl(apf.snapshot(), (name, type, help, body) => {
+  renderFlowControl(apf instanceof PriorityAndFairness ? apf.snapshot() : apf, (name, type, help, body) => {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     body();
   }, out);
@@ -91,5 +92,19 @@ describe('apiserver_flowcontrol_* series of the timing and virtual-time figures'
     expect(text).toMatch(/apiserver_flowcontrol_request_concurrency_limit\{priority_level="global-default"\} [1-9]/);
     expect(text).toContain('# HELP apiserver_flowcontrol_request_concurrency_in_use [ALPHA] (Deprecated since 1.31.0) ');
     expect(text).toContain('apiserver_flowcontrol_request_concurrency_in_use{flow_schema="global-default",priority_level="global-default"} 1');
+  });
+
+  it("with the plain inflight limits, read_vs_write_current_requests alone, each kind over its limit (kube's max-inflight filter)", async () => {
+    const limiter = new InflightLimiter({ maxReadonly: 4, maxMutating: 2 });
+    const run = limiter.filter().run;
+    const done: Array<() => void> = [];
+    run({ user: { name: 'u', groups: [] }, requestInfo: info('get') } as any, { onDone: (f: () => void) => done.push(f) } as any);
+    await new Promise((r) => setTimeout(r, 5));
+    done.forEach((f) => f());
+    const text = render({ flows: [], levels: [], readWrite: limiter.readWrite() });
+    expect(text.match(/^# TYPE /gm)).toHaveLength(1);
+    // one read-only request of 4 seats: a quarter, for at least the 5 ms
+    const le = (b: string) => Number(new RegExp(`read_vs_write_current_requests_bucket\\{le="${b}",phase="executing",request_kind="readOnly"\\} (\\S+)`).exec(text)![1]);
+    expect(le('0.3') - le('0.2')).toBeGreaterThan(4e6);
   });
 });

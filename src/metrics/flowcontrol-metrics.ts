@@ -48,6 +48,11 @@ type MetricFn = (name: string, type: string, help: string, body: () => void) => 
 const byName = <T extends { name: string }>(xs: Iterable<T>): T[] => [...xs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
 export function renderFlowControl(snap: FlowControlSnapshot, metric: MetricFn, out: string[]): void {
+  if (Array.isArray(snap.levels) && snap.levels.length === 0 && snap.readWrite) {
+    // the plain inflight limits: read_vs_write_current_requests only
+    renderReadWrite(snap, metric, out);
+    return;
+  }
   const flows = [...snap.flows].sort((a, b) => (a.priorityLevel + '\0' + a.flowSchema < b.priorityLevel + '\0' + b.flowSchema ? -1 : 1));
   const levels = byName(snap.levels);
   const pair = (f: FlowStats) => ({ flow_schema: f.flowSchema, priority_level: f.priorityLevel });
@@ -160,9 +165,13 @@ export function renderFlowControl(snap: FlowControlSnapshot, metric: MetricFn, o
       }
     });
   }
+  renderReadWrite(snap, metric, out);
+}
+
+function renderReadWrite(snap: FlowControlSnapshot, metric: MetricFn, out: string[]): void {
   const rw = snap.readWrite;
   if (rw) {
-    metric('apiserver_flowcontrol_read_vs_write_current_requests', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of read-only and mutating requests executing (over the sum of the nominal seats) or waiting (over the room in every queue).', () => {
+    metric('apiserver_flowcontrol_read_vs_write_current_requests', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of read-only and mutating requests executing (over the sum of the nominal seats; with the plain inflight limits, over each kind\'s limit) or waiting (over the room in every queue).', () => {
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'executing', request_kind: 'mutating' }, rw.executingMutating, out);
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'executing', request_kind: 'readOnly' }, rw.executingReadonly, out);
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'waiting', request_kind: 'mutating' }, rw.waitingMutating, out);
