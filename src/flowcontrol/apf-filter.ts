@@ -241,11 +241,13 @@ export class PriorityAndFairness {
         h.stats.estimatedSeats.observe(seats);
         if (c.level.exempt) {
           // counted (the borrowing loop sees its demand) and timed as kube's exempt queue set
-          // does (dispatchSansQueueLocked), never limited; not in read_vs_write, as in kube
+          // does (dispatchSansQueueLocked), in read_vs_write too (kube's filter notes every
+          // request it executes), never limited
           const slot = st.slot;
           const started = performance.now();
+          const kind = mutating ? 1 : 0;
           slot.take(seats);
-          slot.timing.note(started, seats, 1, 0, 0);
+          slot.timing.note(started, seats, 1, 0, 0, kind);
           const stats = h.stats;
           stats.executing++;
           stats.executingSeats += seats;
@@ -260,13 +262,13 @@ export class PriorityAndFairness {
             stats.executingSeats -= seats;
             (watch ? stats.execWatch : stats.execRegular).observe((now - started) / 1000);
             slot.untake(seats);
-            slot.timing.note(now, -seats, -1, 0, 0);
+            slot.timing.note(now, -seats, -1, 0, 0, kind);
           };
           req.delegated = release;
           res.onDone(release);
           return;
         }
-        const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs));
+        const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs), mutating ? 1 : 0);
         if (exe !== null) {
           exe.initialSeats = est.initialSeats;
           exe.latencyMs = est.latencyMs;
@@ -291,14 +293,14 @@ export class PriorityAndFairness {
     stats.waitExecuted.observe(waited);
     // (apiserver_request_sli_duration_seconds leaves the queue's wait out, as kube's latency tracker)
     if (waited > 0) req.sliExcludedSeconds = (req.sliExcludedSeconds ?? 0) + waited;
-    this.seats.addInflight(mutating, 1, exe.started);
+    this.seats.addInflight(mutating, 1);
     const watch = req.requestInfo!.verb === 'watch';
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
       const now = performance.now();
-      this.seats.addInflight(mutating, -1, now);
+      this.seats.addInflight(mutating, -1);
       stats.executing--;
       stats.executingSeats -= exe.seats;
       (watch ? stats.execWatch : stats.execRegular).observe((now - exe.started) / 1000);
@@ -337,10 +339,10 @@ export class PriorityAndFairness {
       const since = performance.now();
       let timer: ReturnType<typeof setTimeout> | undefined;
       let exe: Execution | null = null;
-      const leave = (now: number) => {
+      const leave = () => {
         stats.inqueue--;
         stats.inqueueSeats -= seats;
-        this.seats.addWaitingOf(mutating, -1, now);
+        this.seats.addWaitingOf(mutating, -1);
       };
       const w: Waiter = {
         queue: this.queueOf(h),
@@ -349,14 +351,15 @@ export class PriorityAndFairness {
         seats,
         work: totalWork(initialSeats, finalSeats, latencyMs),
         flow: stats,
+        kind: mutating ? 1 : 0,
         settle: (granted, reason) => {
           if (timer !== undefined) clearTimeout(timer);
           const now = performance.now();
-          leave(now);
+          leave();
           const waited = (now - since) / 1000;
           if (granted) {
             // the level counted the seats and charged the queue; the rest of the accounting is this outcome's
-            exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: now };
+            exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: now, kind: w.kind };
             this.run(req, res, h, exe, mutating, waited);
             resolve();
             return;
@@ -372,7 +375,7 @@ export class PriorityAndFairness {
       stats.inqueue++;
       stats.inqueueSeats += seats;
       stats.queueLength.observe(st.queues[w.queue].waiting.length);
-      this.seats.addWaitingOf(mutating, 1, since);
+      this.seats.addWaitingOf(mutating, 1);
       timer = setTimeout(() => {
         if (w.state !== 'queued') return;
         st.remove(w);

@@ -72,6 +72,8 @@ export interface Waiter {
   arrivalR?: number;
   /** its flow's counters: a dispatch that finds no room for it counts there */
   flow?: { noAccommodation: number };
+  /** its kind for read_vs_write_current_requests: 0 read-only, 1 mutating (seat-timing.ts); unset: not counted there */
+  kind?: number;
 }
 
 /** One queue of a level: its waiting requests and its place in virtual time. */
@@ -98,6 +100,8 @@ export interface Execution {
   latencyMs: number;
   /** performance.now() at dispatch */
   started: number;
+  /** its kind for read_vs_write_current_requests (see Waiter.kind; -1: not counted there) */
+  kind?: number;
 }
 
 /** Seat-seconds of a request's work (kube's request.totalWork). */
@@ -211,7 +215,7 @@ export class LevelState {
       this.waiting -= seats;
       this.waitingRequests--;
       this.slot.addWaiting(-seats);
-      this.slot.timing.note(now, 0, 0, -1, -seats);
+      this.slot.timing.note(now, 0, 0, -1, -seats, w.kind);
       w.state = 'gone';
       w.settle(false, 'concurrency-limit');
     }
@@ -313,7 +317,7 @@ export class LevelState {
     this.waiting += seats;
     this.waitingRequests++;
     this.slot.addWaiting(seats);
-    this.slot.timing.note(now, 0, 0, 1, seats);
+    this.slot.timing.note(now, 0, 0, 1, seats, w.kind);
     return null;
   }
 
@@ -332,7 +336,7 @@ export class LevelState {
     this.waiting -= seats;
     this.waitingRequests--;
     this.slot.addWaiting(-seats);
-    this.slot.timing.note(now, 0, 0, -1, -seats);
+    this.slot.timing.note(now, 0, 0, -1, -seats, w.kind);
     this.boundNextDispatch(q);
   }
 
@@ -341,11 +345,11 @@ export class LevelState {
    * charged to `queue` (-1: none) as a dispatch from it would be (the request is the only
    * one to dispatch, so kube's enqueue-then-dispatch picks it at once).
    */
-  tryTake(seats = 1, queue = -1, work = totalWork(seats, 0, 0)): Execution | null {
+  tryTake(seats = 1, queue = -1, work = totalWork(seats, 0, 0), kind = -1): Execution | null {
     this.seenAtTry = this.slot.releases;
     if (!this.slot.tryTake(this.limit, seats)) return null;
     const now = performance.now();
-    this.slot.timing.note(now, seats, 1, 0, 0);
+    this.slot.timing.note(now, seats, 1, 0, 0, kind);
     if (queue >= 0) {
       this.syncTime(now);
       const q = this.queues[queue];
@@ -365,7 +369,7 @@ export class LevelState {
       d.dsMin = d.dsMax = q.nextDispatchR - q.seatsInUse * ESTIMATED_SERVICE_SECONDS;
       this.started(q, seats, work);
     }
-    return { queue, gen: this.gen, seats, initialSeats: seats, latencyMs: 0, started: now };
+    return { queue, gen: this.gen, seats, initialSeats: seats, latencyMs: 0, started: now, kind };
   }
 
   /** kube's dispatchLocked, on the queue's side: the request's work moves the queue's start on. */
@@ -406,19 +410,19 @@ export class LevelState {
     }
     if (e.latencyMs > 0) {
       // the request has ended; its final seats stay held through the additional latency
-      this.slot.timing.note(now, 0, -1, 0, 0);
+      this.slot.timing.note(now, 0, -1, 0, 0, e.kind);
       setTimeout(() => this.releaseSeats(q, e.seats, performance.now(), 0), e.latencyMs).unref();
-    } else this.releaseSeats(q, e.seats, now, 1);
+    } else this.releaseSeats(q, e.seats, now, 1, e.kind);
   }
 
-  private releaseSeats(q: FairQueue | undefined, seats: number, now: number, requests: number): void {
+  private releaseSeats(q: FairQueue | undefined, seats: number, now: number, requests: number, kind = -1): void {
     if (q !== undefined) {
       this.syncTime(now);
       q.seatsInUse -= seats;
       this.seatsRequested -= seats;
       if (!active(q)) this.activeQueues--;
     }
-    this.slot.timing.note(now, -seats, -requests, 0, 0);
+    this.slot.timing.note(now, -seats, -requests, 0, 0, kind);
     this.release(seats);
   }
 
@@ -470,6 +474,7 @@ export class LevelState {
       }
       if (best < 0) {
         // every queue is empty: the count was off; trust the queues
+        // (read_vs_write's count of them stays off: their kinds are not known here)
         this.slot.timing.note(now, 0, 0, -this.waitingRequests, -this.waiting);
         this.slot.addWaiting(-this.waiting);
         this.waiting = 0;
@@ -490,7 +495,7 @@ export class LevelState {
       this.waiting -= seats;
       this.waitingRequests--;
       this.robin = best;
-      this.slot.timing.note(now, seats, 1, -1, -seats);
+      this.slot.timing.note(now, seats, 1, -1, -seats, w.kind);
       const d = this.lastDispatch;
       d.dispatched = true;
       d.r = this.currentR;

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { DEMAND_BUCKETS, LevelTiming, REQUEST_UTILIZATION_BUCKETS, SEAT_UTILIZATION_BUCKETS } from './seat-timing.js';
+import { DEMAND_BUCKETS, LevelTiming, MUTATING, REQUEST_UTILIZATION_BUCKETS, SEAT_UTILIZATION_BUCKETS } from './seat-timing.js';
 import { SharedSeats } from './shared-seats.js';
 
 /** ns per bucket of a histogram copy, by bound */
@@ -90,7 +90,11 @@ describe('seat timing: the integrator and timing ratio histograms, integrated at
     expect(byBound(rw.executingMutating)).toEqual({ 0.1: expect.closeTo(1e6, 1) });
     expect(byBound(rw.executingReadonly)).toEqual({ 0.2: expect.closeTo(1e6, 1) });
     expect(byBound(rw.waitingReadonly)).toEqual({ 0.1: expect.closeTo(1e6, 1) });
-    // thread 1 ends while holding the read/write lock (header word 5): reclaim lets it go
+    // a level's change with a request kind counts in read/write in the same critical section
+    b.timing.note(now + 1, 0, 1, 0, 0, MUTATING);
+    const rw2 = main.rw.histograms(now + 2);
+    expect(byBound(rw2.executingMutating)).toEqual({ 0.1: expect.closeTo(1e6, 1), 0.2: expect.closeTo(1e6, 1) });
+    // thread 1 ends while holding the timing lock (header word 5): reclaim lets it go
     Atomics.store(new Int32Array(main.sab), 5, 2);
     main.reclaim(1);
     const t1 = Date.now();

@@ -18,15 +18,17 @@
 // Every change is noted with a time the caller already read (the request path's one clock
 // read): the interval since the previous change goes to the buckets of the values that held
 // during it, then the values move. The quantities are the server's, changed by every front
-// thread, so the statistics live in the shared seat table's buffer (shared-seats.ts), each
-// block behind a spin lock of one Int32 word (the owner's thread index plus one; a thread
-// that ends while holding it has it released by SharedSeats.reclaim). A critical section is a
-// few dozen floating-point operations and allocates nothing. Times are the thread's
+// thread, so the statistics live in the shared seat table's buffer (shared-seats.ts), behind
+// one spin lock of one Int32 word for every block (the owner's thread index plus one; a
+// thread that ends while holding it has it released by SharedSeats.reclaim). One lock, so
+// that a request's change of its level and of read/write is one critical section: the
+// sequentially consistent release of a lock is the dearest part of a change. A critical
+// section is a few dozen floating-point operations and allocates nothing. Times are the thread's
 // performance.now() moved onto the buffer maker's clock (each thread adds the difference of
 // the time origins once known); a change noted a little out of order across threads (its
 // time before the last one noted) counts as made at the last one.
 //
-// Thread ownership: the blocks are every front thread's, written only under their lock; a
+// Thread ownership: the blocks are every front thread's, written only under the lock; a
 // LevelTiming or ReadWriteTiming object (views on them) belongs to the thread that made it.
 
 export const SEAT_UTILIZATION_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
@@ -122,6 +124,63 @@ export interface TimingPlace {
   me: number;
   /** ms to add to this thread's performance.now() to be on the shared clock */
   offset: number;
+  /** a level's: where the read/write block is in the same floats, under the same lock (-1: elsewhere) */
+  rwBase?: number;
+  /** a level's, when its read/write block is elsewhere: where its requests' changes go */
+  rw?: ReadWriteTiming;
+}
+
+/** The request kinds of read_vs_write_current_requests (NONE: a change not counted there). */
+export const NONE = -1;
+export const READ_ONLY = 0;
+export const MUTATING = 1;
+
+/** Integrates a level's block up to t (shared clock), the values unchanged since the last change. Under the lock. */
+function advanceLevel(f: Float64Array, b: number, t: number): void {
+  const last = f[b + LAST];
+  if (last === 0) {
+    f[b + LAST] = t;
+    if (f[b + DEN_EXEC] === 0) f[b + DEN_EXEC] = 1;
+    if (f[b + DEN_WAIT] === 0) f[b + DEN_WAIT] = 1;
+    return;
+  }
+  const dt = t - last;
+  if (!(dt > 0)) return;
+  f[b + LAST] = t;
+  const ns = dt * 1e6;
+  const s = dt / 1000;
+  f[b + TOTAL_NS] += ns;
+  const seats = f[b + EXEC_SEATS];
+  const den = f[b + DEN_EXEC];
+  const demand = seats + f[b + WAIT_SEATS];
+  observe(f, b + H_SEATS, SEAT_UTILIZATION_BUCKETS, seats / den, ns);
+  observe(f, b + H_REQ_EXEC, REQUEST_UTILIZATION_BUCKETS, f[b + EXEC_REQUESTS] / den, ns);
+  observe(f, b + H_REQ_WAIT, REQUEST_UTILIZATION_BUCKETS, f[b + WAIT_REQUESTS] / f[b + DEN_WAIT], ns);
+  observe(f, b + H_DEMAND, DEMAND_BUCKETS, demand / den, ns);
+  f[b + ELAPSED] += s;
+  f[b + INT_X] += demand * s;
+  f[b + INT_XX] += demand * demand * s;
+}
+
+/** Integrates the read/write block up to t. Under the lock. */
+function advanceReadWrite(f: Float64Array, b: number, t: number): void {
+  const last = f[b + LAST];
+  if (last === 0) {
+    f[b + LAST] = t;
+    if (f[b + RW_DEN_EXEC] === 0) f[b + RW_DEN_EXEC] = f[b + RW_DEN_EXEC + 1] = 1;
+    if (f[b + RW_DEN_WAIT] === 0) f[b + RW_DEN_WAIT] = 1;
+    return;
+  }
+  const dt = t - last;
+  if (!(dt > 0)) return;
+  f[b + LAST] = t;
+  const ns = dt * 1e6;
+  f[b + RW_TOTAL_NS] += ns;
+  const dw = f[b + RW_DEN_WAIT];
+  observe(f, b + RW_H, READ_WRITE_BUCKETS, f[b + RW_EXEC] / f[b + RW_DEN_EXEC], ns);
+  observe(f, b + RW_H + RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_EXEC + 1] / f[b + RW_DEN_EXEC + 1], ns);
+  observe(f, b + RW_H + 2 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT] / dw, ns);
+  observe(f, b + RW_H + 3 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT + 1] / dw, ns);
 }
 
 /** One priority level's statistics (kube: its seat demand integrator and three timing ratio histogram vectors' children). */
@@ -132,6 +191,8 @@ export class LevelTiming {
   private readonly lockAt: number;
   private readonly me: number;
   private readonly offset: number;
+  private readonly rwBase: number;
+  private readonly rw: ReadWriteTiming | undefined;
 
   constructor(p: TimingPlace) {
     this.f = p.floats;
@@ -140,11 +201,13 @@ export class LevelTiming {
     this.lockAt = p.lockAt;
     this.me = p.me;
     this.offset = p.offset;
+    this.rwBase = p.rwBase ?? -1;
+    this.rw = p.rw;
   }
 
-  /** A block of this thread's own (a thread-local seat slot). */
-  static local(): LevelTiming {
-    return new LevelTiming({ floats: new Float64Array(LEVEL_TIMING_DOUBLES), base: 0, words: new Int32Array(1), lockAt: 0, me: 1, offset: 0 });
+  /** A block of this thread's own (a thread-local seat slot); its requests' changes go to `rw` when given. */
+  static local(rw?: ReadWriteTiming): LevelTiming {
+    return new LevelTiming({ floats: new Float64Array(LEVEL_TIMING_DOUBLES), base: 0, words: new Int32Array(1), lockAt: 0, me: 1, offset: 0, rw });
   }
 
   /** Starts the clock of a block never used (a level's slot just claimed): its time counts from now. */
@@ -159,52 +222,36 @@ export class LevelTiming {
     unlock(this.words, this.lockAt);
   }
 
-  /** Integrates up to t (shared clock), the values unchanged since the last change. Under the lock. */
   private advance(t: number): void {
-    const f = this.f;
-    const b = this.b;
-    const last = f[b + LAST];
-    if (last === 0) {
-      f[b + LAST] = t;
-      if (f[b + DEN_EXEC] === 0) f[b + DEN_EXEC] = 1;
-      if (f[b + DEN_WAIT] === 0) f[b + DEN_WAIT] = 1;
-      return;
-    }
-    const dt = t - last;
-    if (!(dt > 0)) return;
-    f[b + LAST] = t;
-    const ns = dt * 1e6;
-    const s = dt / 1000;
-    f[b + TOTAL_NS] += ns;
-    const seats = f[b + EXEC_SEATS];
-    const den = f[b + DEN_EXEC];
-    const demand = seats + f[b + WAIT_SEATS];
-    observe(f, b + H_SEATS, SEAT_UTILIZATION_BUCKETS, seats / den, ns);
-    observe(f, b + H_REQ_EXEC, REQUEST_UTILIZATION_BUCKETS, f[b + EXEC_REQUESTS] / den, ns);
-    observe(f, b + H_REQ_WAIT, REQUEST_UTILIZATION_BUCKETS, f[b + WAIT_REQUESTS] / f[b + DEN_WAIT], ns);
-    observe(f, b + H_DEMAND, DEMAND_BUCKETS, demand / den, ns);
-    f[b + ELAPSED] += s;
-    f[b + INT_X] += demand * s;
-    f[b + INT_XX] += demand * demand * s;
+    advanceLevel(this.f, this.b, t);
   }
 
   /**
    * The level's counts changed at `now` (this thread's performance.now()): seats held,
    * requests executing (kube's regular stage: not the additional latency), requests and
-   * seats waiting in its queues.
+   * seats waiting in its queues. With a request kind (READ_ONLY, MUTATING), its requests'
+   * changes count in read_vs_write_current_requests too, in the same critical section.
    */
-  note(now: number, execSeats: number, execRequests: number, waitRequests: number, waitSeats: number): void {
+  note(now: number, execSeats: number, execRequests: number, waitRequests: number, waitSeats: number, kind = NONE): void {
     lock(this.words, this.lockAt, this.me);
     const f = this.f;
     const b = this.b;
-    this.advance(now + this.offset);
+    const t = now + this.offset;
+    advanceLevel(f, b, t);
     f[b + EXEC_SEATS] += execSeats;
     f[b + EXEC_REQUESTS] += execRequests;
     f[b + WAIT_REQUESTS] += waitRequests;
     f[b + WAIT_SEATS] += waitSeats;
     const demand = f[b + EXEC_SEATS] + f[b + WAIT_SEATS];
     if (demand > f[b + MAX_DEMAND]) f[b + MAX_DEMAND] = demand;
+    const rb = this.rwBase;
+    if (kind !== NONE && rb >= 0) {
+      advanceReadWrite(f, rb, t);
+      f[rb + RW_EXEC + kind] += execRequests;
+      f[rb + RW_WAIT + kind] += waitRequests;
+    }
     unlock(this.words, this.lockAt);
+    if (kind !== NONE && rb < 0) this.rw?.note(now, kind === MUTATING, execRequests, waitRequests);
   }
 
   /** New denominators (kube's SetDenominator): the executing one (seats and requests, demand) and the waiting one; each at least 1. */
@@ -274,25 +321,7 @@ export class ReadWriteTiming {
   }
 
   private advance(t: number): void {
-    const f = this.f;
-    const b = this.b;
-    const last = f[b + LAST];
-    if (last === 0) {
-      f[b + LAST] = t;
-      if (f[b + RW_DEN_EXEC] === 0) f[b + RW_DEN_EXEC] = f[b + RW_DEN_EXEC + 1] = 1;
-      if (f[b + RW_DEN_WAIT] === 0) f[b + RW_DEN_WAIT] = 1;
-      return;
-    }
-    const dt = t - last;
-    if (!(dt > 0)) return;
-    f[b + LAST] = t;
-    const ns = dt * 1e6;
-    f[b + RW_TOTAL_NS] += ns;
-    const dw = f[b + RW_DEN_WAIT];
-    observe(f, b + RW_H, READ_WRITE_BUCKETS, f[b + RW_EXEC] / f[b + RW_DEN_EXEC], ns);
-    observe(f, b + RW_H + RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_EXEC + 1] / f[b + RW_DEN_EXEC + 1], ns);
-    observe(f, b + RW_H + 2 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT] / dw, ns);
-    observe(f, b + RW_H + 3 * RW_H_SIZE, READ_WRITE_BUCKETS, f[b + RW_WAIT + 1] / dw, ns);
+    advanceReadWrite(this.f, this.b, t);
   }
 
   /** Requests of a kind began (+1) or ended (-1) executing, or joined or left a queue, at `now` (this thread's clock). */

@@ -13,7 +13,7 @@
 //   [3]  read-only requests waiting in priority-and-fairness queues, on every thread
 //   [4]  mutating requests waiting likewise (read_vs_write_current_requests; a failed front
 //        thread's are not reclaimed)
-//   [5]  the lock of the read/write timing block (seat-timing.ts)
+//   [5]  the lock of the timing blocks (seat-timing.ts: every level's and read/write's)
 //   [6..7] spare
 //   then LEVEL_SLOTS slots of 8 words, one per priority level:
 //   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
@@ -23,8 +23,7 @@
 //   [+4]    releases: bumped (and Atomics.notify'd) each time seats of the level are released
 //   [+5]    the level's current limit plus one, set by the main thread's borrowing loop
 //           (borrowing.ts; 0 until it ran: each thread then uses the level's nominal seats)
-//   [+6]    the lock of the level's timing block
-//   [+7]    spare
+//   [+6..7] spare
 //   then per front thread (0 the main one): its share of the counts above, written by it
 //   alone beside each change of a total: its read-only and mutating seats, then its
 //   executing and waiting counts of every slot.
@@ -63,9 +62,8 @@ const EXECUTING = 2;
 const WAITING = 3;
 const RELEASES = 4;
 const CURRENT_LIMIT = 5;
-const TIMING_LOCK = 6;
-/** header word: the read/write timing block's lock */
-const RW_LOCK = 5;
+/** header word: the lock of every timing block */
+const TIMING_LOCK = 5;
 /** header word: front threads with shares */
 const THREADS = 2;
 const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
@@ -119,8 +117,8 @@ export class SeatSlot {
   ) {}
 
   /** A slot of this thread's own (no buffer given, or the shared table full). */
-  static local(): SeatSlot {
-    return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0);
+  static local(timing: LevelTiming = LevelTiming.local()): SeatSlot {
+    return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0, -1, timing);
   }
 
   private addShare(executing: number, waiting: number): void {
@@ -274,12 +272,11 @@ export class SharedSeats {
     this.floats = new Float64Array(this.sab, floatsAt(this.threads), FLOAT_DOUBLES);
     if (!sab) this.floats[0] = performance.timeOrigin;
     this.clockOffset = performance.timeOrigin - this.floats[0];
-    this.rw = new ReadWriteTiming({ floats: this.floats, base: FLOAT_HEADER, words: this.words, lockAt: RW_LOCK, me: this.me, offset: this.clockOffset });
+    this.rw = new ReadWriteTiming({ floats: this.floats, base: FLOAT_HEADER, words: this.words, lockAt: TIMING_LOCK, me: this.me, offset: this.clockOffset });
   }
 
   private timingOf(s: number): LevelTiming {
-    const base = HEADER_WORDS + s * SLOT_WORDS;
-    return new LevelTiming({ floats: this.floats, base: FLOAT_LEVELS + s * LEVEL_TIMING_DOUBLES, words: this.words, lockAt: base + TIMING_LOCK, me: this.me, offset: this.clockOffset });
+    return new LevelTiming({ floats: this.floats, base: FLOAT_LEVELS + s * LEVEL_TIMING_DOUBLES, words: this.words, lockAt: TIMING_LOCK, me: this.me, offset: this.clockOffset, rwBase: FLOAT_HEADER });
   }
 
   /** The slot of the level named so: found, or claimed on first use by any thread. */
@@ -311,7 +308,7 @@ export class SharedSeats {
       this.warnedFull = true;
       console.warn(`W priority levels: the shared seat table's ${LEVEL_SLOTS} slots are taken; level ${JSON.stringify(name)} and any further new level are limited per front thread`);
     }
-    return SeatSlot.local();
+    return SeatSlot.local(LevelTiming.local(this.rw));
   }
 
   /** Requests holding a read-only (false) or mutating (true) seat, on every thread. */
@@ -321,7 +318,8 @@ export class SharedSeats {
 
   /**
    * Counts a seat taken (+1) or released (-1) without a limit (priority and fairness limits by
-   * level); with `now` (this thread's performance.now()), read_vs_write_current_requests too.
+   * level, and counts read_vs_write_current_requests through the levels' timing notes); with
+   * `now` (this thread's performance.now(): the inflight limiter), read_vs_write too.
    */
   addInflight(mutating: boolean, delta: number, now?: number): void {
     const k = mutating ? 1 : 0;
@@ -335,9 +333,9 @@ export class SharedSeats {
     return Atomics.load(this.words, mutating ? 4 : 3);
   }
 
-  addWaitingOf(mutating: boolean, delta: number, now: number): void {
+  /** (read_vs_write_current_requests counts them through the levels' timing notes, seat-timing.ts) */
+  addWaitingOf(mutating: boolean, delta: number): void {
     Atomics.add(this.words, mutating ? 4 : 3, delta);
-    this.rw.note(now, mutating, 0, delta);
   }
 
   /** The inflight limiter's seat: taken only below the limit, whatever thread holds the others. */
@@ -359,9 +357,8 @@ export class SharedSeats {
    */
   reclaim(thread: number): void {
     const t = SLOTS_END + thread * THREAD_WORDS;
-    // timing locks it held when it ended are let go first
-    Atomics.compareExchange(this.words, RW_LOCK, thread + 1, 0);
-    for (let s = 0; s < LEVEL_SLOTS; s++) Atomics.compareExchange(this.words, HEADER_WORDS + s * SLOT_WORDS + TIMING_LOCK, thread + 1, 0);
+    // the timing lock, if it held it when it ended, is let go first
+    Atomics.compareExchange(this.words, TIMING_LOCK, thread + 1, 0);
     const now = performance.now();
     for (const k of [0, 1]) {
       const n = Atomics.exchange(this.words, t + k, 0);
