@@ -42,6 +42,8 @@ describe('seat timing: the integrator and timing ratio histograms, integrated at
     expect(h.requestExecuting.bounds).toEqual(REQUEST_UTILIZATION_BUCKETS);
     expect(h.demand.bounds).toEqual(DEMAND_BUCKETS);
     expect(h.seatUtilization.count).toBeCloseTo(5e6, 3);
+    // whole nanoseconds, in the count and in every bucket
+    expect(Number.isInteger(t.histograms(t0 + 5.0000123).seatUtilization.count)).toBe(true);
     expect(byBound(h.seatUtilization)).toEqual({ 0.3: expect.closeTo(3e6, 3), 0.5: expect.closeTo(2e6, 3) });
     expect(h.seatUtilization.sum).toBeCloseTo(0.5 * 2e6 + 0.25 * 3e6, 3);
     expect(byBound(h.requestExecuting)).toEqual({ 0.25: expect.closeTo(3e6, 3), 0.5: expect.closeTo(2e6, 3) });

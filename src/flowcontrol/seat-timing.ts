@@ -144,11 +144,11 @@ function advanceLevel(f: Float64Array, b: number, t: number): void {
     if (f[b + DEN_WAIT] === 0) f[b + DEN_WAIT] = 1;
     return;
   }
-  const dt = t - last;
-  if (!(dt > 0)) return;
-  f[b + LAST] = t;
-  const ns = dt * 1e6;
-  const s = dt / 1000;
+  // whole nanoseconds, as kube's (a shorter interval waits for the next change)
+  const ns = Math.round((t - last) * 1e6);
+  if (!(ns > 0)) return;
+  f[b + LAST] = last + ns / 1e6;
+  const s = ns / 1e9;
   f[b + TOTAL_NS] += ns;
   const seats = f[b + EXEC_SEATS];
   const den = f[b + DEN_EXEC];
@@ -171,10 +171,9 @@ function advanceReadWrite(f: Float64Array, b: number, t: number): void {
     if (f[b + RW_DEN_WAIT] === 0) f[b + RW_DEN_WAIT] = 1;
     return;
   }
-  const dt = t - last;
-  if (!(dt > 0)) return;
-  f[b + LAST] = t;
-  const ns = dt * 1e6;
+  const ns = Math.round((t - last) * 1e6);
+  if (!(ns > 0)) return;
+  f[b + LAST] = last + ns / 1e6;
   f[b + RW_TOTAL_NS] += ns;
   const dw = f[b + RW_DEN_WAIT];
   observe(f, b + RW_H, READ_WRITE_BUCKETS, f[b + RW_EXEC] / f[b + RW_DEN_EXEC], ns);
