@@ -1,4 +1,8 @@
 import { describe, it, expect } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { DEMAND_BUCKETS, LevelTiming, MUTATING, REQUEST_UTILIZATION_BUCKETS, SEAT_UTILIZATION_BUCKETS } from './seat-timing.js';
 import { SharedSeats } from './shared-seats.js';
 
@@ -102,5 +106,57 @@ describe('seat timing: the integrator and timing ratio histograms, integrated at
     const t1 = Date.now();
     main.rw.note(performance.now(), false, -2, -5);
     expect(Date.now() - t1).toBeLessThan(1000);
+  });
+
+  it('holds under contention: two threads noting at once lose no change, and the integrated time is the elapsed time', async () => {
+    // workers cannot load TypeScript: the two modules are transpiled and handed over as data: URLs
+    const url = (file: string, rewrite: (js: string) => string = (js) => js) => {
+      const src = readFileSync(fileURLToPath(new URL(file, import.meta.url)), 'utf8');
+      const js = ts.transpileModule(src, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText;
+      return `data:text/javascript;base64,${Buffer.from(rewrite(js)).toString('base64')}`;
+    };
+    const timingUrl = url('./seat-timing.ts');
+    const seatsUrl = url('./shared-seats.ts', (js) => js.replaceAll("'./seat-timing.js'", JSON.stringify(timingUrl)));
+    const main = new SharedSeats(undefined, 0, 3);
+    const slot = main.level('contended');
+    const start = performance.now();
+    slot.timing.reset(start);
+    const N = 20000;
+    const run = (index: number) =>
+      new Promise<void>((resolve, reject) => {
+        const w = new Worker(
+          `const { workerData, parentPort } = require('node:worker_threads');
+          import(workerData.seatsUrl).then(({ SharedSeats }) => {
+            const seats = new SharedSeats(workerData.sab, workerData.index, 3);
+            const t = seats.level('contended').timing;
+            for (let i = 0; i < workerData.n; i++) {
+              t.note(performance.now(), 2, 1, 0, 0, 1);
+              t.note(performance.now(), -2, -1, 1, 1, 1);
+              t.note(performance.now(), 0, 0, -1, -1, 1);
+            }
+            // one change that stays: a seat held
+            t.note(performance.now(), 1, 1, 0, 0, 0);
+            parentPort.postMessage('done');
+          });`,
+          { eval: true, workerData: { seatsUrl, sab: main.sab, index, n: N } },
+        );
+        w.once('message', () => resolve());
+        w.once('error', reject);
+      });
+    await Promise.all([run(1), run(2)]);
+    const end = performance.now();
+    expect(slot.timing.demand).toBe(2);
+    const r = slot.timing.reset(end);
+    expect(r.duration * 1000).toBeGreaterThan((end - start) * 0.99);
+    expect(r.duration * 1000).toBeLessThanOrEqual(end - start + 1);
+    expect(r.max).toBeLessThanOrEqual(6);
+    const h = slot.timing.histograms(end);
+    expect(h.seatUtilization.count).toBeGreaterThan((end - start) * 1e6 * 0.99);
+    // the read/write block saw both threads' requests: two read-only ones still executing
+    const before = main.rw.histograms(end).executingReadonly;
+    main.rw.setDenominators(end, 2, 2, 1);
+    const later = main.rw.histograms(end + 1).executingReadonly;
+    // 2 of 2: the bucket of 1 got the last millisecond
+    expect((later.counts[later.bounds.indexOf(1)] - before.counts[before.bounds.indexOf(1)])).toBeCloseTo(1e6, -1);
   });
 });

@@ -20,7 +20,9 @@
 // during it, then the values move. The quantities are the server's, changed by every front
 // thread, so the statistics live in the shared seat table's buffer (shared-seats.ts), behind
 // one spin lock of one Int32 word for every block (the owner's thread index plus one; a
-// thread that ends while holding it has it released by SharedSeats.reclaim). One lock, so
+// thread that ends while holding it has it released by SharedSeats.reclaim; a thread that
+// finds it taken spins a little, then naps 50 µs at a time, so that a holder preempted on a
+// busy machine gets the core back instead of waiting out the spinner's time slice). One lock, so
 // that a request's change of its level and of read/write is one critical section: the
 // sequentially consistent release of a lock is the dearest part of a change. A critical
 // section is a few dozen floating-point operations and allocates nothing. Times are the thread's
@@ -65,15 +67,21 @@ const RW_H = 9; // executing readOnly, executing mutating, waiting readOnly, wai
 const RW_H_SIZE = READ_WRITE_BUCKETS.length + 1;
 export const RW_TIMING_DOUBLES = RW_H + 4 * RW_H_SIZE;
 
-/** After this many failed tries the lock is taken anyway (a holder that never lets go: a metric is off, nothing worse). */
-const SPIN_LIMIT = 1 << 22;
+/** Tries spinning before a waiter sleeps: a critical section is far shorter than this. */
+const SPINS = 256;
+/** How long a waiter sleeps between tries once it stops spinning (ms): its holder was likely preempted, and gets the core. */
+const NAP_MS = 0.05;
+/** After this many naps (about a second) the lock is taken anyway (a holder that never lets go: a figure is off, nothing worse). */
+const NAPS_BEFORE_TAKING = 20_000;
 
 function lock(words: Int32Array, i: number, me: number): void {
-  let tries = 0;
-  for (;;) {
+  for (let tries = 0; ; tries++) {
     const owner = Atomics.compareExchange(words, i, 0, me);
     if (owner === 0) return;
-    if (++tries >= SPIN_LIMIT && Atomics.compareExchange(words, i, owner, me) === owner) return;
+    if (tries < SPINS) continue;
+    if (tries >= SPINS + NAPS_BEFORE_TAKING && Atomics.compareExchange(words, i, owner, me) === owner) return;
+    // (returns at once when the word has changed already)
+    Atomics.wait(words, i, owner, NAP_MS);
   }
 }
 
@@ -206,7 +214,7 @@ export class LevelTiming {
 
   /** A block of this thread's own (a thread-local seat slot); its requests' changes go to `rw` when given. */
   static local(rw?: ReadWriteTiming): LevelTiming {
-    return new LevelTiming({ floats: new Float64Array(LEVEL_TIMING_DOUBLES), base: 0, words: new Int32Array(1), lockAt: 0, me: 1, offset: 0, rw });
+    return new LevelTiming({ floats: new Float64Array(LEVEL_TIMING_DOUBLES), base: 0, words: new Int32Array(new SharedArrayBuffer(4)), lockAt: 0, me: 1, offset: 0, rw });
   }
 
   /** Starts the clock of a block never used (a level's slot just claimed): its time counts from now. */
