@@ -248,8 +248,6 @@ export class PriorityAndFairness {
           const kind = mutating ? 1 : 0;
           slot.take(seats);
           slot.timing.note(started, seats, 1, 0, 0, kind);
-          // (apiserver_current_inflight_requests counts every request kube's filter executes)
-          this.seats.addInflight(mutating, 1);
           const stats = h.stats;
           stats.executing++;
           stats.executingSeats += seats;
@@ -265,7 +263,6 @@ export class PriorityAndFairness {
             (watch ? stats.execWatch : stats.execRegular).observe((now - started) / 1000);
             slot.untake(seats);
             slot.timing.note(now, -seats, -1, 0, 0, kind);
-            this.seats.addInflight(mutating, -1);
           };
           req.delegated = release;
           res.onDone(release);
