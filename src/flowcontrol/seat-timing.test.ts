@@ -108,6 +108,18 @@ describe('seat timing: the integrator and timing ratio histograms, integrated at
     expect(Date.now() - t1).toBeLessThan(1000);
   });
 
+  it('a lock whose holder never lets go (and was not reclaimed) is taken after a second or a few, not waited on for ever', () => {
+    const seats = new SharedSeats(undefined, 0, 2);
+    const slot = seats.level('stuck');
+    Atomics.store(new Int32Array(seats.sab), 5, 99);
+    const t0 = Date.now();
+    slot.timing.note(performance.now(), 1, 1, 0, 0);
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThan(500);
+    expect(took).toBeLessThan(20_000);
+    expect(slot.timing.demand).toBe(1);
+  }, 30_000);
+
   it('holds under contention: two threads noting at once lose no change, and the integrated time is the elapsed time', async () => {
     // workers cannot load TypeScript: the two modules are transpiled and handed over as data: URLs
     const url = (file: string, rewrite: (js: string) => string = (js) => js) => {

@@ -71,7 +71,7 @@ export const RW_TIMING_DOUBLES = RW_H + 4 * RW_H_SIZE;
 const SPINS = 256;
 /** How long a waiter sleeps between tries once it stops spinning (ms): its holder was likely preempted, and gets the core. */
 const NAP_MS = 0.05;
-/** After this many naps (about a second) the lock is taken anyway (a holder that never lets go: a figure is off, nothing worse). */
+/** After this many naps (a second or a few: a nap may last longer than asked) the lock is taken anyway (a holder that never lets go: a figure is off, nothing worse). */
 const NAPS_BEFORE_TAKING = 20_000;
 
 function lock(words: Int32Array, i: number, me: number): void {
