@@ -8,8 +8,9 @@
 //                        requests executing / limit, requests waiting / queue room
 //                                                apiserver_flowcontrol_priority_level_request_utilization
 //                        seat demand / limit     apiserver_flowcontrol_demand_seats
-//   server-wide          read-only and mutating requests executing / the nominal seats, and
-//                        waiting / the room in the queues
+//   server-wide          read-only and mutating requests executing / the nominal seats (the
+//                        plain inflight limits: / each kind's limit), and waiting / the room
+//                        in the queues
 //                                                apiserver_flowcontrol_read_vs_write_current_requests
 //
 // The limit is the level's current seat limit, or max(1, round(server seats / 10)) while that
