@@ -21,6 +21,8 @@ interface OtlpSpan {
   kind: number;
   attributes: Record<string, unknown>;
   links: Array<{ traceId: string; spanId: string }>;
+  /** 0 unset, 1 ok, 2 error */
+  statusCode: number;
   resource: Record<string, unknown>;
 }
 
@@ -35,8 +37,9 @@ message Resource { repeated KeyValue attributes = 1; }
 message ScopeSpans { repeated Span spans = 2; }
 message Span {
   bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
-  repeated KeyValue attributes = 9; repeated Link links = 13;
+  repeated KeyValue attributes = 9; repeated Link links = 13; Status status = 15;
 }
+message Status { string message = 2; int32 code = 3; }
 message Link { bytes trace_id = 1; bytes span_id = 2; }
 message KeyValue { string key = 1; AnyValue value = 2; }
 message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
@@ -81,6 +84,7 @@ function collector(): { spans: OtlpSpan[]; server: Server; paths: string[] } {
                 kind: sp.kind,
                 attributes: attrs(sp.attributes),
                 links: (sp.links ?? []).map((l: any) => ({ traceId: hexId(l.traceId), spanId: hexId(l.spanId) })),
+                statusCode: sp.status?.code ?? 0,
                 resource,
               });
             }
@@ -112,13 +116,15 @@ describe('--tracing-config-file: spans over OTLP/gRPC', () => {
   const c = collector();
   let dir = '';
 
-  const spanNamed = async (pred: (sp: OtlpSpan) => boolean, what: string): Promise<OtlpSpan> => {
+  /** Waits for a span; `poke` (if given) runs between looks, to make more requests. */
+  const spanNamed = async (pred: (sp: OtlpSpan) => boolean, what: string, poke?: () => Promise<void>): Promise<OtlpSpan> => {
     const deadline = Date.now() + 20_000;
     for (;;) {
       const hit = c.spans.find(pred);
       if (hit) return hit;
       if (Date.now() > deadline) throw new Error(`no span ${what}; the collector has: ${c.spans.map((x) => x.name).join(', ')}`);
       await new Promise((r) => setTimeout(r, 100));
+      if (poke) await poke();
     }
   };
 
@@ -161,6 +167,26 @@ describe('--tracing-config-file: spans over OTLP/gRPC', () => {
     expect(write.parentSpanId).toBe(handler.spanId);
     expect(write.attributes).toMatchObject({ key: 'default/traced', resource: 'configmaps' });
     expect(c.paths[0]).toBe(EXPORT_PATH);
+  });
+
+  it('an admission webhook call is a span under the handler\'s (a dead hook under Ignore: the span ends in error)', async () => {
+    const dead = await freePort();
+    const r = await request(s, 'POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      metadata: { name: 'traced-hook' },
+      webhooks: [{ name: 'traced.test.kubeshard.io', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Ignore', timeoutSeconds: 2, clientConfig: { url: `https://127.0.0.1:${dead}/` }, rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }] }],
+    });
+    expect(r.status).toBe(201);
+    // the configuration reaches admission shortly after it is stored: create until a call is traced
+    let n = 0;
+    const hook = await spanNamed((sp) => sp.traceId === TRACE_ID && sp.name === 'Call validating webhook', '"Call validating webhook" in the client trace', async () => {
+      const c2 = await request(s, 'POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: `hooked-${n++}` } }, { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` });
+      expect(c2.status).toBe(201);
+    });
+    expect(hook.statusCode).toBe(2);
+    expect(hook.attributes).toMatchObject({ configuration: 'traced-hook', webhook: 'traced.test.kubeshard.io', resource: 'configmaps', operation: 'CREATE' });
+    const handler = c.spans.find((sp) => sp.spanId === hook.parentSpanId);
+    expect(handler?.name).toBe('Create');
+    expect((await request(s, 'DELETE', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/traced-hook')).status).toBe(200);
   });
 
   it('a named read is named with {:name}; an error status is kept', async () => {
