@@ -24,8 +24,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { hostname } from 'node:os';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { credentials } from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import type { OTLPTraceExporter as OtlpGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { Filter } from '../http/filter-chain.js';
@@ -60,6 +60,17 @@ export function spanName(req: ApiRequest): string {
   return `${req.method} ${name}`;
 }
 
+/**
+ * The OTLP/gRPC exporter, loaded only when tracing is configured: gRPC's client is a large
+ * module that a server without --tracing-config-file never needs in its memory.
+ */
+function grpcExporter(target: string): OtlpGrpcExporter {
+  const require = createRequire(import.meta.url);
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-grpc') as typeof import('@opentelemetry/exporter-trace-otlp-grpc');
+  const { credentials } = require('@grpc/grpc-js') as typeof import('@grpc/grpc-js');
+  return new OTLPTraceExporter({ url: target, credentials: credentials.createInsecure() });
+}
+
 export class RequestTracing {
   private readonly als = new AsyncLocalStorage<Holder>();
   private readonly provider: BasicTracerProvider;
@@ -74,7 +85,7 @@ export class RequestTracing {
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': 'apiserver', 'host.name': hostname(), 'service.instance.id': instanceId }),
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.samplingRatePerMillion / 1_000_000) }),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: config.target, credentials: credentials.createInsecure() }), { scheduledDelayMillis: 500 })],
+      spanProcessors: [new BatchSpanProcessor(grpcExporter(config.target), { scheduledDelayMillis: 500 })],
     });
     this.tracer = this.provider.getTracer('k8s.io/apiserver');
   }
