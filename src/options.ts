@@ -561,7 +561,7 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   'tracing-config-file': {
     kind: 'string',
-    help: 'The file of an apiserver.config.k8s.io TracingConfiguration (v1, v1beta1 or v1alpha1): endpoint and samplingRatePerMillion. Requests, their storage operations and admission webhook calls become OpenTelemetry spans, exported over OTLP/HTTP (JSON) to http://<endpoint>/v1/traces (default endpoint localhost:4318; kube-apiserver speaks OTLP/gRPC to localhost:4317). A client\'s W3C traceparent is the parent for users in system:masters or system:monitoring, a link for others. Without the flag no span is made.',
+    help: 'The file of an apiserver.config.k8s.io TracingConfiguration (v1, v1beta1 or v1alpha1): endpoint and samplingRatePerMillion. Requests, their storage operations and admission webhook calls become OpenTelemetry spans, exported in batches over OTLP/gRPC without TLS, as kube-apiserver exports them, to the endpoint, a gRPC target (host:port, dns:///host:port or unix:///path; default localhost:4317; an http(s) URL is refused, as kube refuses it). A client\'s W3C traceparent is the parent for users in system:masters or system:monitoring, a link for others. Without the flag no span is made.',
     set: (o, v) => (o.tracingConfigFile = v),
   },
   'encryption-provider-config': {

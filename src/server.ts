@@ -619,6 +619,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           requestTimeoutSeconds: o.requestTimeoutSeconds,
           // the seat borrowing loop is the server's: the main thread runs it
           borrowing: main,
+          showHiddenMetrics: o.showHiddenMetricsForVersion === '1.32',
         },
         seats,
         workSources,
@@ -635,7 +636,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     {
       inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
       storageObjects: () => (storageCounts ? storageCounts.counts() : cacher.objectCounts()),
-      flowControl: apf ? () => apf.snapshot() : undefined,
+      // (with the plain inflight limits, read_vs_write_current_requests alone, as kube's max-inflight filter feeds it)
+      flowControl: apf ? () => apf.snapshot() : main ? () => ({ flows: [], levels: [], readWrite: limiter.readWrite() }) : undefined,
     },
     new Set(o.disabledMetrics),
   );

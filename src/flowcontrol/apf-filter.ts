@@ -6,7 +6,7 @@
 // will notify, a WATCH that asked for initial events like a LIST). Then:
 //
 //   - exempt level (system:masters, probes): runs at once; its seats are counted (the
-//     borrowing loop sees the exempt level's demand, as kube's) but never limited;
+//     borrowing loop sees the exempt level's demand, as kube's) and timed, but never limited;
 //   - a Limited level whose seats fit and where no one waits: takes them until its response
 //     ends (a watch: until it is set up, kube's watch initialization signal), plus the
 //     additional latency of a write with many watchers;
@@ -20,8 +20,10 @@
 // With several front threads (issue 18) each runs its own PriorityAndFairness on one shared
 // seat table (shared-seats.ts): the seats a level holds, the seats its waiting requests ask
 // for, its current limit and the inflight gauges are counted across threads, so the limits
-// are the server's; the queues, their virtual clocks and the apiserver_flowcontrol_*
-// counters are each thread's.
+// are the server's, and so are the time-weighted statistics of those counts (seat-timing.ts:
+// the seat demand the borrowing loop reads, the timing ratio histograms, which the main
+// thread's instance serves); the queues, their virtual clocks and the other
+// apiserver_flowcontrol_* counters are each thread's.
 //
 // Thread ownership: the front thread owns all of it (the classifier's cache and config, the
 // levels' queues, the counters) except the seat counts, which every front thread shares;
@@ -38,7 +40,7 @@ import { LevelState, flowHash, levelMaxSeats, limitBounds, nominalLimits, totalW
 import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
 import { SharedSeats } from './shared-seats.js';
 import { estimateWork, type WorkSources } from './work-estimator.js';
-import { Borrowing, TimingHistogram, SAMPLE_MS } from './borrowing.js';
+import { Borrowing } from './borrowing.js';
 import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
 /**
@@ -50,16 +52,21 @@ const LONG_RUNNING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward
 
 const MUTATING = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
-/** read_vs_write_current_requests' buckets, as kube's */
-const RW_BUCKETS = [0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
+/** kube's denominator of a level's waiting requests: max(1, queueLengthLimit) × max(1, queues) for a Queue level, else 1 */
+function waitRoom(cfg: LevelConfig): number {
+  if (cfg.exempt || cfg.limitResponse !== 'Queue') return 1;
+  return Math.max(1, cfg.queueLengthLimit) * Math.max(1, cfg.queues);
+}
 
 export interface ApfOptions {
   /** --max-requests-inflight + --max-mutating-requests-inflight */
   serverConcurrencyLimit: number;
   /** --request-timeout, in seconds: a queued request waits at most a quarter of it (and a minute) */
   requestTimeoutSeconds: number;
-  /** run the seat borrowing loop (the main thread's instance only) */
+  /** run the seat borrowing loop, and serve the server's timing histograms (the main thread's instance only) */
   borrowing?: boolean;
+  /** --show-hidden-metrics-for-version=1.32: the deprecated request_concurrency_limit and request_concurrency_in_use are served */
+  showHiddenMetrics?: boolean;
 }
 
 /** What the filter keeps per classification outcome: its counters, level and shuffle-sharding hand. */
@@ -84,14 +91,6 @@ export class PriorityAndFairness {
   private readonly waitLimitMs: number;
   private readonly requestTimeoutSeconds: number;
   private readonly borrowing: Borrowing | null;
-  /** read_vs_write_current_requests, by phase and kind (sampled by the main thread) */
-  private readonly rw = {
-    waitingReadonly: new TimingHistogram(RW_BUCKETS),
-    waitingMutating: new TimingHistogram(RW_BUCKETS),
-    executingReadonly: new TimingHistogram(RW_BUCKETS),
-    executingMutating: new TimingHistogram(RW_BUCKETS),
-  };
-  private rwTimer: NodeJS.Timeout | undefined;
   /** the watcher count the estimator read for the request being estimated (watch_count_samples) */
   private lastWatchCount = -1;
   private readonly work: WorkSources;
@@ -115,7 +114,7 @@ export class PriorityAndFairness {
     this.borrowing = opts.borrowing
       ? new Borrowing(() => {
           this.classifier.levels();
-          return [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal, lower: st.lower, upper: st.upper, slot: st.slot }));
+          return [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal, lower: st.lower, upper: st.upper, slot: st.slot, waitRoom: waitRoom(st.config) }));
         }, opts.serverConcurrencyLimit)
       : null;
     const objects = (t: ResourceTarget) => [...store.cacheOf(t).items.values()].map((e) => entryObject(e)).filter((o) => o && !o.metadata?.deletionTimestamp);
@@ -124,17 +123,12 @@ export class PriorityAndFairness {
     cacher.observe((cache) => {
       if (cache.gr === fsT.gr || cache.gr === plT.gr) this.classifier.invalidate();
     });
-    if (this.borrowing) {
-      this.borrowing.start();
-      this.rwTimer = setInterval(() => this.sampleReadWrite(), SAMPLE_MS);
-      this.rwTimer.unref();
-    }
+    this.borrowing?.start();
   }
 
   /** Stops the borrowing loop (the server's shutdown). */
   stop(): void {
     this.borrowing?.stop();
-    clearInterval(this.rwTimer);
   }
 
   /** seats held by read-only and mutating requests on every front thread (apiserver_current_inflight_requests) */
@@ -142,31 +136,28 @@ export class PriorityAndFairness {
     return { readOnly: this.seats.inflight(false), mutating: this.seats.inflight(true) };
   }
 
-  /** kube's read_vs_write_current_requests: requests of each kind over the seats (executing) or the queues' room (waiting). */
-  private sampleReadWrite(): void {
-    let seats = 0;
-    let room = 0;
-    for (const st of this.levels.values()) {
-      seats += st.nominal;
-      if (!st.config.exempt && st.config.limitResponse === 'Queue') room += st.config.queues * st.config.queueLengthLimit;
-    }
-    const dt = SAMPLE_MS / 1000;
-    const ratio = (n: number, d: number) => (d > 0 ? n / d : 0);
-    this.rw.executingReadonly.observe(ratio(this.seats.inflight(false), seats), dt);
-    this.rw.executingMutating.observe(ratio(this.seats.inflight(true), seats), dt);
-    this.rw.waitingReadonly.observe(ratio(this.seats.waitingOf(false), room), dt);
-    this.rw.waitingMutating.observe(ratio(this.seats.waitingOf(true), room), dt);
-  }
-
   /** What /metrics shows of it. */
   snapshot(): FlowControlSnapshot {
     this.classifier.levels(); // rebuilt first if the configuration changed
     const b = this.borrowing;
+    const now = performance.now();
     return {
       flows: this.stats.all.values(),
-      levels: [...this.levels.entries()].map(([name, st]) => ({ name, nominal: st.nominal, lower: st.lower, upper: st.upper, current: st.config.exempt ? st.slot.currentLimit ?? st.nominal : st.limit })),
+      levels: [...this.levels.entries()].map(([name, st]) => ({
+        name,
+        nominal: st.nominal,
+        lower: st.lower,
+        upper: st.upper,
+        current: st.config.exempt ? st.slot.currentLimit ?? st.nominal : st.limit,
+        currentR: st.currentR,
+        dispatch: st.lastDispatch.dispatched ? st.lastDispatch : undefined,
+        epochAdvances: st.epochAdvances,
+        // the statistics are the server's: the main thread's instance serves them
+        timing: b ? st.slot.timing.histograms(now) : undefined,
+      })),
       borrowing: b ? { fairFrac: b.fairFrac, byLevel: b.byLevel } : undefined,
-      readWrite: b ? this.rw : undefined,
+      readWrite: b ? this.seats.rw.histograms(now) : undefined,
+      showHidden: this.opts.showHiddenMetrics === true,
     };
   }
 
@@ -192,6 +183,15 @@ export class PriorityAndFairness {
       this.levels.delete(name);
       st.refuseAll();
     }
+    // the denominators of read_vs_write_current_requests: the nominal seats, and the room in
+    // every queue (kube's maxExecutingRequests and maxWaitingRequests)
+    let nominalSum = 0;
+    let room = 0;
+    for (const st of this.levels.values()) {
+      nominalSum += st.nominal;
+      if (!st.config.exempt && st.config.limitResponse === 'Queue') room += st.config.queues * st.config.queueLengthLimit;
+    }
+    if (this.borrowing) this.seats.rw.setDenominators(performance.now(), nominalSum, nominalSum, room);
     // kube adjusts the limits at once after a configuration change
     this.borrowing?.adjust();
     // A larger limit may let waiting requests in.
@@ -240,26 +240,35 @@ export class PriorityAndFairness {
         const seats = est.initialSeats >= est.finalSeats ? est.initialSeats : est.finalSeats;
         h.stats.estimatedSeats.observe(seats);
         if (c.level.exempt) {
-          // counted for the borrowing loop's demand, never limited; not timed (kept cheap:
-          // the exempt level is where the server's own and admin traffic goes)
+          // counted (the borrowing loop sees its demand) and timed as kube's exempt queue set
+          // does (dispatchSansQueueLocked), in read_vs_write too (kube's filter notes every
+          // request it executes), never limited
           const slot = st.slot;
+          const started = performance.now();
+          const kind = mutating ? 1 : 0;
           slot.take(seats);
-          h.stats.executing++;
-          h.stats.executingSeats += seats;
-          h.stats.dispatched++;
+          slot.timing.note(started, seats, 1, 0, 0, kind);
+          const stats = h.stats;
+          stats.executing++;
+          stats.executingSeats += seats;
+          stats.dispatched++;
+          const watch = info.verb === 'watch';
           let held = true;
           const release = () => {
             if (!held) return;
             held = false;
-            h.stats.executing--;
-            h.stats.executingSeats -= seats;
+            const now = performance.now();
+            stats.executing--;
+            stats.executingSeats -= seats;
+            (watch ? stats.execWatch : stats.execRegular).observe((now - started) / 1000);
             slot.untake(seats);
+            slot.timing.note(now, -seats, -1, 0, 0, kind);
           };
           req.delegated = release;
           res.onDone(release);
           return;
         }
-        const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs));
+        const exe = st.tryTake(seats, this.queueOf(h), totalWork(est.initialSeats, est.finalSeats, est.latencyMs), mutating ? 1 : 0);
         if (exe !== null) {
           exe.initialSeats = est.initialSeats;
           exe.latencyMs = est.latencyMs;
@@ -290,10 +299,10 @@ export class PriorityAndFairness {
     const release = () => {
       if (!held) return;
       held = false;
+      const now = performance.now();
       this.seats.addInflight(mutating, -1);
       stats.executing--;
       stats.executingSeats -= exe.seats;
-      const now = performance.now();
       (watch ? stats.execWatch : stats.execRegular).observe((now - exe.started) / 1000);
       h.state.finish(exe, now);
     };
@@ -342,13 +351,15 @@ export class PriorityAndFairness {
         seats,
         work: totalWork(initialSeats, finalSeats, latencyMs),
         flow: stats,
+        kind: mutating ? 1 : 0,
         settle: (granted, reason) => {
           if (timer !== undefined) clearTimeout(timer);
+          const now = performance.now();
           leave();
-          const waited = (performance.now() - since) / 1000;
+          const waited = (now - since) / 1000;
           if (granted) {
             // the level counted the seats and charged the queue; the rest of the accounting is this outcome's
-            exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: performance.now() };
+            exe = { queue: w.queue, gen: st.gen, seats, initialSeats, latencyMs, started: now, kind: w.kind };
             this.run(req, res, h, exe, mutating, waited);
             resolve();
             return;

@@ -19,22 +19,24 @@ describe('seat borrowing', () => {
 
   it('smooths demand: max(avg + stdDev, 0.977 × previous + 0.023 × (avg + stdDev))', () => {
     const d = new SeatDemand();
-    for (const v of [10, 10, 10, 10]) d.sample(v);
-    d.endPeriod(0);
+    d.update({ duration: 10, average: 10, deviation: 0, max: 10 });
     expect([d.avg, d.stdDev, d.highWatermark, d.smoothed]).toEqual([10, 0, 10, 10]);
-    d.sample(0);
-    d.endPeriod(0);
+    d.update({ duration: 10, average: 0, deviation: 0, max: 0 });
     expect(d.smoothed).toBeCloseTo(9.77, 6);
+    // a period of no time keeps the statistics, not the watermark (kube's seatDemandStats.update)
+    d.update({ duration: 0, average: NaN, deviation: NaN, max: 3 });
+    expect([d.avg, d.highWatermark]).toEqual([0, 3]);
   });
 
   it('a busy level borrows the seats an idle one may lend, and gives them back', () => {
     const seats = new SharedSeats();
-    const busy = { name: 'busy', nominal: 10, lower: 5, upper: 30, slot: seats.level('busy') };
-    const idle = { name: 'idle', nominal: 10, lower: 1, upper: 30, slot: seats.level('idle') };
+    const busy = { name: 'busy', nominal: 10, lower: 5, upper: 30, slot: seats.level('busy'), waitRoom: 1 };
+    const idle = { name: 'idle', nominal: 10, lower: 1, upper: 30, slot: seats.level('idle'), waitRoom: 1 };
     const b = new Borrowing(() => [busy, idle], 20);
     busy.slot.take(10);
     busy.slot.addWaiting(10);
-    for (let i = 0; i < 10; i++) b.sample();
+    // the demand as the request path notes it: 20 seats, from a moment ago
+    busy.slot.timing.note(performance.now() - 50, 10, 10, 10, 10);
     b.adjust();
     expect(busy.slot.currentLimit).toBe(19);
     expect(idle.slot.currentLimit).toBe(1);

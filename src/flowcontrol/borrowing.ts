@@ -2,24 +2,23 @@
 // seatDemandStats, computeConcurrencyAllocation). Each level has a nominal seat count, a
 // lower bound (nominal less its lendablePercent) and an upper bound (nominal plus its
 // borrowingLimitPercent, or plus the whole server when that is unset). Every 10 s its seat
-// demand (seats held plus seats asked for by waiting requests, on every front thread) over
-// the period gives an average, a standard deviation and a high watermark; the smoothed
+// demand (seats held plus seats asked for by waiting requests, on every front thread),
+// integrated over the period at every change (seat-timing.ts, kube's Integrator), gives a
+// time-weighted average, standard deviation and high watermark; the smoothed
 // demand is max(avg + stdDev, 0.977 × the previous smoothed + 0.023 × (avg + stdDev)). Each
 // level's target is max(its floor, smoothed), where the floor is max(lower, min(nominal,
 // high watermark)); the server's nominal seats are then shared out as clamp(fairFrac ×
 // target, floor, upper) with the one fairFrac that makes them add up to the sum of the
-// nominal seats, and each level's current limit is that, rounded.
-//
-// Demand is sampled (every SAMPLE_MS) rather than integrated at every change as kube's
-// integrator does: the request path stays free of it, at the price of missing peaks
-// shorter than a sample.
+// nominal seats, and each level's current limit is that, rounded. The adjustment also sets
+// the denominator of the level's timing ratio histograms: its current limit, or a tenth of
+// the server's seats while that is 0.
 //
 // Thread ownership: the main thread runs the loop and owns the statistics; the limits it
 // sets are read by every front thread from the shared seat table (SeatSlot.currentLimit).
 import type { SeatSlot } from './shared-seats.js';
+import type { IntegratorResults } from './seat-timing.js';
 
 export const ADJUSTMENT_PERIOD_MS = 10_000;
-export const SAMPLE_MS = 100;
 const SMOOTHING = 0.977;
 
 export interface AllocItem {
@@ -57,30 +56,16 @@ export class SeatDemand {
   stdDev = 0;
   highWatermark = 0;
   smoothed = 0;
-  /** the period's samples: count, sum, sum of squares, max */
-  private n = 0;
-  private s = 0;
-  private s2 = 0;
-  private max = 0;
 
-  sample(v: number): void {
-    this.n++;
-    this.s += v;
-    this.s2 += v * v;
-    if (v > this.max) this.max = v;
-  }
-
-  /** Ends a period: the statistics of its samples, the smoothed demand moved on. */
-  endPeriod(current: number): void {
-    if (this.n === 0) this.sample(current);
-    this.highWatermark = this.max;
-    this.avg = this.s / this.n;
-    this.stdDev = Math.sqrt(Math.max(0, this.s2 / this.n - this.avg * this.avg));
-    const envelope = this.avg + this.stdDev;
+  /** Ends a period with the integrator's results over it (kube's seatDemandStats.update). */
+  update(r: IntegratorResults): void {
+    this.highWatermark = r.max;
+    if (!(r.duration > 0)) return;
+    const deviation = Number.isNaN(r.deviation) ? 0 : r.deviation;
+    this.avg = r.average;
+    this.stdDev = deviation;
+    const envelope = r.average + deviation;
     this.smoothed = Math.max(envelope, SMOOTHING * this.smoothed + (1 - SMOOTHING) * envelope);
-    this.n = this.s = this.s2 = 0;
-    // the next period's watermark starts from the demand now
-    this.max = current;
   }
 }
 
@@ -91,45 +76,20 @@ export interface BorrowingLevel {
   lower: number;
   upper: number;
   slot: SeatSlot;
+  /** the room in its queues: max(1, queueLengthLimit) × max(1, queues) (the waiting requests' denominator) */
+  waitRoom: number;
 }
 
 export interface LevelAdjustment {
   demand: SeatDemand;
   target: number;
   current: number;
-  /** seconds spent at each utilization and demand ratio (the timing histograms), see the metrics */
-  utilization: TimingHistogram;
-  demandRatio: TimingHistogram;
 }
-
-/**
- * A histogram of time: each sample adds its interval to the bucket of the value then, as
- * kube's timing ratio histograms (priority_level_seat_utilization, demand_seats) count it.
- */
-export class TimingHistogram {
-  readonly counts: Float64Array;
-  sum = 0;
-  count = 0;
-  constructor(readonly bounds: number[]) {
-    this.counts = new Float64Array(bounds.length);
-  }
-  observe(v: number, seconds: number): void {
-    let i = 0;
-    while (i < this.bounds.length && v > this.bounds[i]) i++;
-    if (i < this.bounds.length) this.counts[i] += seconds;
-    this.sum += v * seconds;
-    this.count += seconds;
-  }
-}
-
-export const UTILIZATION_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1];
-export const DEMAND_BUCKETS = [0.2, 0.4, 0.6, 0.8, 1, 1.2, 1.4, 1.7, 2, 2.8, 4, 6];
 
 /** The main thread's borrowing loop over the levels it is given. */
 export class Borrowing {
   readonly byLevel = new Map<string, LevelAdjustment>();
   fairFrac = 0;
-  private sampler: NodeJS.Timeout | undefined;
   private adjuster: NodeJS.Timeout | undefined;
   private adjusting = false;
 
@@ -140,38 +100,23 @@ export class Borrowing {
   ) {}
 
   start(): void {
-    this.sampler = setInterval(() => this.sample(), SAMPLE_MS);
-    this.sampler.unref();
     this.adjuster = setInterval(() => this.adjust(), ADJUSTMENT_PERIOD_MS);
     this.adjuster.unref();
   }
 
   stop(): void {
-    clearInterval(this.sampler);
     clearInterval(this.adjuster);
   }
 
   private state(name: string): LevelAdjustment {
     let a = this.byLevel.get(name);
-    if (!a) this.byLevel.set(name, (a = { demand: new SeatDemand(), target: 0, current: 0, utilization: new TimingHistogram(UTILIZATION_BUCKETS), demandRatio: new TimingHistogram(DEMAND_BUCKETS) }));
+    if (!a) this.byLevel.set(name, (a = { demand: new SeatDemand(), target: 0, current: 0 }));
     return a;
   }
 
   /** the denominator kube divides seats by: the current limit, or a tenth of the server's when that is 0 */
   private denominator(current: number): number {
     return current > 0 ? current : Math.max(1, Math.round(this.serverCL / 10));
-  }
-
-  sample(): void {
-    for (const l of this.levels()) {
-      const a = this.state(l.name);
-      const executing = l.slot.executing;
-      const demand = executing + l.slot.waiting;
-      a.demand.sample(demand);
-      const d = this.denominator(a.current);
-      a.utilization.observe(executing / d, SAMPLE_MS / 1000);
-      a.demandRatio.observe(demand / d, SAMPLE_MS / 1000);
-    }
   }
 
   /** One adjustment (kube's updateBorrowingLocked): every level's current limit set in its slot. */
@@ -188,9 +133,10 @@ export class Borrowing {
 
   private adjustNow(levels: BorrowingLevel[]): void {
     const items: AllocItem[] = [];
+    const now = performance.now();
     for (const l of levels) {
       const a = this.state(l.name);
-      a.demand.endPeriod(l.slot.executing + l.slot.waiting);
+      a.demand.update(l.slot.timing.reset(now));
       const floor = Math.max(l.lower, Math.min(l.nominal, a.demand.highWatermark));
       items.push({ lower: floor, upper: l.upper, target: Math.max(floor, a.demand.smoothed) });
     }
@@ -202,6 +148,7 @@ export class Borrowing {
       a.target = items[i].target;
       a.current = Math.round(allocs[i]);
       l.slot.currentLimit = a.current;
+      l.slot.timing.setDenominators(now, this.denominator(a.current), l.waitRoom);
     });
     const names = new Set(levels.map((l) => l.name));
     for (const name of this.byLevel.keys()) if (!names.has(name)) this.byLevel.delete(name);

@@ -5,7 +5,9 @@
 //
 // The limits are the server's, whatever front thread a request reaches (issue 18): the two
 // counts are words of the shared seat table (shared-seats.ts), taken by compare-and-swap below
-// the limit. No queues here, so nothing waits on another thread.
+// the limit. No queues here, so nothing waits on another thread. As kube's max-inflight
+// filter, it feeds the executing series of read_vs_write_current_requests (each kind's
+// requests over its limit; the server's, seat-timing.ts) at each take and release.
 //
 // Thread ownership: each front thread has its own InflightLimiter; the counts are every front
 // thread's (Atomics only).
@@ -36,7 +38,14 @@ export class InflightLimiter {
     return this.seats.inflight(true);
   }
 
+  /** read_vs_write_current_requests, for /metrics (the main thread's: the statistics are the server's) */
+  readWrite(): ReturnType<SharedSeats['rw']['histograms']> {
+    return this.seats.rw.histograms(performance.now());
+  }
+
   filter(): Filter {
+    // (only when this filter is the server's: priority and fairness sets its own denominators)
+    this.seats.rw.setDenominators(performance.now(), this.opts.maxReadonly, this.opts.maxMutating, 1);
     return {
       name: 'flow-control',
       run: (req, res) => {
@@ -47,7 +56,8 @@ export class InflightLimiter {
         const limit = mutating ? this.opts.maxMutating : this.opts.maxReadonly;
         if (limit <= 0) return;
         if (!this.seats.tryTakeInflight(mutating, limit)) throw new TooManyRequestsError('concurrency-limit');
-        res.onDone(() => this.seats.addInflight(mutating, -1));
+        this.seats.rw.note(performance.now(), mutating, 1, 0);
+        res.onDone(() => this.seats.addInflight(mutating, -1, performance.now()));
       },
     };
   }

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { LevelState, limitBounds, levelMaxSeats, totalWork, type Waiter } from './priority-levels.js';
+import { HIGH_R, LevelState, R_DECREMENT, limitBounds, levelMaxSeats, totalWork, type Waiter } from './priority-levels.js';
 import { levelFromObject } from './classifier.js';
 
 const level = (queues: number, handSize: number, queueLengthLimit = 50, extra: Record<string, unknown> = {}) =>
@@ -56,6 +56,44 @@ describe("kube's fair queuing", () => {
     expect(st.enqueue(w())).toBeNull();
     st.slot.take(1);
     expect(st.enqueue(w())).toBe('queue-full');
+  });
+
+  it("notes kube's dispatch metrics at each dispatch from a queue: R, the dispatched queue's S, and S's bounds over the queues with waiters", () => {
+    const st = new LevelState(level(4, 1));
+    st.limit = 1;
+    expect(st.lastDispatch.dispatched).toBe(false);
+    const first = st.tryTake(1, 0);
+    // a newcomer that gets its seats is kube's enqueue-then-dispatch: its queue was the only one waiting
+    expect(st.lastDispatch).toMatchObject({ dispatched: true, r: 0, s: 0, sMin: 0, sMax: 0, dsMin: 0, dsMax: 0 });
+    const granted: string[] = [];
+    const waiter = (name: string, queue: number): Waiter => ({ queue, since: performance.now(), state: 'queued', seats: 1, settle: (g) => g && granted.push(name) });
+    st.enqueue(waiter('q0', 0));
+    st.enqueue(waiter('q1', 1));
+    st.finish(first!);
+    expect(granted).toEqual(['q1']);
+    const d = st.lastDispatch;
+    // queue 0 started on by the first request's work, less what it did not use of its estimate; queue 1 at R
+    expect(d.sMax).toBeGreaterThan(d.sMin);
+    expect(d.s).toBe(d.sMin);
+    expect(d.r).toBeGreaterThan(0);
+    expect(d.r).toBeLessThanOrEqual(st.currentR);
+    expect(d.dsMin).toBeLessThanOrEqual(d.sMin);
+  });
+
+  it('winds R back as kube does near its overflow, counting the epoch advance', () => {
+    const st = new LevelState(level(2, 1));
+    st.limit = 1;
+    const running = st.tryTake(1, 0);
+    expect(running).not.toBeNull();
+    st.currentR = HIGH_R - 1e-3;
+    st.queues[0].nextDispatchR = HIGH_R;
+    st.queues[1].nextDispatchR = 12345;
+    st.syncTime(performance.now() + 1000);
+    expect(st.epochAdvances).toEqual({ success: 1, failure: 0 });
+    expect(st.currentR).toBeLessThan(HIGH_R - R_DECREMENT + 10);
+    expect(st.queues[0].nextDispatchR).toBeCloseTo(HIGH_R - R_DECREMENT, -3);
+    // an idle queue restarts at 0
+    expect(st.queues[1].nextDispatchR).toBe(0);
   });
 
   it("bounds and the most seats a request may hold, as kube's controller computes them", () => {

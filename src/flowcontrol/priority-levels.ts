@@ -20,6 +20,15 @@
 //     refused (queue-full) when the level's seats are all taken and that queue holds
 //     queueLengthLimit requests already (rejectOrEnqueueToBoundLocked).
 //
+// Each change of the level's seats held, requests executing and requests or seats waiting is
+// noted, with the time already read for the change, in the level's timing block
+// (slot.timing, seat-timing.ts: kube's seat demand integrator and timing ratio histograms).
+// The queue set's virtual-time figures are kept for the metrics as kube's queueset sets them:
+// R at every sync (current_r), and at each dispatch from a queue R then, the queue's start S,
+// and the least and greatest S of the queues with waiters, less or not the work in progress
+// (dispatch_r, latest_s, next_s_bounds, next_discounted_s_bounds). R is wound back when it
+// nears kube's limit (advanceEpochLocked; epoch_advance_total), unreachable in practice.
+//
 // The level's limit is its current one: the nominal seats (ceil(serverCL × shares / sum of
 // shares)) until the main thread's borrowing loop (borrowing.ts) sets it in the shared slot.
 //
@@ -40,6 +49,13 @@ import { SeatSlot } from './shared-seats.js';
 /** kube's queueset estimatedServiceDuration: the seat time a request is charged at dispatch, in seconds */
 export const ESTIMATED_SERVICE_SECONDS = 0.003;
 
+/**
+ * How far R is wound back when it reaches HIGH_R (kube's rDecrement and highR: half and
+ * three quarters of the largest SeatSeconds, 2^64 - 1 units of 1e-8 seat-seconds).
+ */
+export const R_DECREMENT = (2 ** 64 - 1) / 1e8 / 2;
+export const HIGH_R = R_DECREMENT * 1.5;
+
 /** A request waiting in a queue for its seats. */
 export interface Waiter {
   /** called with true when its seats are granted (it now holds them), false when refused */
@@ -56,6 +72,8 @@ export interface Waiter {
   arrivalR?: number;
   /** its flow's counters: a dispatch that finds no room for it counts there */
   flow?: { noAccommodation: number };
+  /** its kind for read_vs_write_current_requests: 0 read-only, 1 mutating (seat-timing.ts); unset: not counted there */
+  kind?: number;
 }
 
 /** One queue of a level: its waiting requests and its place in virtual time. */
@@ -82,6 +100,8 @@ export interface Execution {
   latencyMs: number;
   /** performance.now() at dispatch */
   started: number;
+  /** its kind for read_vs_write_current_requests (see Waiter.kind; -1: not counted there) */
+  kind?: number;
 }
 
 /** Seat-seconds of a request's work (kube's request.totalWork). */
@@ -112,6 +132,10 @@ export class LevelState {
   noAccommodation = 0;
   /** the virtual clock: R, and the real time (ms) it was last brought up to */
   currentR = 0;
+  /** the last dispatch from a queue, as kube's SetDispatchMetrics notes it (dispatched: there was one) */
+  readonly lastDispatch = { dispatched: false, r: 0, s: 0, sMin: 0, sMax: 0, dsMin: 0, dsMax: 0 };
+  /** times R was wound back, that went well and that did not (epoch_advance_total) */
+  readonly epochAdvances = { success: 0, failure: 0 };
   private lastSync = performance.now();
   /** queues with requests waiting or executing, and the seats those ask for or hold */
   private activeQueues = 0;
@@ -185,11 +209,13 @@ export class LevelState {
   }
 
   private refuse(waiters: Waiter[]): void {
+    const now = performance.now();
     for (const w of waiters) {
       const seats = w.seats ?? 1;
       this.waiting -= seats;
       this.waitingRequests--;
       this.slot.addWaiting(-seats);
+      this.slot.timing.note(now, 0, 0, -1, -seats, w.kind);
       w.state = 'gone';
       w.settle(false, 'concurrency-limit');
     }
@@ -202,7 +228,38 @@ export class LevelState {
   syncTime(now: number): void {
     const dt = (now - this.lastSync) / 1000;
     this.lastSync = now;
-    if (dt > 0 && this.activeQueues > 0) this.currentR += (dt * Math.min(this.seatsRequested, this.limit)) / this.activeQueues;
+    if (dt > 0 && this.activeQueues > 0) {
+      this.currentR += (dt * Math.min(this.seatsRequested, this.limit)) / this.activeQueues;
+      if (this.currentR >= HIGH_R) this.advanceEpoch();
+    }
+  }
+
+  /**
+   * Winds R and every reading of it back by R_DECREMENT (kube's advanceEpoch): idle queues
+   * restart at 0, the others' starts and their waiters' arrivals move back. A reading that
+   * would go below 0 is the failure kube counts (its unsigned values would wrap); here it
+   * stops at 0.
+   */
+  advanceEpoch(): void {
+    this.currentR -= R_DECREMENT;
+    let ok = true;
+    const back = (v: number) => {
+      if (v < R_DECREMENT) {
+        ok = false;
+        return 0;
+      }
+      return v - R_DECREMENT;
+    };
+    for (const q of this.queues) {
+      if (!active(q)) {
+        q.nextDispatchR = 0;
+        continue;
+      }
+      q.nextDispatchR = back(q.nextDispatchR);
+      for (const w of q.waiting) if (w.arrivalR !== undefined) w.arrivalR = back(w.arrivalR);
+    }
+    if (ok) this.epochAdvances.success++;
+    else this.epochAdvances.failure++;
   }
 
   /**
@@ -260,6 +317,7 @@ export class LevelState {
     this.waiting += seats;
     this.waitingRequests++;
     this.slot.addWaiting(seats);
+    this.slot.timing.note(now, 0, 0, 1, seats, w.kind);
     return null;
   }
 
@@ -268,7 +326,8 @@ export class LevelState {
     const q = this.queues[w.queue];
     const i = q ? q.waiting.indexOf(w) : -1;
     if (i < 0) return;
-    this.syncTime(performance.now());
+    const now = performance.now();
+    this.syncTime(now);
     const seats = w.seats ?? 1;
     q.waiting.splice(i, 1);
     q.waitingSeats -= seats;
@@ -277,6 +336,7 @@ export class LevelState {
     this.waiting -= seats;
     this.waitingRequests--;
     this.slot.addWaiting(-seats);
+    this.slot.timing.note(now, 0, 0, -1, -seats, w.kind);
     this.boundNextDispatch(q);
   }
 
@@ -285,21 +345,31 @@ export class LevelState {
    * charged to `queue` (-1: none) as a dispatch from it would be (the request is the only
    * one to dispatch, so kube's enqueue-then-dispatch picks it at once).
    */
-  tryTake(seats = 1, queue = -1, work = totalWork(seats, 0, 0)): Execution | null {
+  tryTake(seats = 1, queue = -1, work = totalWork(seats, 0, 0), kind = -1): Execution | null {
     this.seenAtTry = this.slot.releases;
     if (!this.slot.tryTake(this.limit, seats)) return null;
     const now = performance.now();
+    this.slot.timing.note(now, seats, 1, 0, 0, kind);
     if (queue >= 0) {
       this.syncTime(now);
       const q = this.queues[queue];
       if (!active(q)) {
         q.nextDispatchR = this.currentR;
         this.activeQueues++;
+      } else if (q.nextDispatchR < this.currentR) {
+        // kube enqueues it first: a queue's start is never before its head's arrival (R now)
+        q.nextDispatchR = this.currentR;
       }
       this.seatsRequested += seats;
+      // the only queue with a waiter is this one (no one waits), as kube's dispatch sees it
+      const d = this.lastDispatch;
+      d.dispatched = true;
+      d.r = this.currentR;
+      d.s = d.sMin = d.sMax = q.nextDispatchR;
+      d.dsMin = d.dsMax = q.nextDispatchR - q.seatsInUse * ESTIMATED_SERVICE_SECONDS;
       this.started(q, seats, work);
     }
-    return { queue, gen: this.gen, seats, initialSeats: seats, latencyMs: 0, started: now };
+    return { queue, gen: this.gen, seats, initialSeats: seats, latencyMs: 0, started: now, kind };
   }
 
   /** kube's dispatchLocked, on the queue's side: the request's work moves the queue's start on. */
@@ -338,17 +408,21 @@ export class LevelState {
       q.nextDispatchR -= e.initialSeats * (ESTIMATED_SERVICE_SECONDS - (now - e.started) / 1000);
       this.boundNextDispatch(q);
     }
-    if (e.latencyMs > 0) setTimeout(() => this.releaseSeats(q, e.seats, performance.now()), e.latencyMs).unref();
-    else this.releaseSeats(q, e.seats, now);
+    if (e.latencyMs > 0) {
+      // the request has ended; its final seats stay held through the additional latency
+      this.slot.timing.note(now, 0, -1, 0, 0, e.kind);
+      setTimeout(() => this.releaseSeats(q, e.seats, performance.now(), 0), e.latencyMs).unref();
+    } else this.releaseSeats(q, e.seats, now, 1, e.kind);
   }
 
-  private releaseSeats(q: FairQueue | undefined, seats: number, now: number): void {
+  private releaseSeats(q: FairQueue | undefined, seats: number, now: number, requests: number, kind = -1): void {
     if (q !== undefined) {
       this.syncTime(now);
       q.seatsInUse -= seats;
       this.seatsRequested -= seats;
       if (!active(q)) this.activeQueues--;
     }
+    this.slot.timing.note(now, -seats, -requests, 0, 0, kind);
     this.release(seats);
   }
 
@@ -373,13 +447,25 @@ export class LevelState {
     while (this.waiting > 0) {
       // read before the attempt: a release after it changes the value listen() waits on
       const seen = this.slot.releases;
-      this.syncTime(performance.now());
+      const now = performance.now();
+      this.syncTime(now);
       let best = -1;
       let bestFinish = Infinity;
+      // (the bounds of S over the queues with waiters, for the dispatch metrics)
+      let sMin = Infinity;
+      let sMax = -Infinity;
+      let dsMin = Infinity;
+      let dsMax = -Infinity;
       for (let k = 1; k <= n; k++) {
         const i = (this.robin + k + n) % n;
         const q = this.queues[i];
         if (q.waiting.length === 0) continue;
+        const s = q.nextDispatchR;
+        const ds = s - q.seatsInUse * ESTIMATED_SERVICE_SECONDS;
+        if (s < sMin) sMin = s;
+        if (s > sMax) sMax = s;
+        if (ds < dsMin) dsMin = ds;
+        if (ds > dsMax) dsMax = ds;
         const finish = q.nextDispatchR + q.waiting[0].work!;
         if (finish < bestFinish) {
           bestFinish = finish;
@@ -388,6 +474,8 @@ export class LevelState {
       }
       if (best < 0) {
         // every queue is empty: the count was off; trust the queues
+        // (read_vs_write's count of them stays off: their kinds are not known here)
+        this.slot.timing.note(now, 0, 0, -this.waitingRequests, -this.waiting);
         this.slot.addWaiting(-this.waiting);
         this.waiting = 0;
         this.waitingRequests = 0;
@@ -407,6 +495,15 @@ export class LevelState {
       this.waiting -= seats;
       this.waitingRequests--;
       this.robin = best;
+      this.slot.timing.note(now, seats, 1, -1, -seats, w.kind);
+      const d = this.lastDispatch;
+      d.dispatched = true;
+      d.r = this.currentR;
+      d.s = q.nextDispatchR;
+      d.sMin = sMin;
+      d.sMax = sMax;
+      d.dsMin = dsMin;
+      d.dsMax = dsMax;
       this.started(q, seats, w.work!);
       w.state = 'running';
       w.settle(true);

@@ -1,7 +1,8 @@
 // The shared seat table across real threads: two worker_threads map one buffer, as two
 // front threads do, and run the real LevelState (priority-levels.ts) and SeatSlot on it.
-// Workers cannot load TypeScript, so the two modules are transpiled here and handed to
-// them as data: URLs (priority-levels.ts imports only shared-seats.ts at run time).
+// Workers cannot load TypeScript, so the three modules are transpiled here and handed to
+// them as data: URLs (priority-levels.ts imports only shared-seats.ts at run time, which
+// imports only seat-timing.ts).
 import { describe, it, expect, afterEach, vi } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,8 @@ function moduleUrl(file: string, rewrite: (js: string) => string = (js) => js): 
   const js = ts.transpileModule(src, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText;
   return `data:text/javascript;base64,${Buffer.from(rewrite(js)).toString('base64')}`;
 }
-const SEATS_URL = moduleUrl('./shared-seats.ts');
+const TIMING_URL = moduleUrl('./seat-timing.ts');
+const SEATS_URL = moduleUrl('./shared-seats.ts', (js) => js.replaceAll("'./seat-timing.js'", JSON.stringify(TIMING_URL)));
 const LEVELS_URL = moduleUrl('./priority-levels.ts', (js) => js.replaceAll("'./shared-seats.js'", JSON.stringify(SEATS_URL)));
 
 // probe words (an Int32Array of their own): requests running right now as the workers count

@@ -13,7 +13,8 @@
 //   [3]  read-only requests waiting in priority-and-fairness queues, on every thread
 //   [4]  mutating requests waiting likewise (read_vs_write_current_requests; a failed front
 //        thread's are not reclaimed)
-//   [5..7] spare
+//   [5]  the lock of the timing blocks (seat-timing.ts: every level's and read/write's)
+//   [6..7] spare
 //   then LEVEL_SLOTS slots of 8 words, one per priority level:
 //   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
 //   [+2]    seats the level's requests hold, on every thread (a request holds the seats
@@ -25,7 +26,12 @@
 //   [+6..7] spare
 //   then per front thread (0 the main one): its share of the counts above, written by it
 //   alone beside each change of a total: its read-only and mutating seats, then its
-//   executing and waiting counts of every slot. When a front thread ends without releasing
+//   executing and waiting counts of every slot.
+//   Then, 8-byte aligned, float64s: [0] the time origin (performance.timeOrigin) of the thread
+//   that made the buffer, the clock every thread's times are moved onto; [1..7] spare; the
+//   read/write timing block; one level timing block per slot (seat-timing.ts: the seat demand
+//   integrator and the timing ratio histograms, integrated at every change of the counts).
+//   When a front thread ends without releasing
 //   (it failed; its connections and requests went with it), the main thread takes its shares
 //   out of the totals (reclaim), so its seats are not lost to the server for good. A thread
 //   stopped between a total's change and its share's would leave one count off.
@@ -40,11 +46,13 @@
 // level's limit on its own) and a warning is logged. Two names whose 52-bit hashes collide
 // would share a slot; among a few hundred names that has odds of about 1 in 10^10.
 //
-// Thread ownership: the buffer is every front thread's, written only through Atomics; a
+// Thread ownership: the buffer is every front thread's, written only through Atomics (the
+// timing blocks: under their lock word); a
 // thread's shares are written by it alone, and zeroed by the main thread (reclaim) only once
 // it has ended. A SharedSeats object (the slot lookup cache, the pending waits of its SeatSlots) belongs
 // to the thread that made it. This file imports nothing at run time (its unit test loads it
-// into worker threads as it is).
+// into worker threads with seat-timing.ts, which it imports).
+import { LEVEL_TIMING_DOUBLES, LevelTiming, RW_TIMING_DOUBLES, ReadWriteTiming } from './seat-timing.js';
 
 /** How many priority levels the table holds; kube's bootstrap configuration has eight. */
 export const LEVEL_SLOTS = 512;
@@ -54,10 +62,18 @@ const EXECUTING = 2;
 const WAITING = 3;
 const RELEASES = 4;
 const CURRENT_LIMIT = 5;
+/** header word: the lock of every timing block */
+const TIMING_LOCK = 5;
 /** header word: front threads with shares */
 const THREADS = 2;
 const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
 const SLOTS_END = HEADER_WORDS + LEVEL_SLOTS * SLOT_WORDS;
+/** float64s before the level timing blocks: the time origin, spare, the read/write block */
+const FLOAT_HEADER = 8;
+const FLOAT_LEVELS = FLOAT_HEADER + RW_TIMING_DOUBLES;
+const FLOAT_DOUBLES = FLOAT_LEVELS + LEVEL_SLOTS * LEVEL_TIMING_DOUBLES;
+/** where the float64s begin, in bytes, for a buffer with shares for `threads` threads */
+const floatsAt = (threads: number) => Math.ceil(((SLOTS_END + threads * THREAD_WORDS) * 4) / 8) * 8;
 /**
  * A thread with waiters wakes at least this often to look for a free seat, in case a wake-up
  * was missed (a release always notifies; this is a safety net, not the mechanism).
@@ -88,16 +104,21 @@ export class SeatSlot {
   /** while a wait for the next release is pending on this thread: whom it wakes */
   private wakers: Set<() => void> | null = null;
 
-  /** `share`: where this thread's executing and waiting counts of the slot are (-1: none kept) */
+  /**
+   * `share`: where this thread's executing and waiting counts of the slot are (-1: none kept);
+   * `timing`: the level's time-weighted statistics, which the callers note each change in
+   * (with the time they read for it) beside the counts here.
+   */
   constructor(
     private readonly words: Int32Array,
     private readonly base: number,
     private readonly share = -1,
+    readonly timing: LevelTiming = LevelTiming.local(),
   ) {}
 
   /** A slot of this thread's own (no buffer given, or the shared table full). */
-  static local(): SeatSlot {
-    return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0);
+  static local(timing: LevelTiming = LevelTiming.local()): SeatSlot {
+    return new SeatSlot(new Int32Array(new SharedArrayBuffer(SLOT_WORDS * 4)), 0, -1, timing);
   }
 
   private addShare(executing: number, waiting: number): void {
@@ -217,14 +238,21 @@ export class SharedSeats {
   readonly threads: number;
   private readonly words: Int32Array;
   private readonly keys: BigInt64Array;
+  private readonly floats: Float64Array;
   /** where this thread's shares begin */
   private readonly own: number;
+  /** this thread's index plus one: its mark on the timing locks it holds */
+  private readonly me: number;
+  /** ms from this thread's performance.now() to the buffer's clock */
+  private readonly clockOffset: number;
+  /** read_vs_write_current_requests, the server's */
+  readonly rw: ReadWriteTiming;
   /** this thread's slots, by level name */
   private readonly slots = new Map<string, SeatSlot>();
   private warnedFull = false;
 
   static bytes(threads: number): number {
-    return (SLOTS_END + threads * THREAD_WORDS) * 4;
+    return floatsAt(threads) + FLOAT_DOUBLES * 8;
   }
 
   /**
@@ -240,6 +268,15 @@ export class SharedSeats {
     if (this.sab.byteLength !== SharedSeats.bytes(this.threads)) throw new Error(`shared seats: a buffer of ${this.sab.byteLength} bytes, not ${SharedSeats.bytes(this.threads)}`);
     if (!(thread >= 0 && thread < this.threads)) throw new Error(`shared seats: no shares for front thread ${thread} of ${this.threads}`);
     this.own = SLOTS_END + thread * THREAD_WORDS;
+    this.me = thread + 1;
+    this.floats = new Float64Array(this.sab, floatsAt(this.threads), FLOAT_DOUBLES);
+    if (!sab) this.floats[0] = performance.timeOrigin;
+    this.clockOffset = performance.timeOrigin - this.floats[0];
+    this.rw = new ReadWriteTiming({ floats: this.floats, base: FLOAT_HEADER, words: this.words, lockAt: TIMING_LOCK, me: this.me, offset: this.clockOffset });
+  }
+
+  private timingOf(s: number): LevelTiming {
+    return new LevelTiming({ floats: this.floats, base: FLOAT_LEVELS + s * LEVEL_TIMING_DOUBLES, words: this.words, lockAt: TIMING_LOCK, me: this.me, offset: this.clockOffset, rwBase: FLOAT_HEADER });
   }
 
   /** The slot of the level named so: found, or claimed on first use by any thread. */
@@ -260,13 +297,18 @@ export class SharedSeats {
       // the key's BigInt64 index: the slot's first two words
       const k = base / 2;
       const prev = Atomics.compareExchange(this.keys, k, 0n, key);
-      if (prev === 0n || prev === key) return new SeatSlot(this.words, base, this.own + 2 + 2 * s);
+      if (prev === 0n || prev === key) {
+        const timing = this.timingOf(s);
+        // a level's statistics count from its creation (the first thread to claim it starts them)
+        timing.start(performance.now());
+        return new SeatSlot(this.words, base, this.own + 2 + 2 * s, timing);
+      }
     }
     if (!this.warnedFull) {
       this.warnedFull = true;
       console.warn(`W priority levels: the shared seat table's ${LEVEL_SLOTS} slots are taken; level ${JSON.stringify(name)} and any further new level are limited per front thread`);
     }
-    return SeatSlot.local();
+    return SeatSlot.local(LevelTiming.local(this.rw));
   }
 
   /** Requests holding a read-only (false) or mutating (true) seat, on every thread. */
@@ -274,11 +316,16 @@ export class SharedSeats {
     return Atomics.load(this.words, mutating ? 1 : 0);
   }
 
-  /** Counts a seat taken (+1) or released (-1) without a limit (priority and fairness limits by level). */
-  addInflight(mutating: boolean, delta: number): void {
+  /**
+   * Counts a seat taken (+1) or released (-1) without a limit (priority and fairness limits by
+   * level, and counts read_vs_write_current_requests through the levels' timing notes); with
+   * `now` (this thread's performance.now(): the inflight limiter), read_vs_write too.
+   */
+  addInflight(mutating: boolean, delta: number, now?: number): void {
     const k = mutating ? 1 : 0;
     Atomics.add(this.words, k, delta);
     Atomics.add(this.words, this.own + k, delta);
+    if (now !== undefined) this.rw.note(now, mutating, delta, 0);
   }
 
   /** Requests of a kind waiting in the queues of priority and fairness, on every thread. */
@@ -286,6 +333,7 @@ export class SharedSeats {
     return Atomics.load(this.words, mutating ? 4 : 3);
   }
 
+  /** (read_vs_write_current_requests counts them through the levels' timing notes, seat-timing.ts) */
   addWaitingOf(mutating: boolean, delta: number): void {
     Atomics.add(this.words, mutating ? 4 : 3, delta);
   }
@@ -309,6 +357,9 @@ export class SharedSeats {
    */
   reclaim(thread: number): void {
     const t = SLOTS_END + thread * THREAD_WORDS;
+    // the timing lock, if it held it when it ended, is let go first
+    Atomics.compareExchange(this.words, TIMING_LOCK, thread + 1, 0);
+    const now = performance.now();
     for (const k of [0, 1]) {
       const n = Atomics.exchange(this.words, t + k, 0);
       if (n !== 0) Atomics.sub(this.words, k, n);
@@ -319,6 +370,8 @@ export class SharedSeats {
       const executing = Atomics.exchange(this.words, share, 0);
       const waiting = Atomics.exchange(this.words, share + 1, 0);
       if (waiting !== 0) Atomics.sub(this.words, base + WAITING, waiting);
+      // (its seats leave the level's statistics too; its requests' counts are not kept per thread)
+      if (waiting !== 0 || executing !== 0) this.timingOf(s).note(now, -executing, 0, 0, -waiting);
       if (executing !== 0) {
         Atomics.sub(this.words, base + EXECUTING, executing);
         Atomics.add(this.words, base + RELEASES, 1);

@@ -17,7 +17,7 @@
 // Thread ownership: the thread of the front end that made the socket.
 import net from 'node:net';
 import tls, { type ConnectionOptions } from 'node:tls';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type { ApiRequest, HeaderList, ResponseSink } from './types.js';
 import { statusLine } from './types.js';
 import { SinkBase } from './transport-base.js';
@@ -112,6 +112,25 @@ export function acceptOnSocket(req: ApiRequest, socket: Duplex, head: Buffer, pr
   }
   joined();
   return servedWs(acceptWebSocket(req.headers['sec-websocket-key']!, socket, head, protocol), socket);
+}
+
+/** the most of a node's refusal of an upgrade (its answer other than 101) that is read: a Status, never more */
+export const REFUSAL_MAX_BYTES = 1 << 20;
+
+/**
+ * A node's refusal of an upgrade, read whole up to REFUSAL_MAX_BYTES (the answer is
+ * destroyed past it): done(body) at its end, failed() when it breaks or is too large.
+ */
+export function readRefusal(answer: Readable, done: (body: Buffer) => void, failed: () => void): void {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  answer.on('data', (c: Buffer) => {
+    n += c.length;
+    if (n > REFUSAL_MAX_BYTES) return answer.destroy(new Error('refusal too large'));
+    chunks.push(c);
+  });
+  answer.on('end', () => done(Buffer.concat(chunks)));
+  answer.on('error', failed);
 }
 
 /** Whether the request asks to switch protocols. */

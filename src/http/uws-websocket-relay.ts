@@ -23,9 +23,7 @@ import { errors } from '../errors.js';
 import { acceptKey, adoptWebSocket, newKey, offeredProtocols } from './ws-adopt.js';
 import type { ApiRequest, ResponseSink } from './types.js';
 
-/** the most of an agent's refusal (its answer to an upgrade it did not take) that is read and passed on */
-const REFUSAL_MAX_BYTES = 1 << 20;
-import { dialFailure, forwardedHeaders, validWebSocketHandshake, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
+import { dialFailure, forwardedHeaders, readRefusal, validWebSocketHandshake, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
 
 /** client-bound bytes uWS may hold before the agent's socket is paused */
 const HIGH_WATER = 1 << 20;
@@ -216,23 +214,18 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
         r.on('response', (answer) => {
           // the agent's refusal, given to the client as the agent wrote it
           settled = true;
-          // (read up to REFUSAL_MAX_BYTES: an agent's refusal is a Status, never more)
-          const chunks: Buffer[] = [];
-          let n = 0;
-          answer.on('data', (c: Buffer) => {
-            n += c.length;
-            if (n > REFUSAL_MAX_BYTES) return answer.destroy(new Error('refusal too large'));
-            chunks.push(c);
-          });
-          answer.on('end', () => {
-            const ct = answer.headers['content-type'];
-            sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], Buffer.concat(chunks));
-            resolve();
-          });
-          answer.on('error', () => {
-            sink.close();
-            resolve();
-          });
+          readRefusal(
+            answer,
+            (body) => {
+              const ct = answer.headers['content-type'];
+              sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], body);
+              resolve();
+            },
+            () => {
+              sink.close();
+              resolve();
+            },
+          );
         });
         r.on('error', (e: NodeJS.ErrnoException) => {
           if (settled) return;

@@ -34,27 +34,19 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { SpdyConnection, type SpdyStream } from '../http/spdy-connection.js';
-import type { ServedWebSocket, UpgradeCarrier, UpgradeTarget } from '../http/upgrade.js';
+import { readRefusal, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from '../http/upgrade.js';
 import { offeredProtocols } from '../http/ws-adopt.js';
+import { PROTOCOL_V4, PROTOCOL_V5, STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE } from '../http/channel-protocol.js';
 import { dialError } from './kubelet-client.js';
 
-export const STREAM_PROTOCOL_V5 = 'v5.channel.k8s.io';
 /** what client-go's SPDY executor offers, best first (NewSPDYExecutorForTransports) */
-export const SPDY_REMOTE_COMMAND_PROTOCOLS = [STREAM_PROTOCOL_V5, 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'];
+export const SPDY_REMOTE_COMMAND_PROTOCOLS = [PROTOCOL_V5, PROTOCOL_V4, 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'];
 
-const STDIN = 0;
-const STDOUT = 1;
-const STDERR = 2;
-const ERROR = 3;
-const RESIZE = 4;
-const CLOSE = 255;
 
 const HIGH_WATER = 1 << 20;
 /** client-go waits this long for each stream's reply (httpstream/spdy createStreamResponseTimeout) */
 const STREAM_REPLY_TIMEOUT_MS = 30_000;
 const PING_PERIOD_MS = 5_000;
-/** the most of a node's refusal that is read */
-const REFUSAL_MAX_BYTES = 1 << 20;
 
 export interface RemoteCommandOptions {
   stdin: boolean;
@@ -65,7 +57,7 @@ export interface RemoteCommandOptions {
 
 /** kube's IsWebSocketRequestWithStreamCloseProtocol: a WebSocket that offers v5.channel.k8s.io. */
 export function offersStreamCloseProtocol(headers: Record<string, string>): boolean {
-  return (headers.upgrade ?? '').toLowerCase() === 'websocket' && offeredProtocols(headers['sec-websocket-protocol']).includes(STREAM_PROTOCOL_V5);
+  return (headers.upgrade ?? '').toLowerCase() === 'websocket' && offeredProtocols(headers['sec-websocket-protocol']).includes(PROTOCOL_V5);
 }
 
 type Status = Record<string, unknown>;
@@ -102,7 +94,7 @@ class StatusFailure extends Error {
 export function errorStreamStatus(protocol: string, message: Buffer): Status {
   if (message.length === 0) return success();
   const text = message.toString();
-  if (protocol !== STREAM_PROTOCOL_V5 && protocol !== 'v4.channel.k8s.io') return internalStatus(`error executing remote command: ${text}`);
+  if (protocol !== PROTOCOL_V5 && protocol !== PROTOCOL_V4) return internalStatus(`error executing remote command: ${text}`);
   let st: any;
   try {
     st = JSON.parse(text);
@@ -162,25 +154,21 @@ export function dialSpdy(target: UpgradeTarget, protocols: string[], extraHeader
     });
     r.on('response', (answer) => {
       settled = true;
-      const chunks: Buffer[] = [];
-      let n = 0;
-      answer.on('data', (c: Buffer) => {
-        n += c.length;
-        if (n > REFUSAL_MAX_BYTES) return answer.destroy(new Error('refusal too large'));
-        chunks.push(c);
-      });
-      answer.on('end', () => {
-        const body = Buffer.concat(chunks).toString();
-        // (SpdyRoundTripper.NewConnection: a body that decodes as a Status is that Status)
-        try {
-          const st = JSON.parse(body);
-          if (st && typeof st === 'object' && st.kind === 'Status') return reject(new StatusFailure(st));
-        } catch {
-          // (not JSON: the text is the message)
-        }
-        reject(new Error(`unable to upgrade connection: ${body.trim()}`));
-      });
-      answer.on('error', () => reject(new Error('unable to upgrade connection: unable to read error from server response')));
+      readRefusal(
+        answer,
+        (bytes) => {
+          const body = bytes.toString();
+          // (SpdyRoundTripper.NewConnection: a body that decodes as a Status is that Status)
+          try {
+            const st = JSON.parse(body);
+            if (st && typeof st === 'object' && st.kind === 'Status') return reject(new StatusFailure(st));
+          } catch {
+            // (not JSON: the text is the message)
+          }
+          reject(new Error(`unable to upgrade connection: ${body.trim()}`));
+        },
+        () => reject(new Error('unable to upgrade connection: unable to read error from server response')),
+      );
     });
     r.on('error', (e: NodeJS.ErrnoException) => {
       if (settled) return;
@@ -193,7 +181,7 @@ export function dialSpdy(target: UpgradeTarget, protocols: string[], extraHeader
 
 /** Runs one exec or attach: accepts the client's WebSocket (v5) and translates it to SPDY towards the node. */
 export function translateRemoteCommand(up: UpgradeCarrier, target: UpgradeTarget, opts: RemoteCommandOptions): void {
-  const ws = up.accept(STREAM_PROTOCOL_V5);
+  const ws = up.accept(PROTOCOL_V5);
   if (ws) void new Translation(ws, target, opts).run();
 }
 

@@ -17,13 +17,12 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
-import { dialFailure, forwardedHeaders, type UpgradeCarrier, type UpgradeTarget } from '../http/upgrade.js';
+import { dialFailure, forwardedHeaders, readRefusal, type UpgradeCarrier, type UpgradeTarget } from '../http/upgrade.js';
 import { offeredProtocols } from '../http/ws-adopt.js';
 
 /** portforward's WebsocketsSPDYTunnelingPrefix */
 export const TUNNELING_PREFIX = 'SPDY/3.1+';
 const HIGH_WATER = 1 << 20;
-const REFUSAL_MAX_BYTES = 1 << 20;
 
 /** The SPDY protocols a WebSocket request tunnels (spdyProtocolsFromWebsocketProtocols). */
 export function tunneledProtocols(headers: Record<string, string>): string[] {
@@ -114,18 +113,14 @@ export function tunnelPortForward(req: ApiRequest, up: UpgradeCarrier, sink: Res
       // the node's refusal, given to the client as the node wrote it
       settled = true;
       resolve();
-      const chunks: Buffer[] = [];
-      let n = 0;
-      answer.on('data', (c: Buffer) => {
-        n += c.length;
-        if (n > REFUSAL_MAX_BYTES) return answer.destroy(new Error('refusal too large'));
-        chunks.push(c);
-      });
-      answer.on('end', () => {
-        const ct = answer.headers['content-type'];
-        sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], Buffer.concat(chunks));
-      });
-      answer.on('error', () => sink.close());
+      readRefusal(
+        answer,
+        (body) => {
+          const ct = answer.headers['content-type'];
+          sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], body);
+        },
+        () => sink.close(),
+      );
     });
     r.on('error', (e: NodeJS.ErrnoException) => {
       if (settled) return;

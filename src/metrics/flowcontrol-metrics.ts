@@ -1,24 +1,46 @@
 // Priority and fairness' series, with kube-apiserver 1.33's names, labels, buckets and
 // stability levels (k8s.io/apiserver/pkg/util/flowcontrol/metrics): per (priority_level,
 // flow_schema) from the filter's counters (src/flowcontrol/flow-stats.ts), per level from
-// its state, and the borrowing loop's figures from the main thread's instance; read only
-// when /metrics is scraped. The timing ratio histograms (seat utilization, demand,
-// read vs write) count seconds per bucket from samples every 100 ms.
+// its state, and the borrowing loop's figures and the timing ratio histograms (the server's,
+// seat-timing.ts) from the main thread's instance; read only when /metrics is scraped. The
+// timing ratio histograms count nanoseconds per bucket, integrated at every change, as
+// kube's (their _count is the nanoseconds since the level was made). The virtual-time gauges
+// (current_r, dispatch_r, latest_s, next_s_bounds, next_discounted_s_bounds) are each
+// thread's queues' (the merged scrape shows the main thread's, merge-text.ts).
 //
 // Thread ownership: the front thread (the scrape runs there, as the requests do).
 import type { FlowStats } from '../flowcontrol/flow-stats.js';
 import { histogramText, labelText, type Histogram } from './request-metrics.js';
-import type { LevelAdjustment, TimingHistogram } from '../flowcontrol/borrowing.js';
+import type { LevelAdjustment } from '../flowcontrol/borrowing.js';
+import type { TimingHistogramData } from '../flowcontrol/seat-timing.js';
+
+export interface LevelSnapshot {
+  name: string;
+  /** its nominal seats, the bounds of its limit and its current limit */
+  nominal: number;
+  lower: number;
+  upper: number;
+  current: number;
+  /** R at the last sync of this thread's queues */
+  currentR: number;
+  /** this thread's last dispatch from a queue, if any */
+  dispatch?: { r: number; s: number; sMin: number; sMax: number; dsMin: number; dsMax: number };
+  epochAdvances: { success: number; failure: number };
+  /** its timing ratio histograms (the main thread's instance only) */
+  timing?: { seatUtilization: TimingHistogramData; requestExecuting: TimingHistogramData; requestWaiting: TimingHistogramData; demand: TimingHistogramData };
+}
 
 export interface FlowControlSnapshot {
   /** every (priority level, FlowSchema) pair seen */
   flows: Iterable<FlowStats>;
-  /** every configured level: its nominal seats, the bounds of its limit and its current limit */
-  levels: Iterable<{ name: string; nominal: number; lower: number; upper: number; current: number }>;
+  /** every configured level */
+  levels: Iterable<LevelSnapshot>;
   /** the borrowing loop's figures (the main thread's instance only) */
   borrowing?: { fairFrac: number; byLevel: Map<string, LevelAdjustment> };
   /** read_vs_write_current_requests (the main thread's instance only) */
-  readWrite?: { waitingReadonly: TimingHistogram; waitingMutating: TimingHistogram; executingReadonly: TimingHistogram; executingMutating: TimingHistogram };
+  readWrite?: { waitingReadonly: TimingHistogramData; waitingMutating: TimingHistogramData; executingReadonly: TimingHistogramData; executingMutating: TimingHistogramData };
+  /** --show-hidden-metrics-for-version=1.32: the deprecated families hidden in 1.33 are served */
+  showHidden?: boolean;
 }
 
 type MetricFn = (name: string, type: string, help: string, body: () => void) => void;
@@ -26,6 +48,11 @@ type MetricFn = (name: string, type: string, help: string, body: () => void) => 
 const byName = <T extends { name: string }>(xs: Iterable<T>): T[] => [...xs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
 export function renderFlowControl(snap: FlowControlSnapshot, metric: MetricFn, out: string[]): void {
+  if (Array.isArray(snap.levels) && snap.levels.length === 0 && snap.readWrite) {
+    // the plain inflight limits: read_vs_write_current_requests only
+    renderReadWrite(snap, metric, out);
+    return;
+  }
   const flows = [...snap.flows].sort((a, b) => (a.priorityLevel + '\0' + a.flowSchema < b.priorityLevel + '\0' + b.flowSchema ? -1 : 1));
   const levels = byName(snap.levels);
   const pair = (f: FlowStats) => ({ flow_schema: f.flowSchema, priority_level: f.priorityLevel });
@@ -62,6 +89,35 @@ export function renderFlowControl(snap: FlowControlSnapshot, metric: MetricFn, o
   perLevel('apiserver_flowcontrol_lower_limit_seats', 'ALPHA', 'The least seats each priority level keeps (its nominal seats less those it may lend).', (l) => l.lower);
   perLevel('apiserver_flowcontrol_upper_limit_seats', 'ALPHA', 'The most seats each priority level may have (its nominal seats plus those it may borrow).', (l) => l.upper);
   perLevel('apiserver_flowcontrol_current_limit_seats', 'ALPHA', 'Seats each priority level may use now, as the last borrowing adjustment set them.', (l) => l.current);
+  if (snap.showHidden) {
+    // deprecated in 1.30 and 1.31, hidden in 1.33 unless --show-hidden-metrics-for-version=1.32
+    perLevel('apiserver_flowcontrol_request_concurrency_limit', 'ALPHA', '(Deprecated since 1.30.0) Nominal seats of each priority level (the same as nominal_limit_seats).', (l) => l.nominal);
+    perFlow('apiserver_flowcontrol_request_concurrency_in_use', 'ALPHA', '(Deprecated since 1.31.0) Seats held by the requests executing now (the same as current_executing_seats).', (f) => f.executingSeats);
+  }
+  perLevel('apiserver_flowcontrol_current_r', 'ALPHA', 'The virtual time R of the queues of each priority level at their last change, in seat-seconds.', (l) => l.currentR);
+  const dispatched = levels.filter((l) => l.dispatch !== undefined);
+  const lastDispatch = (name: string, help: string, value: (d: NonNullable<LevelSnapshot['dispatch']>) => number) =>
+    metric(name, 'gauge', `[ALPHA] ${help}`, () => {
+      for (const l of dispatched) out.push(`${name}${labelText({ priority_level: l.name })} ${value(l.dispatch!)}`);
+    });
+  const bounds = (name: string, help: string, min: (d: NonNullable<LevelSnapshot['dispatch']>) => number, max: (d: NonNullable<LevelSnapshot['dispatch']>) => number) =>
+    metric(name, 'gauge', `[ALPHA] ${help}`, () => {
+      for (const l of dispatched) out.push(`${name}${labelText({ bound: 'max', priority_level: l.name })} ${max(l.dispatch!)}`, `${name}${labelText({ bound: 'min', priority_level: l.name })} ${min(l.dispatch!)}`);
+    });
+  if (dispatched.length > 0) {
+    lastDispatch('apiserver_flowcontrol_dispatch_r', 'The virtual time R when each priority level last dispatched a request from a queue, in seat-seconds.', (d) => d.r);
+    lastDispatch('apiserver_flowcontrol_latest_s', 'The virtual start S of the request each priority level dispatched last, in seat-seconds.', (d) => d.s);
+    bounds('apiserver_flowcontrol_next_s_bounds', 'The least and greatest virtual start S of the oldest waiting request of each queue, at the last dispatch, in seat-seconds.', (d) => d.sMin, (d) => d.sMax);
+    bounds('apiserver_flowcontrol_next_discounted_s_bounds', 'The same bounds less the work each queue had in progress (its seats held times the estimated 3 ms service), in seat-seconds.', (d) => d.dsMin, (d) => d.dsMax);
+  }
+  const epochs = levels.filter((l) => l.epochAdvances.success + l.epochAdvances.failure > 0);
+  if (epochs.length > 0)
+    metric('apiserver_flowcontrol_epoch_advance_total', 'counter', '[ALPHA] Times the virtual time R of a priority level was wound back to keep it from overflowing, by whether every reading moved back cleanly.', () => {
+      for (const l of epochs) {
+        if (l.epochAdvances.failure > 0) out.push(`apiserver_flowcontrol_epoch_advance_total${labelText({ priority_level: l.name, success: 'false' })} ${l.epochAdvances.failure}`);
+        if (l.epochAdvances.success > 0) out.push(`apiserver_flowcontrol_epoch_advance_total${labelText({ priority_level: l.name, success: 'true' })} ${l.epochAdvances.success}`);
+      }
+    });
   flowHistogram('apiserver_flowcontrol_work_estimated_seats', 'ALPHA', 'Seats each request was estimated to need (the larger of its initial and final seats).', (f) => f.estimatedSeats);
   flowHistogram('apiserver_flowcontrol_watch_count_samples', 'ALPHA', 'Watchers that a write would notify, as its work estimate counted them.', (f) => f.watchCounts);
   flowHistogram('apiserver_flowcontrol_request_queue_length_after_enqueue', 'ALPHA', 'Requests in the queue a request joined, itself included.', (f) => f.queueLength);
@@ -93,16 +149,29 @@ export function renderFlowControl(snap: FlowControlSnapshot, metric: MetricFn, o
     metric('apiserver_flowcontrol_seat_fair_frac', 'gauge', "[ALPHA] The share of its target that the last borrowing adjustment gave each priority level that could use it.", () => {
       out.push(`apiserver_flowcontrol_seat_fair_frac ${b.fairFrac}`);
     });
-    metric('apiserver_flowcontrol_demand_seats', 'histogram', '[ALPHA] Time spent at each ratio of the seat demand of a priority level to its current limit (a tenth of the server seats when that is 0), in seconds.', () => {
-      for (const [level, a] of adj) histogramText('apiserver_flowcontrol_demand_seats', { priority_level: level }, a.demandRatio, out);
+  }
+  const timed = levels.filter((l) => l.timing !== undefined);
+  if (timed.length > 0) {
+    metric('apiserver_flowcontrol_demand_seats', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of the seat demand of a priority level (seats held and waited for) to its current limit (max(1, round(server seats / 10)) while that is 0).', () => {
+      for (const l of timed) histogramText('apiserver_flowcontrol_demand_seats', { priority_level: l.name }, l.timing!.demand, out);
     });
-    metric('apiserver_flowcontrol_priority_level_seat_utilization', 'histogram', '[ALPHA] Time spent at each ratio of the seats held by a priority level to its current limit (a tenth of the server seats when that is 0), in seconds.', () => {
-      for (const [level, a] of adj) histogramText('apiserver_flowcontrol_priority_level_seat_utilization', { phase: 'executing', priority_level: level }, a.utilization, out);
+    metric('apiserver_flowcontrol_priority_level_seat_utilization', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of the seats held by a priority level (a watch only while it is set up) to its current limit (max(1, round(server seats / 10)) while that is 0).', () => {
+      for (const l of timed) histogramText('apiserver_flowcontrol_priority_level_seat_utilization', { phase: 'executing', priority_level: l.name }, l.timing!.seatUtilization, out);
+    });
+    metric('apiserver_flowcontrol_priority_level_request_utilization', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of the requests of a priority level executing (over its current seat limit, or max(1, round(server seats / 10)) while that is 0) or waiting (over max(1, queueLengthLimit) × max(1, queues)).', () => {
+      for (const l of timed) {
+        histogramText('apiserver_flowcontrol_priority_level_request_utilization', { phase: 'executing', priority_level: l.name }, l.timing!.requestExecuting, out);
+        histogramText('apiserver_flowcontrol_priority_level_request_utilization', { phase: 'waiting', priority_level: l.name }, l.timing!.requestWaiting, out);
+      }
     });
   }
+  renderReadWrite(snap, metric, out);
+}
+
+function renderReadWrite(snap: FlowControlSnapshot, metric: MetricFn, out: string[]): void {
   const rw = snap.readWrite;
   if (rw) {
-    metric('apiserver_flowcontrol_read_vs_write_current_requests', 'histogram', '[ALPHA] Time spent at each ratio of read-only and mutating requests executing (over the nominal seats) or waiting (over the room in the queues), in seconds.', () => {
+    metric('apiserver_flowcontrol_read_vs_write_current_requests', 'histogram', '[ALPHA] Nanoseconds spent at each ratio of read-only and mutating requests executing (over the sum of the nominal seats; with the plain inflight limits, over each kind\'s limit) or waiting (over the room in every queue).', () => {
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'executing', request_kind: 'mutating' }, rw.executingMutating, out);
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'executing', request_kind: 'readOnly' }, rw.executingReadonly, out);
       histogramText('apiserver_flowcontrol_read_vs_write_current_requests', { phase: 'waiting', request_kind: 'mutating' }, rw.waitingMutating, out);

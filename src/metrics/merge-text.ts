@@ -4,7 +4,8 @@
 // histograms and per-thread gauges (watches open, requests queued) are sums. A few series
 // are the process's already, whatever thread renders them (the inflight seats are shared
 // memory; every thread's caches hold the same objects; the levels' nominal seats are
-// configuration): those are taken from the first text alone.
+// configuration), or each thread's where a sum means nothing (priority and fairness' virtual
+// clocks): those are taken from the first text alone.
 //
 // Thread ownership: the main thread (the gathering scrape runs there).
 
@@ -16,6 +17,13 @@ export const PROCESS_WIDE: ReadonlySet<string> = new Set([
   'apiserver_flowcontrol_lower_limit_seats',
   'apiserver_flowcontrol_upper_limit_seats',
   'apiserver_flowcontrol_current_limit_seats',
+  'apiserver_flowcontrol_request_concurrency_limit',
+  // the virtual clock is each thread's queues': a sum means nothing, the first thread's (the main one's) is shown
+  'apiserver_flowcontrol_current_r',
+  'apiserver_flowcontrol_dispatch_r',
+  'apiserver_flowcontrol_latest_s',
+  'apiserver_flowcontrol_next_s_bounds',
+  'apiserver_flowcontrol_next_discounted_s_bounds',
   // every thread's cache is fed every event of the process: the process received each once
   'apiserver_watch_cache_events_received_total',
   'apiserver_watch_cache_events_dispatched_total',

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readTracingConfig, tracesUrl } from './tracing-config.js';
+import { grpcTarget, readTracingConfig } from './tracing-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tracing-config-'));
 const file = (text: string) => {
@@ -12,16 +12,23 @@ const file = (text: string) => {
 };
 
 describe('readTracingConfig', () => {
-  it('takes v1, v1beta1 and v1alpha1; the endpoint defaults to the OTLP/HTTP port', () => {
+  it('takes v1, v1beta1 and v1alpha1; the endpoint defaults to kube\'s, OTLP/gRPC\'s localhost:4317', () => {
     for (const v of ['v1', 'v1beta1', 'v1alpha1']) {
-      expect(readTracingConfig(file(`apiVersion: apiserver.config.k8s.io/${v}\nkind: TracingConfiguration\n`))).toEqual({ url: 'http://localhost:4318/v1/traces', endpoint: 'localhost:4318', samplingRatePerMillion: 0 });
+      expect(readTracingConfig(file(`apiVersion: apiserver.config.k8s.io/${v}\nkind: TracingConfiguration\n`))).toEqual({ target: 'localhost:4317', endpoint: 'localhost:4317', samplingRatePerMillion: 0 });
     }
-    expect(readTracingConfig(file('apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: collector:4318\nsamplingRatePerMillion: 500\n'))).toMatchObject({ url: 'http://collector:4318/v1/traces', samplingRatePerMillion: 500 });
+    expect(readTracingConfig(file('apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: collector:4317\nsamplingRatePerMillion: 500\n'))).toMatchObject({ target: 'collector:4317', samplingRatePerMillion: 500 });
   });
 
-  it('a URL endpoint is used as given, /v1/traces added to a bare one', () => {
-    expect(tracesUrl('https://otel.example:4318')).toBe('https://otel.example:4318/v1/traces');
-    expect(tracesUrl('http://otel.example:4318/custom/path')).toBe('http://otel.example:4318/custom/path');
+  it('a gRPC name with the dns or unix scheme is a target; an http(s) URL is refused with kube\'s message', () => {
+    expect(grpcTarget('[::1]:4317')).toEqual({ target: '[::1]:4317' });
+    expect(grpcTarget('dns:///otel.example:4317')).toEqual({ target: 'otel.example:4317' });
+    expect(grpcTarget('dns://10.0.0.53/otel.example:4317')).toEqual({ target: 'otel.example:4317' });
+    expect(grpcTarget('unix:///run/otel.sock')).toEqual({ target: 'unix:///run/otel.sock' });
+    expect(grpcTarget('https://otel.example:4317')).toEqual({
+      error: 'endpoint: Invalid value: "https://otel.example:4317": unsupported scheme: https.  Options are none, dns, unix, or unix-abstract.  See https://github.com/grpc/grpc/blob/master/doc/naming.md',
+    });
+    expect(grpcTarget('unix-abstract://otel')).toMatchObject({ error: expect.stringMatching(/not supported/) });
+    expect(() => readTracingConfig(file('apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: http://otel:4318\n'))).toThrow(/unsupported scheme: http\./);
   });
 
   it('refuses another kind, a rate out of range, a bad endpoint', () => {

@@ -40,6 +40,7 @@ import { customSchemaOf } from '../../api/custom-resources.js';
 import { replaceObject } from '../webhook/generic.js';
 import { defaultPatchedObject } from '../webhook/defaulter.js';
 import type { ResourceInfo } from '../../api/catalog-types.js';
+import { newReinvokeState, requireReinvoking, type ReinvokeState } from '../reinvocation.js';
 import type { AuthorizeFn } from '../../cel/library/authz.js';
 
 const POLICIES = 'mutatingadmissionpolicies.admissionregistration.k8s.io';
@@ -56,22 +57,7 @@ export interface MutatingAdmissionPolicyConfig {
   enabled?: boolean;
 }
 
-/** kube's policyReinvokeContext, one per request. */
-interface ReinvokeState {
-  /** the object as the policies last left it, to see whether later steps changed it */
-  lastOutput?: any;
-  /** IfNeeded invocations run since the last change */
-  previouslyInvoked: Set<string>;
-  /** invocations to run again in the reinvocation pass */
-  reinvoke: Set<string>;
-}
-
 const states = new WeakMap<Attributes, ReinvokeState>();
-
-function requireReinvoking(st: ReinvokeState): void {
-  for (const k of st.previouslyInvoked) st.reinvoke.add(k);
-  st.previouslyInvoked.clear();
-}
 
 /** A policy error (kube's generic PolicyError): what failed, for its policy's failurePolicy to judge. */
 interface PolicyError {
@@ -171,7 +157,7 @@ export class MutatingAdmissionPolicy extends AdmissionPlugin {
             values.refreshObject();
             changed = true;
           }
-          if (!st) states.set(a, (st = { previouslyInvoked: new Set(), reinvoke: new Set() }));
+          if (!st) states.set(a, (st = newReinvokeState()));
           if (changed) {
             // the object changed: what ran before may want to see it (kube's SetShouldReinvoke)
             requireReinvoking(st);

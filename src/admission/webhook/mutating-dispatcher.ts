@@ -21,28 +21,14 @@ import { CallingWebhookError, WebhookRejection } from './errors.js';
 import { addAuditAnnotation, addWarning, replaceObject, requestKind, requestResource, shouldCallHook, VersionedObjects } from './generic.js';
 import { admissionMetrics } from './metrics.js';
 import type { Invocation } from './request/admissionreview.js';
+import { newReinvokeState, requireReinvoking, type ReinvokeState } from '../reinvocation.js';
 import type { Hook } from './source.js';
 
 export const PATCH_AUDIT_ANNOTATION_PREFIX = 'patch.webhook.admission.k8s.io/';
 export const MUTATION_AUDIT_ANNOTATION_PREFIX = 'mutation.webhook.admission.k8s.io/';
 export const MUTATION_FAILED_OPEN_PREFIX = 'failed-open.' + MUTATION_AUDIT_ANNOTATION_PREFIX;
 
-/** kube's webhookReinvokeContext, one per request. */
-interface ReinvokeState {
-  /** the object as the webhooks last left it (to see whether later steps changed it) */
-  lastOutput?: any;
-  /** hooks with reinvocationPolicy IfNeeded called since the last change */
-  previouslyInvoked: Set<string>;
-  /** hooks to call again in the reinvocation round */
-  reinvoke: Set<string>;
-}
-
 const states = new WeakMap<Attributes, ReinvokeState>();
-
-function requireReinvoking(st: ReinvokeState): void {
-  for (const uid of st.previouslyInvoked) st.reinvoke.add(uid);
-  st.previouslyInvoked.clear();
-}
 
 export class MutatingDispatcher {
   constructor(
@@ -71,7 +57,7 @@ export class MutatingDispatcher {
       if (!inv) continue;
       let st = states.get(a);
       if (round === 1 && !st?.reinvoke.has(hook.uid)) continue;
-      if (!st) states.set(a, (st = { previouslyInvoked: new Set(), reinvoke: new Set() }));
+      if (!st) states.set(a, (st = newReinvokeState()));
       return this.invoke(hook, i, inv, a, v, st, round).then(() => this.from(i + 1, a, hooks, v, round));
     }
     const st = states.get(a);

@@ -6,19 +6,13 @@
 //
 // Thread ownership: the agent's main thread.
 import type { WebSocket } from 'ws';
+import { PROTOCOL_V5, PROTOCOL_V4, STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE } from '../../http/channel-protocol.js';
 import type { ExecSession } from '../runtime.js';
 
-export const PROTOCOL_V5 = 'v5.channel.k8s.io';
-export const PROTOCOL_V4 = 'v4.channel.k8s.io';
+export { PROTOCOL_V5, PROTOCOL_V4 };
 /** the channel protocols served, best first */
 export const CHANNEL_PROTOCOLS = [PROTOCOL_V5, PROTOCOL_V4];
 
-const STDIN = 0;
-const STDOUT = 1;
-const STDERR = 2;
-const ERROR = 3;
-const RESIZE = 4;
-const CLOSE = 255;
 
 /** a socket holding more than this unsent pauses the command's output */
 const HIGH_WATER = 1 << 20;
