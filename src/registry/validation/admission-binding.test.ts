@@ -48,7 +48,7 @@ describe('MutatingAdmissionPolicyBinding validation (kube validateMutatingAdmiss
     ]);
   });
 
-  it('a policy matching DELETE is refused too', () => {
+  it('a policy matching DELETE is refused too, and one without reinvocationPolicy', () => {
     const policy = {
       metadata: { name: 'p' },
       spec: {
@@ -59,6 +59,10 @@ describe('MutatingAdmissionPolicyBinding validation (kube validateMutatingAdmiss
       },
     };
     expect(validateMutatingAdmissionPolicy(policy).map((e) => e.field)).toEqual(['spec.matchConstraints.resourceRules.operations']);
+    // reinvocationPolicy has no default in v1alpha1: it is required
+    const { reinvocationPolicy: _, ...spec } = policy.spec;
+    spec.matchConstraints.resourceRules[0].operations = ['CREATE'];
+    expect(validateMutatingAdmissionPolicy({ ...policy, spec })).toEqual([{ field: 'spec.reinvocationPolicy', type: 'FieldValueRequired' }]);
   });
 });
 

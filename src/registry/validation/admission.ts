@@ -322,7 +322,7 @@ const PATCH_TYPES = ['ApplyConfiguration', 'JSONPatch'];
 
 /**
  * MutatingAdmissionPolicy (v1alpha1): failure policy, match constraints (with at least one
- * resource rule), reinvocation policy, and at least one mutation whose patchType names the
+ * resource rule, none for DELETE), reinvocation policy (required), and at least one mutation whose patchType names the
  * one expression it carries; the expressions compiled as admission will run them.
  */
 export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
@@ -336,7 +336,9 @@ export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
     if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
     errs.push(...validateMutableOperations(spec.matchConstraints, 'spec.matchConstraints'));
   }
-  if (present(spec.reinvocationPolicy) && !REINVOCATION.includes(String(spec.reinvocationPolicy))) errs.push(notSupported('spec.reinvocationPolicy', spec.reinvocationPolicy, REINVOCATION));
+  // required in v1alpha1, with no default (unlike a webhook's)
+  if (!present(spec.reinvocationPolicy) || spec.reinvocationPolicy === '') errs.push(required('spec.reinvocationPolicy'));
+  else if (!REINVOCATION.includes(String(spec.reinvocationPolicy))) errs.push(notSupported('spec.reinvocationPolicy', spec.reinvocationPolicy, REINVOCATION));
   if (list(spec.mutations).length === 0) errs.push(required('spec.mutations', 'mutations must contain at least one item'));
   list(spec.mutations).forEach((m, i) => {
     const at = `spec.mutations[${i}]`;
