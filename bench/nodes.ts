@@ -143,9 +143,24 @@ export async function nodesScenario(t: Target, o: NodesOptions): Promise<Record<
     });
     m.createSeconds = (performance.now() - c0) / 1000;
     m.createFailures = failed;
+    // Waits while pods keep starting; a pod that has not started 2 minutes after the last one
+    // did is not going to (its node lost it): the wait ends there, and the pods left are named.
     const deadline = Date.now() + Math.max(60_000, total * 20);
-    while (running.size < total - failed && Date.now() < deadline) await sleep(200);
+    let seen = running.size;
+    let lastProgress = Date.now();
+    while (running.size < total - failed && Date.now() < deadline && Date.now() - lastProgress < 120_000) {
+      await sleep(200);
+      if (running.size !== seen) {
+        seen = running.size;
+        lastProgress = Date.now();
+      }
+    }
     m.podsRunningSeconds = (performance.now() - c0) / 1000;
+    if (running.size < total - failed) {
+      const left: string[] = [];
+      for (let i = 0; i < total && left.length < 20; i++) if (!running.has(`p-${i}`)) left.push(`p-${i} (${prefix}${i % o.nodes})`);
+      o.log(`  ${total - failed - running.size} pods never seen Running, e.g. ${left.join(', ')}`);
+    }
     const cpu1 = sampleProc(t.pid);
     w.close();
     m.podsRunning = running.size;
@@ -186,6 +201,8 @@ export async function nodesScenario(t: Target, o: NodesOptions): Promise<Record<
       await new Promise((r) => fleet.once('exit', r));
     }
     const final = out.trim().split('\n').reverse().find((l) => l.includes('"final":true'));
+    // the fleet's own reports (its counters, failures by cause, pods it gave up on)
+    for (const l of out.trim().split('\n')) if (l.includes('"final":true') || l.startsWith('fleet:')) o.log(`  ${l}`);
     if (final) {
       const f = JSON.parse(final);
       m.fleetConnections = f.connections;

@@ -95,4 +95,5 @@ describe('--delete-collection-workers', () => {
     expect(r.json().items).toHaveLength(20);
     expect((await request(s, 'GET', `/api/v1/namespaces/${ns}/configmaps?labelSelector=set%3Dx`)).json().items).toHaveLength(0);
   });
+
 });

@@ -17,7 +17,10 @@ export async function handleDeleteCollection(c: HandlerContext): Promise<void> {
   }
   // every item is admitted as kube does it: a DELETE whose old object is the item, with the
   // request's namespace and no name (kube's attributes of a collection delete carry none)
-  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d, () => deleteAdmission(c, d, ''));
+  // answered already (the write deadline's 504, or the client gone): the workers stop
+  let over = false;
+  c.res.onDone(() => (over = true));
+  const deleted = await c.store.deleteCollection(c.target, c.info.namespace, lo, d, () => deleteAdmission(c, d, ''), () => over);
   const rv = c.store.storage.freshRv(c.target.gr);
   sendEncoded(c, 200, repr, encodeList(deleted.map((json) => ({ json })), { resourceVersion: String(rv) }, repr, encodeContextOf(c, repr)));
 }

@@ -1043,8 +1043,16 @@ export class Store {
     }
   }
 
-  /** `admissionFor`: each item's DELETE admission (kube admits every item of a collection delete). */
-  async deleteCollection(t: ResourceTarget, ns: string, o: ListOptions, d: DeleteOptions, admissionFor?: (ns: string, name: string) => AdmissionHooks | undefined): Promise<Buffer[]> {
+  /**
+   * `admissionFor`: each item's DELETE admission (kube admits every item of a collection delete).
+   * `over`: true once the request has been answered without this (its deadline's 504, or the
+   * client gone): the workers then take no further item, as kube's stop when their request's
+   * context is done (each item's Delete fails on it). Without it, a collection delete of many
+   * objects outlived its 504 and went on deleting, and a client that issued it again while
+   * objects were left (kubectl, the nodes bench) ran one more pass beside it each time: 150,000
+   * pods took passes that piled up to 9 GB of RSS before they finished.
+   */
+  async deleteCollection(t: ResourceTarget, ns: string, o: ListOptions, d: DeleteOptions, admissionFor?: (ns: string, name: string) => AdmissionHooks | undefined, over?: () => boolean): Promise<Buffer[]> {
     const listed = await this.list(t, ns, { ...o, limit: 0, continueToken: '' });
     const out: Buffer[] = [];
     const names = listed.items.map((b) => JSON.parse(b.toString('utf8')).metadata as { name: string; namespace?: string });
@@ -1054,6 +1062,10 @@ export class Store {
     let failed: unknown = null;
     const worker = async (): Promise<void> => {
       while (failed === null && next < names.length) {
+        if (over?.()) {
+          failed = errors.patchTimeout();
+          break;
+        }
         const m = names[next++];
         try {
           const r = await this.delete(t, m.namespace ?? '', m.name, d, admissionFor?.(m.namespace ?? '', m.name));

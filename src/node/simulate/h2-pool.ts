@@ -43,7 +43,7 @@ export class H2Pool {
   private origin: string;
   private auth: Record<string, string>;
   /** streams opened, by outcome, for the fleet's figures */
-  readonly counts = { requests: 0, failures: 0, watches: 0 };
+  readonly counts = { requests: 0, failures: 0, watches: 0, badWatchLines: 0 };
   /** failed requests by cause (an error code, or 'no answer'), for the fleet's final counters */
   readonly failuresBy = new Map<string, number>();
 
@@ -238,11 +238,16 @@ export class H2Pool {
           const line = buf.slice(0, i);
           buf = buf.slice(i + 1);
           if (!line.trim()) continue;
+          let ev: unknown;
           try {
-            onEvent(JSON.parse(line));
+            ev = JSON.parse(line);
           } catch {
-            // a line that is not JSON ends nothing: the next one may be whole
+            // a line that is not JSON ends nothing (the next one may be whole), but it is an
+            // event lost: counted, and the first few shown
+            if (this.counts.badWatchLines++ < 3) console.log(`fleet: a watch line that is not JSON (${line.length} bytes): ${line.slice(0, 120)}`);
+            continue;
           }
+          onEvent(ev);
         }
       };
     };

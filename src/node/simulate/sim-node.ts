@@ -23,6 +23,8 @@ export interface SimNodeOptions {
 const LEASE_BACKOFF_START_MS = 200;
 const LEASE_BACKOFF_MAX_MS = 7000;
 const WATCH_RETRY_MS = 1000;
+/** kubelet's status manager's sync period (syncPeriod in pkg/kubelet/status/status_manager.go) */
+const STATUS_RESYNC_MS = 10_000;
 
 /** kube's MicroTime form (RFC 3339 with microseconds) */
 export function microTime(ms = Date.now()): string {
@@ -79,7 +81,7 @@ export class SimNode {
   private watches = new Set<WatchHandle>();
   private stopped = false;
   private podSeq = 0;
-  readonly stats = { leaseRenewals: 0, leaseFailures: 0, statusReports: 0, podsStarted: 0, podsDeleted: 0 };
+  readonly stats = { leaseRenewals: 0, leaseFailures: 0, statusReports: 0, podsStarted: 0, podStartRetries: 0, podsDeleted: 0 };
 
   constructor(
     readonly name: string,
@@ -435,6 +437,7 @@ export class SimNode {
         : {}),
       containerStatuses: (pod.spec?.containers ?? []).map((c: any, i: number) => running(c, i, true)),
     };
+    let cause = '';
     for (let attempt = 0; attempt < 5 && !this.stopped; attempt++) {
       try {
         const r = await this.client.request('PATCH', `/api/v1/namespaces/${st.ns}/pods/${st.name}/status`, { status }, 'application/merge-patch+json');
@@ -443,12 +446,21 @@ export class SimNode {
           return;
         }
         if (r.status === 404) return;
-      } catch {
-        // retried below
+        cause = `${r.status} ${r.body.slice(0, 200)}`;
+      } catch (err) {
+        cause = err instanceof Error ? err.message : String(err);
       }
       await this.sleep(LEASE_BACKOFF_START_MS * 2 ** attempt);
     }
-    st.reported = false; // seen again at the next event or list
+    if (this.stopped) return;
+    // kubelet's status manager syncs every pod's status again every 10 s until it lands: so
+    // does this node, while the pod is still its own (and said so once, for the bench's log)
+    this.stats.podStartRetries++;
+    if (this.stats.podStartRetries === 1) console.log(`fleet: ${this.name} could not report ${st.ns}/${st.name} Running in 5 attempts (${cause}); trying again every ${STATUS_RESYNC_MS / 1000} s`);
+    const uid = pod.metadata.uid;
+    this.later(() => {
+      if (this.pods.get(uid) === st && !st.deleting) void this.startPod(pod, st);
+    }, STATUS_RESYNC_MS);
   }
 
   /** kubelet's confirmation of a graceful deletion: delete with grace 0, on the pod's uid. */
