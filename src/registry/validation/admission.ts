@@ -291,6 +291,17 @@ function validateMatchResources(m: any, path: string): FieldError[] {
   return errs;
 }
 
+/** What both policy kinds require first: a failure policy, and match constraints with at least one resource rule. */
+function validatePolicyHead(spec: any, errs: FieldError[]): void {
+  if (!present(spec.failurePolicy)) errs.push(required('spec.failurePolicy'));
+  else if (!FAILURE_POLICIES.includes(String(spec.failurePolicy))) errs.push(notSupported('spec.failurePolicy', spec.failurePolicy, FAILURE_POLICIES));
+  if (!isObj(spec.matchConstraints)) errs.push(required('spec.matchConstraints'));
+  else {
+    errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
+    if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
+  }
+}
+
 /**
  * ValidatingAdmissionPolicy without its CEL: failure policy, match constraints (with at least
  * one resource rule), and at least one validation or audit annotation, each with an expression.
@@ -299,13 +310,7 @@ function validateMatchResources(m: any, path: string): FieldError[] {
 export function validateValidatingAdmissionPolicy(obj: any): FieldError[] {
   const errs: FieldError[] = [];
   const spec = isObj(obj?.spec) ? obj.spec : {};
-  if (!present(spec.failurePolicy)) errs.push(required('spec.failurePolicy'));
-  else if (!FAILURE_POLICIES.includes(String(spec.failurePolicy))) errs.push(notSupported('spec.failurePolicy', spec.failurePolicy, FAILURE_POLICIES));
-  if (!isObj(spec.matchConstraints)) errs.push(required('spec.matchConstraints'));
-  else {
-    errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
-    if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
-  }
+  validatePolicyHead(spec, errs);
   if (list(spec.validations).length === 0 && list(spec.auditAnnotations).length === 0) {
     const why = 'validations or auditAnnotations must contain at least one item';
     errs.push(required('spec.validations', why), required('spec.auditAnnotations', why));
@@ -328,14 +333,8 @@ const PATCH_TYPES = ['ApplyConfiguration', 'JSONPatch'];
 export function validateMutatingAdmissionPolicy(obj: any): FieldError[] {
   const errs: FieldError[] = [];
   const spec = isObj(obj?.spec) ? obj.spec : {};
-  if (!present(spec.failurePolicy)) errs.push(required('spec.failurePolicy'));
-  else if (!FAILURE_POLICIES.includes(String(spec.failurePolicy))) errs.push(notSupported('spec.failurePolicy', spec.failurePolicy, FAILURE_POLICIES));
-  if (!isObj(spec.matchConstraints)) errs.push(required('spec.matchConstraints'));
-  else {
-    errs.push(...validateMatchResources(spec.matchConstraints, 'spec.matchConstraints'));
-    if (list(spec.matchConstraints.resourceRules).length === 0) errs.push(required('spec.matchConstraints.resourceRules'));
-    errs.push(...validateMutableOperations(spec.matchConstraints, 'spec.matchConstraints'));
-  }
+  validatePolicyHead(spec, errs);
+  if (isObj(spec.matchConstraints)) errs.push(...validateMutableOperations(spec.matchConstraints, 'spec.matchConstraints'));
   // required in v1alpha1, with no default (unlike a webhook's)
   if (!present(spec.reinvocationPolicy) || spec.reinvocationPolicy === '') errs.push(required('spec.reinvocationPolicy'));
   else if (!REINVOCATION.includes(String(spec.reinvocationPolicy))) errs.push(notSupported('spec.reinvocationPolicy', spec.reinvocationPolicy, REINVOCATION));
