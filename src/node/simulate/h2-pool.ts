@@ -228,11 +228,19 @@ export class H2Pool {
       ended = true;
       onEnd(status);
     };
+    // (node's http2 client can emit a stream's first data before its 'response' event: what
+    // comes while the status is not known yet is kept and read once it is 200, never dropped,
+    // or the next line would begin in the middle of an event)
     const lines = (status: () => number) => {
       let buf = '';
-      return (chunk: string) => {
-        if (status() !== 200) return;
-        buf += chunk;
+      return (chunk?: string) => {
+        const st = status();
+        if (st !== 0 && st !== 200) {
+          buf = '';
+          return;
+        }
+        if (chunk) buf += chunk;
+        if (st !== 200) return;
         let i: number;
         while ((i = buf.indexOf('\n')) >= 0) {
           const line = buf.slice(0, i);
@@ -277,8 +285,12 @@ export class H2Pool {
     }
     let status = 0;
     stream.setEncoding('utf8');
-    stream.on('response', (h) => (status = Number(h[':status'])));
-    stream.on('data', lines(() => status));
+    const feed = lines(() => status);
+    stream.on('response', (h) => {
+      status = Number(h[':status']);
+      feed();
+    });
+    stream.on('data', feed);
     stream.on('error', () => end(status));
     stream.on('close', () => end(status));
     stream.end();
