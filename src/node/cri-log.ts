@@ -113,17 +113,30 @@ export class CriLogWriter {
     return fd;
   }
 
+  /** records made but not written yet: one write per chunk of output, not one per line */
+  private queued: Buffer[] = [];
+
   private line(stream: string, tag: 'F' | 'P', text: Buffer): void {
     const time = this.now().toISOString().replace('Z', '000000Z');
     const record = Buffer.concat([Buffer.from(`${time} ${stream} ${tag} `), text, Buffer.from('\n')]);
     if (this.rotation.maxSize >= 0 && this.size > 0 && this.size + record.length > this.rotation.maxSize) this.rotate();
-    let done = 0;
-    while (done < record.length) done += writeSync(this.fd, record, done, record.length - done);
+    this.queued.push(record);
     this.size += record.length;
+  }
+
+  /** Writes the queued records to the live file. */
+  private flush(): void {
+    if (!this.queued.length) return;
+    const all = this.queued.length === 1 ? this.queued[0] : Buffer.concat(this.queued);
+    this.queued = [];
+    let done = 0;
+    while (done < all.length) done += writeSync(this.fd, all, done, all.length - done);
   }
 
   /** kubelet's rotateLatestLog then removeExcessLogs: the live file renamed aside, the oldest rotated ones removed. */
   private rotate(): void {
+    // (what was queued belongs to the file being rotated)
+    this.flush();
     const stamp = rotationStamp(this.now());
     let target = `${this.path}.${stamp}`;
     for (let n = 1; existsSync(target) || existsSync(`${target}.gz`); n++) target = `${this.path}.${stamp}-${n}`;
@@ -153,10 +166,12 @@ export class CriLogWriter {
       buf = buf.subarray(MAX_LINE);
     }
     this.partial[stream] = Buffer.from(buf);
+    this.flush();
   }
 
   close(): void {
     for (const s of ['stdout', 'stderr'] as const) if (this.partial[s].length) this.line(s, 'P', this.partial[s]);
+    this.flush();
     closeSync(this.fd);
   }
 }
