@@ -10,6 +10,9 @@
 import type { Duplex } from 'node:stream';
 import type { ExecSession, StreamOptions } from '../runtime.js';
 import { exitStatus } from './remote-command.js';
+
+/** the most of an unfinished resize message kept between reads (one is ≈ 30 bytes) */
+const RESIZE_MAX_PENDING = 4096;
 import { SpdyConnection, type SpdyStream } from '../../http/spdy-connection.js';
 
 /** the remotecommand protocols served over SPDY (the error stream carries a Status in both) */
@@ -103,6 +106,9 @@ export function serveSpdyRemoteCommand(socket: Duplex, head: Buffer, opts: Strea
           }
         }
         buf = buf.slice(from);
+        // a resize is some thirty bytes: text that never closes its object is dropped, so that
+        // neither the buffer nor the scan above grows with what the client sends
+        if (buf.length > RESIZE_MAX_PENDING) buf = '';
       });
     }
     const [end] = await Promise.all([s.exit, Promise.all(drained)]);
