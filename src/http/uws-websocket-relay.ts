@@ -11,7 +11,8 @@
 //
 // Backpressure: the agent's socket is paused while uWS holds more than HIGH_WATER unsent to
 // the client, and resumed on uWS's drain. The other way uWS cannot pause a WebSocket's
-// reading: what the client sends faster than the agent takes is buffered by ws.
+// reading: what the client sends faster than the agent takes is buffered, up to
+// CLIENT_UNTAKEN_MAX, past which the client's connection is closed (1008).
 //
 // Thread ownership: the thread that runs the uWS app (as uws-transport.ts).
 import type uws from 'uWebSockets.js';
@@ -27,6 +28,13 @@ import { dialFailure, forwardedHeaders, readRefusal, validWebSocketHandshake, ty
 
 /** client-bound bytes uWS may hold before the agent's socket is paused */
 const HIGH_WATER = 1 << 20;
+/**
+ * uWS cannot stop reading a client's WebSocket: past this many bytes of the client's that the
+ * other side has not taken (the agent's socket still holds them, or they came while the
+ * handler asked for a pause) the connection is closed (1008), so that a client writing faster
+ * than the node reads cannot grow the server's memory without bound
+ */
+const CLIENT_UNTAKEN_MAX = 16 << 20;
 /** what uWS may buffer for one client before it drops messages (never reached: HIGH_WATER pauses first) */
 const MAX_BACKPRESSURE = 64 << 20;
 
@@ -36,7 +44,7 @@ const MAX_BACKPRESSURE = 64 << 20;
  */
 export interface UwsSocketHandler {
   open(ws: uws.WebSocket<RelayData>): void;
-  message(message: ArrayBuffer, isBinary: boolean): void;
+  message(message: ArrayBuffer, isBinary: boolean, ws: uws.WebSocket<RelayData>): void;
   drain(ws: uws.WebSocket<RelayData>): void;
   close(code: number, message: ArrayBuffer): void;
 }
@@ -60,7 +68,7 @@ export function relayBehavior(upgrade: uws.WebSocketBehavior<RelayData>['upgrade
     sendPingsAutomatically: true,
     upgrade,
     open: (ws) => ws.getUserData().handler.open(ws),
-    message: (ws, message, isBinary) => ws.getUserData().handler.message(message, isBinary),
+    message: (ws, message, isBinary) => ws.getUserData().handler.message(message, isBinary, ws),
     drain: (ws) => ws.getUserData().handler.drain(ws),
     close: (ws, code, message) => ws.getUserData().handler.close(code, message),
   };
@@ -91,9 +99,14 @@ function relayHandler(peer: WebSocket): UwsSocketHandler {
       // (paused since the agent's handshake, so that no message came before this side was open)
       peer.resume();
     },
-    message: (message, isBinary) => {
+    message: (message, isBinary, w) => {
+      if (peer.readyState !== WebSocket.OPEN) return;
+      if (peer.bufferedAmount > CLIENT_UNTAKEN_MAX) {
+        w.end(1008, 'the node does not take the input as fast as it comes');
+        return;
+      }
       // (uWS reuses the ArrayBuffer once this returns)
-      if (peer.readyState === WebSocket.OPEN) peer.send(Buffer.copyBytesFrom(new Uint8Array(message)), { binary: isBinary });
+      peer.send(Buffer.copyBytesFrom(new Uint8Array(message)), { binary: isBinary });
     },
     drain: (w) => {
       if (w.getBufferedAmount() < HIGH_WATER / 2) peer.resume();
@@ -125,6 +138,9 @@ function servedHandler(protocol: string): { handler: UwsSocketHandler; served: S
   let onMessage: (data: Buffer, binary: boolean) => void = () => {};
   let onDrain: () => void = () => {};
   const closers: Array<() => void> = [];
+  /** the handler asked for a pause (which uWS cannot make): what comes meanwhile is counted */
+  let paused = false;
+  let cameWhilePaused = 0;
   const handler: UwsSocketHandler = {
     open: (w) => {
       ws = w;
@@ -134,8 +150,13 @@ function servedHandler(protocol: string): { handler: UwsSocketHandler; served: S
       pending = [];
       if (closing) w.end(...closing);
     },
-    message: (message, isBinary) => {
-      if (!closed) onMessage(Buffer.copyBytesFrom(new Uint8Array(message)), isBinary);
+    message: (message, isBinary, w) => {
+      if (closed) return;
+      if (paused && (cameWhilePaused += message.byteLength) > CLIENT_UNTAKEN_MAX) {
+        w.end(1008, 'the node does not take the input as fast as it comes');
+        return;
+      }
+      onMessage(Buffer.copyBytesFrom(new Uint8Array(message)), isBinary);
     },
     drain: () => onDrain(),
     close: () => {
@@ -158,9 +179,15 @@ function servedHandler(protocol: string): { handler: UwsSocketHandler; served: S
       closing = [code, reason];
       ws?.end(code, reason);
     },
-    // (uWS cannot stop reading a WebSocket: what the client sends meanwhile is buffered)
-    pause: () => {},
-    resume: () => {},
+    // (uWS cannot stop reading a WebSocket: what the client sends meanwhile is buffered, up
+    // to CLIENT_UNTAKEN_MAX)
+    pause: () => {
+      paused = true;
+    },
+    resume: () => {
+      paused = false;
+      cameWhilePaused = 0;
+    },
     onMessage: (fn) => (onMessage = fn),
     onDrain: (fn) => (onDrain = fn),
     onClose: (fn) => (closed ? fn() : closers.push(fn)),

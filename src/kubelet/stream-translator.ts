@@ -44,6 +44,8 @@ export const SPDY_REMOTE_COMMAND_PROTOCOLS = [PROTOCOL_V5, PROTOCOL_V4, 'v3.chan
 
 
 const HIGH_WATER = 1 << 20;
+/** the most of an unfinished resize value kept between messages */
+const RESIZE_MAX_PENDING = 4096;
 /** client-go waits this long for each stream's reply (httpstream/spdy createStreamResponseTimeout) */
 const STREAM_REPLY_TIMEOUT_MS = 30_000;
 const PING_PERIOD_MS = 5_000;
@@ -192,6 +194,7 @@ class Translation {
   private pinger?: NodeJS.Timeout;
   private stdin?: SpdyStream;
   private stdinQueue: Buffer[] = [];
+  private stdinQueued = 0;
   private stdinClosed = false;
   private resize?: SpdyStream;
   private sizes: string[] = [];
@@ -298,6 +301,8 @@ class Translation {
       s.resume();
       for (const b of this.stdinQueue) s.write(b);
       this.stdinQueue = [];
+      if (this.stdinQueued > HIGH_WATER && !(this.socket && this.socket.writableLength > HIGH_WATER)) this.ws.resume();
+      this.stdinQueued = 0;
       if (this.stdinClosed) s.end();
     }
     const stdout = opts.stdout ? await open('stdout') : undefined;
@@ -324,7 +329,11 @@ class Translation {
         if (!this.opts.stdin || this.stdinClosed || data.length === 0) return;
         // (each message is a buffer of its own on either front end: no copy needed)
         if (this.stdin) this.stdin.write(data);
-        else this.stdinQueue.push(data);
+        else {
+          // (before the node's stdin stream is open: held back as the node's socket would)
+          this.stdinQueue.push(data);
+          if ((this.stdinQueued += data.length) > HIGH_WATER) this.ws.pause();
+        }
         return;
       case RESIZE:
         if (this.opts.tty) this.resized(data.toString());
@@ -351,7 +360,12 @@ class Translation {
       }
       const end = jsonValueEnd(s);
       if (end < 0) {
-        this.resizeText = s;
+        // (a resize is some thirty bytes: a value that never ends stops resize handling
+        // instead of growing, and being scanned again, with every message)
+        if (s.length > RESIZE_MAX_PENDING) {
+          this.resizeBroken = true;
+          this.resizeText = '';
+        } else this.resizeText = s;
         return;
       }
       this.resizeText = s.slice(end);
