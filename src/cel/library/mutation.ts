@@ -91,6 +91,9 @@ const JSON_PATCH_FIELDS = new Set(['op', 'path', 'from', 'value']);
 
 class Unrewritable extends Error {}
 
+/** constructions nested deeper than cel-go's parser allows (its recursion limit, 250) are not rewritten */
+const MAX_NESTING = 250;
+
 /**
  * The expression with kube's object constructions turned into calls the engine compiles.
  * Only `Object`, `Object.<path>` and `JSONPatch` are constructible (kube's type provider);
@@ -176,8 +179,18 @@ export function rewriteObjectConstruction(src: string): string {
     }
     return out;
   };
+  /** constructions open around i: past MAX_NESTING the text is left to the parser, which refuses it */
+  let nesting = 0;
   /** `Name.path{f: e, ...}` at i, rewritten; undefined (i unmoved) when there is none */
   const constructionAt = (): string | undefined => {
+    if (++nesting > MAX_NESTING) throw new Unrewritable();
+    try {
+      return constructionBody();
+    } finally {
+      nesting--;
+    }
+  };
+  const constructionBody = (): string | undefined => {
     const parts = [readId(i)];
     let j = i + parts[0].length;
     for (;;) {
