@@ -55,3 +55,12 @@ describe('object constructions for MutatingAdmissionPolicy', () => {
     expect(compile('jsonpatch.escapeKey("a/b~c")', {}).program!.eval({}).value).toBe('a~1b~0c');
   });
 });
+
+describe('rewriteObjectConstruction bounds', () => {
+  it('leaves constructions nested past 250 levels to the parser instead of overflowing the stack', () => {
+    const deep = 'Object{a: '.repeat(100_000) + '1' + '}'.repeat(100_000);
+    expect(rewriteObjectConstruction(deep)).toBe(deep);
+    const shallow = 'Object{a: '.repeat(10) + '1' + '}'.repeat(10);
+    expect(rewriteObjectConstruction(shallow)).not.toBe(shallow);
+  });
+});
