@@ -15,6 +15,7 @@
 // socket, then the connection closes.
 //
 // Thread ownership: the thread of the front end that made the socket.
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import tls, { type ConnectionOptions } from 'node:tls';
 import type { Duplex, Readable } from 'node:stream';
@@ -116,6 +117,22 @@ export function acceptOnSocket(req: ApiRequest, socket: Duplex, head: Buffer, pr
 
 /** the most of a node's refusal of an upgrade (its answer other than 101) that is read: a Status, never more */
 export const REFUSAL_MAX_BYTES = 1 << 20;
+
+/** A node's refusal of an upgrade passed to the client as the node wrote it (status, content type, body); then done(). */
+export function passRefusal(answer: IncomingMessage, sink: ResponseSink, done: () => void = () => {}): void {
+  readRefusal(
+    answer,
+    (body) => {
+      const ct = answer.headers['content-type'];
+      sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], body);
+      done();
+    },
+    () => {
+      sink.close();
+      done();
+    },
+  );
+}
 
 /**
  * A node's refusal of an upgrade, read whole up to REFUSAL_MAX_BYTES (the answer is

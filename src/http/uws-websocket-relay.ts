@@ -24,7 +24,7 @@ import { errors } from '../errors.js';
 import { acceptKey, adoptWebSocket, newKey, offeredProtocols } from './ws-adopt.js';
 import type { ApiRequest, ResponseSink } from './types.js';
 
-import { dialFailure, forwardedHeaders, readRefusal, validWebSocketHandshake, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
+import { dialFailure, forwardedHeaders, passRefusal, validWebSocketHandshake, type ServedWebSocket, type UpgradeCarrier, type UpgradeTarget } from './upgrade.js';
 
 /** client-bound bytes uWS may hold before the agent's socket is paused */
 const HIGH_WATER = 1 << 20;
@@ -241,18 +241,7 @@ export function relayCarrier(req: ApiRequest, sink: ResponseSink, res: uws.HttpR
         r.on('response', (answer) => {
           // the agent's refusal, given to the client as the agent wrote it
           settled = true;
-          readRefusal(
-            answer,
-            (body) => {
-              const ct = answer.headers['content-type'];
-              sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], body);
-              resolve();
-            },
-            () => {
-              sink.close();
-              resolve();
-            },
-          );
+          passRefusal(answer, sink, resolve);
         });
         r.on('error', (e: NodeJS.ErrnoException) => {
           if (settled) return;

@@ -17,7 +17,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ApiRequest, ResponseSink } from '../http/types.js';
-import { dialFailure, forwardedHeaders, readRefusal, type UpgradeCarrier, type UpgradeTarget } from '../http/upgrade.js';
+import { dialFailure, forwardedHeaders, passRefusal, type UpgradeCarrier, type UpgradeTarget } from '../http/upgrade.js';
 import { offeredProtocols } from '../http/ws-adopt.js';
 
 /** portforward's WebsocketsSPDYTunnelingPrefix */
@@ -113,14 +113,7 @@ export function tunnelPortForward(req: ApiRequest, up: UpgradeCarrier, sink: Res
       // the node's refusal, given to the client as the node wrote it
       settled = true;
       resolve();
-      readRefusal(
-        answer,
-        (body) => {
-          const ct = answer.headers['content-type'];
-          sink.send(answer.statusCode ?? 500, ct ? [['Content-Type', String(ct)]] : [], body);
-        },
-        () => sink.close(),
-      );
+      passRefusal(answer, sink);
     });
     r.on('error', (e: NodeJS.ErrnoException) => {
       if (settled) return;
