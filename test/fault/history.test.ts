@@ -10,7 +10,8 @@
 // checks (watch-check.ts). Printed: operations checked, faults injected, anomalies (goal 0).
 //
 // Bounded here (about 60 s of faults on LMDB, 30 s on etcd3); KUBESHARD_CHECKER_SECONDS sets
-// another length (scripts/history-checker.sh runs it longer).
+// another length (scripts/history-checker.sh runs it longer); KUBESHARD_CHECKER_DUMP=FILE
+// writes the recorded history there as JSON, to study the checkers apart from a run.
 //
 // Thread ownership: the test's main thread (clients, watchers and the fault loop are promises on it).
 import { describe, it, expect } from 'vitest';
@@ -328,17 +329,32 @@ function exited(s: TestServer): Promise<void> {
   return new Promise((r) => p.once('exit', () => r()));
 }
 
+/**
+ * The clock ticks of the faults: when a server was killed (or found dead) and when the next
+ * one was ready. An operation left unknown by a kill took effect, if ever, before the next
+ * ready (History.setDeadlines): the checker need not try it later than that.
+ */
+const faultTicks = { kills: [] as number[], readies: [] as number[] };
+
+async function kill(s: TestServer, h: History): Promise<void> {
+  await s.kill9();
+  figures.sigkills++;
+  faultTicks.kills.push(h.invoke());
+}
+
 /** Starts the server again on its data; a start that dies on the way (the commit-path fault) is tried again. */
-async function restart(s: TestServer, env: Record<string, string | undefined>): Promise<void> {
+async function restart(s: TestServer, env: Record<string, string | undefined>, h: History): Promise<void> {
   for (let i = 0; ; i++) {
     try {
       await s.restart();
       figures.restarts++;
+      faultTicks.readies.push(h.invoke());
       return;
     } catch (e) {
       if (i >= 5) throw e;
       // (killed during its start by the commit-path fault)
       figures.commitPathKills++;
+      faultTicks.kills.push(h.invoke());
       env.KUBESHARD_FAULT_KILL_AFTER_COMMIT = undefined;
     }
   }
@@ -367,27 +383,28 @@ describe('correctness under faults (history checker)', () => {
         if (inCommit) {
           // this round's process may die inside a group commit; a SIGKILL if it has not within 8 s
           env.KUBESHARD_FAULT_KILL_AFTER_COMMIT = KILL_AFTER_COMMIT;
-          await s.kill9();
-          figures.sigkills++;
-          await restart(s, env);
+          await kill(s, h);
+          await restart(s, env, h);
           const died = await Promise.race([exited(s).then(() => true), sleep(8000).then(() => false)]);
-          if (died) figures.commitPathKills++;
-          else {
-            await s.kill9();
-            figures.sigkills++;
-          }
+          if (died) {
+            figures.commitPathKills++;
+            faultTicks.kills.push(h.invoke());
+          } else await kill(s, h);
           env.KUBESHARD_FAULT_KILL_AFTER_COMMIT = undefined;
         } else {
           await sleep(500 + Math.random() * 3500);
-          await s.kill9();
-          figures.sigkills++;
+          await kill(s, h);
         }
         await sleep(Math.random() * 500);
-        await restart(s, env);
+        await restart(s, env, h);
       }
       stopping = true;
       await Promise.all(clients);
-      if (s.proc.exitCode !== null || s.proc.signalCode !== null) await restart(s, env);
+      if (s.proc.exitCode !== null || s.proc.signalCode !== null) {
+        faultTicks.kills.push(h.invoke());
+        await restart(s, env, h);
+      }
+      h.setDeadlines(faultTicks.kills, faultTicks.readies);
 
       // the final state: one list, and a read of every key, after the last restart
       const finalCall = h.invoke();
@@ -406,6 +423,11 @@ describe('correctness under faults (history checker)', () => {
       admin.destroy();
 
       const records = watchers.map((w) => w.record);
+      if (process.env.KUBESHARD_CHECKER_DUMP) {
+        const fs = await import('node:fs');
+        const ser = (k: string, v: unknown) => (v instanceof Map ? { __map: [...v] } : v === Infinity ? 'Infinity' : v);
+        fs.writeFileSync(process.env.KUBESHARD_CHECKER_DUMP, JSON.stringify({ ops: h.ops, records, finalRv, finalState, lists, faultTicks }, ser));
+      }
       const t0 = Date.now();
       const kv = checkHistory(h.ops, observedVersions(records));
       const wv = checkWatchers(records, h.ops, { rv: finalRv, state: finalState }, [...lists, { rv: finalRv, items: finalState }]);

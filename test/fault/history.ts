@@ -33,6 +33,12 @@ export interface Op {
   call: number;
   /** Infinity for unknown */
   ret: number;
+  /**
+   * For unknown: the latest tick its effect, if any, can have (the server that held it was
+   * killed, and the next one was ready by then: its log replayed, its state settled);
+   * undefined: none known (it may take effect at any time, or never).
+   */
+  deadline?: number;
 }
 
 /** The recorder: a logical clock and the operations, appended at completion. */
@@ -51,6 +57,19 @@ export class History {
     const full: Op = { ...op, id: this.nextId++, ret: unknown ? Infinity : ++this.clock };
     this.ops.push(full);
     return full;
+  }
+
+  /**
+   * Gives each unknown operation its deadline: the first time a server was ready again after
+   * a kill that came after the operation's call (ticks of this history's clock).
+   */
+  setDeadlines(kills: number[], readies: number[]): void {
+    for (const op of this.ops) {
+      if (op.ret !== Infinity) continue;
+      const kill = kills.find((k) => k > op.call);
+      const ready = kill === undefined ? undefined : readies.find((r) => r > kill);
+      if (ready !== undefined) op.deadline = ready;
+    }
   }
 
   /**

@@ -42,6 +42,44 @@ describe('linearizability checker', () => {
     expect(checkHistory(not).anomalies).toEqual([]);
   });
 
+  it('takes an unknown outcome with a deadline as applied before it or never, not after', () => {
+    const dl = (ops: Op[], deadline: number) => ops.map((o) => (o.ret === Infinity ? { ...o, deadline } : o));
+    // applied before its deadline (seen by a read after it) or dropped at it: both fine
+    const seen = dl(
+      hist([
+        [1, 2, { kind: 'create', value: 'a', rv: 10, outcome: 'ok' }],
+        [3, Infinity, { kind: 'delete', outcome: 'unknown' }],
+        [6, 7, { kind: 'get', outcome: 'ok' }],
+      ]),
+      5,
+    );
+    expect(checkHistory(seen).anomalies).toEqual([]);
+    const dropped = dl(
+      hist([
+        [1, 2, { kind: 'create', value: 'a', rv: 10, outcome: 'ok' }],
+        [3, Infinity, { kind: 'delete', outcome: 'unknown' }],
+        [6, 7, { kind: 'get', value: 'a', rv: 10, outcome: 'ok' }],
+        [8, 9, { kind: 'get', value: 'a', rv: 10, outcome: 'ok' }],
+      ]),
+      5,
+    );
+    expect(checkHistory(dropped).anomalies).toEqual([]);
+    // the key still held after the deadline, then gone with nothing that removed it: only an
+    // effect after the deadline would explain it
+    const late = dl(
+      hist([
+        [1, 2, { kind: 'create', value: 'a', rv: 10, outcome: 'ok' }],
+        [3, Infinity, { kind: 'delete', outcome: 'unknown' }],
+        [6, 7, { kind: 'get', value: 'a', rv: 10, outcome: 'ok' }],
+        [8, 9, { kind: 'get', outcome: 'ok' }],
+      ]),
+      5,
+    );
+    expect(checkHistory(late).anomalies.length).toBe(1);
+    // without a deadline the same history is linearizable (the delete may land at any time)
+    expect(checkHistory(late.map(({ deadline: _d, ...o }) => o)).anomalies).toEqual([]);
+  });
+
   it('finds a lost acknowledged write (a read after it sees the older value)', () => {
     const ops = hist([
       [1, 2, { kind: 'create', value: 'a', rv: 10, outcome: 'ok' }],

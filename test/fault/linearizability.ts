@@ -8,8 +8,12 @@
 // writer's answer, a read, a watch event): rvOf. So the state is the value alone, and a
 // resourceVersion precondition holds iff rvOf(state) is the version asked for. An operation
 // with an unknown outcome may be linearized anywhere after its invocation, or never (maybe
-// applied): the search succeeds once every operation that completed is linearized. Versions
-// must grow along a key's linearization.
+// applied): the search succeeds once every operation that completed is linearized. When its
+// deadline is known (the server that held it died and the next one was ready), it may be
+// linearized only before that: passing its deadline drops it (a step of the search, so that
+// it is undone on the way back). Without that bound every unknown operation would be tried
+// at every later point of the history; with it the search stays near linear. Versions must
+// grow along a key's linearization.
 //
 // Thread ownership: pure functions of the test's main thread.
 import type { Op } from './history.js';
@@ -55,6 +59,7 @@ export function step(state: string | null, op: Op, rvOf: ReadonlyMap<string, num
 interface Node {
   op: Op | null;
   call: boolean;
+  /** a call's return, a return's call */
   match: Node | null;
   prev: Node | null;
   next: Node | null;
@@ -71,7 +76,8 @@ export function checkKey(key: string, ops: Op[], rvOf: ReadonlyMap<string, numbe
     const c: Node = { op, call: true, match: null, prev: null, next: null };
     const r: Node = { op, call: false, match: null, prev: null, next: null };
     c.match = r;
-    entries.push({ t: op.call, node: c }, { t: op.ret, node: r });
+    r.match = c;
+    entries.push({ t: op.call, node: c }, { t: op.ret === Infinity ? (op.deadline ?? Infinity) : op.ret, node: r });
   }
   entries.sort((a, b) => a.t - b.t || (a.node.call === b.node.call ? 0 : a.node.call ? 1 : -1));
   const head: Node = { op: null, call: false, match: null, prev: null, next: null };
@@ -89,12 +95,13 @@ export function checkKey(key: string, ops: Op[], rvOf: ReadonlyMap<string, numbe
   let s1 = 0;
   let s2 = 0;
   const seen = new Set<string>();
-  const stack: Array<{ node: Node; state: string | null }> = [];
+  const stack: Array<{ node: Node; state: string | null; dropped?: boolean }> = [];
   let state: string | null = null;
   let finiteLeft = ops.filter((o) => o.ret !== Infinity).length;
   let best = 0;
   let bestStuck: Op | null = null;
-  let bestPrefix: Op[] = [];
+  /** the last operations of the longest prefix (only its tail is shown: copying it whole at each new best made the search quadratic) */
+  let bestTail: Op[] = [];
   const lift = (n: Node) => {
     n.prev!.next = n.next;
     if (n.next) n.next.prev = n.prev;
@@ -129,7 +136,7 @@ export function checkKey(key: string, ops: Op[], rvOf: ReadonlyMap<string, numbe
           if (op.ret !== Infinity) finiteLeft--;
           if (stack.length > best) {
             best = stack.length;
-            bestPrefix = stack.map((s) => s.node.op!);
+            bestTail = stack.slice(-8).map((s) => s.node.op!);
             bestStuck = null;
           }
           entry = head.next;
@@ -139,12 +146,29 @@ export function checkKey(key: string, ops: Op[], rvOf: ReadonlyMap<string, numbe
       entry = entry.next;
       continue;
     }
+    if (entry && !entry.call && entry.op!.ret === Infinity) {
+      // the deadline of an unknown operation not linearized: from here on it never happened
+      const op = entry.op!;
+      const i = index.get(op)!;
+      const k = `${(s1 ^ h1[i]) >>> 0}:${(s2 ^ h2[i]) >>> 0}:${state}`;
+      if (!seen.has(k)) {
+        if (seen.size >= maxStates) return { key, ok: false, ops: ops.length, detail: `undecided: more than ${maxStates} states searched` };
+        seen.add(k);
+        const c = entry.match!;
+        stack.push({ node: c, state, dropped: true });
+        s1 = (s1 ^ h1[i]) >>> 0;
+        s2 = (s2 ^ h2[i]) >>> 0;
+        lift(c);
+        entry = head.next;
+        continue;
+      }
+    }
     // a completion whose operation is not linearized yet (or the end): go back one step
     if (stack.length === best && entry?.op && !bestStuck) bestStuck = entry.op;
     const top = stack.pop();
     if (!top) {
       const show = (o: Op) => `#${o.id} c${o.client} ${o.kind}${o.precondition !== undefined ? `(rv=${o.precondition})` : ''} ${o.value ?? '∅'} -> ${o.outcome}${o.rv !== undefined ? ` rv=${o.rv}` : ''} [${o.call}, ${o.ret}]`;
-      const tail = bestPrefix.slice(-8).map(show).join('\n  ');
+      const tail = bestTail.map(show).join('\n  ');
       return { key, ok: false, ops: ops.length, detail: `longest linearizable prefix: ${best} operations, ending\n  ${tail}\nthen no way to linearize ${bestStuck ? show(bestStuck) : '(the rest)'}` };
     }
     const op = top.node.op!;
@@ -154,7 +178,9 @@ export function checkKey(key: string, ops: Op[], rvOf: ReadonlyMap<string, numbe
     state = top.state;
     unlift(top.node);
     if (op.ret !== Infinity) finiteLeft++;
-    entry = top.node.next;
+    // (a drop has no alternative at its point: the operation cannot stay pending past its
+    // deadline, so the search goes back one more step)
+    entry = top.dropped ? null : top.node.next;
   }
 }
 
