@@ -34,6 +34,16 @@ describe('ResourceCache', () => {
     expect(c.list('w').map((e) => e.key)).toEqual(['w/a', 'w/o0', 'w/o1', 'w/o2', 'w/o4', 'w/o5', 'w/o6', 'w/o7']);
     expect(c.list('w').find((e) => e.key === 'w/o7')!.rv).toBe(100_008);
   });
+  it('creates alone are not merged on the write path (no sort per thousands of creates); the next read merges them in order', () => {
+    const c = new ResourceCache('configmaps', 10, 0);
+    const names = Array.from({ length: 5000 }, (_, i) => `n${(i * 7919) % 5000}`);
+    let rv = 0;
+    for (const n of names) c.apply('ADDED', `w/${n}`, ++rv, obj('w', n));
+    const idx = (c as unknown as { byNs: Map<string, { changeKeys: string[]; base: unknown[] }> }).byNs.get('w')!;
+    expect(idx.base.length).toBe(0);
+    expect(idx.changeKeys.length).toBe(5000);
+    expect(c.list('w').map((e) => e.key)).toEqual(names.map((n) => `w/${n}`).sort());
+  });
   it('answers events after a version from the ring, and null once the ring has moved past it', () => {
     const c = new ResourceCache('configmaps', 2, 10);
     c.apply('ADDED', 'a/1', 11, obj('a', '1'));
