@@ -13,6 +13,7 @@ import type { EventType } from '../shard/protocol.js';
 import { WatcherGroup } from './watcher-group.js';
 import { selectableFields } from '../../src/request/field-labels.js';
 import { itemLength, writeItem } from '../../src/codec/list-item.js';
+import { PartedMap } from './parted-map.js';
 
 export interface CacheEntry {
   /** "<namespace>/<name>" */
@@ -118,13 +119,14 @@ export function mayHold(e: CacheEntry, hint: number): boolean {
  * readers (get, has, size, values). The objects loaded at start-up stay in their sorted
  * per-namespace arrays and are found by binary search, since a Map of a million keys costs
  * more to build (its growth and the garbage of its old tables) than the rest of the load;
- * everything changed since is kept in a Map, where a deleted loaded key is null.
+ * everything changed since is kept in a PartedMap (a Map in parts, so that its growth never
+ * rehashes every key at once), where a deleted loaded key is null.
  */
 export class CacheItems {
   /** per namespace, the objects loaded at start-up, sorted by key; never changed */
   private loaded = new Map<string, CacheEntry[]>();
   private loadedCount = 0;
-  private changed = new Map<string, CacheEntry | null>();
+  private changed = new PartedMap<CacheEntry | null>();
   private count = 0;
 
   get size(): number {
