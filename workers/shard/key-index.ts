@@ -3,12 +3,14 @@
 //
 // The keys loaded at start-up are kept as bytes, not strings: their UTF-8 bytes one after
 // another in a slab, found through an open-addressing hash table of typed arrays; only the
-// keys written since are in a Map (a deletion of a loaded key is a 0 there). Why: the load
+// keys written since are in a PartedMap (a Map in parts: no rehash of every key at once; a
+// deletion of a loaded key is a 0 there). Why: the load
 // then makes no string and no object per key (a scan of a million records costs a copy of
 // each key's bytes and a hash), the garbage collector has nothing to trace, and the index
 // takes about 40 bytes per key instead of a Map entry and a string.
 //
 // Thread ownership: the shard worker alone.
+import { PartedMap } from '../../src/storage/parted-map.js';
 
 const EMPTY = -1;
 
@@ -21,7 +23,7 @@ function hashBytes(b: Uint8Array, start: number, end: number): number {
 
 export class KeyIndex {
   /** changes since the load: the version, or 0 once the key was deleted */
-  private changed = new Map<string, number>();
+  private changed = new PartedMap<number>();
   /** the loaded keys: record r's "gr\nkey" bytes are slab[off[r], off[r] + len[r]) */
   private n = 0;
   private slab = Buffer.allocUnsafe(1 << 16);

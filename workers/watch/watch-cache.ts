@@ -13,7 +13,7 @@ import type { EventType } from '../shard/protocol.js';
 import { WatcherGroup } from './watcher-group.js';
 import { selectableFields } from '../../src/request/field-labels.js';
 import { itemLength, writeItem } from '../../src/codec/list-item.js';
-import { PartedMap } from './parted-map.js';
+import { PartedMap } from '../../src/storage/parted-map.js';
 
 export interface CacheEntry {
   /** "<namespace>/<name>" */

@@ -1,11 +1,11 @@
 // A Map split into parts by a cheap hash of the key's last characters. One JavaScript Map of
-// every object of a type rehashes all its entries each time it doubles: ≈ 30 ms at 524,288
-// keys and 80 ms at 1,048,576 on this machine, a stall of the thread that owns it (the
-// front thread's watch cache) long enough to set a create load's p99. In 64 parts each
-// rehash moves a sixty-fourth of the entries. Iteration is part by part (no global
-// insertion order; no reader of the cache's items relies on one).
+// every object of a type rehashes all its entries each time it doubles: ≈ 19 ms at 524,288
+// keys and 63 ms at 1,048,576 on this machine, a stall of the thread that owns it (the
+// front thread's watch cache, a shard worker's key index) long enough to set a create
+// load's p99. In 64 parts each rehash moves a sixty-fourth of the entries. Iteration is
+// part by part (no global insertion order; none of its users relies on one).
 //
-// Thread ownership: the thread that owns the cache holding it.
+// Thread ownership: the thread that owns the structure holding it.
 
 const PARTS = 64;
 
