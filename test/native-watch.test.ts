@@ -2,6 +2,10 @@
 // against a real server: every watch counts every event, and the sampled watches note the
 // arrival of each sequenced create on the writer's clock. Skipped where it cannot be built
 // (no cc, or no OpenSSL headers): it is an optional bench tool.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { nativeWatchAvailable, openNativeWatchFleet } from '../bench/native-watch.js';
 import { SEQ_ANNOTATION, newWriteClock, nowMs } from '../bench/rate-writer.js';
@@ -116,6 +120,53 @@ describe.skipIf(!available)('native watch fleet', () => {
       expect([...a.fleet].filter((_, i) => i % 2 === 0)).toEqual([34, 34]);
     } finally {
       await fleet.close();
+    }
+  });
+
+  it('undoes the chunked coding split anywhere, finds split marks, and tells a broken framing and an ended watch', async () => {
+    // A TLS server of our own (the kubeshard server's certificate) that writes each watch's
+    // response in small pieces, each its own TLS record, so the fleet reads them apart:
+    // events split across chunks and reads, a chunk extension, then per watch an end: the
+    // last chunk (watch 0), a broken chunk (watch 1), or nothing (watch 2 stays open).
+    const certs = join(s.dataDir, 'certs');
+    const ev = (seq: number) => JSON.stringify({ type: 'ADDED', object: { metadata: { name: `c${seq}`, annotations: { [SEQ_ANNOTATION]: String(seq) } } } }) + '\n';
+    const body = ev(1) + '\n' + ev(22) + ev(333); // a bare newline (a stream's keep-alive) is no event
+    const cuts = [0, 17, 18, 60, 61, body.length - 3, body.length];
+    const chunks = cuts.slice(1).map((c, i) => body.slice(cuts[i], c)).map((d, i) => `${d.length.toString(16)}${i === 2 ? ';x=y' : ''}\r\n${d}\r\n`).join('');
+    const head = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const ends = ['0\r\n\r\n', '2\r\nabXY', ''];
+    let next = 0;
+    const sockets: tls.TLSSocket[] = [];
+    const server = tls.createServer({ cert: readFileSync(join(certs, 'apiserver.crt')), key: readFileSync(join(certs, 'apiserver.key')) }, (sock) => {
+      sockets.push(sock);
+      sock.on('error', () => {});
+      let req = '';
+      sock.on('data', async (d) => {
+        req += d.toString('latin1');
+        if (!req.includes('\r\n\r\n')) return;
+        const wire = head + chunks + ends[next++ % ends.length];
+        for (let i = 0; i < wire.length; i += 7) {
+          sock.write(wire.slice(i, i + 7), 'latin1');
+          await new Promise((res) => setImmediate(res));
+        }
+      });
+    });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+    const port = (server.address() as AddressInfo).port;
+    const fleet = (await openNativeWatchFleet({ url: `https://127.0.0.1:${port}`, token: 't', stop: async () => {} }, '/w?watch=1', 3, 0, 'bench/sent', undefined, 1))!;
+    try {
+      await until(async () => (await fleet.eventsPerWatch()).every((n) => n === 3) && fleet.open() === 1 && fleet.malformed() === 1).catch(async (e) => {
+        throw new Error(`${e} ${await fleet.eventsPerWatch()} open ${fleet.open()} malformed ${fleet.malformed()}`);
+      });
+      expect(fleet.events()).toBe(9);
+      expect(fleet.malformed()).toBe(1);
+      expect(fleet.failed()).toBe(0);
+      const seqs = [...(await fleet.takeArrivals()).fleet].filter((_, i) => i % 2 === 0).sort((a, b) => a - b);
+      expect(seqs).toEqual([1, 1, 1, 22, 22, 22, 333, 333, 333]);
+    } finally {
+      await fleet.close();
+      for (const x of sockets) x.destroy();
+      await new Promise((res) => server.close(res));
     }
   });
 });
