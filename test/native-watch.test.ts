@@ -126,8 +126,8 @@ describe.skipIf(!available)('native watch fleet', () => {
   it('undoes the chunked coding split anywhere, finds split marks, and tells a broken framing and an ended watch', async () => {
     // A TLS server of our own (the kubeshard server's certificate) that writes each watch's
     // response in small pieces, each its own TLS record, so the fleet reads them apart:
-    // events split across chunks and reads, a chunk extension, then per watch an end: the
-    // last chunk (watch 0), a broken chunk (watch 1), or nothing (watch 2 stays open).
+    // events and sequence marks split across chunks and reads, a chunk extension, then one
+    // end per watch: the last chunk (the watch ends), a broken chunk, or none (it stays open).
     const certs = join(s.dataDir, 'certs');
     const ev = (seq: number) => JSON.stringify({ type: 'ADDED', object: { metadata: { name: `c${seq}`, annotations: { [SEQ_ANNOTATION]: String(seq) } } } }) + '\n';
     const body = ev(1) + '\n' + ev(22) + ev(333); // a bare newline (a stream's keep-alive) is no event
