@@ -7,7 +7,8 @@
 //   npm run build && node dist/bench/cpu-cost.js --scenario get [--seconds 5] [--connections 50] [--prof DIR] [--strace]
 //     [--rate N]   (create only: N creates/s from a rate writer instead of as fast as 50 connections go)
 //     [--server OTHER/dist/src/main.js]   (the same load against another build: A/B on a noisy machine)
-//     [--client native]                   (get, create, list: the native load client instead of the JS lean one)
+//     [--client native]                   (get, create, list: the native load client instead of the JS lean one;
+//                                          watch: the native watch fleet instead of the JS one)
 //     [--server-args "ARGS"]              (more server flags, split on spaces: e.g. "--storage-backend etcd3 --etcd-servers URL")
 //     [--webhooks]                        (create: through one mutating and one validating admission webhook,
 //                                          served over HTTPS on localhost by bench/webhook-server.ts)
@@ -24,8 +25,9 @@ import https from 'node:https';
 import { rawLoad } from './raw-load.js';
 import { nativeLoad, nativeLoadgen } from './native-load.js';
 import { openWatchFleet } from './watch-load.js';
+import { nativeWatchAvailable, openNativeWatchFleet } from './native-watch.js';
 import { runRateWriter } from './rate-writer.js';
-import { GO_TLS13_CIPHERS, type Target, freePort } from './lib.js';
+import { GO_TLS13_CIPHERS, sampleProc, type Target, freePort } from './lib.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -38,7 +40,7 @@ const connections = Number(opt('connections', '50'));
 const profDir = opt('prof', '');
 /** --server PATH: another build's dist/src/main.js, for an A/B comparison on the same load */
 const serverMain = opt('server', '');
-/** --client lean|native: the load client of the get, create and list scenarios */
+/** --client lean|native: the load client of the get, create and list scenarios, the watch fleet of watch */
 const client = opt('client', 'lean');
 /** --front-threads N: the server's front threads (issue 18's per-thread CPU figures) */
 const frontThreads = opt('front-threads', '');
@@ -127,6 +129,7 @@ async function main() {
     // built before anything is measured (the compile would count as client CPU), and no
     // silent fallback: a figure labelled native must come from the native client
     if (client === 'native' && scenario !== 'watch' && !(await nativeLoadgen())) throw new Error('--client native: the native load client cannot be built here');
+    if (client === 'native' && scenario === 'watch' && !(await nativeWatchAvailable())) throw new Error('--client native: the native watch fleet cannot be built here');
     await call(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'cpu' } });
     const idleRss = rssMB(pid);
     let path = '/api/v1/namespaces/cpu/configmaps/one';
@@ -158,7 +161,9 @@ async function main() {
     if (scenario === 'watch') {
       unit = 'event delivered';
       const watchers = Number(opt('watchers', '1000'));
-      const fleet = await openWatchFleet(t, '/api/v1/namespaces/cpu/configmaps?watch=1', watchers, 0);
+      const watchPath = '/api/v1/namespaces/cpu/configmaps?watch=1';
+      const fleet = client === 'native' ? (await openNativeWatchFleet(t, watchPath, watchers, 0))! : await openWatchFleet(t, watchPath, watchers, 0);
+      const fleetCpu0 = sampleProc(fleet.pid);
       const t0 = threadTicks(pid);
       for (const [k, v] of t0) before.set(k, v);
       clientCpu = process.cpuUsage();
@@ -173,8 +178,12 @@ async function main() {
       while (fleet.events() - e0 < sent * fleet.open() && Date.now() < drain) await new Promise((r) => setTimeout(r, 50));
       count = fleet.events() - e0;
       const c = process.cpuUsage(clientCpu);
+      // the native fleet's own process: the client's CPU too
+      const fleetCpu1 = sampleProc(fleet.pid);
+      const nativeUs = fleetCpu0 && fleetCpu1 ? (fleetCpu1.cpuSeconds - fleetCpu0.cpuSeconds) * 1e6 : 0;
+      if (fleet.pid) childClientUs = (c.user + c.system + nativeUs) / Math.max(1, count);
       const fleetThreads = [...threadTicks(process.pid)].map(([tid, v]) => `${tid === process.pid ? 'main' : v.name}:${(((v.ticks - (clientBefore.get(tid)?.ticks ?? 0)) * 1e4) / Math.max(1, count)).toFixed(1)}`).filter((x) => !x.endsWith(':0.0'));
-      extra = ` watchers=${fleet.open()} creates=${sent} eventsPerRead=${(count / Math.max(1, fleet.reads() - r0)).toFixed(1)} client threads (µs per event) ${fleetThreads.join(' ')} (client total ${((c.user + c.system) / Math.max(1, count)).toFixed(1)}) rss=${rssMB(pid).toFixed(0)}MB`;
+      extra = ` watchers=${fleet.open()} creates=${sent} eventsPerRead=${(count / Math.max(1, fleet.reads() - r0)).toFixed(1)} client threads (µs per event) ${fleetThreads.join(' ')}${fleet.pid ? ` native fleet:${(nativeUs / Math.max(1, count)).toFixed(1)}` : ''} (client total ${((c.user + c.system + nativeUs) / Math.max(1, count)).toFixed(1)}) rss=${rssMB(pid).toFixed(0)}MB`;
       await fleet.close();
     } else if (scenario === 'create' && args.includes('--rate')) {
       // creates at a fixed rate (from a thread of its own): with and without webhooks the

@@ -3,7 +3,8 @@
 // with epoll and OpenSSL. The load generator shares the 2 cores with the server, and the JS
 // client's own CPU per request caps what it can show; the C one costs less. It is optional:
 // built with cc on first use, and where cc or OpenSSL's headers are missing nativeLoad says
-// so once and returns null (the JS lean client is the fallback).
+// so once and returns null (the JS lean client is the fallback). The native watch fleet
+// (native/loadgen/watchfleet.c, bench/native-watch.ts) is built here the same way.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,37 +13,46 @@ import { fileURLToPath } from 'node:url';
 import { buildRequest, type RawLoadOptions } from './raw-load.js';
 import type { LoadResult, Target } from './lib.js';
 
-const SOURCE = join('native', 'loadgen', 'loadgen.c');
-const BINARY = join('native', 'build', 'loadgen');
+/** The native bench tools: each one C file of native/loadgen/, built into native/build/. */
+export type NativeTool = 'loadgen' | 'watchfleet';
+const source = (tool: NativeTool) => join('native', 'loadgen', `${tool}.c`);
+const binary = (tool: NativeTool) => join('native', 'build', tool);
 
 /**
- * The repository root: the nearest directory above this module that holds the C source.
+ * The repository root: the nearest directory above this module that holds the C sources.
  * This module runs from bench/ (vitest) and from dist/bench/ (built), so no fixed depth fits.
  */
-function findRoot(): string | undefined {
+function findRoot(tool: NativeTool): string | undefined {
   for (let d = dirname(fileURLToPath(import.meta.url)); ; d = dirname(d)) {
-    if (existsSync(join(d, SOURCE))) return d;
+    if (existsSync(join(d, source(tool)))) return d;
     if (dirname(d) === d) return undefined;
   }
 }
 
-function unavailable(why: string): null {
-  console.log(`native load client unavailable (${why}); the JS lean client still runs`);
+function unavailable(tool: NativeTool, why: string): null {
+  console.log(tool === 'loadgen' ? `native load client unavailable (${why}); the JS lean client still runs` : `native ${tool} unavailable (${why}); the JS one still runs`);
   return null;
 }
 
-let built: Promise<string | null> | undefined;
+const built = new Map<NativeTool, Promise<string | null>>();
 
 /** The path of the native client, compiled when its source is newer than the binary; null when it cannot be built. */
 export function nativeLoadgen(): Promise<string | null> {
-  return (built ??= build());
+  return nativeTool('loadgen');
 }
 
-async function build(): Promise<string | null> {
-  const root = findRoot();
-  if (!root) return unavailable(`${SOURCE} not found`);
-  const src = join(root, SOURCE);
-  const bin = join(root, BINARY);
+/** The path of a native bench tool, compiled when its source is newer than the binary; null when it cannot be built. */
+export function nativeTool(tool: NativeTool): Promise<string | null> {
+  let b = built.get(tool);
+  if (!b) built.set(tool, (b = build(tool)));
+  return b;
+}
+
+async function build(tool: NativeTool): Promise<string | null> {
+  const root = findRoot(tool);
+  if (!root) return unavailable(tool, `${source(tool)} not found`);
+  const src = join(root, source(tool));
+  const bin = join(root, binary(tool));
   try {
     if (statSync(bin).mtimeMs >= statSync(src).mtimeMs) return bin;
   } catch {
@@ -62,10 +72,10 @@ async function build(): Promise<string | null> {
     rmSync(tmp, { force: true });
     const err = e as NodeJS.ErrnoException & { stderr?: string };
     const stderr = String(err.stderr ?? '');
-    if (err.code === 'ENOENT') return unavailable('no C compiler: cc not found');
-    if (/openssl\/\S+: No such file/.test(stderr)) return unavailable('no OpenSSL headers: install libssl-dev');
-    if (/cannot find -l(ssl|crypto)/.test(stderr)) return unavailable('no OpenSSL library: install libssl-dev');
-    return unavailable(`cc failed: ${stderr.split('\n').find((l) => /error/.test(l)) ?? err.message}`);
+    if (err.code === 'ENOENT') return unavailable(tool, 'no C compiler: cc not found');
+    if (/openssl\/\S+: No such file/.test(stderr)) return unavailable(tool, 'no OpenSSL headers: install libssl-dev');
+    if (/cannot find -l(ssl|crypto)/.test(stderr)) return unavailable(tool, 'no OpenSSL library: install libssl-dev');
+    return unavailable(tool, `cc failed: ${stderr.split('\n').find((l) => /error/.test(l)) ?? err.message}`);
   }
 }
 

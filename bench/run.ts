@@ -6,6 +6,9 @@
 //   npm run bench -- --only create,get --seconds 5 --watchers 1000,10000 --idle 20000 --startup-objects 1000000
 //   npm run bench -- --server-args "--storage-backend etcd3 --etcd-servers http://127.0.0.1:23790"
 //                                          kubeshard started here with these flags too (e.g. on etcd)
+//   npm run bench -- --only watch --watch-client native
+//                                          the watch scenario's raw watches from the native fleet
+//                                          (bench/native-watch.ts) instead of the JS one
 //   npm run bench -- --only nodes --nodes 100 --pods-per-node 30 [--nodes-window 30] [--fleet-args "..."]
 //                                          a simulated fleet and its pods (issue 23, bench/nodes.ts)
 //   npm run bench -- --reference K [--reference-pid P[,P2]] [--reference-context C]
@@ -25,6 +28,7 @@ import { rawLoad } from './raw-load.js';
 import { nativeLoad, nativeLoadgen } from './native-load.js';
 import { newWriteClock, runRateWriter } from './rate-writer.js';
 import { nodesScenario } from './nodes.js';
+import { nativeWatchAvailable, openNativeWatchFleet } from './native-watch.js';
 
 const args = process.argv.slice(2);
 function opt(name: string, dflt: string): string;
@@ -36,6 +40,8 @@ function opt(name: string, dflt?: string): string | undefined {
 const seconds = Number(opt('seconds', '10'));
 const only = new Set(opt('only', 'create,get,list,watch,idle-watches,startup,mixed').split(','));
 const watcherCounts = opt('watchers', '1000,10000').split(',').map(Number);
+/** --watch-client js|native: the watch scenario's fleet (the native one costs the shared cores less) */
+const watchClient = opt('watch-client', 'js');
 /**
  * Each idle watch is a socket on both sides: both processes need more descriptors than
  * watches. The default asks for 20,000 but stays below this process's limit.
@@ -337,11 +343,15 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
         run: async (s) => {
           const t = s.t;
           await ensureNs(t, 'bench-watch');
-          await measured(s, `watch ${n} watchers`, async () => {
+          await measured(s, `watch ${n} watchers${watchClient === 'native' ? ' (native fleet)' : ''}`, async () => {
             const rss = rssWhileOpening(s);
             // about a hundred raw watches (one in sampleEvery of each reading thread, spread over
             // the fan-out's order) note when each sequenced create arrives
-            const fleet = await openWatchFleet(t, '/api/v1/namespaces/bench-watch/configmaps?watch=1', n, 5, undefined, undefined, rss.cb, Math.max(1, Math.round(n / 100)));
+            const watchPath = '/api/v1/namespaces/bench-watch/configmaps?watch=1';
+            const fleet =
+              watchClient === 'native'
+                ? (await openNativeWatchFleet(t, watchPath, n, 5, undefined, rss.cb, Math.max(1, Math.round(n / 100))))!
+                : await openWatchFleet(t, watchPath, n, 5, undefined, undefined, rss.cb, Math.max(1, Math.round(n / 100)));
             // each create's sequence number, send time and acknowledgement time (rate-writer.ts)
             const clock = newWriteClock();
             // A writer rate that asks for 600k events/s: the delivered figure shows the capacity.
@@ -423,11 +433,13 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
               // the shares of the two cores the server and this process (the fleet, the writer) take
               const calmServer = sampleProc(t.pid);
               const calmClient = process.cpuUsage();
+              const calmFleet = sampleProc(fleet.pid);
               const calmStart = performance.now();
               const calmSent = await runRateWriter({ url: t.url, headers: authHeaders(t), tls: t.tls, path: '/api/v1/namespaces/bench-watch/configmaps', rate: calm, seconds: Math.max(3, seconds / 2), annotation: 'bench/sent', clock });
               const calmWall = (performance.now() - calmStart) / 1000;
               const calmServerAfter = sampleProc(t.pid);
               const calmClientUs = process.cpuUsage(calmClient);
+              const calmFleetAfter = sampleProc(fleet.pid);
               clock.base += calmSent;
               await sleep(1000);
               const calmLat = await arrivedSince();
@@ -439,6 +451,8 @@ function steps(): Array<{ name: string; run: (s: Server) => Promise<void> }> {
               metrics.calmSamplerP99 = percentile(calmLat.samplers, 99);
               if (calmServer && calmServerAfter) metrics.calmServerCores = (calmServerAfter.cpuSeconds - calmServer.cpuSeconds) / calmWall;
               metrics.calmClientCores = (calmClientUs.user + calmClientUs.system) / 1e6 / calmWall;
+              // the native fleet's process is the client too
+              if (calmFleet && calmFleetAfter) metrics.calmClientCores += (calmFleetAfter.cpuSeconds - calmFleet.cpuSeconds) / calmWall;
               clearInterval(ticker);
               const lps = latencyPerSecond(timed.at, timed.ms, start, perSecond.length);
               const lpsSend = latencyPerSecond(timedSend.at, timedSend.ms, start, perSecond.length);
@@ -536,6 +550,10 @@ async function main() {
   const threadCounts = (opt('front-threads') ?? '').split(',').filter(Boolean).map(Number);
   if (threadCounts.length > 2 || threadCounts.some((n) => !(n >= 1))) throw new Error('--front-threads takes one or two counts, e.g. 1,2');
   if (threadCounts.length === 2 && referencePath) throw new Error('--front-threads with two counts compares kubeshard with itself: leave out --reference');
+  if (watchClient !== 'js' && watchClient !== 'native') throw new Error(`--watch-client ${watchClient}: js or native`);
+  // built before anything is measured, and no silent fallback: figures labelled native
+  // must come from the native fleet
+  if (watchClient === 'native' && only.has('watch') && !(await nativeWatchAvailable())) throw new Error('--watch-client native: the native watch fleet cannot be built here');
   try {
     const serverArgs = (opt('server-args') ?? '').split(/\s+/).filter(Boolean);
     const t = await startTarget(args, [...serverArgs, ...(threadCounts.length ? ['--front-threads', String(threadCounts[0])] : [])]);

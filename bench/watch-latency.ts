@@ -5,13 +5,20 @@
 //   npm run build && node dist/bench/watch-latency.js --watchers 10000 [--rate 13 | --events 134375]
 //     [--seconds 5] [--rounds 3] [--peak] [--sample-every 100]
 //     [--servers dist/src/main.js,/tmp/other/dist/src/main.js] [--server-args "--watch-fanout-tick 5"]
+//     [--client js|native]
 //
 // Latency is the issue's: from the create's acknowledgement (its response reaching the
 // writer) to the event's arrival at a watch client, measured on one raw watch in
 // --sample-every of the fleet (on the fleet's busy reading threads), and given from the
 // send time beside it. The calling thread's five samplers (idle readers, registered last)
-// are reported apart. The share of the two cores taken by the server and by this process
-// (the fleet's reading threads, the writer and the samplers) is printed per phase.
+// are reported apart. The share of the two cores taken by the server and by the client (this
+// process: the fleet's reading threads, the writer and the samplers; and the native fleet's
+// process with --client native) is printed per phase.
+//
+// --client native: the raw watches are held by the native fleet (native/loadgen/watchfleet.c,
+// bench/native-watch.ts), a C process that costs the shared cores a fraction of the JS
+// fleet's ~4.5 µs per event, so the figures are less those of the client's contention with
+// the server. The writer and the samplers stay in this process.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { api, sampleProc, type Target, freePort } from './lib.js';
 import { latenciesOf, openWatchFleet, percentile, type WatchFleet } from './watch-load.js';
 import { newWriteClock, runRateWriter, type WriteClock } from './rate-writer.js';
+import { nativeWatchAvailable, openNativeWatchFleet } from './native-watch.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {
@@ -37,6 +45,8 @@ const rate = Number(opt('rate', String(Math.max(1, Math.round(events / watchers)
 const sampleEvery = Number(opt('sample-every', String(Math.max(1, Math.round(watchers / 100)))));
 const servers = opt('servers', join(ROOT, 'dist', 'src', 'main.js')).split(',');
 const serverArgs = opt('server-args', '').split(' ').filter(Boolean);
+/** --client js|native: the raw watches' fleet */
+const client = opt('client', 'js');
 
 async function start(main: string): Promise<Target & { stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kubeshard-watchlat-'));
@@ -99,6 +109,7 @@ async function phase(t: Target, fleet: WatchFleet, clock: WriteClock, r: number,
   const r0 = fleet.reads();
   const s0 = sampleProc(t.pid)!;
   const c0 = process.cpuUsage();
+  const f0 = sampleProc(fleet.pid);
   const th0 = ownThreads();
   const w0 = performance.now();
   // --perf FILE: the server's profile (perf record) over this phase
@@ -115,6 +126,7 @@ async function phase(t: Target, fleet: WatchFleet, clock: WriteClock, r: number,
   }
   const s1 = sampleProc(t.pid)!;
   const c1 = process.cpuUsage(c0);
+  const f1 = sampleProc(fleet.pid);
   const th1 = ownThreads();
   clock.base += sent;
   const a = await fleet.takeArrivals();
@@ -163,24 +175,34 @@ async function phase(t: Target, fleet: WatchFleet, clock: WriteClock, r: number,
     serverCpu: (s1.cpuSeconds - s0.cpuSeconds) / wall,
     clientCpu: (c1.user + c1.system) / 1e6 / wall,
   };
+  // the native fleet's process is the client too (ticks of 10 ms: coarse, but a phase lasts seconds)
+  if (f0 && f1) {
+    m.fleetCpu = (f1.cpuSeconds - f0.cpuSeconds) / wall;
+    m.clientCpu += m.fleetCpu;
+  }
   const busy = [...th1].map(([k, v]) => [k, (v - (th0.get(k) ?? 0)) / 100 / wall] as const).filter(([, v]) => v >= 0.02);
   console.log(
-    `  ${label}: ${fmt(m.eventsPerSec / 1000)}k ev/s (${sent} creates, lost ${m.lost}) ev/read ${fmt(m.eventsPerRead)} | from ack p50 ${fmt(m.ackP50)} p99 ${fmt(m.ackP99)} max ${fmt(m.ackMax)} ms (${ack.length} samples) | from send p50 ${fmt(m.sendP50)} p99 ${fmt(m.sendP99)} | create itself p50 ${fmt(m.writeP50)} p99 ${fmt(m.writeP99)} | samplers from ack p50 ${fmt(m.samplerAckP50)} p99 ${fmt(m.samplerAckP99)} | first arrival p50 ${fmt(m.firstP50)} p99 ${fmt(m.firstP99)}, spread p50 ${fmt(m.spreadP50)} p99 ${fmt(m.spreadP99)} | cores: server ${m.serverCpu.toFixed(2)} client ${m.clientCpu.toFixed(2)} (${busy.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')})`,
+    `  ${label}: ${fmt(m.eventsPerSec / 1000)}k ev/s (${sent} creates, lost ${m.lost}) ev/read ${fmt(m.eventsPerRead)} | from ack p50 ${fmt(m.ackP50)} p99 ${fmt(m.ackP99)} max ${fmt(m.ackMax)} ms (${ack.length} samples) | from send p50 ${fmt(m.sendP50)} p99 ${fmt(m.sendP99)} | create itself p50 ${fmt(m.writeP50)} p99 ${fmt(m.writeP99)} | samplers from ack p50 ${fmt(m.samplerAckP50)} p99 ${fmt(m.samplerAckP99)} | first arrival p50 ${fmt(m.firstP50)} p99 ${fmt(m.firstP99)}, spread p50 ${fmt(m.spreadP50)} p99 ${fmt(m.spreadP99)} | cores: server ${m.serverCpu.toFixed(2)} client ${m.clientCpu.toFixed(2)} (${fleet.pid ? `native fleet ${m.fleetCpu.toFixed(2)}, ` : ''}${busy.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')})`,
   );
   return m;
 }
 
 async function main() {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+  if (client !== 'js' && client !== 'native') throw new Error(`--client ${client}: js or native`);
+  // built before anything is measured, and no silent fallback: a figure labelled native
+  // must come from the native fleet
+  if (client === 'native' && !(await nativeWatchAvailable())) throw new Error('--client native: the native watch fleet cannot be built here');
   const results = new Map<string, Array<Record<string, number>>>();
   for (let round = 0; round < rounds; round++) {
     for (const main of servers) {
       const t = await start(main);
       try {
         await api(t, 'POST', '/api/v1/namespaces', { metadata: { name: 'lat' } });
-        const fleet = await openWatchFleet(t, '/api/v1/namespaces/lat/configmaps?watch=1', watchers, 5, 'bench/sent', 2, undefined, sampleEvery);
+        const path = '/api/v1/namespaces/lat/configmaps?watch=1';
+        const fleet = client === 'native' ? (await openNativeWatchFleet(t, path, watchers, 5, 'bench/sent', undefined, sampleEvery))! : await openWatchFleet(t, path, watchers, 5, 'bench/sent', 2, undefined, sampleEvery);
         const clock = newWriteClock();
-        console.log(`${main} round ${round + 1}: ${fleet.open()} watchers (${fleet.failed()} failed), calm ${rate} creates/s = ${rate * fleet.open()} events/s`);
+        console.log(`${main} round ${round + 1}: ${fleet.open()} watchers (${client} fleet, ${fleet.failed()} failed), calm ${rate} creates/s = ${rate * fleet.open()} events/s`);
         const row: Record<string, number> = {};
         if (peak) {
           const p = await phase(t, fleet, clock, Math.max(5, Math.min(2000, Math.round(600_000 / Math.max(1, fleet.open())))), seconds, 'peak');
@@ -201,7 +223,7 @@ async function main() {
     return s.length ? `min ${fmt(s[0])} med ${fmt(s[Math.floor((s.length - 1) / 2)])} max ${fmt(s[s.length - 1])}` : '-';
   };
   for (const [main, rows] of results) {
-    const keys = ['peakEventsPerSec', 'ackP50', 'ackP99', 'sendP50', 'sendP99', 'samplerAckP99', 'writeP50', 'writeP99', 'firstP99', 'spreadP99', 'serverCpu', 'clientCpu'];
+    const keys = ['peakEventsPerSec', 'ackP50', 'ackP99', 'sendP50', 'sendP99', 'samplerAckP99', 'writeP50', 'writeP99', 'firstP99', 'spreadP99', 'serverCpu', 'clientCpu', 'fleetCpu'];
     console.log(`${main}: ${keys.filter((k) => rows[0][k] !== undefined).map((k) => `${k} ${stat(rows.map((r) => r[k]))}`).join(' | ')}`);
   }
 }

@@ -51,6 +51,11 @@ export interface WatchFleet {
    */
   takeArrivals(): Promise<{ fleet: Float64Array; samplers: Float64Array }>;
   close(): Promise<void>;
+  /**
+   * The process the raw watches run in when it is not this one (the native fleet,
+   * bench/native-watch.ts): its CPU is the client's too. Undefined for the JS fleet.
+   */
+  pid?: number;
 }
 
 const enum Phase {
@@ -360,48 +365,28 @@ if (!isMainThread && (workerData as { fleet?: FleetJob })?.fleet) {
   });
 }
 
-/**
- * Opens count watches of path (and `samplers` parsing ones). onOpening, when given, is
- * called about every 250 ms while the watches open, with how many are open so far (the
- * bench samples the server's RSS against it). sampleEvery > 0: every sampleEvery-th raw
- * watch of each reading thread notes the arrivals of sequenced creates (takeArrivals).
- */
-export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2, onOpening?: (open: number) => void, sampleEvery = 0): Promise<WatchFleet> {
-  const u = new URL(t.url);
-  const request = `GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
-  const n = Math.max(1, Math.min(threads, count || 1));
-  const counters = new SharedArrayBuffer(4 * Slot.Width * n);
-  const view = new Int32Array(counters);
-  const workers: Worker[] = [];
-  const opened: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    const share = Math.floor(count / n) + (i < count % n ? 1 : 0);
-    const job: FleetJob = { host: u.hostname, port: Number(u.port || 443), tls: t.tls, request, count: share, counters, base: i * Slot.Width, sampleEvery };
-    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { fleet: job } });
-    workers.push(w);
-    opened.push(
-      new Promise((resolve, reject) => {
-        w.once('message', () => resolve());
-        w.once('error', reject);
-        w.once('exit', () => resolve());
-      }),
-    );
-  }
-  // sums of one slot over the threads; the counters are 32-bit: read as unsigned, they
-  // hold 4 billion events, far more than one run delivers
-  const sum = (slot: Slot) => {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += slot === Slot.Events || slot === Slot.Reads ? Atomics.load(view, i * Slot.Width + slot) >>> 0 : Atomics.load(view, i * Slot.Width + slot);
-    return s;
-  };
-  const progress = onOpening ? setInterval(() => onOpening(sum(Slot.Open)), 250) : undefined;
-  try {
-    await Promise.all(opened);
-  } finally {
-    if (progress) clearInterval(progress);
-  }
-  onOpening?.(sum(Slot.Open));
+/** The raw watch request of a fleet's watches (the JS fleet's and the native one's). */
+export function watchRequest(t: Target, path: string): string {
+  return `GET ${path} HTTP/1.1\r\nHost: ${new URL(t.url).host}\r\n${authLine(t)}Accept: application/json\r\n\r\n`;
+}
 
+/** The calling thread's parsing watches (see WatchFleet): what a fleet adds to its raw watches. */
+export interface Samplers {
+  malformed(): number;
+  takeLatencies(): number[];
+  takeTimedLatencies(): { at: number[]; ms: number[] };
+  /** (sequence number, arrival ms) pairs since the last call */
+  takeArrivals(): Float64Array;
+  close(): void;
+}
+
+/**
+ * Opens `samplers` watches of path on the calling thread with node's https, each event
+ * parsed: latencies from the send time in annotation, arrivals of sequenced creates, and
+ * the lines that do not parse. Shared by the JS and the native fleets, so that both report
+ * the same idle readers beside their own.
+ */
+export function openSamplers(t: Target, path: string, samplers: number, annotation: string): Samplers {
   const reqs: Array<{ destroy(): void }> = [];
   let latencies: number[] = [];
   /** Date.now() at which each of latencies arrived */
@@ -444,13 +429,8 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
     req.on('error', () => {});
     reqs.push(req);
   }
-  await new Promise((r) => setTimeout(r, 500));
   return {
-    events: () => sum(Slot.Events),
-    open: () => sum(Slot.Open),
-    failed: () => sum(Slot.Failed),
-    reads: () => sum(Slot.Reads),
-    malformed: () => malformed + sum(Slot.Malformed),
+    malformed: () => malformed,
     takeLatencies: () => {
       const l = latencies;
       latencies = [];
@@ -463,6 +443,69 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
       arrivals = [];
       return r;
     },
+    takeArrivals: () => {
+      const s = Float64Array.from(samplerArrivals);
+      samplerArrivals = [];
+      return s;
+    },
+    close: () => {
+      for (const r of reqs) r.destroy();
+    },
+  };
+}
+
+/**
+ * Opens count watches of path (and `samplers` parsing ones). onOpening, when given, is
+ * called about every 250 ms while the watches open, with how many are open so far (the
+ * bench samples the server's RSS against it). sampleEvery > 0: every sampleEvery-th raw
+ * watch of each reading thread notes the arrivals of sequenced creates (takeArrivals).
+ */
+export async function openWatchFleet(t: Target, path: string, count: number, samplers = 5, annotation = 'bench/sent', threads = 2, onOpening?: (open: number) => void, sampleEvery = 0): Promise<WatchFleet> {
+  const u = new URL(t.url);
+  const request = watchRequest(t, path);
+  const n = Math.max(1, Math.min(threads, count || 1));
+  const counters = new SharedArrayBuffer(4 * Slot.Width * n);
+  const view = new Int32Array(counters);
+  const workers: Worker[] = [];
+  const opened: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const share = Math.floor(count / n) + (i < count % n ? 1 : 0);
+    const job: FleetJob = { host: u.hostname, port: Number(u.port || 443), tls: t.tls, request, count: share, counters, base: i * Slot.Width, sampleEvery };
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { fleet: job } });
+    workers.push(w);
+    opened.push(
+      new Promise((resolve, reject) => {
+        w.once('message', () => resolve());
+        w.once('error', reject);
+        w.once('exit', () => resolve());
+      }),
+    );
+  }
+  // sums of one slot over the threads; the counters are 32-bit: read as unsigned, they
+  // hold 4 billion events, far more than one run delivers
+  const sum = (slot: Slot) => {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += slot === Slot.Events || slot === Slot.Reads ? Atomics.load(view, i * Slot.Width + slot) >>> 0 : Atomics.load(view, i * Slot.Width + slot);
+    return s;
+  };
+  const progress = onOpening ? setInterval(() => onOpening(sum(Slot.Open)), 250) : undefined;
+  try {
+    await Promise.all(opened);
+  } finally {
+    if (progress) clearInterval(progress);
+  }
+  onOpening?.(sum(Slot.Open));
+
+  const samp = openSamplers(t, path, samplers, annotation);
+  await new Promise((r) => setTimeout(r, 500));
+  return {
+    events: () => sum(Slot.Events),
+    open: () => sum(Slot.Open),
+    failed: () => sum(Slot.Failed),
+    reads: () => sum(Slot.Reads),
+    malformed: () => samp.malformed() + sum(Slot.Malformed),
+    takeLatencies: samp.takeLatencies,
+    takeTimedLatencies: samp.takeTimedLatencies,
     takeArrivals: async () => {
       const parts = await Promise.all(
         workers.map(
@@ -481,12 +524,10 @@ export async function openWatchFleet(t: Target, path: string, count: number, sam
       const fleet = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
       let off = 0;
       for (const p of parts) fleet.set(p, (off += p.length) - p.length);
-      const s = Float64Array.from(samplerArrivals);
-      samplerArrivals = [];
-      return { fleet, samplers: s };
+      return { fleet, samplers: samp.takeArrivals() };
     },
     close: async () => {
-      for (const r of reqs) r.destroy();
+      samp.close();
       await Promise.all(
         workers.map(
           (w) =>
