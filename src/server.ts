@@ -626,6 +626,9 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       )
     : null;
   const limiter = new InflightLimiter({ maxReadonly: o.maxRequestsInflight, maxMutating: o.maxMutatingRequestsInflight }, seats);
+  // apiserver_current_inflight_requests: the last second's most, as kube's watermark (the
+  // main thread rolls the period; every thread shows the same figures)
+  const peakTimer = main ? setInterval(() => seats.rollPeaks(), 1000).unref() : undefined;
   const flowControl = apf ? apf.filter() : limiter.filter();
   if (apf) {
     steps.finish('priority-and-fairness-config-consumer');
@@ -634,7 +637,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   if (main) steps.finish('storage-object-count-tracker-hook');
   const metrics = new RequestMetrics(
     {
-      inflight: () => (apf ? { ...apf.inflight } : { readOnly: limiter.readonly, mutating: limiter.mutating }),
+      inflight: () => seats.peaks(),
       storageObjects: () => (storageCounts ? storageCounts.counts() : cacher.objectCounts()),
       // (with the plain inflight limits, read_vs_write_current_requests alone, as kube's max-inflight filter feeds it)
       flowControl: apf ? () => apf.snapshot() : main ? () => ({ flows: [], levels: [], readWrite: limiter.readWrite() }) : undefined,
@@ -925,6 +928,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
         namespaces.stop();
         apfBootstrap.stop();
         apf?.stop();
+        clearInterval(peakTimer);
         crds.stop();
         availability?.stop();
         authTrust?.stop();

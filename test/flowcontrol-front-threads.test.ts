@@ -87,9 +87,12 @@ async function holdEverywhere(s: TestServer, conns: Connection[], start: (c: Con
   for (const h of held) void h.reply.then(() => answered++, () => {});
   // a server limiting per thread lets one through per thread: wait for either outcome
   await until(() => answered >= conns.length - 2, 2500);
-  await new Promise((r) => setTimeout(r, 200));
+  // the gauge is the last second's most (kube's watermark): a whole period inside the hold
+  // first (the main thread rolls it every second, so two seconds hold one)
+  await new Promise((r) => setTimeout(r, 2100));
   const fresh = Array.from({ length: conns.length }, () => new https.Agent({ keepAlive: false, ca: s.ca }));
-  const gauges = await Promise.all(fresh.map((c) => inflightOn(s, c)));
+  const gauges: Array<{ readOnly: number; mutating: number }> = [];
+  for (const c of fresh) gauges.push(await inflightOn(s, c));
   for (const h of held) h.finish?.();
   const counts: Record<number, number> = {};
   for (const r of await Promise.all(held.map((h) => h.reply))) counts[r.status] = (counts[r.status] ?? 0) + 1;
@@ -151,8 +154,9 @@ describe('--enable-priority-and-fairness=false: the inflight limits are the whol
     expect(threads.counts).toEqual(single.counts);
     // whichever thread answered /metrics, it counts the seat held (on it or on the other)
     expect(everyGauge(threads.gauges)).toEqual(['1/0']);
-    // and all seats are free again
-    expect(everyGauge(await Promise.all((await connect(two)).map((c) => inflightOn(two, c))))).toEqual(['0/0']);
+    // and all seats are free again (once a period has passed without one held)
+    const conns = await connect(two);
+    await until(async () => everyGauge(await Promise.all(conns.map((c) => inflightOn(two, c)))).join() === '0/0', 5000);
     expect((await request(two, 'GET', '/api/v1/namespaces/default/configmaps', undefined, { authorization: 'Bearer alice-token' })).status).toBe(200);
   }, 120_000);
 
@@ -193,7 +197,10 @@ describe('priority and fairness: a level\'s seats are the whole server\'s', () =
     await seenEverywhere(two, conns, 'slow-token', await tinyLevel(two, 'tiny-reject', 'slowpoke', { type: 'Reject' }));
     const r = await holdEverywhere(two, conns, slowList(two, await slowListPath(two), 'slow-token'));
     expect(r.counts).toEqual({ 429: CONNECTIONS - 1, 504: 1 });
-    expect(everyGauge(r.gauges)).toEqual(['1/0']);
+    // the held list on every thread's figure; the scrapes (exempt, counted as kube's filter
+    // counts every request it runs) may add one of their own
+    for (const g of r.gauges) expect([1, 2]).toContain(g.readOnly);
+    expect(new Set(r.gauges.map((g) => g.mutating))).toEqual(new Set([0]));
   }, 120_000);
 
   it('a Queue level of one seat: requests queued on both threads run one after another, each when the last ends', async () => {

@@ -131,11 +131,6 @@ export class PriorityAndFairness {
     this.borrowing?.stop();
   }
 
-  /** seats held by read-only and mutating requests on every front thread (apiserver_current_inflight_requests) */
-  get inflight(): { readOnly: number; mutating: number } {
-    return { readOnly: this.seats.inflight(false), mutating: this.seats.inflight(true) };
-  }
-
   /** What /metrics shows of it. */
   snapshot(): FlowControlSnapshot {
     this.classifier.levels(); // rebuilt first if the configuration changed
@@ -248,6 +243,8 @@ export class PriorityAndFairness {
           const kind = mutating ? 1 : 0;
           slot.take(seats);
           slot.timing.note(started, seats, 1, 0, 0, kind);
+          // (apiserver_current_inflight_requests counts it, as kube's filter counts every request it runs)
+          this.seats.addInflight(mutating, 1);
           const stats = h.stats;
           stats.executing++;
           stats.executingSeats += seats;
@@ -263,6 +260,7 @@ export class PriorityAndFairness {
             (watch ? stats.execWatch : stats.execRegular).observe((now - started) / 1000);
             slot.untake(seats);
             slot.timing.note(now, -seats, -1, 0, 0, kind);
+            this.seats.addInflight(mutating, -1);
           };
           req.delegated = release;
           res.onDone(release);

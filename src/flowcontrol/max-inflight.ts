@@ -29,15 +29,6 @@ export class InflightLimiter {
     private readonly seats: SharedSeats = new SharedSeats(),
   ) {}
 
-  /** read-only requests holding a seat, on every front thread */
-  get readonly(): number {
-    return this.seats.inflight(false);
-  }
-  /** mutating requests holding a seat, on every front thread */
-  get mutating(): number {
-    return this.seats.inflight(true);
-  }
-
   /** read_vs_write_current_requests, for /metrics (the main thread's: the statistics are the server's) */
   readWrite(): ReturnType<SharedSeats['rw']['histograms']> {
     return this.seats.rw.histograms(performance.now());

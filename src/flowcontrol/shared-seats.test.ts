@@ -264,6 +264,12 @@ describe('shared seats across two threads', () => {
     expect(Atomics.load(probe, MAX_RUNNING)).toBe(2);
     expect(Atomics.load(probe, MAX_EXECUTING)).toBeLessThanOrEqual(2);
     expect([seats.inflight(false), seats.inflight(true)]).toEqual([0, 0]);
+    // the period's peak (apiserver_current_inflight_requests) saw the limit reached, never passed
+    seats.rollPeaks();
+    expect(seats.peaks()).toEqual({ readOnly: 2, mutating: 0 });
+    // the next period starts from the count at the roll: nothing held now
+    seats.rollPeaks();
+    expect(seats.peaks()).toEqual({ readOnly: 0, mutating: 0 });
   });
 
   it('a seat freed on one thread goes to a waiter on the other; newcomers see the other thread waiting', async () => {

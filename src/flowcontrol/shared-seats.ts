@@ -14,7 +14,9 @@
 //   [4]  mutating requests waiting likewise (read_vs_write_current_requests; a failed front
 //        thread's are not reclaimed)
 //   [5]  the lock of the timing blocks (seat-timing.ts: every level's and read/write's)
-//   [6..7] spare
+//   [6..7] the most read-only and mutating requests that held a seat at once since the
+//        main thread last rolled the period (apiserver_current_inflight_requests shows the
+//        last second's, as kube's watermark)
 //   then LEVEL_SLOTS slots of 8 words, one per priority level:
 //   [+0..1] the level's key (one BigInt64): a 52-bit hash of its name, plus one; 0 while free
 //   [+2]    seats the level's requests hold, on every thread (a request holds the seats
@@ -28,7 +30,8 @@
 //   alone beside each change of a total: its read-only and mutating seats, then its
 //   executing and waiting counts of every slot.
 //   Then, 8-byte aligned, float64s: [0] the time origin (performance.timeOrigin) of the thread
-//   that made the buffer, the clock every thread's times are moved onto; [1..7] spare; the
+//   that made the buffer, the clock every thread's times are moved onto; [1..2] the last
+//   period's peaks of words 0 and 1 (rollPeaks); [3..7] spare; the
 //   read/write timing block; one level timing block per slot (seat-timing.ts: the seat demand
 //   integrator and the timing ratio histograms, integrated at every change of the counts).
 //   When a front thread ends without releasing
@@ -66,6 +69,8 @@ const CURRENT_LIMIT = 5;
 const TIMING_LOCK = 5;
 /** header word: front threads with shares */
 const THREADS = 2;
+/** header words: the current period's peaks of words 0 and 1 */
+const PEAK = 6;
 const THREAD_WORDS = 2 + 2 * LEVEL_SLOTS;
 const SLOTS_END = HEADER_WORDS + LEVEL_SLOTS * SLOT_WORDS;
 /** float64s before the level timing blocks: the time origin, spare, the read/write block */
@@ -323,9 +328,34 @@ export class SharedSeats {
    */
   addInflight(mutating: boolean, delta: number, now?: number): void {
     const k = mutating ? 1 : 0;
-    Atomics.add(this.words, k, delta);
+    const n = Atomics.add(this.words, k, delta) + delta;
     Atomics.add(this.words, this.own + k, delta);
+    if (delta > 0) this.notePeak(k, n);
     if (now !== undefined) this.rw.note(now, mutating, delta, 0);
+  }
+
+  private notePeak(k: number, n: number): void {
+    for (;;) {
+      const peak = Atomics.load(this.words, PEAK + k);
+      if (n <= peak || Atomics.compareExchange(this.words, PEAK + k, peak, n) === peak) return;
+    }
+  }
+
+  /**
+   * The main thread, once a period (a second, as kube's watermark): the most requests of
+   * each kind that held a seat at once during it; the next period starts from the count now.
+   */
+  rollPeaks(): void {
+    for (const k of [0, 1]) {
+      const now = Atomics.load(this.words, k);
+      // (a float64 is written whole on the platforms Node runs on; readers see the old or the new)
+      this.floats[1 + k] = Math.max(now, Atomics.exchange(this.words, PEAK + k, now));
+    }
+  }
+
+  /** The last period's peaks (rollPeaks), the same on every thread. */
+  peaks(): { readOnly: number; mutating: number } {
+    return { readOnly: this.floats[1], mutating: this.floats[2] };
   }
 
   /** Requests of a kind waiting in the queues of priority and fairness, on every thread. */
@@ -344,7 +374,10 @@ export class SharedSeats {
     for (;;) {
       const cur = Atomics.load(this.words, i);
       if (cur >= limit) return false;
-      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) break;
+      if (Atomics.compareExchange(this.words, i, cur, cur + 1) === cur) {
+        this.notePeak(i, cur + 1);
+        break;
+      }
     }
     Atomics.add(this.words, this.own + i, 1);
     return true;

@@ -256,7 +256,7 @@ export class RequestMetrics implements RequestObserver {
       metric('apiserver_request_terminations_total', 'counter', '[ALPHA] Requests the server ended in self-defense (rejected by its concurrency limits, timed out), by verb, group, version, resource, subresource, scope, component and code.', () => {
         for (const e of this.terminations.values()) out.push(`apiserver_request_terminations_total${labelText({ ...base(e.labels, false), code: String(e.code) })} ${e.n}`);
       });
-    metric('apiserver_current_inflight_requests', 'gauge', '[STABLE] Requests holding a seat of the inflight limits at the last second, by kind (readOnly or mutating).', () => {
+    metric('apiserver_current_inflight_requests', 'gauge', '[STABLE] The most requests that ran at once in the last second, by kind (readOnly or mutating).', () => {
       const n = this.gauges.inflight();
       out.push(`apiserver_current_inflight_requests{request_kind="mutating"} ${n.mutating}`, `apiserver_current_inflight_requests{request_kind="readOnly"} ${n.readOnly}`);
     });
