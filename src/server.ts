@@ -72,6 +72,7 @@ import { ClusterRoleAggregation } from './controllers/clusterrole-aggregation.js
 import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { SharedSeats } from './flowcontrol/shared-seats.js';
+import { RemoteQueues } from './flowcontrol/remote-queues.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { kubeletClient } from './kubelet/kubelet-client.js';
@@ -620,6 +621,8 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
           // the seat borrowing loop is the server's: the main thread runs it
           borrowing: main,
           showHiddenMetrics: o.showHiddenMetricsForVersion === '1.32',
+          // the other front threads' requests that must wait, wait in the main thread's queues
+          remote: thread ? new RemoteQueues(thread.queues) : undefined,
         },
         seats,
         workSources,
@@ -827,10 +830,18 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
     };
   }
   // (made before the listener opens: the first large write may start the bulk thread)
-  const others = new FrontThreads(o, storage, front.bodyBudget, serve, seats, (port) => {
-    if (auditor) serveAudit(port, auditor.backend);
-    else port.close();
-  });
+  const others = new FrontThreads(
+    o,
+    storage,
+    front.bodyBudget,
+    serve,
+    seats,
+    (port) => {
+      if (auditor) serveAudit(port, auditor.backend);
+      else port.close();
+    },
+    apf ? (port) => apf.hostRemote(port) : undefined,
+  );
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront
     ? await startHttp2Server({ ...front, clientCa: clientCaBundles, maxStreams: o.http2MaxStreams, goawayChance: o.goawayChance, tls: nodeTls(tlsSettings, tlsWarnings, clientCaBundles) })

@@ -22,8 +22,10 @@
 // for, its current limit and the inflight gauges are counted across threads, so the limits
 // are the server's, and so are the time-weighted statistics of those counts (seat-timing.ts:
 // the seat demand the borrowing loop reads, the timing ratio histograms, which the main
-// thread's instance serves); the queues, their virtual clocks and the other
-// apiserver_flowcontrol_* counters are each thread's.
+// thread's instance serves). A request that must wait waits in the main thread's queues,
+// whichever thread it came in on (remote-queues.ts): one queue set per level, so fairness
+// between flows is the server's; the other apiserver_flowcontrol_* counters are each
+// thread's (summed at a scrape).
 //
 // Thread ownership: the front thread owns all of it (the classifier's cache and config, the
 // levels' queues, the counters) except the seat counts, which every front thread shares;
@@ -41,6 +43,8 @@ import { FlowStatsRegistry, type FlowStats } from './flow-stats.js';
 import { SharedSeats } from './shared-seats.js';
 import { estimateWork, type WorkSources } from './work-estimator.js';
 import { Borrowing } from './borrowing.js';
+import { QueueHost, type RemoteQueues } from './remote-queues.js';
+import type { MessagePort } from 'node:worker_threads';
 import type { FlowControlSnapshot } from '../metrics/flowcontrol-metrics.js';
 
 /**
@@ -67,12 +71,17 @@ export interface ApfOptions {
   borrowing?: boolean;
   /** --show-hidden-metrics-for-version=1.32: the deprecated request_concurrency_limit and request_concurrency_in_use are served */
   showHiddenMetrics?: boolean;
+  /** (a front thread other than the main one) its requests that must wait, wait in the main thread's queues */
+  remote?: RemoteQueues;
 }
 
 /** What the filter keeps per classification outcome: its counters, level and shuffle-sharding hand. */
 interface FlowHandle {
   stats: FlowStats;
   state: LevelState;
+  /** the names of its level and FlowSchema (the main thread's queues know the level by name) */
+  level: string;
+  schema: string;
   /** the flow's hash (schema name and distinguisher) */
   hash: number;
   /** its hand of queues, dealt for the queue generation handGen */
@@ -129,6 +138,21 @@ export class PriorityAndFairness {
   /** Stops the borrowing loop (the server's shutdown). */
   stop(): void {
     this.borrowing?.stop();
+  }
+
+  /**
+   * (the main thread) Keeps, in this thread's queues, the waiting requests another front
+   * thread sends over the port; close() the host returned when that thread ends.
+   */
+  hostRemote(port: MessagePort): QueueHost {
+    return new QueueHost(
+      port,
+      (name) => {
+        this.classifier.levels(); // rebuilt first if the configuration changed
+        return this.levels.get(name);
+      },
+      (level, schema) => this.stats.of(level, schema),
+    );
   }
 
   /** What /metrics shows of it. */
@@ -199,7 +223,7 @@ export class PriorityAndFairness {
     const fs = c.schema;
     // (a classification is per user and request shape: its distinguisher is fixed)
     const distinguisher = fs.distinguisher === 'ByUser' ? req.user!.name : fs.distinguisher === 'ByNamespace' ? req.requestInfo!.namespace : '';
-    h = { stats: this.stats.of(c.level.name, fs.name), state: c.level.state!, hash: flowHash(`${fs.name}\0${distinguisher}`), hand: [], handGen: -1 };
+    h = { stats: this.stats.of(c.level.name, fs.name), state: c.level.state!, level: c.level.name, schema: fs.name, hash: flowHash(`${fs.name}\0${distinguisher}`), hand: [], handGen: -1 };
     c.flow = h;
     return h;
   }
@@ -302,7 +326,8 @@ export class PriorityAndFairness {
       stats.executing--;
       stats.executingSeats -= exe.seats;
       (watch ? stats.execWatch : stats.execRegular).observe((now - exe.started) / 1000);
-      h.state.finish(exe, now);
+      if (exe.remote !== undefined) this.opts.remote!.finish(exe.remote);
+      else h.state.finish(exe, now);
     };
     req.delegated = release;
     res.onDone(release);
@@ -329,8 +354,64 @@ export class PriorityAndFairness {
     return new TooManyRequestsError(reason);
   }
 
-  /** Queues the request; the promise settles when it gets its seats (the chain goes on) or is refused. */
+  /**
+   * Queues the request (in the main thread's queues when this is another front thread); the
+   * promise settles when it gets its seats (the chain goes on) or is refused.
+   */
   private enqueue(req: ApiRequest, res: ResponseSink, h: FlowHandle, mutating: boolean, seats: number, initialSeats: number, finalSeats: number, latencyMs: number): Promise<void> {
+    const remote = this.opts.remote;
+    if (remote === undefined) return this.enqueueHere(req, res, h, mutating, seats, initialSeats, finalSeats, latencyMs);
+    const stats = h.stats;
+    return new Promise<void>((resolve, reject) => {
+      const since = performance.now();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let queued = true;
+      // (the first of outcome, time-out and the client's leaving ends the wait; the others find it ended)
+      const end = (): number => {
+        queued = false;
+        if (timer !== undefined) clearTimeout(timer);
+        stats.inqueue--;
+        stats.inqueueSeats -= seats;
+        this.seats.addWaitingOf(mutating, -1);
+        return (performance.now() - since) / 1000;
+      };
+      const kind = mutating ? 1 : 0;
+      const id = remote.enqueue({ level: h.level, schema: h.schema, hash: h.hash, seats, initialSeats, latencyMs, work: totalWork(initialSeats, finalSeats, latencyMs), kind }, (o) => {
+        if (!queued) return;
+        const waited = end();
+        if ('local' in o) {
+          this.enqueueHere(req, res, h, mutating, seats, initialSeats, finalSeats, latencyMs).then(resolve, reject);
+          return;
+        }
+        if (!o.granted) {
+          reject(this.refusal(h, o.reason, waited));
+          return;
+        }
+        // its seats are held in the main thread's queue set, where release() gives them back
+        const exe: Execution = { queue: -1, gen: -1, seats, initialSeats, latencyMs, started: performance.now(), kind, remote: id };
+        this.run(req, res, h, exe, mutating, waited);
+        resolve();
+      });
+      stats.inqueue++;
+      stats.inqueueSeats += seats;
+      // (request_queue_length_after_enqueue is observed where the queue is: the main thread)
+      this.seats.addWaitingOf(mutating, 1);
+      timer = setTimeout(() => {
+        if (!queued) return;
+        remote.cancel(id);
+        reject(this.refusal(h, 'time-out', end()));
+      }, this.waitFor(req));
+      res.onDone(() => {
+        if (!queued) return;
+        // the client went away while waiting
+        remote.cancel(id);
+        reject(this.refusal(h, 'cancelled', end()));
+      });
+    });
+  }
+
+  /** Queues the request in this thread's queues. */
+  private enqueueHere(req: ApiRequest, res: ResponseSink, h: FlowHandle, mutating: boolean, seats: number, initialSeats: number, finalSeats: number, latencyMs: number): Promise<void> {
     const st = h.state;
     const stats = h.stats;
     return new Promise<void>((resolve, reject) => {

@@ -35,10 +35,10 @@
 // With several front threads (issue 18) the seats are the server's: a level's executing and
 // waiting seats live in its slot of the shared seat table (shared-seats.ts), so its limit
 // holds across threads and a newcomer on one thread does not jump requests queued on
-// another. The queues and their virtual clock stay per thread (each thread shuffle-shards its
-// own requests over its own copy of the level's queues; fairness between flows is each
-// thread's): a thread with waiters listens for seats released on any thread and then races
-// the other threads with waiters for them.
+// another. The requests that must wait wait here on the main thread, whichever thread they
+// came in on (remote-queues.ts), so one queue set serves the level; a thread with waiters
+// listens for seats released on any thread. (Until the main thread knows a new level, a
+// thread queues that level's requests itself, and threads with waiters race for the seats.)
 //
 // Thread ownership: the front thread owns its levels, queues, virtual clock and local counts
 // here; the seat counts in each level's SeatSlot are every front thread's (Atomics only).
@@ -102,6 +102,8 @@ export interface Execution {
   started: number;
   /** its kind for read_vs_write_current_requests (see Waiter.kind; -1: not counted there) */
   kind?: number;
+  /** granted by the main thread's queues (remote-queues.ts): its id there, where it is finished */
+  remote?: number;
 }
 
 /** Seat-seconds of a request's work (kube's request.totalWork). */

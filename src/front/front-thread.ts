@@ -27,6 +27,7 @@ try {
     bodyBudget: data.bodyBudget,
     toMain: data.toMain,
     audit: data.audit,
+    queues: data.queues,
     bulk: data.bulk,
     requestBulkPort,
     seats: data.seats,

@@ -65,6 +65,8 @@ export interface FrontThreadData {
   bulk: boolean;
   /** the flow-control seat table every front thread counts seats in (flowcontrol/shared-seats.ts) */
   seats?: SharedArrayBuffer;
+  /** where its requests that must wait are queued: the main thread's queue sets (flowcontrol/remote-queues.ts) */
+  queues: MessagePort;
 }
 
 /**
@@ -96,6 +98,8 @@ export class FrontThreads {
     private seats?: SharedSeats,
     /** stores, on the main thread, the audit events another thread sends over the port */
     private serveAudit?: (port: MessagePort) => void,
+    /** keeps, in the main thread's queues, the waiting requests another thread sends over the port; closed when it ends */
+    private serveQueues?: (port: MessagePort) => { close(): void },
   ) {}
 
   /** the bulk thread, once started (handoff.ts) */
@@ -186,9 +190,12 @@ export class FrontThreads {
     this.serve(toMain.port1);
     const audit = new MessageChannel();
     this.serveAudit?.(audit.port1);
+    const queues = new MessageChannel();
+    const queueHost = this.serveQueues?.(queues.port1);
+    if (!queueHost) queues.port1.close();
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, storage: link.data, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab } satisfies FrontThreadData,
-      transferList: [...link.transfer, toMain.port2, audit.port2],
+      workerData: { options: this.options, index, storage: link.data, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab, queues: queues.port2 } satisfies FrontThreadData,
+      transferList: [...link.transfer, toMain.port2, audit.port2, queues.port2],
     });
     this.workers.push(worker);
     return new Promise((resolve, reject) => {
@@ -223,6 +230,8 @@ export class FrontThreads {
         controls.clear();
         toMain.port1.close();
         audit.port1.close();
+        // its requests' places in the main thread's queues, and the seats granted to them, go
+        queueHost?.close();
         // (the bulk thread: started again at the next large write)
         if (bulk) this.bulk = null;
         if (!ready) reject(new Error(`front thread ${index} exited with code ${code} before it was ready`));
