@@ -73,6 +73,7 @@ import { InflightLimiter } from './flowcontrol/max-inflight.js';
 import { PriorityAndFairness } from './flowcontrol/apf-filter.js';
 import { SharedSeats } from './flowcontrol/shared-seats.js';
 import { RemoteQueues } from './flowcontrol/remote-queues.js';
+import { SharedWatchCounts } from './flowcontrol/watch-counts.js';
 import { startUwsServer, type RunningServer } from './http/uws-transport.js';
 import { startHttp2Server } from './http/http2-transport.js';
 import { kubeletClient } from './kubelet/kubelet-client.js';
@@ -87,7 +88,7 @@ import { loadTokenFile } from './auth/token-file.js';
 import { StartupSteps, type HealthState } from './handlers/health.js';
 import { ServerLifecycle } from './http/lifecycle.js';
 import { requestTimeoutFilter } from './http/filters/request-timeout.js';
-import { setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
+import { countWatchersIn, setBookmarkInterval, setFanoutTick } from '../workers/watch/watcher-group.js';
 import { setMaxObjectBytes } from './registry/patch-limits.js';
 import { features } from './features.js';
 import { RequestMetrics } from './metrics/request-metrics.js';
@@ -604,10 +605,13 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
   const storageCounts = main && storage.count ? new StorageObjectCounts(storage.count.bind(storage), () => cacher.resourceTypes(), o.etcdCountMetricPollPeriodSeconds * 1000) : null;
   storageCounts?.start();
   // The work estimator's counts (kube's ObjectCountTracker and WatchTracker): objects as
-  // storage last counted them, else as the caches hold them; this thread's watchers.
+  // storage last counted them, else as the caches hold them; the watchers of every front
+  // thread (watch-counts.ts; this thread's own if the shared table had no room).
+  const watchCounts = new SharedWatchCounts(thread?.watchCounts);
+  countWatchersIn(watchCounts);
   const workSources = {
     objectCount: (gr: string) => storageCounts?.countOf(gr) ?? cacher.peek(gr)?.items.size,
-    watchCount: (gr: string, ns: string) => cacher.peek(gr)?.watchers.interested(ns) ?? 0,
+    watchCount: (gr: string, ns: string) => watchCounts.interested(gr, ns) ?? cacher.peek(gr)?.watchers.interested(ns) ?? 0,
   };
   const apf = o.enablePriorityAndFairness
     ? new PriorityAndFairness(
@@ -841,6 +845,7 @@ export async function startServer(o: ServerOptions, thread?: FrontThreadContext)
       else port.close();
     },
     apf ? (port) => apf.hostRemote(port) : undefined,
+    watchCounts.sab,
   );
   if (frontThreads > 1) await claimPort(o.bindAddress, o.securePort);
   const listener: RunningServer = nodeFront

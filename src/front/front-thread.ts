@@ -28,6 +28,7 @@ try {
     toMain: data.toMain,
     audit: data.audit,
     queues: data.queues,
+    watchCounts: data.watchCounts,
     bulk: data.bulk,
     requestBulkPort,
     seats: data.seats,

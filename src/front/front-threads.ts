@@ -65,6 +65,8 @@ export interface FrontThreadData {
   bulk: boolean;
   /** the flow-control seat table every front thread counts seats in (flowcontrol/shared-seats.ts) */
   seats?: SharedArrayBuffer;
+  /** the server's watcher counts, for the work estimator (flowcontrol/watch-counts.ts) */
+  watchCounts?: SharedArrayBuffer;
   /** where its requests that must wait are queued: the main thread's queue sets (flowcontrol/remote-queues.ts) */
   queues: MessagePort;
 }
@@ -100,6 +102,8 @@ export class FrontThreads {
     private serveAudit?: (port: MessagePort) => void,
     /** keeps, in the main thread's queues, the waiting requests another thread sends over the port; closed when it ends */
     private serveQueues?: (port: MessagePort) => { close(): void },
+    /** the server's watcher counts, which every front thread keeps */
+    private watchCounts?: SharedArrayBuffer,
   ) {}
 
   /** the bulk thread, once started (handoff.ts) */
@@ -194,7 +198,7 @@ export class FrontThreads {
     const queueHost = this.serveQueues?.(queues.port1);
     if (!queueHost) queues.port1.close();
     worker = new Worker(ENTRY, {
-      workerData: { options: this.options, index, storage: link.data, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab, queues: queues.port2 } satisfies FrontThreadData,
+      workerData: { options: this.options, index, storage: link.data, listenPort, bodyBudget: this.bodyBudget, toMain: toMain.port2, audit: audit.port2, bulk, seats: this.seats?.sab, watchCounts: this.watchCounts, queues: queues.port2 } satisfies FrontThreadData,
       transferList: [...link.transfer, toMain.port2, audit.port2, queues.port2],
     });
     this.workers.push(worker);

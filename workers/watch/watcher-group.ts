@@ -428,6 +428,17 @@ export function wantBookmarks(w: Watcher): void {
  */
 const TRIGGER_FIELDS: Record<string, string> = { pods: 'spec.nodeName' };
 
+/** The server's watcher counts (src/flowcontrol/watch-counts.ts), when this thread has them. */
+let serverCounts: { note(gr: string, ns: string, delta: number): void } | undefined;
+
+/** Every WatcherGroup of this thread counts its watchers in `counts` too (set once, at start). */
+export function countWatchersIn(counts: { note(gr: string, ns: string, delta: number): void }): void {
+  serverCounts = counts;
+}
+
+/** (a watcher in an index by name or trigger field: counted in its type's total only, as interested() counts it) */
+const INDEXED = '\0';
+
 export class WatcherGroup {
   private all = new Set<Watcher>();
   private byNs = new Map<string, Set<Watcher>>();
@@ -470,6 +481,7 @@ export class WatcherGroup {
     }
     set.add(w);
     this.size++;
+    serverCounts?.note(w.opts.gr, slot ? INDEXED : ns, 1);
   }
 
   remove(w: Watcher): void {
@@ -480,6 +492,7 @@ export class WatcherGroup {
       const set = map.get(key);
       if (set?.delete(w)) {
         this.size--;
+        serverCounts?.note(w.opts.gr, INDEXED, -1);
         if (set.size === 0) map.delete(key);
       }
       return;
@@ -487,6 +500,7 @@ export class WatcherGroup {
     const set = ns === '' ? this.all : this.byNs.get(ns);
     if (set?.delete(w)) {
       this.size--;
+      serverCounts?.note(w.opts.gr, ns, -1);
       if (ns !== '' && set.size === 0) this.byNs.delete(ns);
     }
   }
