@@ -6,14 +6,17 @@
 // so once and returns null (the JS lean client is the fallback). The native watch fleet
 // (native/loadgen/watchfleet.c, bench/native-watch.ts) is built here the same way.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildRequest, type RawLoadOptions } from './raw-load.js';
 import type { LoadResult, Target } from './lib.js';
 
-/** The native bench tools: each one C file of native/loadgen/, built into native/build/. */
+/**
+ * The native bench tools: each one C file of native/loadgen/, built into native/build/. The
+ * headers beside them (tls-socket.h: what the tools share) are included from there.
+ */
 export type NativeTool = 'loadgen' | 'watchfleet';
 const source = (tool: NativeTool) => join('native', 'loadgen', `${tool}.c`);
 const binary = (tool: NativeTool) => join('native', 'build', tool);
@@ -36,12 +39,21 @@ function unavailable(tool: NativeTool, why: string): null {
 
 const built = new Map<NativeTool, Promise<string | null>>();
 
+/** The newest mtime of a tool's inputs: its C file and every header beside it (a change to
+ * tls-socket.h must rebuild both tools). */
+function newestInput(src: string): number {
+  const dir = dirname(src);
+  let newest = statSync(src).mtimeMs;
+  for (const f of readdirSync(dir)) if (f.endsWith('.h')) newest = Math.max(newest, statSync(join(dir, f)).mtimeMs);
+  return newest;
+}
+
 /** The path of the native client, compiled when its source is newer than the binary; null when it cannot be built. */
 export function nativeLoadgen(): Promise<string | null> {
   return nativeTool('loadgen');
 }
 
-/** The path of a native bench tool, compiled when its source is newer than the binary; null when it cannot be built. */
+/** The path of a native bench tool, compiled when its source (or a header beside it) is newer than the binary; null when it cannot be built. */
 export function nativeTool(tool: NativeTool): Promise<string | null> {
   let b = built.get(tool);
   if (!b) built.set(tool, (b = build(tool)));
@@ -54,7 +66,7 @@ async function build(tool: NativeTool): Promise<string | null> {
   const src = join(root, source(tool));
   const bin = join(root, binary(tool));
   try {
-    if (statSync(bin).mtimeMs >= statSync(src).mtimeMs) return bin;
+    if (statSync(bin).mtimeMs >= newestInput(src)) return bin;
   } catch {
     /* not built yet */
   }

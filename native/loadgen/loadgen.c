@@ -21,35 +21,17 @@
  * response; polls: epoll_wait calls (requests / polls is how many responses a wake-up carried);
  * perSecond: responses completed in each whole second of the timed window (1 s buckets).
  *
+ * Thread ownership: one thread owns everything here.
+ *
  * Build: cc -O2 -o native/build/loadgen native/loadgen/loadgen.c -lssl -lcrypto
+ * (tls-socket.h beside it holds what it shares with watchfleet.c: TLS sockets on epoll).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define TOOL_NAME "loadgen"
 #include <strings.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+#include "tls-socket.h"
 
-/* TLS 1.3 suites in the order Go's crypto/tls offers them on AES hardware (kubectl,
- * client-go), as bench/lib.ts GO_TLS13_CIPHERS: AES-128-GCM costs both sides less per byte. */
-#define GO_TLS13_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-
-#define READ_BUF (256 * 1024)
 /* A response head larger than this is treated as a protocol error (kube-apiserver's are
  * a few hundred bytes). */
 #define HEAD_MAX (16 * 1024)
@@ -72,10 +54,8 @@ enum body_mode { B_NONE, B_LENGTH, B_CHUNKED, B_UNTIL_CLOSE };
 enum chunk_state { K_SIZE, K_EXT, K_DATA, K_DATA_CR, K_DATA_LF, K_TRAILER };
 
 struct conn {
-  int fd;
-  SSL *ssl;
+  struct tls_sock sock; /* first: the epoll data is the conn's address (tls-socket.h) */
   enum conn_state state;
-  uint32_t interest; /* the epoll events registered for fd */
   int inflight;
   /* set while a connection that failed during the run is being opened again: if that fails
    * too the slot is dropped, rather than spinning on a server that is gone */
@@ -96,20 +76,12 @@ struct conn {
 };
 
 static struct {
-  const char *host;
-  int port;
   int nconn;
   double seconds;
   const char *request_file;
-  const char *cert, *key;
   char *req;
   size_t req_len;
   int head_request; /* a HEAD request: its responses have no body whatever they announce */
-  struct sockaddr_storage addr;
-  socklen_t addr_len;
-  int sni; /* the host is a name, not an address literal: send it as SNI, as node and Go do */
-  SSL_CTX *ctx;
-  int ep;
   struct conn *conns;
   int started;
   uint64_t start_ns, deadline_ns, last_done_ns;
@@ -124,82 +96,20 @@ static struct {
   uint64_t per_second[PER_SECOND_MAX];
 } g;
 
-static char rbuf[READ_BUF];
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what) {
-  fprintf(stderr, "loadgen: %s\n", what);
-  ERR_print_errors_fp(stderr);
-  exit(1);
-}
-
-static void set_interest(struct conn *c, uint32_t ev) {
-  if (c->interest == ev) return;
-  struct epoll_event e = {.events = ev, .data.ptr = c};
-  if (epoll_ctl(g.ep, EPOLL_CTL_MOD, c->fd, &e) < 0) die("epoll_ctl");
-  c->interest = ev;
-}
-
-/* After an SSL call that did not finish: waits for what OpenSSL asks for. False when the
- * error is not a WANT_* (the connection is broken). */
-static int await_tls(struct conn *c, int ret) {
-  switch (SSL_get_error(c->ssl, ret)) {
-  case SSL_ERROR_WANT_READ:
-    set_interest(c, EPOLLIN);
-    return 1;
-  case SSL_ERROR_WANT_WRITE:
-    set_interest(c, EPOLLOUT);
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-
 static void close_conn(struct conn *c) {
-  if (c->ssl) {
-    SSL_free(c->ssl); /* no close_notify: the peer learns of the close from the FIN */
-    c->ssl = NULL;
-  }
-  if (c->fd >= 0) close(c->fd); /* also removes it from the epoll set */
-  c->fd = -1;
+  tls_close(&c->sock);
   if (c->inflight) {
     c->inflight = 0;
     g.inflight--;
   }
   c->state = C_DEAD;
-  /* SSL_get_error reads the thread's error queue: what one connection left there must not
-   * be taken for another's. */
-  ERR_clear_error();
 }
 
+/* -1 with errno set when the socket cannot even be started */
 static int open_conn(struct conn *c) {
-  c->fd = socket(g.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (c->fd < 0) return -1;
-  /* The request goes out in one write; Nagle would only hold back the rare second segment
-   * of a large body. Go's net package sets it too. */
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(c->fd, (struct sockaddr *)&g.addr, g.addr_len) < 0 && errno != EINPROGRESS) {
-    close(c->fd);
-    c->fd = -1;
-    return -1;
-  }
-  c->ssl = SSL_new(g.ctx);
-  if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) die("SSL_new");
-  SSL_set_connect_state(c->ssl);
-  if (g.sni) SSL_set_tlsext_host_name(c->ssl, g.host);
+  if (tls_open(&c->sock, NULL)) return -1;
   c->state = C_CONNECTING;
   c->inflight = 0;
-  /* writable = the TCP connect finished (or failed: SO_ERROR tells) */
-  c->interest = EPOLLOUT;
-  struct epoll_event e = {.events = EPOLLOUT, .data.ptr = c};
-  if (epoll_ctl(g.ep, EPOLL_CTL_ADD, c->fd, &e) < 0) die("epoll_ctl");
   return 0;
 }
 
@@ -296,13 +206,6 @@ static int parse_head(struct conn *c, const char *h, size_t len) {
     c->close_after = 1;
   }
   return 0;
-}
-
-static int hexval(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
 }
 
 /* Walks the chunked coding over the bytes at *pp: 1 when the last chunk and the trailers
@@ -462,51 +365,40 @@ static void response_done(struct conn *c) {
   }
 }
 
-/* Reads what the socket has. Level-triggered epoll: read until OpenSSL holds nothing more
- * (SSL_has_pending: it reads ahead, and bytes it holds are invisible to epoll), not until
- * EAGAIN, which would cost one more read() per response. */
-static void do_read(struct conn *c) {
-  for (;;) {
-    int n = SSL_read(c->ssl, rbuf, READ_BUF);
-    if (n > 0) {
-      if (!c->inflight) { /* data nobody asked for */
-        conn_failed(c);
-        return;
-      }
-      int r = feed(c, rbuf, (size_t)n);
-      if (r < 0) {
-        conn_failed(c);
-        return;
-      }
-      if (r > 0) {
-        response_done(c);
-        return;
-      }
-      if (!SSL_has_pending(c->ssl)) return;
-      continue;
-    }
-    /* WANT_WRITE: e.g. a key update to answer, with the socket full */
-    if (await_tls(c, n)) return;
-    /* closed (close_notify or EOF) or broken */
-    if (c->inflight && c->mode == B_UNTIL_CLOSE && !c->in_head) {
-      response_done(c); /* the close was the end of that body; reopens */
-      return;
-    }
+/* tls_read's on_bytes: nonzero once the response is complete or the connection failed, so
+ * that nothing more is read for this response. */
+static int on_bytes(struct tls_sock *s, const char *p, size_t n) {
+  struct conn *c = (struct conn *)s;
+  if (!c->inflight) { /* data nobody asked for */
     conn_failed(c);
+    return 1;
+  }
+  int r = feed(c, p, n);
+  if (r < 0) {
+    conn_failed(c);
+    return 1;
+  }
+  if (r > 0) {
+    response_done(c);
+    return 1;
+  }
+  return 0;
+}
+
+static void do_read(struct conn *c) {
+  if (tls_read(&c->sock, on_bytes) >= 0) return;
+  /* closed (close_notify or EOF) or broken */
+  if (c->inflight && c->mode == B_UNTIL_CLOSE && !c->in_head) {
+    response_done(c); /* the close was the end of that body; reopens */
     return;
   }
+  conn_failed(c);
 }
 
 static void do_write(struct conn *c) {
-  /* Without SSL_MODE_ENABLE_PARTIAL_WRITE SSL_write sends the whole request or reports
-   * WANT_*; the retry passes the same buffer and length, as OpenSSL requires. */
-  int n = SSL_write(c->ssl, g.req, (int)g.req_len);
-  if (n > 0) {
-    c->state = C_READING;
-    set_interest(c, EPOLLIN);
-    return;
-  }
-  if (!await_tls(c, n)) conn_failed(c);
+  int r = tls_write(&c->sock, g.req, g.req_len);
+  if (r > 0) c->state = C_READING;
+  else if (r < 0) conn_failed(c);
 }
 
 static void send_request(struct conn *c, uint64_t now) {
@@ -520,30 +412,26 @@ static void send_request(struct conn *c, uint64_t now) {
 }
 
 static void do_handshake(struct conn *c) {
-  int r = SSL_connect(c->ssl);
-  if (r == 1) {
+  int r = tls_handshake(&c->sock);
+  if (r > 0) {
     c->state = C_IDLE;
     c->retrying = 0;
     /* EPOLLIN while idle: session tickets are read, and a close is noticed */
-    set_interest(c, EPOLLIN);
+    set_interest(&c->sock, EPOLLIN);
     if (g.started && now_ns() < g.deadline_ns) send_request(c, now_ns());
     return;
   }
-  if (await_tls(c, r)) return;
-  if (!g.started) {
-    fprintf(stderr, "loadgen: TLS handshake failed\n");
-    ERR_print_errors_fp(stderr);
-  }
+  if (r == 0) return;
+  if (!g.started) warn_tls("TLS handshake failed");
   conn_failed(c);
 }
 
 static void on_event(struct conn *c, uint32_t ev) {
   switch (c->state) {
   case C_CONNECTING: {
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-      if (!g.started) fprintf(stderr, "loadgen: connect: %s\n", strerror(err ? err : errno));
+    int err = tls_connect_error(&c->sock);
+    if (err) {
+      if (!g.started) fprintf(stderr, "loadgen: connect: %s\n", strerror(err));
       conn_failed(c);
       return;
     }
@@ -569,7 +457,7 @@ static void on_event(struct conn *c, uint32_t ev) {
 
 static void poll_once(int timeout_ms) {
   struct epoll_event evs[256];
-  int n = epoll_wait(g.ep, evs, 256, timeout_ms);
+  int n = epoll_wait(net.ep, evs, 256, timeout_ms);
   if (n < 0 && errno != EINTR) die("epoll_wait");
   if (g.started) g.polls++;
   for (int i = 0; i < n; i++) on_event(evs[i].data.ptr, evs[i].events);
@@ -589,85 +477,34 @@ static double percentile_ms(double p) {
 
 static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) < 0 || st.st_size <= 0) {
-    fclose(f);
-    return NULL;
-  }
-  char *b = malloc((size_t)st.st_size);
-  if (!b || fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    fclose(f);
-    free(b);
-    return NULL;
-  }
-  fclose(f);
-  *len = (size_t)st.st_size;
-  return b;
-}
-
 static void usage(void) {
   fprintf(stderr, "usage: loadgen --host H --port P --connections N --seconds S --request FILE [--cert PEM --key PEM]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  g.host = "127.0.0.1";
+  net.host = "127.0.0.1";
   g.nconn = 50;
   g.seconds = 10;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i + 1 >= argc) usage();
     const char *v = argv[++i];
-    if (!strcmp(a, "--host")) g.host = v;
-    else if (!strcmp(a, "--port")) g.port = atoi(v);
+    if (!strcmp(a, "--host")) net.host = v;
+    else if (!strcmp(a, "--port")) net.port = atoi(v);
     else if (!strcmp(a, "--connections")) g.nconn = atoi(v);
     else if (!strcmp(a, "--seconds")) g.seconds = strtod(v, NULL);
     else if (!strcmp(a, "--request")) g.request_file = v;
-    else if (!strcmp(a, "--cert")) g.cert = v;
-    else if (!strcmp(a, "--key")) g.key = v;
+    else if (!strcmp(a, "--cert")) net.cert = v;
+    else if (!strcmp(a, "--key")) net.key = v;
     else usage();
   }
-  if (!g.port || g.nconn <= 0 || g.seconds <= 0 || !g.request_file || !g.cert != !g.key) usage();
+  if (!net.port || g.nconn <= 0 || g.seconds <= 0 || !g.request_file || !net.cert != !net.key) usage();
   g.req = read_file(g.request_file, &g.req_len);
   if (!g.req) die("cannot read the request file");
   g.head_request = g.req_len >= 5 && memcmp(g.req, "HEAD ", 5) == 0;
-  /* a write to a connection the server closed must be an error, not the end of us */
-  signal(SIGPIPE, SIG_IGN);
-
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-  char port[16];
-  snprintf(port, sizeof port, "%d", g.port);
-  if (getaddrinfo(g.host, port, &hints, &ai) != 0) die("cannot resolve the host");
-  memcpy(&g.addr, ai->ai_addr, ai->ai_addrlen);
-  g.addr_len = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  unsigned char tmp[sizeof(struct in6_addr)];
-  g.sni = inet_pton(AF_INET, g.host, tmp) != 1 && inet_pton(AF_INET6, g.host, tmp) != 1;
-
-  g.ctx = SSL_CTX_new(TLS_client_method());
-  if (!g.ctx) die("SSL_CTX_new");
-  SSL_CTX_set_min_proto_version(g.ctx, TLS1_2_VERSION);
-  if (!SSL_CTX_set_ciphersuites(g.ctx, GO_TLS13_CIPHERS)) die("SSL_CTX_set_ciphersuites");
-  /* the bench measures, it does not trust: no certificate verification */
-  SSL_CTX_set_verify(g.ctx, SSL_VERIFY_NONE, NULL);
-  /* Keep each connection's record buffers for its whole life: freeing and allocating them
-   * around every request is CPU the server would be short of. */
-  SSL_CTX_clear_mode(g.ctx, SSL_MODE_RELEASE_BUFFERS);
-  /* Read ahead: OpenSSL fills its buffer with one read() instead of one for the record
-   * header and one for its body; 64 KiB lets a large list come in a few reads. */
-  SSL_CTX_set_read_ahead(g.ctx, 1);
-  SSL_CTX_set_default_read_buffer_len(g.ctx, 64 * 1024);
-  if (g.cert) {
-    if (SSL_CTX_use_certificate_chain_file(g.ctx, g.cert) != 1) die("cannot load the client certificate");
-    if (SSL_CTX_use_PrivateKey_file(g.ctx, g.key, SSL_FILETYPE_PEM) != 1) die("cannot load the client key");
-    if (SSL_CTX_check_private_key(g.ctx) != 1) die("the client key does not match the certificate");
-  }
-
-  g.ep = epoll_create1(EPOLL_CLOEXEC);
-  if (g.ep < 0) die("epoll_create1");
+  /* 64 KiB of read-ahead lets a large list come in a few reads */
+  net_init(64 * 1024);
   g.conns = calloc((size_t)g.nconn, sizeof *g.conns);
   if (!g.conns) die("out of memory");
 
@@ -675,7 +512,7 @@ int main(int argc, char **argv) {
    * connections, as a client with a connection pool sends them. */
   int failed = 0;
   for (int i = 0; i < g.nconn; i++) {
-    g.conns[i].fd = -1;
+    g.conns[i].sock.fd = -1;
     if (open_conn(&g.conns[i]) < 0) {
       fprintf(stderr, "loadgen: connect: %s\n", strerror(errno));
       g.conns[i].state = C_DEAD;
@@ -746,6 +583,6 @@ int main(int argc, char **argv) {
   if (whole > PER_SECOND_MAX) whole = PER_SECOND_MAX;
   for (size_t i = 0; i < whole; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)g.per_second[i]);
   printf("]}\n");
-  SSL_CTX_free(g.ctx);
+  SSL_CTX_free(net.ctx);
   return 0;
 }

@@ -24,32 +24,14 @@
  * Thread ownership: one thread owns everything here.
  *
  * Build: cc -O2 -o native/build/watchfleet native/loadgen/watchfleet.c -lssl -lcrypto
+ * (tls-socket.h beside it holds what it shares with loadgen.c: TLS sockets on epoll).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define TOOL_NAME "watchfleet"
 #include <strings.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+#include "tls-socket.h"
 
-/* as loadgen.c: Go's TLS 1.3 suite order (client-go's), AES-128-GCM first */
-#define GO_TLS13_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-
-#define READ_BUF (256 * 1024)
 /* A response head larger than this is a broken stream (the server's are a few hundred bytes). */
 #define HEAD_MAX (16 * 1024)
 /* Watches opening at once (connect, handshake, request, head): the JS fleet's two threads
@@ -75,10 +57,8 @@ enum wstate {
 enum chunk_state { K_SIZE, K_EXT, K_DATA, K_DATA_CR, K_DATA_LF, K_TRAILER, K_IDENTITY };
 
 struct watch {
-  int fd;
-  SSL *ssl;
+  struct tls_sock sock; /* first: the epoll data is the watch's address (tls-socket.h) */
   enum wstate state;
-  uint32_t interest;
   int sampled;
   int opened; /* counted in g.open */
   /* the response head, while it is read (allocated only then: 10,000 watches) */
@@ -99,21 +79,13 @@ struct watch {
 };
 
 static struct {
-  const char *host;
-  int port;
   int n;
   int sample_every;
-  const char *cert, *key;
   char *req;
   size_t req_len;
-  struct sockaddr_storage addr;
-  socklen_t addr_len;
-  int sni;
-  SSL_CTX *ctx;
   /* the first TLS session the server gave: every later watch resumes it (as the JS fleet
    * does), sparing the server a full handshake per watch */
   SSL_SESSION *session;
-  int ep;
   struct watch *w;
   int next;    /* the next watch to open */
   int opening; /* watches between connect and their response head */
@@ -129,42 +101,6 @@ static struct {
   uint64_t s_at;
 } g;
 
-static char rbuf[READ_BUF];
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what) {
-  fprintf(stderr, "watchfleet: %s\n", what);
-  ERR_print_errors_fp(stderr);
-  exit(1);
-}
-
-static void set_interest(struct watch *w, uint32_t ev) {
-  if (w->interest == ev) return;
-  struct epoll_event e = {.events = ev, .data.ptr = w};
-  if (epoll_ctl(g.ep, EPOLL_CTL_MOD, w->fd, &e) < 0) die("epoll_ctl");
-  w->interest = ev;
-}
-
-/* After an SSL call that did not finish: waits for what OpenSSL asks for. False when the
- * connection is broken. */
-static int await_tls(struct watch *w, int ret) {
-  switch (SSL_get_error(w->ssl, ret)) {
-  case SSL_ERROR_WANT_READ:
-    set_interest(w, EPOLLIN);
-    return 1;
-  case SSL_ERROR_WANT_WRITE:
-    set_interest(w, EPOLLOUT);
-    return 1;
-  default:
-    return 0;
-  }
-}
-
 static void open_next(void);
 
 /* Closes a watch for good (the JS fleet does not reopen either): an open one leaves the open
@@ -172,10 +108,7 @@ static void open_next(void);
 static void close_watch(struct watch *w) {
   if (w->state == W_DEAD || w->state == W_IDLE) return;
   int was_opening = w->state != W_BODY;
-  if (w->ssl) SSL_free(w->ssl); /* no close_notify: the FIN tells the server */
-  w->ssl = NULL;
-  if (w->fd >= 0) close(w->fd); /* also leaves the epoll set */
-  w->fd = -1;
+  tls_close(&w->sock);
   free(w->head);
   w->head = NULL;
   free(w->line);
@@ -184,9 +117,6 @@ static void close_watch(struct watch *w) {
   else g.failed++;
   w->opened = 0;
   w->state = W_DEAD;
-  /* SSL_get_error reads the thread's error queue: what one watch left there must not be
-   * taken for another's */
-  ERR_clear_error();
   if (was_opening) {
     g.opening--;
     open_next();
@@ -202,30 +132,12 @@ static int new_session(SSL *ssl, SSL_SESSION *s) {
 
 static void start_watch(struct watch *w) {
   g.opening++;
-  w->fd = socket(g.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   w->state = W_CONNECTING;
-  if (w->fd < 0) {
-    fprintf(stderr, "watchfleet: socket: %s\n", strerror(errno));
+  const char *failed = tls_open(&w->sock, g.session);
+  if (failed) {
+    fprintf(stderr, "watchfleet: %s: %s\n", failed, strerror(errno));
     close_watch(w);
-    return;
   }
-  /* an event should leave the server at once; this side sends only the request, but Go's
-   * net package sets it on every connection */
-  int one = 1;
-  setsockopt(w->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(w->fd, (struct sockaddr *)&g.addr, g.addr_len) < 0 && errno != EINPROGRESS) {
-    fprintf(stderr, "watchfleet: connect: %s\n", strerror(errno));
-    close_watch(w);
-    return;
-  }
-  w->ssl = SSL_new(g.ctx);
-  if (!w->ssl || !SSL_set_fd(w->ssl, w->fd)) die("SSL_new");
-  SSL_set_connect_state(w->ssl);
-  if (g.sni) SSL_set_tlsext_host_name(w->ssl, g.host);
-  if (g.session) SSL_set_session(w->ssl, g.session);
-  w->interest = EPOLLOUT; /* writable: the TCP connect finished (or failed: SO_ERROR) */
-  struct epoll_event e = {.events = EPOLLOUT, .data.ptr = w};
-  if (epoll_ctl(g.ep, EPOLL_CTL_ADD, w->fd, &e) < 0) die("epoll_ctl");
 }
 
 /* Keeps OPENING_MAX watches opening until every one has been started. A watch that fails
@@ -237,13 +149,6 @@ static void open_next(void) {
   running = 1;
   while (g.opening < OPENING_MAX && g.next < g.n) start_watch(&g.w[g.next++]);
   running = 0;
-}
-
-static int hexval(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
 }
 
 static void note_arrival(uint64_t seq, double at) {
@@ -411,61 +316,51 @@ static int feed(struct watch *w, const char *p, size_t n, double at) {
   return r != 0 ? -1 : 0;
 }
 
-/* Reads what the socket has. Level-triggered epoll: read until OpenSSL holds nothing more
- * (it reads ahead, and what it holds is invisible to epoll), not until EAGAIN, which would
- * cost one more read() per wake-up. */
-static void do_read(struct watch *w) {
-  for (;;) {
-    int n = SSL_read(w->ssl, rbuf, READ_BUF);
-    if (n > 0) {
-      g.reads++;
-      /* the arrival time only where it is noted: a clock read per read is cheap, but not free */
-      double at = w->sampled ? (double)now_ns() / 1e6 : 0;
-      if (feed(w, rbuf, (size_t)n, at) < 0) {
-        close_watch(w);
-        return;
-      }
-      if (!SSL_has_pending(w->ssl)) return;
-      continue;
-    }
-    if (await_tls(w, n)) return;
-    close_watch(w); /* closed by the server, or broken */
-    return;
+/* tls_read's on_bytes: nonzero once the watch is closed. */
+static int on_bytes(struct tls_sock *s, const char *p, size_t n) {
+  struct watch *w = (struct watch *)s;
+  g.reads++;
+  /* the arrival time only where it is noted: a clock read per read is cheap, but not free */
+  double at = w->sampled ? (double)now_ns() / 1e6 : 0;
+  if (feed(w, p, n, at) < 0) {
+    close_watch(w);
+    return 1;
   }
+  return 0;
+}
+
+static void do_read(struct watch *w) {
+  if (tls_read(&w->sock, on_bytes) < 0) close_watch(w); /* closed by the server, or broken */
 }
 
 static void do_write(struct watch *w) {
-  /* SSL_write sends the whole request or reports WANT_*; the retry passes the same buffer */
-  int n = SSL_write(w->ssl, g.req, (int)g.req_len);
-  if (n > 0) {
+  int r = tls_write(&w->sock, g.req, g.req_len);
+  if (r > 0) {
     w->state = W_HEAD;
     w->head_len = 0;
-    set_interest(w, EPOLLIN);
-    return;
+  } else if (r < 0) {
+    close_watch(w);
   }
-  if (!await_tls(w, n)) close_watch(w);
 }
 
 static void do_handshake(struct watch *w) {
-  int r = SSL_connect(w->ssl);
-  if (r == 1) {
+  int r = tls_handshake(&w->sock);
+  if (r > 0) {
     w->state = W_WRITING;
     do_write(w);
     return;
   }
-  if (await_tls(w, r)) return;
-  fprintf(stderr, "watchfleet: TLS handshake failed\n");
-  ERR_print_errors_fp(stderr);
+  if (r == 0) return;
+  warn_tls("TLS handshake failed");
   close_watch(w);
 }
 
 static void on_event(struct watch *w) {
   switch (w->state) {
   case W_CONNECTING: {
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-      fprintf(stderr, "watchfleet: connect: %s\n", strerror(err ? err : errno));
+    int err = tls_connect_error(&w->sock);
+    if (err) {
+      fprintf(stderr, "watchfleet: connect: %s\n", strerror(err));
       close_watch(w);
       return;
     }
@@ -538,50 +433,30 @@ static int read_commands(void) {
   return 1;
 }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  struct stat st;
-  if (fstat(fileno(f), &st) < 0 || st.st_size <= 0) {
-    fclose(f);
-    return NULL;
-  }
-  char *b = malloc((size_t)st.st_size);
-  if (!b || fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-    fclose(f);
-    free(b);
-    return NULL;
-  }
-  fclose(f);
-  *len = (size_t)st.st_size;
-  return b;
-}
-
 static void usage(void) {
   fprintf(stderr, "usage: watchfleet --host H --port P --watches N --request FILE [--sample-every K] [--cert PEM --key PEM]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  g.host = "127.0.0.1";
+  net.host = "127.0.0.1";
   const char *request_file = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i + 1 >= argc) usage();
     const char *v = argv[++i];
-    if (!strcmp(a, "--host")) g.host = v;
-    else if (!strcmp(a, "--port")) g.port = atoi(v);
+    if (!strcmp(a, "--host")) net.host = v;
+    else if (!strcmp(a, "--port")) net.port = atoi(v);
     else if (!strcmp(a, "--watches")) g.n = atoi(v);
     else if (!strcmp(a, "--request")) request_file = v;
     else if (!strcmp(a, "--sample-every")) g.sample_every = atoi(v);
-    else if (!strcmp(a, "--cert")) g.cert = v;
-    else if (!strcmp(a, "--key")) g.key = v;
+    else if (!strcmp(a, "--cert")) net.cert = v;
+    else if (!strcmp(a, "--key")) net.key = v;
     else usage();
   }
-  if (!g.port || g.n < 0 || !request_file || !g.cert != !g.key) usage();
+  if (!net.port || g.n < 0 || !request_file || !net.cert != !net.key) usage();
   g.req = read_file(request_file, &g.req_len);
   if (!g.req) die("cannot read the request file");
-  signal(SIGPIPE, SIG_IGN);
   /* a socket per watch: as many descriptors as the hard limit allows */
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -591,44 +466,19 @@ int main(int argc, char **argv) {
   static char outbuf[1 << 20];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-  char port[16];
-  snprintf(port, sizeof port, "%d", g.port);
-  if (getaddrinfo(g.host, port, &hints, &ai) != 0) die("cannot resolve the host");
-  memcpy(&g.addr, ai->ai_addr, ai->ai_addrlen);
-  g.addr_len = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  unsigned char tmp[sizeof(struct in6_addr)];
-  g.sni = inet_pton(AF_INET, g.host, tmp) != 1 && inet_pton(AF_INET6, g.host, tmp) != 1;
+  /* A quarter of loadgen's read-ahead buffer: 10,000 watches hold one each. */
+  net_init(16 * 1024);
+  /* every later watch resumes the first session (new_session) */
+  SSL_CTX_set_session_cache_mode(net.ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(net.ctx, new_session);
 
-  g.ctx = SSL_CTX_new(TLS_client_method());
-  if (!g.ctx) die("SSL_CTX_new");
-  SSL_CTX_set_min_proto_version(g.ctx, TLS1_2_VERSION);
-  if (!SSL_CTX_set_ciphersuites(g.ctx, GO_TLS13_CIPHERS)) die("SSL_CTX_set_ciphersuites");
-  SSL_CTX_set_verify(g.ctx, SSL_VERIFY_NONE, NULL); /* the bench measures, it does not trust */
-  /* Buffers kept for each connection's life (no free and malloc around every read), and
-   * read ahead (one read() per wake-up rather than one per record header and body). A
-   * quarter of loadgen's read buffer: 10,000 watches hold one each. */
-  SSL_CTX_clear_mode(g.ctx, SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_read_ahead(g.ctx, 1);
-  SSL_CTX_set_default_read_buffer_len(g.ctx, 16 * 1024);
-  SSL_CTX_set_session_cache_mode(g.ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-  SSL_CTX_sess_set_new_cb(g.ctx, new_session);
-  if (g.cert) {
-    if (SSL_CTX_use_certificate_chain_file(g.ctx, g.cert) != 1) die("cannot load the client certificate");
-    if (SSL_CTX_use_PrivateKey_file(g.ctx, g.key, SSL_FILETYPE_PEM) != 1) die("cannot load the client key");
-    if (SSL_CTX_check_private_key(g.ctx) != 1) die("the client key does not match the certificate");
-  }
-
-  g.ep = epoll_create1(EPOLL_CLOEXEC);
-  if (g.ep < 0) die("epoll_create1");
   /* the parent's commands: data.ptr NULL tells them from the watches */
   struct epoll_event in = {.events = EPOLLIN, .data.ptr = NULL};
-  if (epoll_ctl(g.ep, EPOLL_CTL_ADD, 0, &in) < 0) die("epoll_ctl stdin");
+  if (epoll_ctl(net.ep, EPOLL_CTL_ADD, 0, &in) < 0) die("epoll_ctl stdin");
   g.w = calloc((size_t)(g.n ? g.n : 1), sizeof *g.w);
   if (!g.w) die("out of memory");
   for (int i = 0; i < g.n; i++) {
-    g.w[i].fd = -1;
+    g.w[i].sock.fd = -1;
     /* every sample-every-th watch in opening order: spread over the server's fan-out */
     g.w[i].sampled = g.sample_every > 0 && i % g.sample_every == 0;
   }
@@ -650,7 +500,7 @@ int main(int argc, char **argv) {
       uint64_t due = g.s_at + STATUS_EVERY_NS;
       timeout = now >= due ? 0 : (int)((due - now + 999999) / 1000000);
     }
-    int n = epoll_wait(g.ep, evs, 256, timeout);
+    int n = epoll_wait(net.ep, evs, 256, timeout);
     if (n < 0 && errno != EINTR) die("epoll_wait");
     for (int i = 0; i < n; i++) {
       if (evs[i].data.ptr == NULL) {
@@ -664,10 +514,7 @@ int main(int argc, char **argv) {
   }
 done:
   for (int i = 0; i < g.n; i++)
-    if (g.w[i].fd >= 0) {
-      SSL_free(g.w[i].ssl);
-      close(g.w[i].fd);
-    }
-  SSL_CTX_free(g.ctx);
+    if (g.w[i].sock.fd >= 0) tls_close(&g.w[i].sock);
+  SSL_CTX_free(net.ctx);
   return 0;
 }
