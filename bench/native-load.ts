@@ -15,7 +15,7 @@ import type { LoadResult, Target } from './lib.js';
 
 /**
  * The native bench tools: each one C file of native/loadgen/, built into native/build/. The
- * headers beside them (tls-socket.h: what the tools share) are included from there.
+ * headers beside them (tls-socket.h, http-framing.h: what the tools share) are included from there.
  */
 export type NativeTool = 'loadgen' | 'watchfleet';
 const source = (tool: NativeTool) => join('native', 'loadgen', `${tool}.c`);
@@ -40,7 +40,7 @@ function unavailable(tool: NativeTool, why: string): null {
 const built = new Map<NativeTool, Promise<string | null>>();
 
 /** The newest mtime of a tool's inputs: its C file and every header beside it (a change to
- * tls-socket.h must rebuild both tools). */
+ * a shared header must rebuild both tools). */
 function newestInput(src: string): number {
   const dir = dirname(src);
   let newest = statSync(src).mtimeMs;

@@ -24,12 +24,13 @@
  * Thread ownership: one thread owns everything here.
  *
  * Build: cc -O2 -o native/build/loadgen native/loadgen/loadgen.c -lssl -lcrypto
- * (tls-socket.h beside it holds what it shares with watchfleet.c: TLS sockets on epoll).
+ * (tls-socket.h and http-framing.h beside it hold what it shares with watchfleet.c).
  */
 #define _GNU_SOURCE
 #define TOOL_NAME "loadgen"
 #include <strings.h>
 #include <sys/resource.h>
+#include "http-framing.h"
 #include "tls-socket.h"
 
 /* A response head larger than this is treated as a protocol error (kube-apiserver's are
@@ -51,7 +52,6 @@ enum conn_state {
 };
 
 enum body_mode { B_NONE, B_LENGTH, B_CHUNKED, B_UNTIL_CLOSE };
-enum chunk_state { K_SIZE, K_EXT, K_DATA, K_DATA_CR, K_DATA_LF, K_TRAILER };
 
 struct conn {
   struct tls_sock sock; /* first: the epoll data is the conn's address (tls-socket.h) */
@@ -67,11 +67,8 @@ struct conn {
   int status;
   int close_after; /* the server said Connection: close (or spoke HTTP/1.0) */
   enum body_mode mode;
-  uint64_t remaining; /* body bytes (B_LENGTH) or chunk bytes (K_DATA) still to come */
-  enum chunk_state cstate;
-  uint64_t csize;
-  int cdigits;
-  int line_len;
+  uint64_t remaining; /* body bytes still to come (B_LENGTH) */
+  struct chunked chunk; /* B_CHUNKED */
   char head[HEAD_MAX];
 };
 
@@ -195,9 +192,7 @@ static int parse_head(struct conn *c, const char *h, size_t len) {
   } else if (chunked) {
     /* chunked wins over a Content-Length, as RFC 9112 says */
     c->mode = B_CHUNKED;
-    c->cstate = K_SIZE;
-    c->csize = 0;
-    c->cdigits = 0;
+    chunked_start(&c->chunk);
   } else if (have_length) {
     c->mode = B_LENGTH;
     c->remaining = length;
@@ -206,82 +201,6 @@ static int parse_head(struct conn *c, const char *h, size_t len) {
     c->close_after = 1;
   }
   return 0;
-}
-
-/* Walks the chunked coding over the bytes at *pp: 1 when the last chunk and the trailers
- * are through (*pp, *pn then point past them), 0 when more bytes are needed, -1 on a broken
- * framing. Chunk data is skipped, never looked at. */
-static int walk_chunks(struct conn *c, const char **pp, size_t *pn) {
-  const char *p = *pp;
-  size_t n = *pn;
-  int done = 0;
-  while (n > 0 && !done) {
-    switch (c->cstate) {
-    case K_SIZE: {
-      int v = hexval(*p);
-      if (v >= 0) {
-        if (c->csize >> 56) return -1;
-        c->csize = c->csize * 16 + (uint64_t)v;
-        c->cdigits++;
-        p++, n--;
-      } else {
-        if (!c->cdigits) return -1;
-        c->cstate = K_EXT; /* a chunk extension or the line's CR: skipped up to the LF */
-      }
-      break;
-    }
-    case K_EXT: {
-      const char *lf = memchr(p, '\n', n);
-      if (!lf) {
-        p += n, n = 0;
-        break;
-      }
-      n -= (size_t)(lf + 1 - p);
-      p = lf + 1;
-      if (c->csize == 0) {
-        c->cstate = K_TRAILER;
-        c->line_len = 0;
-      } else {
-        c->remaining = c->csize;
-        c->cstate = K_DATA;
-      }
-      break;
-    }
-    case K_DATA: {
-      size_t take = n < c->remaining ? n : (size_t)c->remaining;
-      p += take, n -= take;
-      c->remaining -= take;
-      if (c->remaining == 0) c->cstate = K_DATA_CR;
-      break;
-    }
-    case K_DATA_CR:
-      if (*p == '\r') c->cstate = K_DATA_LF;
-      else if (*p == '\n') c->cstate = K_SIZE, c->csize = 0, c->cdigits = 0;
-      else return -1;
-      p++, n--;
-      break;
-    case K_DATA_LF:
-      if (*p != '\n') return -1;
-      c->cstate = K_SIZE, c->csize = 0, c->cdigits = 0;
-      p++, n--;
-      break;
-    case K_TRAILER: {
-      /* trailer lines up to an empty one */
-      char ch = *p++;
-      n--;
-      if (ch == '\n') {
-        if (c->line_len == 0) done = 1;
-        c->line_len = 0;
-      } else if (ch != '\r') {
-        c->line_len++;
-      }
-      break;
-    }
-    }
-  }
-  *pp = p;
-  *pn = n;
-  return done;
 }
 
 /* Takes n bytes read from the connection: 1 when they complete the response, 0 when more
@@ -293,18 +212,11 @@ static int feed(struct conn *c, const char *p, size_t n) {
       if (n == 0) return 0;
       /* The head is copied aside (a few hundred bytes) so that one split across reads,
        * even across TLS records, is parsed in one piece. */
-      size_t take = n < HEAD_MAX - c->head_len ? n : HEAD_MAX - c->head_len;
-      memcpy(c->head + c->head_len, p, take);
-      size_t from = c->head_len > 3 ? c->head_len - 3 : 0;
-      const char *end = memmem(c->head + from, c->head_len + take - from, "\r\n\r\n", 4);
-      if (!end) {
-        c->head_len += take;
-        return c->head_len == HEAD_MAX ? -1 : 0;
-      }
-      size_t head_len = (size_t)(end - c->head) + 4;
-      size_t used = head_len - c->head_len;
+      ssize_t head_len = head_gather(c->head, &c->head_len, HEAD_MAX, p, n);
+      if (head_len <= 0) return (int)head_len;
+      size_t used = (size_t)head_len - c->head_len;
       p += used, n -= used;
-      if (parse_head(c, c->head, head_len) < 0) return -1;
+      if (parse_head(c, c->head, (size_t)head_len) < 0) return -1;
       c->head_len = 0;
       /* an interim response (100 Continue): the real one follows */
       if (c->status >= 100 && c->status < 200 && c->status != 101) continue;
@@ -322,10 +234,16 @@ static int feed(struct conn *c, const char *p, size_t n) {
       done = c->remaining == 0;
       break;
     }
-    case B_CHUNKED:
-      done = walk_chunks(c, &p, &n);
-      if (done < 0) return -1;
+    case B_CHUNKED: {
+      const char *data;
+      size_t dlen;
+      enum chunked_step r;
+      /* chunk data is skipped, never looked at; a lone LF after it is let pass */
+      while ((r = chunked_next(&c->chunk, &p, &n, &data, &dlen, 1)) == CH_DATA) {}
+      if (r == CH_BROKEN) return -1;
+      done = r == CH_END;
       break;
+    }
     case B_UNTIL_CLOSE:
       n = 0; /* ends when the server closes */
       break;
@@ -490,13 +408,10 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (i + 1 >= argc) usage();
     const char *v = argv[++i];
-    if (!strcmp(a, "--host")) net.host = v;
-    else if (!strcmp(a, "--port")) net.port = atoi(v);
-    else if (!strcmp(a, "--connections")) g.nconn = atoi(v);
+    if (net_option(a, v)) continue;
+    if (!strcmp(a, "--connections")) g.nconn = atoi(v);
     else if (!strcmp(a, "--seconds")) g.seconds = strtod(v, NULL);
     else if (!strcmp(a, "--request")) g.request_file = v;
-    else if (!strcmp(a, "--cert")) net.cert = v;
-    else if (!strcmp(a, "--key")) net.key = v;
     else usage();
   }
   if (!net.port || g.nconn <= 0 || g.seconds <= 0 || !g.request_file || !net.cert != !net.key) usage();

@@ -66,6 +66,17 @@ static struct {
 
 static char rbuf[READ_BUF];
 
+/* Takes a command-line option every tool has (--host, --port, --cert, --key) with its value:
+ * false when a is none of them. */
+static int net_option(const char *a, const char *v) {
+  if (!strcmp(a, "--host")) net.host = v;
+  else if (!strcmp(a, "--port")) net.port = atoi(v);
+  else if (!strcmp(a, "--cert")) net.cert = v;
+  else if (!strcmp(a, "--key")) net.key = v;
+  else return 0;
+  return 1;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -81,13 +92,6 @@ static void warn_tls(const char *what) {
 static void die(const char *what) {
   warn_tls(what);
   exit(1);
-}
-
-static int hexval(char ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
 }
 
 /* A whole file in a malloc'd buffer (the request bytes); NULL when unreadable or empty. */

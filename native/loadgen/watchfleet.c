@@ -24,12 +24,13 @@
  * Thread ownership: one thread owns everything here.
  *
  * Build: cc -O2 -o native/build/watchfleet native/loadgen/watchfleet.c -lssl -lcrypto
- * (tls-socket.h beside it holds what it shares with loadgen.c: TLS sockets on epoll).
+ * (tls-socket.h and http-framing.h beside it hold what it shares with loadgen.c).
  */
 #define _GNU_SOURCE
 #define TOOL_NAME "watchfleet"
 #include <strings.h>
 #include <sys/resource.h>
+#include "http-framing.h"
 #include "tls-socket.h"
 
 /* A response head larger than this is a broken stream (the server's are a few hundred bytes). */
@@ -54,8 +55,6 @@ enum wstate {
   W_DEAD,       /* closed */
 };
 
-enum chunk_state { K_SIZE, K_EXT, K_DATA, K_DATA_CR, K_DATA_LF, K_TRAILER, K_IDENTITY };
-
 struct watch {
   struct tls_sock sock; /* first: the epoll data is the watch's address (tls-socket.h) */
   enum wstate state;
@@ -64,11 +63,9 @@ struct watch {
   /* the response head, while it is read (allocated only then: 10,000 watches) */
   char *head;
   size_t head_len;
-  /* the chunked coding */
-  enum chunk_state cstate;
-  uint64_t csize, remaining;
-  int cdigits;
-  int line_len;
+  /* the body: the chunked coding, or (chunked false) data up to the close */
+  int chunked;
+  struct chunked chunk;
   /* the last data byte seen: an event ends where a newline follows a closing brace, and the
    * two may come in different reads or chunks */
   char last;
@@ -197,74 +194,29 @@ static void on_data(struct watch *w, const char *p, size_t n, double at) {
   }
 }
 
-/* Walks the chunked coding over p[0, n), handing chunk data to on_data: 1 when the last
- * chunk and its trailers are through (the server ended the watch), 0 when more is to come,
- * -1 on a broken framing. */
-static int walk_chunks(struct watch *w, const char *p, size_t n, double at) {
-  while (n > 0) {
-    switch (w->cstate) {
-    case K_IDENTITY: /* no chunked coding: data up to the close */
-      on_data(w, p, n, at);
+/* The watch's body bytes p[0, n), their data handed to on_data: 1 when the last chunk and its
+ * trailers are through (the server ended the watch), 0 when more is to come, -1 on a broken
+ * framing (a chunk's data must end in CRLF here: the bench checks the server's framing). */
+static int walk_body(struct watch *w, const char *p, size_t n, double at) {
+  if (!w->chunked) {
+    on_data(w, p, n, at);
+    return 0;
+  }
+  for (;;) {
+    const char *data;
+    size_t dlen;
+    switch (chunked_next(&w->chunk, &p, &n, &data, &dlen, 0)) {
+    case CH_DATA:
+      on_data(w, data, dlen, at);
+      break;
+    case CH_MORE:
       return 0;
-    case K_SIZE: {
-      int v = hexval(*p);
-      if (v >= 0) {
-        if (w->csize >> 56) return -1;
-        w->csize = w->csize * 16 + (uint64_t)v;
-        w->cdigits++;
-        p++, n--;
-      } else {
-        if (!w->cdigits) return -1;
-        w->cstate = K_EXT; /* an extension or the line's CR: skipped up to the LF */
-      }
-      break;
-    }
-    case K_EXT: {
-      const char *lf = memchr(p, '\n', n);
-      if (!lf) return 0;
-      n -= (size_t)(lf + 1 - p);
-      p = lf + 1;
-      if (w->csize == 0) {
-        w->cstate = K_TRAILER;
-        w->line_len = 0;
-      } else {
-        w->remaining = w->csize;
-        w->cstate = K_DATA;
-      }
-      break;
-    }
-    case K_DATA: {
-      size_t take = n < w->remaining ? n : (size_t)w->remaining;
-      on_data(w, p, take, at);
-      p += take, n -= take;
-      w->remaining -= take;
-      if (w->remaining == 0) w->cstate = K_DATA_CR;
-      break;
-    }
-    case K_DATA_CR:
-      if (*p != '\r') return -1;
-      w->cstate = K_DATA_LF;
-      p++, n--;
-      break;
-    case K_DATA_LF:
-      if (*p != '\n') return -1;
-      w->cstate = K_SIZE, w->csize = 0, w->cdigits = 0;
-      p++, n--;
-      break;
-    case K_TRAILER: {
-      char ch = *p++;
-      n--;
-      if (ch == '\n') {
-        if (w->line_len == 0) return 1;
-        w->line_len = 0;
-      } else if (ch != '\r') {
-        w->line_len++;
-      }
-      break;
-    }
+    case CH_END:
+      return 1;
+    case CH_BROKEN:
+      return -1;
     }
   }
-  return 0;
 }
 
 static int header_has(const char *h, size_t len, const char *name, const char *word) {
@@ -286,23 +238,19 @@ static int feed(struct watch *w, const char *p, size_t n, double at) {
   if (w->state == W_HEAD) {
     /* The head is copied aside so that one split across reads is parsed in one piece. */
     if (!w->head && !(w->head = malloc(HEAD_MAX))) die("out of memory");
-    size_t take = n < HEAD_MAX - w->head_len ? n : HEAD_MAX - w->head_len;
-    memcpy(w->head + w->head_len, p, take);
-    size_t from = w->head_len > 3 ? w->head_len - 3 : 0;
-    const char *end = memmem(w->head + from, w->head_len + take - from, "\r\n\r\n", 4);
-    if (!end) {
-      w->head_len += take;
-      if (w->head_len < HEAD_MAX) return 0;
+    ssize_t head_len = head_gather(w->head, &w->head_len, HEAD_MAX, p, n);
+    if (head_len == 0) return 0;
+    if (head_len < 0) {
       g.malformed++;
       return -1;
     }
-    size_t head_len = (size_t)(end - w->head) + 4;
-    size_t used = head_len - w->head_len;
+    size_t used = (size_t)head_len - w->head_len;
     p += used, n -= used;
     const char *h = w->head;
     int status = head_len >= 12 && memcmp(h, "HTTP/1.", 7) == 0 ? atoi(h + 9) : -1;
     if (status != 200) return -1; /* counted as failed, as the JS fleet does */
-    w->cstate = header_has(h, head_len, "transfer-encoding", "chunked") ? K_SIZE : K_IDENTITY;
+    w->chunked = header_has(h, (size_t)head_len, "transfer-encoding", "chunked");
+    if (w->chunked) chunked_start(&w->chunk);
     free(w->head);
     w->head = NULL;
     w->state = W_BODY;
@@ -311,7 +259,7 @@ static int feed(struct watch *w, const char *p, size_t n, double at) {
     g.opening--;
     open_next();
   }
-  int r = walk_chunks(w, p, n, at);
+  int r = walk_body(w, p, n, at);
   if (r < 0) g.malformed++;
   return r != 0 ? -1 : 0;
 }
@@ -445,13 +393,10 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (i + 1 >= argc) usage();
     const char *v = argv[++i];
-    if (!strcmp(a, "--host")) net.host = v;
-    else if (!strcmp(a, "--port")) net.port = atoi(v);
-    else if (!strcmp(a, "--watches")) g.n = atoi(v);
+    if (net_option(a, v)) continue;
+    if (!strcmp(a, "--watches")) g.n = atoi(v);
     else if (!strcmp(a, "--request")) request_file = v;
     else if (!strcmp(a, "--sample-every")) g.sample_every = atoi(v);
-    else if (!strcmp(a, "--cert")) net.cert = v;
-    else if (!strcmp(a, "--key")) net.key = v;
     else usage();
   }
   if (!net.port || g.n < 0 || !request_file || !net.cert != !net.key) usage();
