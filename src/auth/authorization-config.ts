@@ -6,7 +6,8 @@
 // chain kept, as kube's reloader does).
 //
 // Thread ownership: the front thread that built the chain (each thread watches the file).
-import { readFileSync, watchFile, unwatchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { followFile } from '../config/followed-file.js';
 import { parse as parseYaml } from 'yaml';
 import type { AuthorizerMode, AuthorizerModeContext } from './authorizer.js';
 import { AuthorizerUnion } from './authorizer-union.js';
@@ -205,28 +206,27 @@ export function modesOfConfig(entries: AuthorizerEntry[], ctx: AuthorizerModeCon
 
 /**
  * The chain of the file, rebuilt when the file changes (checked every second by its
- * modification time). Never treated as fixed: the chain may change under the filter.
+ * modification time, on the main thread; every front thread gets the same content:
+ * config/followed-file.ts). Never treated as fixed: the chain may change under the filter.
  */
 export function buildAuthorizerFromConfig(path: string, ctx: AuthorizerModeContext, intervalMs = 1000): AuthorizerUnion {
   let text = readFileSync(path, 'utf8');
   const union = new AuthorizerUnion(modesOfConfig(parseAuthorizationConfig(text), ctx), { reloadable: true });
-  watchFile(path, { interval: intervalMs, persistent: false }, () => {
-    let next: string;
-    try {
-      next = readFileSync(path, 'utf8');
-    } catch (e: any) {
-      console.error(`E authorization config ${path}: ${e?.message ?? e}; keeping the previous configuration`);
-      return;
-    }
-    if (next === text) return;
-    try {
-      union.replace(modesOfConfig(parseAuthorizationConfig(next), ctx));
-      text = next;
-      console.log(`I authorization config ${path} reloaded`);
-    } catch (e: any) {
-      console.error(`E authorization config ${path}: ${e?.message ?? e}; keeping the previous configuration`);
-    }
-  });
-  union.onClose = () => unwatchFile(path);
+  const followed = followFile(
+    path,
+    intervalMs,
+    (next) => {
+      if (next === text) return;
+      try {
+        union.replace(modesOfConfig(parseAuthorizationConfig(next), ctx));
+        text = next;
+        console.log(`I authorization config ${path} reloaded`);
+      } catch (e: any) {
+        console.error(`E authorization config ${path}: ${e?.message ?? e}; keeping the previous configuration`);
+      }
+    },
+    (e) => console.error(`E authorization config ${path}: ${e.message}; keeping the previous configuration`),
+  );
+  union.onClose = () => followed.stop();
   return union;
 }

@@ -7,9 +7,11 @@
 // or holds no readable certificate is refused with a line in the log, and the bundle in use
 // stays (kube keeps its last good content too).
 //
-// Thread ownership: one per thread that reads it (each front thread makes its own and
-// watches the file itself); its listeners run on that thread.
-import { readFileSync, watchFile, unwatchFile } from 'node:fs';
+// Thread ownership: one per thread that reads it (each front thread makes its own; the main
+// thread polls the file and hands every other thread the same content:
+// config/followed-file.ts); its listeners run on that thread.
+import { readFileSync } from 'node:fs';
+import { followFile, type FollowedFile } from '../config/followed-file.js';
 import { bundleFingerprints } from './authenticators/ca-bundle.js';
 
 export class DynamicCaFile {
@@ -18,10 +20,7 @@ export class DynamicCaFile {
   /** SHA-256 fingerprints of its certificates (ca-bundle.ts's form); replaced, never mutated */
   fingerprints: Set<string>;
   private listeners: Array<() => void> = [];
-  private watching = false;
-  private readonly listener = () => {
-    this.check();
-  };
+  private followed: FollowedFile | undefined;
 
   /** Reads the file now: a bundle the server cannot start with throws (kube refuses to start too). */
   constructor(
@@ -41,8 +40,7 @@ export class DynamicCaFile {
     this.fingerprints = fingerprints;
   }
 
-  private load(): { pem: string; fingerprints: Set<string> } {
-    const pem = readFileSync(this.path, 'utf8');
+  private load(pem = readFileSync(this.path, 'utf8')): { pem: string; fingerprints: Set<string> } {
     if (pem.trim() === '') throw new Error(`not loading an empty CA bundle from "${this.path}"`);
     const fingerprints = bundleFingerprints(pem);
     if (fingerprints.size === 0) throw new Error(`no certificate found in "${this.path}"`);
@@ -57,16 +55,23 @@ export class DynamicCaFile {
 
   /** Starts following the file (once; the timer never keeps the process alive). */
   start(): void {
-    if (this.watching) return;
-    this.watching = true;
-    watchFile(this.path, { interval: this.intervalMs, persistent: false }, this.listener);
+    if (this.followed) return;
+    this.followed = followFile(
+      this.path,
+      this.intervalMs,
+      (text) => this.check(text),
+      (e) => console.error(`E ${this.flag}: ${e.message}; keeping the CA bundle in use`),
+    );
   }
 
-  /** Reads the file again and, when its bundle changed, takes it and tells the listeners. */
-  check(): boolean {
+  /**
+   * Reads the file again (or takes `text`, its content as the main thread read it) and, when
+   * its bundle changed, takes it and tells the listeners.
+   */
+  check(text?: string): boolean {
     let next: { pem: string; fingerprints: Set<string> };
     try {
-      next = this.load();
+      next = this.load(text);
     } catch (e) {
       console.error(`E ${this.flag}: ${(e as Error).message}; keeping the CA bundle in use`);
       return false;
@@ -86,9 +91,8 @@ export class DynamicCaFile {
   }
 
   stop(): void {
-    if (!this.watching) return;
-    this.watching = false;
-    unwatchFile(this.path, this.listener);
+    this.followed?.stop();
+    this.followed = undefined;
   }
 }
 

@@ -5,8 +5,10 @@
 // fetched their keys, as kube-apiserver's dynamic authentication config does; an invalid
 // one is logged and the running configuration kept.
 //
-// Thread ownership: the front thread that built it (each thread polls and fetches for itself).
+// Thread ownership: the front thread that built it (each thread fetches keys for itself; the
+// main thread polls the file and hands every thread the same content: config/followed-file.ts).
 import { readFileSync } from 'node:fs';
+import { followFile, type FollowedFile } from '../../config/followed-file.js';
 import { createHash } from 'node:crypto';
 import type { AuthResult, TokenAuthenticatorMode } from '../authenticator.js';
 import { JwtAuthenticator, untrustedIssuer } from './jwt-authenticator.js';
@@ -33,7 +35,7 @@ export class JwtAuthenticators implements TokenAuthenticatorMode {
   private byIssuer = new Map<string, JwtAuthenticator>();
   private anonymousConfig: AnonymousConfig | undefined;
   private fileHash = '';
-  private timer: NodeJS.Timeout | undefined;
+  private followed: FollowedFile | undefined;
   /** reloads applied (for tests and the log) */
   reloads = 0;
 
@@ -71,22 +73,21 @@ export class JwtAuthenticators implements TokenAuthenticatorMode {
   /** Starts the issuers' key fetches and the file poll; resolves when every first fetch has been tried. */
   async start(): Promise<void> {
     await Promise.all(this.authenticators.map((a) => a.start()));
-    if (this.opts.configFile) this.schedule();
+    if (this.opts.configFile) this.follow();
   }
 
-  private schedule(): void {
-    this.timer = setTimeout(() => void this.poll().finally(() => this.schedule()), this.opts.reloadMs ?? 60_000);
-    this.timer.unref();
+  private follow(): void {
+    const file = this.opts.configFile!;
+    this.followed = followFile(
+      file,
+      this.opts.reloadMs ?? 60_000,
+      (text) => void this.apply(text),
+      (e) => this.opts.log(`authentication config: reading ${file}: ${e.message}`),
+    );
   }
 
-  private async poll(): Promise<void> {
-    let text: string;
-    try {
-      text = readFileSync(this.opts.configFile!, 'utf8');
-    } catch (e: any) {
-      this.opts.log(`authentication config: reading ${this.opts.configFile}: ${e.message}`);
-      return;
-    }
+  /** A new content of the file: a valid one replaces the issuers; an invalid one is logged once. */
+  private async apply(text: string): Promise<void> {
     const h = hash(text);
     if (h === this.fileHash) return;
     let next: JwtAuthenticator[];
@@ -139,7 +140,7 @@ export class JwtAuthenticators implements TokenAuthenticatorMode {
   }
 
   close(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.followed?.stop();
     for (const a of this.authenticators) a.close();
   }
 }
