@@ -39,8 +39,9 @@ describe('durability', () => {
     }
   });
 
-  // (LMDB's write-ahead log and B-tree: etcd has its own)
-  it.skipIf(onEtcd)('writes acknowledged from the log alone, before the B-tree took them, are applied again at start-up', async () => {
+  // (LMDB's write-ahead log and B-tree: etcd has its own; with several front threads the
+  // others would wait for the held B-tree before loading their caches, and never start)
+  it.skipIf(onEtcd || process.env.KUBESHARD_TEST_FRONT_THREADS)('writes acknowledged from the log alone, before the B-tree took them, are applied again at start-up', async () => {
     // The fault holds every batch out of the B-tree: the log is all there is when the process dies.
     const env: Record<string, string | undefined> = { KUBESHARD_FAULT_HOLD_TREE: '1' };
     const s = await startServer({ env });

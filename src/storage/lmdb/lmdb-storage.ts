@@ -533,8 +533,12 @@ export class LmdbStorage implements Storage {
         }
         if (m.t !== 'attached') return;
         attached = true;
-        // (a B-tree that lags by more than this is a stalled disk: what it lacks then comes late, from the port)
-        this.shared.waitApplied(h.index, m.lastRv, STORAGE_WAIT_MS);
+        // The B-tree must hold every version up to the mark before it is read: the port brings
+        // only later commits, so a cache loaded from a B-tree that lags would miss the versions
+        // between for good. A stalled disk therefore holds this thread's start (or its catch-up
+        // after a worker restart), with a line in the log every STORAGE_WAIT_MS.
+        for (let waited = STORAGE_WAIT_MS; !this.shared.waitApplied(h.index, m.lastRv, STORAGE_WAIT_MS); waited += STORAGE_WAIT_MS)
+          console.error(`E shard ${h.index}: its B-tree has not reached resource version ${m.lastRv} after ${waited / 1000}s; this front thread waits for it before loading its caches`);
         h.env.root.resetReadTxn();
         h.link = port;
         h.alarm = m.alarm;
