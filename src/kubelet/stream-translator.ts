@@ -293,8 +293,21 @@ class Translation {
     const errorText: Buffer[] = [];
     errorStream.on('data', (d: Buffer) => errorText.push(d));
     const errorDone = ended(errorStream);
-    if (opts.stdin) {
-      const s = await open('stdin');
+    const stdinStream = opts.stdin ? await open('stdin') : undefined;
+    const stdout = opts.stdout ? await open('stdout') : undefined;
+    const stderr = opts.stderr && !opts.tty ? await open('stderr') : undefined;
+    // (v1 and v2 have no resize stream)
+    if (opts.tty && !['v2.channel.k8s.io', 'channel.k8s.io', ''].includes(protocol)) {
+      this.resize = await open('resize');
+      this.resize.resume();
+      for (const s of this.sizes) this.resize.write(s);
+      this.sizes = [];
+    }
+    // The client's input goes to the node only once every stream is open, as kube's
+    // translator starts copying once it has created them all: stdin that ends (and a command
+    // that exits on it) before the resize stream opens would lose the sizes sent before it.
+    if (stdinStream) {
+      const s = stdinStream;
       this.stdin = s;
       // (a node that ends its side of stdin ends ours too, as copyStdin's second half does)
       s.on('end', () => s.end());
@@ -304,15 +317,6 @@ class Translation {
       if (this.stdinQueued > HIGH_WATER && !(this.socket && this.socket.writableLength > HIGH_WATER)) this.ws.resume();
       this.stdinQueued = 0;
       if (this.stdinClosed) s.end();
-    }
-    const stdout = opts.stdout ? await open('stdout') : undefined;
-    const stderr = opts.stderr && !opts.tty ? await open('stderr') : undefined;
-    // (v1 and v2 have no resize stream)
-    if (opts.tty && !['v2.channel.k8s.io', 'channel.k8s.io', ''].includes(protocol)) {
-      this.resize = await open('resize');
-      this.resize.resume();
-      for (const s of this.sizes) this.resize.write(s);
-      this.sizes = [];
     }
     stdout?.on('data', (d: Buffer) => this.send(STDOUT, d));
     stderr?.on('data', (d: Buffer) => this.send(STDERR, d));
