@@ -23,6 +23,17 @@ describe("the server's watcher counts", () => {
     expect(c.interested('configmaps', 'a')).toBe(2);
   });
 
+  it("a table full around a key's place answers undefined for it (its thread's own count then serves), at a bounded cost", () => {
+    const c = new SharedWatchCounts();
+    // claim slots with made-up namespaces until one key no longer finds room
+    let i = 0;
+    while (c.interested('configmaps', `ns-${i}`) !== undefined && i < 200_000) c.note('configmaps', `ns-${i++}`, 1);
+    expect(i).toBeLessThan(200_000);
+    expect(c.interested('configmaps', `ns-${i}`)).toBeUndefined();
+    // the keys counted before keep their counts
+    expect(c.interested('configmaps', 'ns-0')).toBe(1);
+  });
+
   it('another thread mapping the buffer counts into the same figures', async () => {
     const c = new SharedWatchCounts();
     c.note('pods', 'x', 1);

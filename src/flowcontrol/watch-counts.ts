@@ -11,14 +11,19 @@
 //   "<gr>\0"       the type's watchers of all namespaces
 //   "<gr>\0<ns>"   the type's watchers of one namespace
 // Two things whose hashes collide share a count (an overestimate of one write's width, at
-// odds of about one in 10^5 among a few thousand namespaces). Slots are never freed; once
-// they are all taken a new key is not counted server-wide (counted() says so, and the
-// caller uses its thread's own count).
+// odds of about one in 10^5 among a few thousand namespaces). Slots are never freed (a
+// client can claim them with watches of made-up namespaces), so a lookup probes at most
+// MAX_PROBES slots: a key that finds neither itself nor a free slot within them is not
+// counted server-wide (interested() answers undefined, and the caller uses its thread's
+// own count). Every write's estimate looks keys up: the probe bound keeps that cheap however
+// full the table is.
 //
 // Thread ownership: the buffer is every front thread's, written only through Atomics.
 
 const SLOTS = 1 << 16;
 const MASK = SLOTS - 1;
+/** the most slots one lookup probes (the table is full for a key beyond them) */
+const MAX_PROBES = 64;
 
 function keyHash(s: string): number {
   let h = 0x811c9dc5;
@@ -68,13 +73,13 @@ export class SharedWatchCounts {
 
   /**
    * The word index of key's slot; without `claim`, -2 when the key has none (nobody counted
-   * it: 0 watchers). -1: the table is full.
+   * it: 0 watchers). -1: no room for it within MAX_PROBES.
    */
   private slot(key: string, claim: boolean): number {
     const known = this.slots.get(key);
     if (known !== undefined) return known;
     const h = keyHash(key);
-    for (let i = 0; i < SLOTS; i++) {
+    for (let i = 0; i < MAX_PROBES; i++) {
       const at = ((h + i) & MASK) * 2;
       let cur = Atomics.load(this.words, at);
       if (cur === 0) {

@@ -25,6 +25,7 @@
 // RecordSource.plain), a restarted shard's missed commits. The commits themselves bring the
 // plaintext along, so the caches, and GET, LIST and WATCH, are as fast as without. Without a
 // configuration none of it runs: no lookup, no check.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -533,33 +534,36 @@ export class LmdbStorage implements Storage {
         }
         if (m.t !== 'attached') return;
         attached = true;
+        h.link = port;
+        h.alarm = m.alarm;
+        held = [];
         // The B-tree must hold every version up to the mark before it is read: the port brings
         // only later commits, so a cache loaded from a B-tree that lags would miss the versions
         // between for good. A stalled disk therefore holds this thread's start (or its catch-up
-        // after a worker restart), with a line in the log every STORAGE_WAIT_MS.
-        for (let waited = STORAGE_WAIT_MS; !this.shared.waitApplied(h.index, m.lastRv, STORAGE_WAIT_MS); waited += STORAGE_WAIT_MS)
-          console.error(`E shard ${h.index}: its B-tree has not reached resource version ${m.lastRv} after ${waited / 1000}s; this front thread waits for it before loading its caches`);
-        h.env.root.resetReadTxn();
-        h.link = port;
-        h.alarm = m.alarm;
-        let done: void | Promise<void>;
-        if (initial) {
-          h.applied = Math.max(m.lastRv, h.env.meta.get('maxRv') ?? 0);
-          done = this.loadShard(h);
-        } else done = this.catchUp(h, m.lastRv);
-        if (!done) return resolve();
-        held = [];
-        done.then(
-          () => {
+        // after a worker restart), without blocking its event loop.
+        this.treeReaches(h.index, m.lastRv)
+          .then(() => {
+            h.env.root.resetReadTxn();
+            if (!initial) return this.catchUp(h, m.lastRv);
+            h.applied = Math.max(m.lastRv, h.env.meta.get('maxRv') ?? 0);
+            return this.loadShard(h);
+          })
+          .then(() => {
             const q = held!;
             held = null;
             for (const x of q) this.onShardMessage(h, x);
             resolve();
-          },
-          reject,
-        );
+          }, reject);
       });
     });
+  }
+
+  /** Resolves once shard's B-tree holds version rv, looking every few ms; a line in the log every STORAGE_WAIT_MS it does not. */
+  private async treeReaches(shard: number, rv: number): Promise<void> {
+    for (let waited = 0; !this.shared.waitApplied(shard, rv, 0); waited += 5) {
+      if (waited > 0 && waited % STORAGE_WAIT_MS === 0) console.error(`E shard ${shard}: its B-tree has not reached resource version ${rv} after ${waited / 1000}s; this front thread waits for it before loading its caches`);
+      await sleep(5);
+    }
   }
 
   /**
