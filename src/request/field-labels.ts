@@ -183,6 +183,14 @@ export function selectableFields(gr: string, obj: any): Record<string, string> {
   return out;
 }
 
+/**
+ * Whether the kind's selectable fields are metadata.name and metadata.namespace alone: an
+ * object's fields then follow from its key, and its cache entry keeps none (watch-cache.ts).
+ */
+export function onlyMetadataFields(gr: string): boolean {
+  return extractorsOf(kindFields(gr)).length === 2;
+}
+
 /** Each kind's extractors as a list, made once: every commit reads the selectable fields of its object. */
 const extractorLists = new WeakMap<KindFields, Array<[string, Extract]>>();
 function extractorsOf(k: KindFields): Array<[string, Extract]> {

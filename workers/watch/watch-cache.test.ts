@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { ResourceCache } from './watch-cache.js';
+import { LiveEntry, ResourceCache, selectable } from './watch-cache.js';
 import { Watcher } from './watcher-group.js';
 import { memorySink } from './memory-sink.js';
 
@@ -20,6 +20,50 @@ describe('ResourceCache', () => {
     expect(c.list('a')[1].rv).toBe(4);
     c.apply('DELETED', 'a/b', 5, obj('a', 'b'));
     expect(c.list('a').map((e) => e.key)).toEqual(['a/y']);
+  });
+  it("a commit's records share one buffer; once a quarter of them are current, those get bytes of their own", () => {
+    const c = new ResourceCache('configmaps', 10, 0);
+    // 64 objects in one 64 KiB buffer, as a shard's commit brings them
+    const texts = Array.from({ length: 64 }, (_, i) => obj('s', `o${i}`, { i: String(i) }).toString().padEnd(1024));
+    const slab = Buffer.alloc(64 * 1024);
+    let rv = 0;
+    texts.forEach((t, i) => {
+      slab.write(t, i * 1024);
+      c.apply('ADDED', `s/o${i}`, ++rv, slab.subarray(i * 1024, (i + 1) * 1024));
+    });
+    const entries = c.list('s') as LiveEntry[];
+    expect(new Set(entries.map((e) => e.slab)).size).toBe(1);
+    const shared = entries[0].slab!;
+    expect(shared.live).toBe(64);
+    // 47 of them change (their new bytes arrive elsewhere): 17 still view the buffer
+    for (let i = 0; i < 47; i++) c.apply('MODIFIED', `s/o${i}`, ++rv, Buffer.from(texts[i]));
+    expect(shared.live).toBe(17);
+    expect(c.list('s').filter((e) => e.json.buffer === slab.buffer).length).toBe(17);
+    // one more leaves a quarter (16 of 64): they are copied out, and read the same
+    c.apply('DELETED', 's/o47', ++rv, Buffer.from(texts[47]));
+    const left = c.list('s');
+    expect(left.length).toBe(63);
+    expect(left.filter((e) => e.json.buffer === slab.buffer).length).toBe(0);
+    for (const e of left) expect(e.json.toString()).toBe(texts[Number(e.name.slice(1))]);
+    expect(shared.live).toBe(0);
+  });
+  it('a kind whose selectable fields are name and namespace keeps only the labels; its fields follow from the key', () => {
+    const c = new ResourceCache('configmaps', 10, 0);
+    const o = JSON.parse(obj('ns1', 'a', { app: 'x' }).toString());
+    c.apply('ADDED', 'ns1/a', 1, obj('ns1', 'a', { app: 'x' }), o);
+    const e = c.list('ns1')[0];
+    expect(e.sel).toBeUndefined();
+    expect(selectable(e, 'configmaps')).toEqual({ labels: { app: 'x' }, fields: { 'metadata.name': 'a', 'metadata.namespace': 'ns1' } });
+    // no object at hand at the commit (another thread's write): the bytes are read once
+    c.apply('ADDED', 'ns1/b', 2, obj('ns1', 'b', { app: 'y' }));
+    const b = c.list('ns1')[1];
+    expect(selectable(b, 'configmaps').labels).toEqual({ app: 'y' });
+    expect(b.sel).toBeDefined();
+    // a kind with fields of its own reads them at the commit
+    const p = new ResourceCache('pods', 10, 0);
+    const pod = { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'n' }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } };
+    p.apply('ADDED', 'n/p', 3, Buffer.from(JSON.stringify(pod)), pod);
+    expect(p.list('n')[0].sel!.fields['spec.nodeName']).toBe('node-1');
   });
   it('a namespace written and never read keeps a bounded change log, and reads stay right', () => {
     const c = new ResourceCache('configmaps', 10, 0);

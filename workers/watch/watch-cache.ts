@@ -11,7 +11,7 @@
 // (a selector, a write that starts from the current object), and the parse is memoized.
 import type { EventType } from '../shard/protocol.js';
 import { WatcherGroup } from './watcher-group.js';
-import { selectableFields } from '../../src/request/field-labels.js';
+import { onlyMetadataFields, selectableFields } from '../../src/request/field-labels.js';
 import { itemLength, writeItem } from '../../src/codec/list-item.js';
 import { PartedMap } from '../../src/storage/parted-map.js';
 
@@ -28,6 +28,57 @@ export interface CacheEntry {
   enc?: Map<string, Buffer>;
   /** labels and selectable fields, read once (at commit when the object is at hand) */
   sel?: Selectable;
+}
+
+/**
+ * The ArrayBuffer that a commit's records arrive in (the shard sends one per group commit:
+ * workers/shard/shard-worker.ts), as the cache entries of one type share it. One buffer for
+ * a batch instead of an ArrayBuffer (and its backing store) per object: a cache of hundreds
+ * of thousands of objects has that many objects fewer for every old-generation collection of
+ * the front thread to mark.
+ *
+ * One live object keeps its whole buffer, so a buffer whose current objects fell to a quarter
+ * has theirs copied out (release): at most four times an object's bytes stay held for it, and
+ * only where a buffer is large enough to matter.
+ */
+export class RecordSlab {
+  /** how many of entries are in their cache's current state, viewing ab (LiveEntry.slab === this) */
+  live = 0;
+  entries: LiveEntry[] = [];
+  constructor(readonly ab: ArrayBufferLike) {}
+}
+
+/** Slabs smaller than this are never copied out of (Node's own Buffer pool holds 8 KiB the same way). */
+const SLAB_COPY_OUT_BYTES = 32 * 1024;
+
+/**
+ * An object written while the server runs: its bytes (often a view of a RecordSlab) and,
+ * rather than its selectable fields, its labels when they were at hand at the commit. Its
+ * name and, for a kind whose only selectable fields are name and namespace, those fields
+ * follow from its key: four heap objects an entry fewer than a record of them each.
+ */
+export class LiveEntry implements CacheEntry {
+  obj: any;
+  enc: Map<string, Buffer> | undefined = undefined;
+  sel: Selectable | undefined = undefined;
+  /** the slab its bytes view while it is its key's current state in the cache, else null */
+  slab: RecordSlab | null = null;
+
+  constructor(
+    readonly key: string,
+    readonly ns: string,
+    readonly rv: number,
+    public json: Buffer,
+    obj: any,
+    /** the labels read at the commit (undefined: it has none), null when not known (no object was at hand) */
+    readonly labels: Record<string, string> | undefined | null,
+  ) {
+    this.obj = obj;
+  }
+
+  get name(): string {
+    return this.key.slice(this.ns.length + 1);
+  }
 }
 
 /** What label and field selectors look at: matching one needs no walk of the object. */
@@ -200,11 +251,11 @@ export function entryObject(e: CacheEntry): any {
 }
 
 export function selectable(e: CacheEntry, gr: string): Selectable {
-  if (e.sel === undefined) {
-    const obj = entryObject(e);
-    e.sel = { labels: obj?.metadata?.labels, fields: selectableFields(gr, obj) };
-  }
-  return e.sel;
+  if (e.sel !== undefined) return e.sel;
+  // (made anew at each call, not kept: a few short-lived objects against two more per entry for good)
+  if (e instanceof LiveEntry && e.labels !== null && onlyMetadataFields(gr)) return { labels: e.labels, fields: { 'metadata.name': e.name, 'metadata.namespace': e.ns } };
+  const obj = entryObject(e);
+  return (e.sel = { labels: obj?.metadata?.labels, fields: selectableFields(gr, obj) });
 }
 
 /** The first index i in [from, to) where below(i) is false; below must be true then false along the range. */
@@ -457,11 +508,21 @@ export class ResourceCache {
     const idx = prev ? this.nsIndex(prev.ns) : type === 'DELETED' ? undefined : this.nsIndex(key.slice(0, slash));
     const ns = idx ? idx.ns : key.slice(0, slash);
     const name = prev ? prev.name : key.slice(slash + 1);
-    const entry: CacheEntry = { key, ns, name, rv, json, obj };
+    const entry = new LiveEntry(key, ns, rv, json, obj, obj ? (obj.metadata?.labels ?? undefined) : null);
     // a loaded object's bytes are in the store, where compaction removes them some time after this change
     if (prev instanceof StoredEntry) prev.pin();
-    // The object is at hand now: read its selectable fields once, so no selector parses it later.
-    if (obj) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
+    else if (prev instanceof LiveEntry && prev.slab) this.release(prev);
+    // The object is at hand now: read its selectable fields once, so no selector parses it
+    // later (a kind whose fields are name and namespace alone needs only the labels: selectable()).
+    if (obj && !onlyMetadataFields(this.gr)) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
+    // bytes that view a larger buffer (a commit's records): the entry joins that buffer's slab
+    if (type !== 'DELETED' && json.byteLength * 2 <= json.buffer.byteLength) {
+      let slab = this.slab;
+      if (slab === null || slab.ab !== json.buffer) slab = this.slab = new RecordSlab(json.buffer);
+      slab.entries.push(entry);
+      slab.live++;
+      entry.slab = slab;
+    }
     if (rv > this.newestRv) this.newestRv = rv;
     if (type === 'DELETED') {
       if (prev) {
@@ -487,6 +548,29 @@ export class ResourceCache {
       this.startRv = rv;
     }
     return ev;
+  }
+
+  /** The slab the last commit's entries joined: the next entry of the same buffer joins it too. */
+  private slab: RecordSlab | null = null;
+
+  /**
+   * An entry leaves the current state (changed or deleted): its slab has one current object
+   * fewer, and once those are a quarter of the slab's entries, they get bytes of their own so
+   * that the slab can go (the entries left in the event ring keep it until they leave it).
+   */
+  private release(e: LiveEntry): void {
+    const slab = e.slab!;
+    e.slab = null;
+    if (--slab.live === 0) slab.entries = [];
+    else if (slab.live * 4 <= slab.entries.length && slab.ab.byteLength >= SLAB_COPY_OUT_BYTES) {
+      for (const x of slab.entries) {
+        if (x.slab !== slab) continue;
+        x.json = Buffer.from(x.json);
+        x.slab = null;
+      }
+      slab.entries = [];
+      slab.live = 0;
+    }
   }
 
   private nsIndex(ns: string): NsIndex {
