@@ -22,10 +22,14 @@ const NS = 'fuzz';
 const HEALTHZ_MS = Number(process.env.FUZZ_HEALTHZ_MS ?? 100);
 /**
  * The share of probes that may exceed HEALTHZ_MS (never 10 times it): the test machine's two
- * cores are shared, and the scheduler alone delays a probe now and then. FUZZ_HEALTHZ_STRICT=1
- * allows none.
+ * cores are shared, and the scheduler alone delays a probe now and then. On etcd a third busy
+ * process (etcd itself: its raft loop and fsyncs, for the fuzz's real writes) shares them:
+ * on a slow day (2026-11-27) 11–16 probes of 800 took 100–270 ms there, with the build of the
+ * day before too, while the server's profile showed stretches of 100–180 ms without an idle
+ * moment serving the fuzz's real writes (a protobuf encode and an etcd transaction each), so
+ * the etcd runs allow 3 %. FUZZ_HEALTHZ_STRICT=1 allows none.
  */
-const HEALTHZ_SLOW_SHARE = process.env.FUZZ_HEALTHZ_STRICT === '1' ? 0 : 0.01;
+const HEALTHZ_SLOW_SHARE = process.env.FUZZ_HEALTHZ_STRICT === '1' ? 0 : process.env.KUBESHARD_TEST_STORAGE === 'etcd3' ? 0.03 : 0.01;
 /** A request slower than this is a failure: the catastrophic cases take seconds. */
 const REQUEST_MS = Number(process.env.FUZZ_REQUEST_MS ?? 5000);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);

@@ -113,7 +113,9 @@ export async function startServer(opts: { dataDir?: string; args?: string[]; env
   const server: Partial<TestServer> & { proc?: ChildProcess } = {};
   const launch = async () => {
     const from = out.length;
-    const proc = spawn(process.execPath, [MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...backend, ...frontArgs(opts.args ?? []), ...(opts.args ?? [])], {
+    // KUBESHARD_TEST_NODE_ARGS: node's own flags for every test server (e.g. --cpu-prof --cpu-prof-dir=DIR to profile one)
+    const nodeArgs = (process.env.KUBESHARD_TEST_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const proc = spawn(process.execPath, [...nodeArgs, MAIN, '--secure-port', String(port), '--bind-address', '127.0.0.1', '--data-dir', dataDir, ...backend, ...frontArgs(opts.args ?? []), ...(opts.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
       // read at each launch: a test may change opts.env between a kill and a restart
       env: opts.env ? { ...process.env, ...opts.env } : process.env,
