@@ -771,6 +771,13 @@ function onFrontMessage(msg: FrontToShard): void {
   switch (msg.t) {
     case 'attach':
       attachFront(msg.port);
+      // The new front thread loads its caches from the B-tree once it holds every version up
+      // to this shard's mark: the records waiting for the batch interval go in now, or a long
+      // --storage-batch-interval would hold that thread's start for as long.
+      if (treeTimer) {
+        clearTimeout(treeTimer);
+        drainTree();
+      }
       break;
     case 'write':
       if (closing) {
