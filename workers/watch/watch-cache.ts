@@ -38,8 +38,8 @@ export interface CacheEntry {
  * the front thread to mark.
  *
  * One live object keeps its whole buffer, so a buffer whose current objects fell to a quarter
- * has theirs copied out (release): at most four times an object's bytes stay held for it, and
- * only where a buffer is large enough to matter.
+ * has theirs copied out (release): an object holds at most four times its bytes, or a buffer
+ * no larger than UNTRACKED_SLAB_BYTES (not tracked), as a slice of Node's own Buffer pool holds its pool.
  */
 export class RecordSlab {
   /** how many of entries are in their cache's current state, viewing ab (LiveEntry.slab === this) */
@@ -48,8 +48,12 @@ export class RecordSlab {
   constructor(readonly ab: ArrayBufferLike) {}
 }
 
-/** Slabs smaller than this are never copied out of (Node's own Buffer pool holds 8 KiB the same way). */
-const SLAB_COPY_OUT_BYTES = 32 * 1024;
+/**
+ * Buffers no larger than this (Node's Buffer pool size: a commit of a few records, a pool slice)
+ * are not tracked: what one of their objects can hold is no more than a pooled Buffer holds.
+ * A larger bound let churn keep a 30 KiB commit per live 1 KiB object.
+ */
+const UNTRACKED_SLAB_BYTES = Buffer.poolSize;
 
 /**
  * An object written while the server runs: its bytes (often a view of a RecordSlab) and,
@@ -507,7 +511,6 @@ export class ResourceCache {
     // copy per object); deleting a key the cache does not hold touches no index.
     const idx = prev ? this.nsIndex(prev.ns) : type === 'DELETED' ? undefined : this.nsIndex(key.slice(0, slash));
     const ns = idx ? idx.ns : key.slice(0, slash);
-    const name = prev ? prev.name : key.slice(slash + 1);
     const entry = new LiveEntry(key, ns, rv, json, obj, obj ? (obj.metadata?.labels ?? undefined) : null);
     // a loaded object's bytes are in the store, where compaction removes them some time after this change
     if (prev instanceof StoredEntry) prev.pin();
@@ -516,7 +519,7 @@ export class ResourceCache {
     // later (a kind whose fields are name and namespace alone needs only the labels: selectable()).
     if (obj && !onlyMetadataFields(this.gr)) entry.sel = { labels: obj.metadata?.labels, fields: selectableFields(this.gr, obj) };
     // bytes that view a larger buffer (a commit's records): the entry joins that buffer's slab
-    if (type !== 'DELETED' && json.byteLength * 2 <= json.buffer.byteLength) {
+    if (type !== 'DELETED' && json.buffer.byteLength > UNTRACKED_SLAB_BYTES && json.byteLength * 2 <= json.buffer.byteLength) {
       let slab = this.slab;
       if (slab === null || slab.ab !== json.buffer) slab = this.slab = new RecordSlab(json.buffer);
       slab.entries.push(entry);
@@ -562,7 +565,7 @@ export class ResourceCache {
     const slab = e.slab!;
     e.slab = null;
     if (--slab.live === 0) slab.entries = [];
-    else if (slab.live * 4 <= slab.entries.length && slab.ab.byteLength >= SLAB_COPY_OUT_BYTES) {
+    else if (slab.live * 4 <= slab.entries.length) {
       for (const x of slab.entries) {
         if (x.slab !== slab) continue;
         x.json = Buffer.from(x.json);
